@@ -1,0 +1,4 @@
+//! N-API bindings: argument checks and conversions only, no routing logic.
+
+mod errors;
+mod hash;

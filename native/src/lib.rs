@@ -1,0 +1,7 @@
+//! kvroute's native core: block hashing, the KV radix indexer, load booking and selection.
+//! The modules below `bindings` are plain Rust (no N-API types) and unit-tested with cargo;
+//! `bindings` holds the thin N-API layer the TypeScript `src/core` classes call.
+
+pub mod hash;
+
+mod bindings;

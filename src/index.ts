@@ -1,0 +1,2 @@
+// kvroute's public API.
+export { computeBlockHashes, computeSequenceHashes, blockHashSeed, type HashOptions, type MultimodalId } from './core/hashing.js';

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { computeBlockHashes, computeSequenceHashes } from '../../src/core/hashing.js';
+
+// Expected values computed independently with Python's xxhash (xxh3_64_intdigest), see the
+// README's "Hash vectors" section for the script.
+const range = (a: number, b: number) => Uint32Array.from({ length: b - a }, (_, i) => a + i);
+
+describe('computeBlockHashes', () => {
+  it('matches the protocol test vector', () => {
+    expect(computeBlockHashes(Uint32Array.of(1, 2, 3, 4), 4)).toEqual(BigUint64Array.of(14643705804678351452n));
+  });
+
+  it('hashes each complete block and skips the partial tail', () => {
+    const hashes = computeBlockHashes(range(0, 50), 16);
+    expect(hashes).toEqual(BigUint64Array.of(15310707395893867146n, 15292316782987903195n, 5532946206955930018n));
+    expect(computeBlockHashes(range(0, 15), 16)).toHaveLength(0);
+  });
+
+  it('seeds by LoRA name and cache namespace', () => {
+    const t = Uint32Array.of(1, 2, 3, 4);
+    expect(computeBlockHashes(t, 4, { loraName: 'my-lora' })[0]).toBe(15671544057904749233n);
+    expect(computeBlockHashes(t, 4, { cacheNamespace: 'tenant-a' })[0]).toBe(5738685477468498325n);
+    expect(computeBlockHashes(t, 4, { loraName: 'my-lora', cacheNamespace: 'tenant-a' })[0]).toBe(6157910915076630503n);
+    expect(computeBlockHashes(t, 4, { loraName: '', cacheNamespace: '' })[0]).toBe(14643705804678351452n);
+  });
+
+  it('appends sorted multimodal hashes to their block', () => {
+    const digest = '00000000000000ff' + 'ab'.repeat(24);
+    const t = Uint32Array.of(1, 2, 3, 4, 5, 6, 7, 8);
+    const hashes = computeBlockHashes(t, 4, { mmHashes: [['image-1', digest]] });
+    expect(hashes[0]).toBe(14844992798462243241n);
+    // Order of the items does not matter, and blocks without items hash as plain tokens.
+    expect(computeBlockHashes(t, 4, { mmHashes: [[digest, 'image-1'], []] })[0]).toBe(14844992798462243241n);
+    expect(hashes[1]).toBe(computeBlockHashes(t, 4)[1]);
+    expect(computeBlockHashes(t, 4, { mmHashes: [[255n, 9764656481613128169n]] })[0]).toBe(14844992798462243241n);
+  });
+
+  it('refuses bad arguments with TypeError or RangeError', () => {
+    expect(() => computeBlockHashes([1, 2, 3, 4] as unknown as Uint32Array, 4)).toThrow(TypeError);
+    expect(() => computeBlockHashes(Int32Array.of(1) as unknown as Uint32Array, 4)).toThrow(/Uint32Array/);
+    expect(() => computeBlockHashes(range(0, 8), 0)).toThrow(RangeError);
+    expect(() => computeBlockHashes(range(0, 8), Number.NaN)).toThrow(RangeError);
+    expect(() => computeBlockHashes(range(0, 8), 2.5)).toThrow(RangeError);
+    expect(() => computeBlockHashes(range(0, 8), '4' as unknown as number)).toThrow(TypeError);
+    expect(() => computeBlockHashes(range(0, 8), 4, { loraName: 7 as unknown as string })).toThrow(TypeError);
+    expect(() => computeBlockHashes(range(0, 8), 4, { mmHashes: 'x' as never })).toThrow(TypeError);
+    expect(() => computeBlockHashes(range(0, 8), 4, { mmHashes: [[-1n]] })).toThrow(RangeError);
+  });
+});
+
+describe('computeSequenceHashes', () => {
+  it('chains local hashes with seed 1337', () => {
+    const local = computeBlockHashes(range(0, 48), 16);
+    expect(computeSequenceHashes(local)).toEqual(
+      BigUint64Array.of(15310707395893867146n, 13769157705258532664n, 11879827756109914528n),
+    );
+  });
+
+  it('handles the empty sequence and refuses non-BigUint64Array input', () => {
+    expect(computeSequenceHashes(new BigUint64Array(0))).toHaveLength(0);
+    expect(() => computeSequenceHashes([1n] as unknown as BigUint64Array)).toThrow(TypeError);
+  });
+});
