@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// `kvroute <command>`: each command lives in src/cli/<command>.ts and is loaded on demand, so
+// `kvroute mock` never pays for the server's imports and vice versa.
+
+type CommandModule = { run(argv: string[]): Promise<number> };
+
+const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
+  // Each command module registers here with one line.
+};
+
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  return ['usage: kvroute <command> [options]   (kvroute <command> --help for its options)', '', 'commands:', ...lines].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    console.log(usage());
+    return name ? 0 : 1;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    console.error(`kvroute: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  return (await command.load()).run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(`kvroute: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+  },
+);
