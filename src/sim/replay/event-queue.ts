@@ -1,0 +1,69 @@
+// A binary min-heap of timed events for the discrete-event simulation. Ties are broken by
+// insertion order so that a replay is deterministic.
+
+export class EventQueue<T> {
+  private readonly times: number[] = [];
+  private readonly orders: number[] = [];
+  private readonly items: T[] = [];
+  private counter = 0;
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  push(time: number, item: T): void {
+    this.times.push(time);
+    this.orders.push(this.counter++);
+    this.items.push(item);
+    this.siftUp(this.items.length - 1);
+  }
+
+  peekTime(): number {
+    return this.items.length === 0 ? Infinity : this.times[0];
+  }
+
+  pop(): { time: number; item: T } | undefined {
+    const n = this.items.length;
+    if (n === 0) return undefined;
+    const top = { time: this.times[0], item: this.items[0] };
+    this.swap(0, n - 1);
+    this.times.pop();
+    this.orders.pop();
+    this.items.pop();
+    if (n > 1) this.siftDown(0);
+    return top;
+  }
+
+  private less(a: number, b: number): boolean {
+    return this.times[a] < this.times[b] || (this.times[a] === this.times[b] && this.orders[a] < this.orders[b]);
+  }
+
+  private swap(a: number, b: number): void {
+    [this.times[a], this.times[b]] = [this.times[b], this.times[a]];
+    [this.orders[a], this.orders[b]] = [this.orders[b], this.orders[a]];
+    [this.items[a], this.items[b]] = [this.items[b], this.items[a]];
+  }
+
+  private siftUp(i: number): void {
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(i, parent)) return;
+      this.swap(i, parent);
+      i = parent;
+    }
+  }
+
+  private siftDown(i: number): void {
+    const n = this.items.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.less(l, m)) m = l;
+      if (r < n && this.less(r, m)) m = r;
+      if (m === i) return;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+}
