@@ -2,6 +2,8 @@
 // `kvroute <command>`: each command lives in src/cli/<command>.ts and is loaded on demand, so
 // `kvroute mock` never pays for the server's imports and vice versa.
 
+import { isUsageError } from './cli/usage.js';
+
 type CommandModule = { run(argv: string[]): Promise<number> };
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
@@ -33,6 +35,6 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     console.error(`kvroute: ${err instanceof Error ? err.message : String(err)}`);
-    process.exitCode = 1;
+    process.exitCode = isUsageError(err) ? 2 : 1;
   },
 );
