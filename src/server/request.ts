@@ -1,0 +1,235 @@
+// From request bytes to what routing needs: a checked JSON body, its model, the prompt as token ids
+// (tokenized once, chat template applied), the routing hints and the request id.
+//
+// Chat: by default a chat request is rendered with the chat template, tokenized, and sent to the
+// engine's /v1/completions with the token ids as `prompt` (the engine's KV blocks then hash exactly
+// like the router's); the answer is converted back to chat.completion(.chunk) (see chat.ts).
+// Requests that need the engine's own chat machinery (tools, response_format, chat logprobs, custom
+// templates) are forwarded to /v1/chat/completions untouched and tokenized for routing only.
+import { randomUUID } from 'node:crypto';
+import { parseChatMessages, type ChatTemplate } from '../preprocess/chat-template.js';
+import type { TextTokenizer } from '../preprocess/types.js';
+import { describe } from '../core/validate.js';
+import { badRequest, HttpError, notFound } from './errors.js';
+
+export type OpenAiRoute = '/v1/completions' | '/v1/chat/completions';
+
+export interface RoutingHints {
+  workerId?: number;
+  prefillWorkerId?: number;
+  dpRank?: number;
+  prefillDpRank?: number;
+}
+
+export interface PreparedRequest {
+  /** The route the client called. */
+  clientRoute: OpenAiRoute;
+  /** The engine route the body goes to (chat may become completions). */
+  engineRoute: OpenAiRoute;
+  /** Body for the engine: the client's, with the prompt as token ids (and chat converted). */
+  body: Record<string, unknown>;
+  tokens: Uint32Array;
+  stream: boolean;
+  /** The engine's completions answer must be converted to chat format. */
+  chatAsCompletions: boolean;
+  hints: RoutingHints;
+}
+
+export interface Preprocessor {
+  tokenizer: TextTokenizer;
+  chatTemplate: ChatTemplate;
+  models: readonly string[];
+}
+
+const MAX_PROMPT_TOKENS = 1 << 22;
+const REQUEST_ID_RE = /^[\x21-\x7e]{1,256}$/;
+
+/** The client's X-Request-Id when well-formed, otherwise a new one; a malformed id is a 400. */
+export function requestIdOf(header: string | undefined): string {
+  if (header === undefined || header === '') return randomUUID();
+  if (!REQUEST_ID_RE.test(header)) {
+    throw badRequest('X-Request-Id must be 1 to 256 visible ASCII characters', 'invalid_request_id');
+  }
+  return header;
+}
+
+export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
+  if (bytes.byteLength === 0) throw badRequest('request body is empty; expected a JSON object', 'invalid_json');
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  } catch (err) {
+    throw badRequest(`request body is not valid JSON: ${(err as Error).message}`, 'invalid_json');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw badRequest(`request body must be a JSON object, got ${describe(value)}`, 'invalid_json');
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Parses, checks and preprocesses an OpenAI request body. */
+export function prepareRequest(
+  route: OpenAiRoute,
+  body: Record<string, unknown>,
+  headers: Record<string, string | undefined>,
+  pre: Preprocessor,
+): PreparedRequest {
+  checkModel(body.model, pre.models);
+  checkCommonFields(body);
+  const hints = hintsOf(headers, body.nvext);
+  const stream = body.stream === true;
+  const forEngine: Record<string, unknown> = { ...body };
+  delete forEngine.nvext; // addressed to the router, not the engine
+  if (forEngine.model === undefined) forEngine.model = pre.models[0];
+
+  if (route === '/v1/completions') {
+    const tokens = completionPrompt(body.prompt, pre.tokenizer);
+    forEngine.prompt = Array.from(tokens);
+    return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints };
+  }
+
+  const messages = parseChatMessages(body.messages);
+  const text = pre.chatTemplate.render(messages, body.add_generation_prompt !== false);
+  const tokens = checkedLength(pre.tokenizer.encode(text));
+  if (needsEngineChat(body)) {
+    return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints };
+  }
+  return {
+    clientRoute: route,
+    engineRoute: '/v1/completions',
+    body: chatToCompletionsBody(forEngine, tokens),
+    tokens,
+    stream,
+    chatAsCompletions: true,
+    hints,
+  };
+}
+
+function checkModel(model: unknown, models: readonly string[]): void {
+  if (model === undefined) return;
+  if (typeof model !== 'string') throw badRequest(`'model' must be a string, got ${describe(model)}`, 'invalid_type');
+  if (!models.includes(model)) {
+    throw notFound(`The model '${model}' does not exist; this router serves ${models.map((m) => `'${m}'`).join(', ')}`, 'model_not_found');
+  }
+}
+
+/** Type checks of the fields the router itself reads or rewrites. */
+function checkCommonFields(body: Record<string, unknown>): void {
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
+    throw badRequest(`'stream' must be a boolean, got ${describe(body.stream)}`, 'invalid_type');
+  }
+  for (const field of ['max_tokens', 'max_completion_tokens', 'n']) {
+    const v = body[field];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
+      throw badRequest(`'${field}' must be a positive integer, got ${typeof v === 'number' ? v : describe(v)}`, 'invalid_type');
+    }
+  }
+  const so = body.stream_options;
+  if (so !== undefined && so !== null) {
+    if (typeof so !== 'object' || Array.isArray(so)) throw badRequest(`'stream_options' must be an object, got ${describe(so)}`, 'invalid_type');
+    const iu = (so as { include_usage?: unknown }).include_usage;
+    if (iu !== undefined && typeof iu !== 'boolean') throw badRequest(`'stream_options.include_usage' must be a boolean`, 'invalid_type');
+  }
+  for (const field of ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty']) {
+    const v = body[field];
+    if (v !== undefined && v !== null && (typeof v !== 'number' || !Number.isFinite(v))) {
+      throw badRequest(`'${field}' must be a number, got ${describe(v)}`, 'invalid_type');
+    }
+  }
+}
+
+/** A completions prompt as token ids: text, token ids, or a batch of exactly one of either. */
+export function completionPrompt(prompt: unknown, tokenizer: TextTokenizer): Uint32Array {
+  if (typeof prompt === 'string') return checkedLength(tokenizer.encode(prompt));
+  if (!Array.isArray(prompt)) throw badRequest(`'prompt' must be a string or an array of token ids, got ${describe(prompt)}`, 'invalid_prompt');
+  if (prompt.length === 0) throw badRequest("'prompt' must not be empty", 'invalid_prompt');
+  if (typeof prompt[0] === 'number') return tokenIds(prompt);
+  // A batch: [string] or [[ids]]. Several prompts would each need their own routing decision.
+  if (prompt.length > 1) {
+    throw badRequest(`batched prompts are not supported: send one prompt per request (got ${prompt.length})`, 'batch_not_supported');
+  }
+  const only = prompt[0];
+  if (typeof only === 'string') return checkedLength(tokenizer.encode(only));
+  if (Array.isArray(only) && only.length > 0) return tokenIds(only);
+  throw badRequest("'prompt' must be a string, an array of token ids, or an array of one of either", 'invalid_prompt');
+}
+
+function tokenIds(values: unknown[]): Uint32Array {
+  if (values.length > MAX_PROMPT_TOKENS) throw new HttpError(413, 'invalid_request_error', 'prompt_too_long', `prompt has more than ${MAX_PROMPT_TOKENS} tokens`);
+  const out = new Uint32Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff) {
+      throw badRequest(`prompt[${i}] must be a token id (an integer in [0, 2^32)), got ${typeof v === 'number' ? v : describe(v)}`, 'invalid_prompt');
+    }
+    out[i] = v;
+  }
+  return out;
+}
+
+function checkedLength(tokens: Uint32Array): Uint32Array {
+  if (tokens.length === 0) throw badRequest('the prompt tokenizes to nothing', 'invalid_prompt');
+  if (tokens.length > MAX_PROMPT_TOKENS) throw new HttpError(413, 'invalid_request_error', 'prompt_too_long', `prompt has more than ${MAX_PROMPT_TOKENS} tokens`);
+  return tokens;
+}
+
+// Chat features only the engine's own chat endpoint implements.
+const ENGINE_CHAT_FIELDS = ['tools', 'tool_choice', 'functions', 'function_call', 'response_format', 'chat_template', 'chat_template_kwargs', 'continue_final_message', 'audio', 'modalities'];
+
+function needsEngineChat(body: Record<string, unknown>): boolean {
+  if (body.logprobs === true || (body.top_logprobs !== undefined && body.top_logprobs !== null)) return true;
+  return ENGINE_CHAT_FIELDS.some((f) => body[f] !== undefined && body[f] !== null);
+}
+
+// Chat-only fields that mean nothing to /v1/completions.
+const CHAT_ONLY_FIELDS = ['messages', 'max_completion_tokens', 'add_generation_prompt', 'parallel_tool_calls', 'logprobs', 'top_logprobs', 'store', 'metadata', 'reasoning_effort', 'service_tier', 'prediction', 'web_search_options'];
+
+function chatToCompletionsBody(chat: Record<string, unknown>, tokens: Uint32Array): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...chat };
+  const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
+  for (const f of CHAT_ONLY_FIELDS) delete body[f];
+  if (maxTokens !== undefined && maxTokens !== null) body.max_tokens = maxTokens;
+  body.prompt = Array.from(tokens);
+  return body;
+}
+
+/** Routing hints from PROTOCOLS.md section 4 headers, or Dynamo's `nvext` body object. */
+export function hintsOf(headers: Record<string, string | undefined>, nvext: unknown): RoutingHints {
+  const hints: RoutingHints = {};
+  const fromHeader = (name: string, max: number): number | undefined => {
+    const raw = headers[name];
+    if (raw === undefined || raw === '') return undefined;
+    const v = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(v) || v > max) {
+      throw badRequest(`header ${name} must be an integer in [0, ${max}], got '${raw}'`, 'invalid_routing_hint');
+    }
+    return v;
+  };
+  if (nvext !== undefined && nvext !== null) {
+    if (typeof nvext !== 'object' || Array.isArray(nvext)) throw badRequest(`'nvext' must be an object, got ${describe(nvext)}`, 'invalid_type');
+    const n = nvext as Record<string, unknown>;
+    const pick = (names: string[], max: number): number | undefined => {
+      for (const name of names) {
+        const v = n[name];
+        if (v === undefined || v === null) continue;
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > max) {
+          throw badRequest(`nvext.${name} must be an integer in [0, ${max}], got ${describe(v)}`, 'invalid_routing_hint');
+        }
+        return v;
+      }
+      return undefined;
+    };
+    hints.workerId = pick(['backend_instance_id', 'decode_worker_id', 'worker_id'], Number.MAX_SAFE_INTEGER);
+    hints.prefillWorkerId = pick(['prefill_worker_id'], Number.MAX_SAFE_INTEGER);
+    hints.dpRank = pick(['dp_rank'], 0xffff);
+    hints.prefillDpRank = pick(['prefill_dp_rank'], 0xffff);
+  }
+  // Headers (an upstream endpoint picker's decision) win over the body.
+  hints.workerId = fromHeader('x-worker-instance-id', Number.MAX_SAFE_INTEGER) ?? hints.workerId;
+  hints.prefillWorkerId = fromHeader('x-prefill-instance-id', Number.MAX_SAFE_INTEGER) ?? hints.prefillWorkerId;
+  hints.dpRank = fromHeader('x-dp-rank', 0xffff) ?? hints.dpRank;
+  hints.prefillDpRank = fromHeader('x-prefill-dp-rank', 0xffff) ?? hints.prefillDpRank;
+  for (const k of Object.keys(hints) as (keyof RoutingHints)[]) if (hints[k] === undefined) delete hints[k];
+  return hints;
+}
