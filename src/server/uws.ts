@@ -1,0 +1,204 @@
+// The uWebSockets.js frontend. uWS rules this file keeps: an HttpResponse must never be touched
+// after onAborted fired or after it was ended; writes from async continuations go inside
+// res.cork(); write() returning false means "buffered, stop writing until onWritable" (the data is
+// kept by uWS and never resent). Every request is answered exactly once.
+import { STATUS_CODES } from 'node:http';
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { BoundedBodyBuffer } from './body.js';
+import type { FrameStream, HttpCall, HttpReply } from './http.js';
+
+/** What the frontend needs from the router. */
+export interface CallHandler {
+  handle(call: HttpCall): Promise<HttpReply>;
+  readonly config: { readonly maxBodyBytes: number };
+}
+
+export interface ListenOptions {
+  host?: string;
+  /** 0 lets the OS choose. */
+  port?: number;
+}
+
+export interface RunningServer {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Per-response state shared by the handler, the pump and the uWS callbacks. */
+interface ResponseState {
+  aborted: boolean;
+  ended: boolean;
+  controller: AbortController;
+  resumeWritable?: () => void;
+  stream?: FrameStream;
+}
+
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+export function listenUws(handler: CallHandler, opts: ListenOptions = {}): Promise<RunningServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const app = uWS.App();
+  app.any('/*', (res, req) => onRequest(handler, res, req));
+  return new Promise((resolve, reject) => {
+    app.listen(host, opts.port ?? 0, (token) => {
+      if (!token) {
+        reject(new Error(`cannot listen on ${host}:${opts.port ?? 0} (address in use or not permitted)`));
+        return;
+      }
+      const port = uWS.us_socket_local_port(token as unknown as Parameters<typeof uWS.us_socket_local_port>[0]);
+      resolve(runningServer(app, token, host, port));
+    });
+  });
+}
+
+function runningServer(app: TemplatedApp, token: us_listen_socket, host: string, port: number): RunningServer {
+  let closed = false;
+  return {
+    host,
+    port,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    async close() {
+      if (closed) return;
+      closed = true;
+      uWS.us_listen_socket_close(token);
+      // close() (present at runtime, absent from the typings) also drops keep-alive connections,
+      // whose onAborted handlers cancel any stream still running.
+      (app as unknown as { close?: () => void }).close?.();
+    },
+  };
+}
+
+function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): void {
+  const state: ResponseState = { aborted: false, ended: false, controller: new AbortController() };
+  res.onAborted(() => {
+    state.aborted = true;
+    state.controller.abort();
+    state.stream?.cancel();
+    state.resumeWritable?.();
+  });
+
+  // HttpRequest is only valid during this callback: copy what the router needs now.
+  const method = req.getMethod().toUpperCase();
+  const query = req.getQuery();
+  const headers: Record<string, string> = {};
+  req.forEach((k, v) => {
+    headers[k] = v;
+  });
+  const call: HttpCall = {
+    method,
+    url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+    headers,
+    remoteAddress: remoteAddressOf(res),
+    signal: state.controller.signal,
+  };
+
+  if (BODYLESS.has(method)) {
+    dispatch(handler, call, res, state);
+    return;
+  }
+  const body = new BoundedBodyBuffer(handler.config.maxBodyBytes);
+  let dispatched = false;
+  res.onData((chunk, isLast) => {
+    if (dispatched) return;
+    const withinLimit = body.push(chunk);
+    // Over the limit: answer 413 now (the router sees limit + 1 bytes) instead of buffering more.
+    if (isLast || !withinLimit) {
+      dispatched = true;
+      call.body = body.bytes();
+      dispatch(handler, call, res, state);
+    }
+  });
+}
+
+function dispatch(handler: CallHandler, call: HttpCall, res: HttpResponse, state: ResponseState): void {
+  handler.handle(call).then(
+    (reply) => send(res, reply, state),
+    (err: unknown) => send(res, internalErrorReply(err), state),
+  );
+}
+
+function send(res: HttpResponse, reply: HttpReply, state: ResponseState): void {
+  if (state.aborted) {
+    reply.stream?.cancel();
+    return;
+  }
+  if (!reply.stream) {
+    res.cork(() => {
+      writeHead(res, reply);
+      state.ended = true;
+      // A 413 answered before the upload finished: close the connection rather than read the rest.
+      res.end(reply.body ?? '', reply.status === 413);
+    });
+    return;
+  }
+  state.stream = reply.stream;
+  res.cork(() => writeHead(res, reply));
+  res.onWritable(() => {
+    const resume = state.resumeWritable;
+    state.resumeWritable = undefined;
+    resume?.();
+    return true;
+  });
+  void pump(res, reply.stream, state);
+}
+
+async function pump(res: HttpResponse, stream: FrameStream, state: ResponseState): Promise<void> {
+  try {
+    for (;;) {
+      const frame = await stream.next();
+      if (state.aborted) return;
+      if (frame === null) {
+        res.cork(() => {
+          state.ended = true;
+          res.end();
+        });
+        return;
+      }
+      let accepted = true;
+      res.cork(() => {
+        accepted = res.write(frame);
+      });
+      if (!accepted) {
+        // Slow client: stop pulling from the engine until the socket drains.
+        await new Promise<void>((resolve) => {
+          state.resumeWritable = resolve;
+        });
+        if (state.aborted) return;
+      }
+    }
+  } finally {
+    // Normal end: a no-op; any other exit (abort, failure) cancels the engine legs.
+    stream.cancel();
+    if (!state.aborted && !state.ended) {
+      state.ended = true;
+      res.cork(() => res.end());
+    }
+  }
+}
+
+function writeHead(res: HttpResponse, reply: HttpReply): void {
+  res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
+  for (const [k, v] of Object.entries(reply.headers)) {
+    // uWS computes content-length itself on end(); a duplicate would corrupt the response.
+    if (k !== 'content-length') res.writeHeader(k, v);
+  }
+}
+
+function remoteAddressOf(res: HttpResponse): string {
+  const text = Buffer.from(res.getRemoteAddressAsText()).toString();
+  // uWS prints IPv4-mapped IPv6 peers in full hex form; normalise loopback to the dotted form.
+  if (text === '0000:0000:0000:0000:0000:ffff:7f00:0001') return '127.0.0.1';
+  return text;
+}
+
+function internalErrorReply(err: unknown): HttpReply {
+  const message = err instanceof Error ? err.message : String(err);
+  return {
+    status: 500,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ error: { message: `internal error: ${message}`, type: 'internal_error', code: 'internal_error' } }),
+  };
+}
