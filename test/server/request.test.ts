@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { CHATML_TEMPLATE, ChatTemplate } from '../../src/preprocess/chat-template.js';
+import { byteTokenizer } from '../../src/preprocess/byte-tokenizer.js';
+import { HttpError } from '../../src/server/errors.js';
+import { completionPrompt, hintsOf, parseJsonObject, prepareRequest, requestIdOf, type Preprocessor } from '../../src/server/request.js';
+
+const pre: Preprocessor = { tokenizer: byteTokenizer, chatTemplate: new ChatTemplate(CHATML_TEMPLATE), models: ['m1', 'm2'] };
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+function httpError(fn: () => unknown): HttpError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof HttpError) return err;
+    throw err;
+  }
+  throw new Error('expected an HttpError');
+}
+
+describe('parseJsonObject', () => {
+  it('parses an object', () => {
+    expect(parseJsonObject(bytes('{"a":1}'))).toEqual({ a: 1 });
+  });
+  it.each(['', '{"a":', '[1,2]', '"text"', 'null'])('refuses %j with 400 invalid_json', (text) => {
+    const err = httpError(() => parseJsonObject(bytes(text)));
+    expect(err.status).toBe(400);
+    expect(err.code).toBe('invalid_json');
+  });
+});
+
+describe('requestIdOf', () => {
+  it('keeps a well-formed id and generates one when absent', () => {
+    expect(requestIdOf('abc-123')).toBe('abc-123');
+    expect(requestIdOf(undefined)).toMatch(/^[0-9a-f-]{36}$/);
+    expect(requestIdOf(undefined)).not.toBe(requestIdOf(undefined));
+  });
+  it('refuses ids that could not be echoed safely', () => {
+    expect(httpError(() => requestIdOf('a b')).status).toBe(400);
+    expect(httpError(() => requestIdOf('x'.repeat(300))).code).toBe('invalid_request_id');
+  });
+});
+
+describe('completionPrompt', () => {
+  it('tokenizes text and passes token ids through', () => {
+    expect(Array.from(completionPrompt('hi', byteTokenizer))).toEqual([104, 105]);
+    expect(Array.from(completionPrompt([1, 2, 3], byteTokenizer))).toEqual([1, 2, 3]);
+    expect(Array.from(completionPrompt(['hi'], byteTokenizer))).toEqual([104, 105]);
+    expect(Array.from(completionPrompt([[7, 8]], byteTokenizer))).toEqual([7, 8]);
+  });
+  it.each([
+    [42, 'invalid_prompt'],
+    [[], 'invalid_prompt'],
+    [[1, -2], 'invalid_prompt'],
+    [[1, 2.5], 'invalid_prompt'],
+    [[1, 2 ** 32], 'invalid_prompt'],
+    [['a', 'b'], 'batch_not_supported'],
+    [[[1], [2]], 'batch_not_supported'],
+    [[{}], 'invalid_prompt'],
+    ['', 'invalid_prompt'],
+  ])('refuses %j (%s)', (prompt, code) => {
+    const err = httpError(() => completionPrompt(prompt, byteTokenizer));
+    expect(err.status).toBe(400);
+    expect(err.code).toBe(code);
+  });
+});
+
+describe('prepareRequest', () => {
+  it('sends completions with the prompt as token ids and the default model filled in', () => {
+    const p = prepareRequest('/v1/completions', { prompt: 'ab', max_tokens: 3, stream: true, nvext: { backend_instance_id: 4 } }, {}, pre);
+    expect(p.engineRoute).toBe('/v1/completions');
+    expect(p.body).toEqual({ prompt: [97, 98], max_tokens: 3, stream: true, model: 'm1' });
+    expect(p.stream).toBe(true);
+    expect(p.hints).toEqual({ workerId: 4 });
+    expect(Array.from(p.tokens)).toEqual([97, 98]);
+  });
+
+  it('turns a plain chat request into a completions request over the templated tokens', () => {
+    const p = prepareRequest('/v1/chat/completions', { model: 'm2', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 5, temperature: 0 }, {}, pre);
+    const text = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n';
+    expect(p.engineRoute).toBe('/v1/completions');
+    expect(p.chatAsCompletions).toBe(true);
+    expect(p.body).toEqual({ model: 'm2', max_tokens: 5, temperature: 0, prompt: Array.from(byteTokenizer.encode(text)) });
+    expect(byteTokenizer.decode(p.tokens)).toBe(text);
+  });
+
+  it('forwards chat requests that need the engine chat endpoint untouched', () => {
+    const body = { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }] };
+    const p = prepareRequest('/v1/chat/completions', body, {}, pre);
+    expect(p.engineRoute).toBe('/v1/chat/completions');
+    expect(p.chatAsCompletions).toBe(false);
+    expect(p.body).toEqual({ ...body, model: 'm1' });
+    expect(p.tokens.length).toBeGreaterThan(0);
+  });
+
+  it('answers 404 for an unknown model', () => {
+    const err = httpError(() => prepareRequest('/v1/completions', { model: 'gpt-9', prompt: 'x' }, {}, pre));
+    expect(err.status).toBe(404);
+    expect(err.code).toBe('model_not_found');
+    expect(err.message).toMatch(/'gpt-9' does not exist/);
+  });
+
+  it.each([
+    [{ model: 5, prompt: 'x' }, /'model' must be a string/],
+    [{ prompt: 'x', stream: 'yes' }, /'stream' must be a boolean/],
+    [{ prompt: 'x', max_tokens: 0 }, /'max_tokens' must be a positive integer/],
+    [{ prompt: 'x', max_tokens: '5' }, /'max_tokens' must be a positive integer/],
+    [{ prompt: 'x', temperature: 'hot' }, /'temperature' must be a number/],
+    [{ prompt: 'x', stream_options: [] }, /'stream_options' must be an object/],
+    [{ prompt: 'x', nvext: 'w1' }, /'nvext' must be an object/],
+  ])('refuses wrong types: %j', (body, message) => {
+    const err = httpError(() => prepareRequest('/v1/completions', body as Record<string, unknown>, {}, pre));
+    expect(err.status).toBe(400);
+    expect(err.message).toMatch(message);
+  });
+
+  it('refuses malformed chat messages with 400', () => {
+    expect(() => prepareRequest('/v1/chat/completions', { messages: [] }, {}, pre)).toThrow(TypeError);
+    expect(() => prepareRequest('/v1/chat/completions', { messages: [{ content: 'x' }] }, {}, pre)).toThrow(/role must be a non-empty string/);
+  });
+});
+
+describe('hintsOf', () => {
+  it('reads the PROTOCOLS.md section 4 headers, which win over nvext', () => {
+    const h = hintsOf({ 'x-worker-instance-id': '12', 'x-prefill-instance-id': '3', 'x-dp-rank': '1', 'x-prefill-dp-rank': '0' }, { backend_instance_id: 99 });
+    expect(h).toEqual({ workerId: 12, prefillWorkerId: 3, dpRank: 1, prefillDpRank: 0 });
+    expect(hintsOf({}, { prefill_worker_id: 2, dp_rank: 1 })).toEqual({ prefillWorkerId: 2, dpRank: 1 });
+    expect(hintsOf({}, undefined)).toEqual({});
+  });
+  it('refuses malformed hints', () => {
+    expect(httpError(() => hintsOf({ 'x-worker-instance-id': 'w1' }, undefined)).code).toBe('invalid_routing_hint');
+    expect(httpError(() => hintsOf({ 'x-dp-rank': '70000' }, undefined)).code).toBe('invalid_routing_hint');
+    expect(httpError(() => hintsOf({}, { dp_rank: -1 })).code).toBe('invalid_routing_hint');
+  });
+});
