@@ -1,0 +1,146 @@
+// The SSE relay: the engine's events become frames for the client one at a time, pulled by the
+// frontend (so a slow client pauses the engine read). Completions chunks are relayed verbatim,
+// chat-as-completions chunks are converted; usage is observed for metrics. The relay ends exactly
+// once: at the engine's end, on an engine failure (an error frame, then the end), or on cancel.
+import { ChatChunkConverter } from './chat.js';
+import { errorEventFrame, errorReply } from './errors.js';
+import type { FrameStream } from './http.js';
+import type { RouterMetrics } from './metrics.js';
+
+/** One server-sent event from an engine: `data` is the raw payload after "data: ". */
+export interface SseEvent {
+  data: string;
+  json?: unknown;
+}
+
+export interface UsageSeen {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+}
+
+export interface RelayOptions {
+  /** Metrics label: the route the client called. */
+  route: string;
+  /** Convert completions chunks to chat.completion.chunk. */
+  chat: boolean;
+  /** The client asked for the usage chunk; when false, usage chunks the router asked for are dropped. */
+  clientWantsUsage: boolean;
+  /** performance.now() at request arrival. */
+  startedAt: number;
+  metrics: RouterMetrics;
+  /** Aborts the engine legs (the router's own controller for this request). */
+  abort(): void;
+  /** Called once with the request's final HTTP-equivalent status (499 when the client left). */
+  onEnd?(status: number, usage: UsageSeen | undefined): void;
+}
+
+const DONE_FRAME = 'data: [DONE]\n\n';
+
+export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): FrameStream {
+  const it = source[Symbol.asyncIterator]();
+  const converter = o.chat ? new ChatChunkConverter() : undefined;
+  let ended = false;
+  let sawDone = false;
+  let pendingEnd = false; // [DONE] was synthesised: the next call ends the stream
+  let tokenFrames = 0;
+  let lastTokenAt = 0;
+  let usage: UsageSeen | undefined;
+
+  const finish = (status: number) => {
+    if (ended) return;
+    ended = true;
+    if (usage) o.metrics.usage(usage.promptTokens, usage.completionTokens, usage.cachedTokens);
+    o.metrics.request(o.route, status);
+    o.onEnd?.(status, usage);
+  };
+
+  const tokenArrived = () => {
+    const now = performance.now();
+    if (tokenFrames === 0) o.metrics.firstToken(o.route, (now - o.startedAt) / 1000);
+    else o.metrics.interToken(o.route, (now - lastTokenAt) / 1000);
+    tokenFrames++;
+    lastTokenAt = now;
+  };
+
+  return {
+    async next(): Promise<string | null> {
+      if (pendingEnd) {
+        pendingEnd = false;
+        finish(200);
+      }
+      while (!ended) {
+        let r: IteratorResult<SseEvent>;
+        try {
+          r = await it.next();
+        } catch (err) {
+          if (ended) return null; // cancelled meanwhile: the failure is the abort itself
+          const frame = errorEventFrame(err);
+          finish(errorReply(err).status);
+          return frame;
+        }
+        if (ended) return null;
+        if (r.done) {
+          if (sawDone) {
+            finish(200);
+            return null;
+          }
+          // Engines end with [DONE]; an engine stream that lacked it still ends properly here.
+          pendingEnd = true;
+          return DONE_FRAME;
+        }
+        const ev = r.value;
+        if (ev.data === '[DONE]') {
+          sawDone = true;
+          return DONE_FRAME;
+        }
+        const needJson = converter !== undefined || ev.data.includes('"usage"') || ev.data.includes('"error"');
+        if (!needJson) {
+          tokenArrived();
+          return `data: ${ev.data}\n\n`;
+        }
+        let json: unknown = ev.json;
+        if (json === undefined) {
+          try {
+            json = JSON.parse(ev.data);
+          } catch {
+            tokenArrived();
+            return `data: ${ev.data}\n\n`; // not JSON: relay untouched
+          }
+        }
+        const chunk = json as { choices?: unknown[]; usage?: unknown; error?: unknown };
+        if (chunk.error !== undefined && chunk.error !== null) {
+          // The engine reported a failure inside the stream: pass it on and end.
+          const status = Number((chunk.error as { code?: unknown }).code);
+          finish(Number.isInteger(status) && status >= 400 && status < 600 ? status : 502);
+          return `data: ${ev.data}\n\n`;
+        }
+        if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
+        const usageOnly = Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage;
+        if (usageOnly && !o.clientWantsUsage) continue;
+        if (!usageOnly) tokenArrived();
+        return converter ? `data: ${JSON.stringify(converter.convert(json))}\n\n` : `data: ${ev.data}\n\n`;
+      }
+      return null;
+    },
+
+    cancel(): void {
+      if (ended) return;
+      o.metrics.clientDisconnect();
+      finish(499);
+      o.abort();
+      // Let the engine-side iterator run its cleanup (booking free) without waiting for it.
+      void it.return?.()?.catch(() => undefined);
+    },
+  };
+}
+
+function usageOf(u: unknown): UsageSeen {
+  const x = u as { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null };
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
+  return {
+    promptTokens: n(x.prompt_tokens),
+    completionTokens: n(x.completion_tokens),
+    cachedTokens: n(x.prompt_tokens_details?.cached_tokens),
+  };
+}
