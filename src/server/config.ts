@@ -76,6 +76,43 @@ export interface RouterConfig {
   workers: WorkerConfig[];
 }
 
+/** A worker as written in a config file, a CLI flag or an admin request (before validation). */
+export interface WorkerInput {
+  id: number;
+  role?: WorkerRole;
+  kind?: EngineKind;
+  baseUrl: string;
+  dpSize?: number;
+  /** One endpoint (rank r at port + r) or one per dp rank. */
+  kvEvents?: string | string[];
+  replayEndpoint?: string | string[];
+  kvCapacityBlocks?: number;
+  bootstrap?: { host: string; port: number };
+}
+
+/** The configuration as written (a JSON file, or what a library user passes to createRouter). */
+export interface RouterConfigInput {
+  host?: string;
+  port?: number;
+  model?: string;
+  models?: string[];
+  /** 'byte', a HuggingFace model directory, or { type, path }. */
+  tokenizer?: string | TokenizerConfig;
+  chatTemplate?: string;
+  blockSize?: number;
+  indexerMode?: 'events' | 'approximate';
+  maxIndexedBlocks?: number;
+  routing?: Partial<PoolRoutingConfig>;
+  prefillRouting?: Partial<PoolRoutingConfig>;
+  enforceDisagg?: boolean;
+  fallbackToAggregated?: boolean;
+  maxBodyBytes?: number;
+  adminToken?: string;
+  health?: Partial<HealthConfig>;
+  seed?: number;
+  workers?: WorkerInput[];
+}
+
 export const DEFAULT_PORT = 8000;
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_MODEL = 'kvroute-sim';
@@ -201,6 +238,43 @@ export function checkUniqueIds(workers: readonly WorkerConfig[]): void {
     if (seen.has(w.id)) throw new RangeError(`worker id ${w.id} appears twice`);
     seen.add(w.id);
   }
+}
+
+/** RouterConfig (normalised) back to the input shape parseRouterConfig reads. */
+export function configToInput(c: RouterConfig): RouterConfigInput {
+  return {
+    host: c.host,
+    port: c.port,
+    models: c.models,
+    tokenizer: c.tokenizer,
+    chatTemplate: c.chatTemplate,
+    blockSize: c.blockSize,
+    indexerMode: c.indexerMode,
+    maxIndexedBlocks: c.maxIndexedBlocks,
+    routing: c.decode,
+    prefillRouting: c.prefill,
+    enforceDisagg: c.enforceDisagg,
+    fallbackToAggregated: c.fallbackToAggregated,
+    maxBodyBytes: c.maxBodyBytes,
+    adminToken: c.adminToken,
+    health: c.health,
+    seed: c.seed,
+    workers: c.workers.map(workerToInput),
+  };
+}
+
+export function workerToInput(w: WorkerConfig): WorkerInput {
+  return {
+    id: w.id,
+    role: w.role,
+    kind: w.kind,
+    baseUrl: w.baseUrl,
+    dpSize: w.dpSize,
+    kvEvents: w.kvEvents.length ? w.kvEvents : undefined,
+    replayEndpoint: w.replayEndpoints.length ? w.replayEndpoints : undefined,
+    kvCapacityBlocks: w.kvCapacityBlocks,
+    bootstrap: w.bootstrap,
+  };
 }
 
 /**

@@ -1,0 +1,70 @@
+// What the HTTP layer needs from the routing layer, in one interface. wiring.ts builds it from the
+// indexers, routing cores, prefill router and event ingest; app.ts only sees this.
+import type { MetricsSources } from './metrics.js';
+import type { OpenAiRoute, RoutingHints } from './request.js';
+import type { IngestPort, PoolName, PoolPort } from './registry.js';
+import type { SseEvent } from './relay.js';
+
+/** One request as the prefill router takes it (the contract's RouterRequest). */
+export interface DispatchRequest {
+  route: OpenAiRoute;
+  body: Record<string, unknown>;
+  tokens: Uint32Array;
+  requestId: string;
+  hints: RoutingHints;
+  signal: AbortSignal;
+  loraName?: string;
+}
+
+/** The prefill router's answer (the contract's RoutedResponse). */
+export interface DispatchResponse {
+  status: number;
+  /** x-request-id, x-kvroute-prefill-worker, x-kvroute-decode-worker, x-kvroute-overlap-blocks. */
+  headers: Record<string, string>;
+  stream?: AsyncIterable<SseEvent>;
+  body?: unknown;
+}
+
+export interface CandidateExplanation {
+  worker: number;
+  dp_rank: number;
+  overlap_blocks: number;
+  prefill_blocks: number;
+  decode_blocks: number;
+  cost: number;
+}
+
+export interface LegExplanation {
+  worker: number;
+  dp_rank: number;
+  policy: string;
+  overlap_blocks: number;
+  cached_tokens: number;
+  prefill_tokens: number;
+  candidates: CandidateExplanation[];
+  timings_us: { hash: number; match: number; select: number; total: number };
+}
+
+/** POST /v1/route: what the router would do, without doing it. */
+export interface RouteExplanation {
+  request_id: string;
+  prompt_tokens: number;
+  block_size: number;
+  mode: 'aggregated' | 'disaggregated';
+  prefill: LegExplanation | null;
+  decode: LegExplanation;
+}
+
+export interface Backend {
+  dispatch(req: DispatchRequest): Promise<DispatchResponse>;
+  /** A routing query on the live state: books nothing, advances nothing. */
+  explain(tokens: Uint32Array, hints: RoutingHints, requestId: string): RouteExplanation;
+  pools: Record<PoolName, PoolPort>;
+  ingest: IngestPort;
+  /** The registry changed what is selectable (the prefill router may (de)activate). */
+  selectionChanged(prefillWorkers: number, decodeWorkers: number): void;
+  /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
+  canServe(): boolean;
+  metricsSources: Omit<MetricsSources, 'workerStates'>;
+  close(): Promise<void>;
+}
