@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { invalidRequest } from '../../../src/sim/worker/errors.js';
 import { type HttpExchange, type HttpServer, listenHttp } from '../../../src/sim/worker/http-server.js';
 
+type ErrorBody = { error: { message: string; type: string; code: string } };
+
 const servers: HttpServer[] = [];
 afterEach(() => {
   for (const s of servers.splice(0)) s.close();
@@ -34,14 +36,14 @@ describe('listenHttp', () => {
     expect(await missing.json()).toEqual({ error: { message: 'no route for GET /nope', type: 'invalid_request_error', code: 'not_found' } });
     const wrong = await fetch(`${base}/v1/completions`);
     expect(wrong.status).toBe(405);
-    expect((await wrong.json()).error.code).toBe('method_not_allowed');
+    expect(((await wrong.json()) as ErrorBody).error.code).toBe('method_not_allowed');
   });
 
   it('refuses bodies over the limit with 413', async () => {
     const base = await serve([{ method: 'POST', path: '/x', handler: (ex) => ex.json(200, {}) }], 1000);
     const r = await fetch(`${base}/x`, { method: 'POST', body: 'y'.repeat(1001) });
     expect(r.status).toBe(413);
-    expect((await r.json()).error.code).toBe('payload_too_large');
+    expect(((await r.json()) as ErrorBody).error.code).toBe('payload_too_large');
     expect((await fetch(`${base}/x`, { method: 'POST', body: 'y'.repeat(1000) })).status).toBe(200);
   });
 
@@ -57,7 +59,7 @@ describe('listenHttp', () => {
     expect((await fetch(`${base}/range`)).status).toBe(400);
     const boom = await fetch(`${base}/boom`);
     expect(boom.status).toBe(500);
-    expect((await boom.json()).error.message).toMatch(/kaput/);
+    expect(((await boom.json()) as ErrorBody).error.message).toMatch(/kaput/);
   });
 
   it('streams server-sent events and delivers every chunk in order to a slow reader', async () => {
