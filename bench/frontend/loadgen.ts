@@ -1,0 +1,102 @@
+// A loopback HTTP load generator for the frontend benchmark: closed loop (N requests in flight,
+// as fast as the server answers) or open loop (a fixed arrival rate), always bounded by a request
+// count and a time limit. Latency is measured from send to the last byte of the response.
+import { Pool } from 'undici';
+
+export interface LoadOptions {
+  /** http://127.0.0.1:port: loopback only. */
+  url: string;
+  path: string;
+  body: string;
+  /** Requests in flight (closed loop) or the connection count (open loop). */
+  concurrency: number;
+  /** Stop after this many requests... */
+  requests: number;
+  /** ...or after this long, whichever comes first. */
+  maxMs: number;
+  /** Open loop: requests per second; absent: closed loop. */
+  ratePerS?: number;
+  headers?: Record<string, string>;
+}
+
+export interface LoadResult {
+  completed: number;
+  failed: number;
+  elapsedS: number;
+  rps: number;
+  /** Per-request latency in ms, sorted. */
+  latenciesMs: Float64Array;
+  /** A sample failure, if any. */
+  firstError?: string;
+}
+
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export async function runLoad(o: LoadOptions): Promise<LoadResult> {
+  const u = new URL(o.url);
+  if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost' && u.hostname !== '[::1]') {
+    throw new RangeError(`the load generator runs on loopback only, got ${o.url}`);
+  }
+  const pool = new Pool(u.origin, { connections: o.concurrency, pipelining: 1, keepAliveTimeout: 30_000 });
+  const latencies: number[] = [];
+  let failed = 0;
+  let firstError: string | undefined;
+  let issued = 0;
+  const started = performance.now();
+  const deadline = started + o.maxMs;
+  const headers = { 'content-type': 'application/json', ...o.headers };
+
+  const one = async (): Promise<void> => {
+    const t0 = performance.now();
+    try {
+      const res = await pool.request({ method: 'POST', path: o.path, body: o.body, headers });
+      // Read to the end: a streamed answer counts when its last chunk arrived.
+      for await (const _chunk of res.body) {
+        // drain
+      }
+      if (res.statusCode !== 200) {
+        failed++;
+        firstError ??= `status ${res.statusCode}`;
+        return;
+      }
+      latencies.push(performance.now() - t0);
+    } catch (err) {
+      failed++;
+      firstError ??= (err as Error).message;
+    }
+  };
+
+  try {
+    if (o.ratePerS === undefined) {
+      const worker = async () => {
+        while (issued < o.requests && performance.now() < deadline) {
+          issued++;
+          await one();
+        }
+      };
+      await Promise.all(Array.from({ length: o.concurrency }, worker));
+    } else {
+      // Open loop: arrivals follow the clock, not the answers (so queueing shows in latency).
+      const gapMs = 1000 / o.ratePerS;
+      const inFlight = new Set<Promise<void>>();
+      while (issued < o.requests && performance.now() < deadline) {
+        const due = started + issued * gapMs;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+        issued++;
+        const p = one().finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      }
+      await Promise.all(inFlight);
+    }
+  } finally {
+    await pool.close();
+  }
+  const elapsedS = (performance.now() - started) / 1000;
+  const sorted = Float64Array.from(latencies).sort();
+  return { completed: latencies.length, failed, elapsedS, rps: latencies.length / elapsedS, latenciesMs: sorted, firstError };
+}
