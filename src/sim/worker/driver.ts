@@ -30,6 +30,9 @@ export interface DriverOptions<Ev> {
   timeScale?: number;
 }
 
+/** setTimeout's limit; a longer step (a huge slow factor) simply completes at the limit. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class EngineDriver<Req extends { id: string }, Out extends { id: string; finishReason?: string }, Ev> {
   private readonly sinks = new Map<string, RequestSink<Out>>();
   private readonly clock: () => number;
@@ -43,6 +46,7 @@ export class EngineDriver<Req extends { id: string }, Out extends { id: string; 
   /** Bumped on every model swap: a step of the old model in flight is discarded. */
   private generation = 0;
   private stepsRun = 0;
+  private timer?: NodeJS.Timeout;
 
   constructor(
     private current: SteppableModel<Req, Out, Ev>,
@@ -103,6 +107,7 @@ export class EngineDriver<Req extends { id: string }, Out extends { id: string; 
   /** Swaps in a fresh model (engine restart): every running request fails with `err`. */
   replaceModel(model: SteppableModel<Req, Out, Ev>, err: Error): void {
     this.generation++;
+    clearTimeout(this.timer);
     this.current = model;
     this.scheduled = false;
     this.stalled = undefined;
@@ -114,6 +119,7 @@ export class EngineDriver<Req extends { id: string }, Out extends { id: string; 
   close(): void {
     this.closed = true;
     this.generation++;
+    clearTimeout(this.timer);
     this.sinks.clear();
   }
 
@@ -158,7 +164,7 @@ export class EngineDriver<Req extends { id: string }, Out extends { id: string; 
     };
     const delay = this.engineTimeMs - this.clock();
     // Timers cannot wait less than ~1 ms: shorter waits run at once and are made up later.
-    if (delay >= 1) setTimeout(complete, delay);
+    if (delay >= 1) this.timer = setTimeout(complete, Math.min(delay, MAX_TIMER_MS));
     else setImmediate(complete);
   }
 
