@@ -109,6 +109,8 @@ export class EngineDriver<Req extends { id: string }, Out extends { id: string; 
     this.generation++;
     clearTimeout(this.timer);
     this.current = model;
+    // The old model's step in flight is gone with it: engine time restarts from the wall clock.
+    this.engineTimeMs = this.clock();
     this.scheduled = false;
     this.stalled = undefined;
     const sinks = [...this.sinks.values()];

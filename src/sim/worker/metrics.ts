@@ -66,7 +66,7 @@ export class WorkerMetrics {
     counter('vllm:prompt_tokens_total', 'Prompt tokens processed', () => snap().e.promptTokens);
     counter('vllm:generation_tokens_total', 'Tokens generated', () => snap().e.generatedTokens);
     counter('kvroute_sim_kv_recomputes_total', 'KV pulls that failed and fell back to computing the prompt', () => snap().w.kvRecomputes);
-    gauge('kvroute_sim_kv_holds', 'Finished prefills holding blocks for a decode worker', () => snap().w.holdsActive);
+    gauge('kvroute_sim_kv_holds', 'Prefill handoffs open: running, or finished and holding blocks for a decode worker', () => snap().w.holdsActive);
     counter('kvroute_sim_event_batches_published_total', 'KV event batches sent', () => snap().w.eventBatchesPublished);
     counter('kvroute_sim_event_batches_dropped_total', 'KV event batches dropped by fault injection', () => snap().w.eventBatchesDropped);
     counter('kvroute_sim_injected_failures_total', 'Requests failed by fault injection', () => snap().w.injectedFailures);

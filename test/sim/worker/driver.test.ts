@@ -145,6 +145,20 @@ describe('EngineDriver', () => {
     expect(log.slice(1)).toEqual(['step@105', 'a2:0:length']);
   });
 
+  it('restarts engine time with a new model, even after a very long step', async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { log, sink } = recorder();
+    let slow = 1e9;
+    const d = new EngineDriver<Req, Out, string>(new FakeModel(10), { onEvents: () => {}, slowFactor: () => slow });
+    d.submit({ id: 'a', tokens: 1 }, sink('a'));
+    await vi.advanceTimersByTimeAsync(5);
+    slow = 1;
+    d.replaceModel(new FakeModel(10), new Error('restarted'));
+    d.submit({ id: 'b', tokens: 1 }, sink('b'));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(log).toEqual(['a:error:restarted', 'b:0:length']);
+  });
+
   it('propagates the model refusing a request and refuses duplicate ids', () => {
     const d = new EngineDriver(new FakeModel(), { onEvents: () => {} });
     const { sink } = recorder();
