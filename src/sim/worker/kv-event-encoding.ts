@@ -2,7 +2,7 @@
 // `[ts float64, events, data_parallel_rank]`; each event is either a map with a "type" tag (current
 // vLLM) or a positional array tagged by its first element (older vLLM). Field order and presence
 // follow the byte examples of PROTOCOLS.md exactly.
-import { MsgpackWriter } from './msgpack-writer.js';
+import { MsgpackWriter, preEncode } from './msgpack-writer.js';
 
 export type EventEncoding = 'map' | 'array';
 export const EVENT_ENCODINGS: readonly EventEncoding[] = ['map', 'array'];
@@ -24,6 +24,16 @@ export type EncodableKvEvent =
 /** vLLM's KV cache spec of a plain (non-hybrid) model: every block belongs to group 0. */
 const GROUP_IDX = 0;
 const KV_CACHE_SPEC_KIND = 'full_attention';
+
+// Keys and tags are the same in every event: encoded once.
+const PRE_ENCODED = new Map(
+  ['type', 'BlockStored', 'BlockRemoved', 'AllBlocksCleared', 'block_hashes', 'parent_block_hash', 'token_ids', 'block_size', 'lora_id', 'medium', 'lora_name', 'group_idx', 'kv_cache_spec_kind', KV_CACHE_SPEC_KIND, 'GPU'].map((k) => [k, preEncode(k)]),
+);
+const str = (w: MsgpackWriter, s: string): void => {
+  const pre = PRE_ENCODED.get(s);
+  if (pre) w.raw(pre);
+  else w.string(s);
+};
 
 export class KvEventBatchEncoder {
   private readonly writer = new MsgpackWriter(4096);
@@ -64,29 +74,42 @@ export class KvEventBatchEncoder {
     switch (e.type) {
       case 'BlockStored':
         w.mapHeader(10);
-        w.string('type').string('BlockStored');
-        w.string('block_hashes');
+        str(w, 'type');
+        str(w, 'BlockStored');
+        str(w, 'block_hashes');
         writeHashes(w, e.blockHashes);
-        w.string('parent_block_hash').write(e.parentBlockHash);
-        w.string('token_ids');
+        str(w, 'parent_block_hash');
+        w.write(e.parentBlockHash);
+        str(w, 'token_ids');
         writeTokens(w, e.tokenIds);
-        w.string('block_size').uint32(e.blockSize);
-        w.string('lora_id').write(this.loraId(e.loraName));
-        w.string('medium').string(e.medium);
-        w.string('lora_name').write(e.loraName);
-        w.string('group_idx').uint32(GROUP_IDX);
-        w.string('kv_cache_spec_kind').string(KV_CACHE_SPEC_KIND);
+        str(w, 'block_size');
+        w.uint32(e.blockSize);
+        str(w, 'lora_id');
+        w.write(this.loraId(e.loraName));
+        str(w, 'medium');
+        str(w, e.medium);
+        str(w, 'lora_name');
+        w.write(e.loraName);
+        str(w, 'group_idx');
+        w.uint32(GROUP_IDX);
+        str(w, 'kv_cache_spec_kind');
+        str(w, KV_CACHE_SPEC_KIND);
         return;
       case 'BlockRemoved':
         w.mapHeader(4);
-        w.string('type').string('BlockRemoved');
-        w.string('block_hashes');
+        str(w, 'type');
+        str(w, 'BlockRemoved');
+        str(w, 'block_hashes');
         writeHashes(w, e.blockHashes);
-        w.string('medium').string(e.medium);
-        w.string('group_idx').uint32(GROUP_IDX);
+        str(w, 'medium');
+        str(w, e.medium);
+        str(w, 'group_idx');
+        w.uint32(GROUP_IDX);
         return;
       case 'AllBlocksCleared':
-        w.mapHeader(1).string('type').string('AllBlocksCleared');
+        w.mapHeader(1);
+        str(w, 'type');
+        str(w, 'AllBlocksCleared');
         return;
       default:
         throw new TypeError(`unknown KV event type ${String((e as { type?: unknown }).type)}`);
@@ -99,21 +122,25 @@ export class KvEventBatchEncoder {
       case 'BlockStored': {
         // msgspec's omit_defaults drops a trailing lora_name that is None.
         const withLora = e.loraName !== null;
-        w.arrayHeader(withLora ? 8 : 7).string('BlockStored');
+        w.arrayHeader(withLora ? 8 : 7);
+        str(w, 'BlockStored');
         writeHashes(w, e.blockHashes);
         w.write(e.parentBlockHash);
         writeTokens(w, e.tokenIds);
-        w.uint32(e.blockSize).write(this.loraId(e.loraName)).string(e.medium);
+        w.uint32(e.blockSize).write(this.loraId(e.loraName));
+        str(w, e.medium);
         if (withLora) w.string(e.loraName as string);
         return;
       }
       case 'BlockRemoved':
-        w.arrayHeader(3).string('BlockRemoved');
+        w.arrayHeader(3);
+        str(w, 'BlockRemoved');
         writeHashes(w, e.blockHashes);
-        w.string(e.medium);
+        str(w, e.medium);
         return;
       case 'AllBlocksCleared':
-        w.arrayHeader(1).string('AllBlocksCleared');
+        w.arrayHeader(1);
+        str(w, 'AllBlocksCleared');
         return;
       default:
         throw new TypeError(`unknown KV event type ${String((e as { type?: unknown }).type)}`);

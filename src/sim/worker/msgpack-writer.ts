@@ -28,6 +28,11 @@ const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);
 const utf8 = new TextEncoder();
 
+/** The MessagePack bytes of a constant value, to append with `raw` (no per-use encoding). */
+export function preEncode(value: MsgpackValue): Buffer {
+  return new MsgpackWriter(64).write(value).finish();
+}
+
 export class MsgpackWriter {
   private buf: Buffer;
   private pos = 0;
@@ -165,7 +170,8 @@ export class MsgpackWriter {
     return this.raw(bytes);
   }
 
-  private raw(bytes: Uint8Array): this {
+  /** Appends bytes that are already MessagePack (see `preEncode`). */
+  raw(bytes: Uint8Array): this {
     this.ensure(bytes.length);
     this.buf.set(bytes, this.pos);
     this.pos += bytes.length;
