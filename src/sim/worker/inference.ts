@@ -93,12 +93,8 @@ export async function serveInference(rt: InferenceRuntime, ex: HttpExchange, end
   };
 
   const sink = {
+    // finish_reason "abort" (the engine gave up on the request) ends the reply like any other, as in vLLM.
     onToken(out: EngineToken) {
-      if (out.finishReason === 'abort') {
-        plan.abandon('the engine aborted the request');
-        ex.kill();
-        return;
-      }
       tokenIds.push(out.tokenId);
       let piece = text.push(out.tokenId);
       if (out.finishReason) piece += text.end();

@@ -57,7 +57,7 @@ export async function prepareVllm(ctx: HandoffContext, req: InferenceRequest, en
   }
   const outcome = await pullPrefill({ host, port, key: vllmKey(remoteRequestId), engineId: remoteEngineId ?? undefined, waitMs: 0, signal });
   if (!outcome.ok) {
-    ctx.onRecompute();
+    if (!signal.aborted) ctx.onRecompute();
     return NO_HANDOFF;
   }
   return { ...NO_HANDOFF, kvTransferredTokens: Math.min(outcome.promptTokens, req.promptTokens.length) };
