@@ -8,6 +8,7 @@ type CommandModule = { run(argv: string[]): Promise<number> };
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
   // Each command module registers here with one line.
+  mock: { summary: 'simulated engine workers (OpenAI HTTP, ZeroMQ KV events, prefill/decode handoffs)', load: () => import('./cli/mock.js') },
 };
 
 function usage(): string {

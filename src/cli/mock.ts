@@ -1,0 +1,162 @@
+// `kvroute mock`: simulated engine workers speaking the real engines' protocols (OpenAI HTTP,
+// ZeroMQ KV events, prefill/decode handoffs), for trying kvroute without GPUs. Runs until Ctrl-C.
+import { parseArgs } from 'node:util';
+import { startSimFleet, type SimFleet } from '../sim/fleet.js';
+import { EVENT_ENCODINGS, type EventEncoding } from '../sim/worker/kv-event-encoding.js';
+import { PD_STYLES, type PdStyle, WORKER_ROLES, type WorkerRole } from '../sim/worker/handoff/types.js';
+import { UsageError, intFlag } from './usage.js';
+
+export const HELP = `usage: kvroute mock [options]
+
+Starts simulated engine workers (a vLLM-like paged, prefix-cached KV cache) that speak the real
+engines' protocols. Ports count up from the given ones, one per worker; 0 picks free ports.
+
+options:
+  --workers N           number of workers (default 1)
+  --role R              aggregated | prefill | decode (default aggregated)
+  --pd-style S          prefill/decode handoff style: vllm | sglang | trtllm (default vllm)
+  --host H              address to bind (default 127.0.0.1)
+  --port P              HTTP port of the first worker (default 8000)
+  --zmq-port Z          ZeroMQ KV event PUB port of the first worker (default 5557)
+  --replay-port R       ZeroMQ replay ROUTER port of the first worker (default 5600)
+  --bootstrap-port B    KV side channel / bootstrap port of the first prefill worker (default 8998)
+  --block-size B        tokens per KV block (default 16)
+  --kv-blocks K         KV cache size in blocks (default 16384)
+  --speedup S           divide all modelled times by S (default 1)
+  --event-encoding E    map (current vLLM) | array (legacy positional) (default map)
+  --seed X              seed of the first worker; the others use X+1, X+2, ... (default 0)
+  --model NAME          served model name (default kvroute-sim)
+  -h, --help            show this help
+
+example:
+  kvroute mock --workers 2
+  curl -N localhost:8000/v1/completions -H 'content-type: application/json' \\
+    -d '{"prompt":"Hello","max_tokens":8,"stream":true}'`;
+
+export interface MockConfig {
+  workers: number;
+  role: WorkerRole;
+  pdStyle: PdStyle;
+  host: string;
+  port: number;
+  zmqPort: number;
+  replayPort: number;
+  bootstrapPort: number;
+  blockSize: number;
+  kvBlocks: number;
+  speedup: number;
+  eventEncoding: EventEncoding;
+  seed: number;
+  model: string;
+}
+
+/** Parses the flags; a UsageError (exit status 2) names any bad one. Returns null for --help. */
+export function parseMockArgs(argv: string[]): MockConfig | null {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      workers: { type: 'string', default: '1' },
+      role: { type: 'string', default: 'aggregated' },
+      'pd-style': { type: 'string', default: 'vllm' },
+      host: { type: 'string', default: '127.0.0.1' },
+      port: { type: 'string', default: '8000' },
+      'zmq-port': { type: 'string', default: '5557' },
+      'replay-port': { type: 'string', default: '5600' },
+      'bootstrap-port': { type: 'string', default: '8998' },
+      'block-size': { type: 'string', default: '16' },
+      'kv-blocks': { type: 'string', default: '16384' },
+      speedup: { type: 'string', default: '1' },
+      'event-encoding': { type: 'string', default: 'map' },
+      seed: { type: 'string', default: '0' },
+      model: { type: 'string', default: 'kvroute-sim' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) return null;
+  if (positionals.length > 0) throw new UsageError(`kvroute mock takes no positional arguments, got '${positionals[0]}'`);
+  const workers = intFlag(values.workers, '--workers', 1, 1024);
+  const lastPortOffset = workers - 1;
+  const port = (raw: string | undefined, name: string) => {
+    const p = intFlag(raw, name, 0, 65535);
+    if (p !== 0 && p + lastPortOffset > 65535) throw new UsageError(`${name} ${p} leaves no room for ${workers} workers (ports count up)`);
+    return p;
+  };
+  const speedup = Number(values.speedup);
+  if (!Number.isFinite(speedup) || speedup <= 0) throw new UsageError(`--speedup must be a number > 0, got ${values.speedup}`);
+  const host = values.host as string;
+  if (host.trim() === '') throw new UsageError('--host must not be empty');
+  const model = values.model as string;
+  if (model.trim() === '') throw new UsageError('--model must not be empty');
+  return {
+    workers,
+    role: oneOf(values.role, '--role', WORKER_ROLES),
+    pdStyle: oneOf(values['pd-style'], '--pd-style', PD_STYLES),
+    host,
+    port: port(values.port, '--port'),
+    zmqPort: port(values['zmq-port'], '--zmq-port'),
+    replayPort: port(values['replay-port'], '--replay-port'),
+    bootstrapPort: port(values['bootstrap-port'], '--bootstrap-port'),
+    blockSize: intFlag(values['block-size'], '--block-size', 1, 1 << 16),
+    kvBlocks: intFlag(values['kv-blocks'], '--kv-blocks', 1, 1 << 30),
+    speedup,
+    eventEncoding: oneOf(values['event-encoding'], '--event-encoding', EVENT_ENCODINGS),
+    seed: intFlag(values.seed, '--seed', 0, 2 ** 31),
+    model,
+  };
+}
+
+function oneOf<T extends string>(raw: string | undefined, name: string, allowed: readonly T[]): T {
+  if (!allowed.includes(raw as T)) throw new UsageError(`${name} must be one of ${allowed.join(', ')}, got ${raw}`);
+  return raw as T;
+}
+
+export async function startMock(cfg: MockConfig): Promise<SimFleet> {
+  return startSimFleet({
+    workers: cfg.workers,
+    role: cfg.role,
+    pdStyle: cfg.pdStyle,
+    host: cfg.host,
+    eventEncoding: cfg.eventEncoding,
+    model: cfg.model,
+    basePorts: { http: cfg.port, zmq: cfg.zmqPort, replay: cfg.replayPort, bootstrap: cfg.bootstrapPort },
+    engine: { blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks, speedup: cfg.speedup, seed: cfg.seed },
+  });
+}
+
+export function describeFleet(fleet: SimFleet): string[] {
+  return fleet.workers.map((w) => {
+    const parts = [`worker ${w.id} (${w.role}, ${w.pdStyle})`, `http ${w.url}`, `events ${w.eventsEndpoint}`, `replay ${w.replayEndpoint}`];
+    if (w.bootstrap) parts.push(`bootstrap ${w.bootstrap.host}:${w.bootstrap.port}`);
+    return parts.join('  ');
+  });
+}
+
+/** Runs until SIGINT/SIGTERM (or `signal` aborts, for embedding and tests), then stops cleanly. */
+export async function run(argv: string[], opts: { signal?: AbortSignal; log?: (line: string) => void } = {}): Promise<number> {
+  const log = opts.log ?? ((line: string) => console.log(line));
+  const cfg = parseMockArgs(argv);
+  if (!cfg) {
+    log(HELP);
+    return 0;
+  }
+  const fleet = await startMock(cfg);
+  for (const line of describeFleet(fleet)) log(line);
+  log(`KV events: topic "kv-events", ${cfg.eventEncoding} encoding, block size ${cfg.blockSize}. Ctrl-C stops.`);
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      opts.signal?.removeEventListener('abort', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    if (opts.signal?.aborted) stop();
+    else opts.signal?.addEventListener('abort', stop, { once: true });
+  });
+  await fleet.close();
+  log('stopped');
+  return 0;
+}

@@ -1,0 +1,68 @@
+// Several simulated workers in this process: ids and ports count up from the first worker's, each
+// engine gets its own seed (base seed + index) so workers do not generate identical streams.
+import { expectInteger } from '../core/validate.js';
+import { type SimWorker, type SimWorkerOptions, startSimWorker } from './worker/worker.js';
+
+export interface SimFleetOptions extends Omit<SimWorkerOptions, 'id' | 'httpPort' | 'zmqPort' | 'replayPort' | 'bootstrapPort'> {
+  workers: number;
+  /** The first worker's id (default 0); the others count up. */
+  id?: number;
+  /** The first worker's ports; the others count up. 0 (the default) gives every worker an ephemeral port. */
+  basePorts?: { http?: number; zmq?: number; replay?: number; bootstrap?: number };
+}
+
+export interface SimFleet {
+  workers: SimWorker[];
+  close(): Promise<void>;
+}
+
+/** The options of worker `i` of a fleet (ids, ports and seeds counted up); validates the fleet options. */
+export function fleetWorkerOptions(opts: SimFleetOptions, i: number): SimWorkerOptions {
+  if (opts === null || typeof opts !== 'object') throw new TypeError('startSimFleet needs an options object');
+  const { workers: count, id: firstId = 0, basePorts = {}, ...shared } = opts;
+  expectInteger(count, 'workers', 1, 4096);
+  expectInteger(firstId, 'id', 0, Number.MAX_SAFE_INTEGER - count);
+  expectInteger(i, 'worker index', 0, count - 1);
+  const portAt = (base: number | undefined, name: string) => {
+    if (base === undefined || base === 0) return 0;
+    expectInteger(base, name, 1, 65535 - (count - 1));
+    return base + i;
+  };
+  const baseSeed = shared.engine?.seed ?? 0;
+  expectInteger(baseSeed, 'engine.seed', 0, Number.MAX_SAFE_INTEGER - count);
+  return {
+    ...shared,
+    id: firstId + i,
+    httpPort: portAt(basePorts.http, 'basePorts.http'),
+    zmqPort: portAt(basePorts.zmq, 'basePorts.zmq'),
+    replayPort: portAt(basePorts.replay, 'basePorts.replay'),
+    bootstrapPort: portAt(basePorts.bootstrap, 'basePorts.bootstrap'),
+    engine: { ...shared.engine, seed: baseSeed + i },
+  };
+}
+
+export async function startSimFleet(opts: SimFleetOptions): Promise<SimFleet> {
+  // Validate every worker's options before the first port is taken.
+  const perWorker = Array.from({ length: fleetSize(opts) }, (_, i) => fleetWorkerOptions(opts, i));
+  const started: SimWorker[] = [];
+  try {
+    for (const o of perWorker) started.push(await startSimWorker(o));
+  } catch (err) {
+    await Promise.all(started.map((w) => w.close()));
+    throw err;
+  }
+  let closed = false;
+  return {
+    workers: started,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all(started.map((w) => w.close()));
+    },
+  };
+}
+
+function fleetSize(opts: SimFleetOptions): number {
+  if (opts === null || typeof opts !== 'object') throw new TypeError('startSimFleet needs an options object');
+  return expectInteger(opts.workers, 'workers', 1, 4096);
+}
