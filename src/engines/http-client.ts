@@ -1,0 +1,326 @@
+// OpenAI-style HTTP calls to one engine over a keep-alive undici Pool: a JSON call (prefill legs,
+// non-streamed answers) and an SSE call whose events are pulled one at a time, so a consumer that
+// stops pulling stops the socket read (undici pauses the connection once its buffer is full).
+// Every failure becomes an EngineError (or an AbortError when the caller's signal fired).
+import { Pool } from 'undici';
+import { expectInteger, expectObject } from '../core/validate.js';
+import { EngineError, abortError, transportError } from './errors.js';
+import { stringifyBody } from './json.js';
+import { SseParser } from './sse.js';
+import type { SseEvent } from './types.js';
+
+export interface EngineClientOptions {
+  /** TCP connect timeout. Default 5 s. */
+  connectTimeoutMs?: number;
+  /** Time from sending the request to the response headers. Default 300 s (a long prefill answers late). */
+  firstByteTimeoutMs?: number;
+  /** Longest silence inside a response body. Default 300 s. */
+  idleTimeoutMs?: number;
+  /** How long an idle keep-alive connection stays open. Default 30 s. */
+  keepAliveTimeoutMs?: number;
+  /** Connections per engine (each stream holds one); null for no limit (the default). */
+  connections?: number | null;
+  /** Largest non-streamed response body read. Default 64 MiB. */
+  maxResponseBytes?: number;
+}
+
+export interface EngineCallOptions {
+  /** Sent as X-Request-Id (the same id on every leg of a request). */
+  requestId: string;
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+  /** Overrides the client's first-byte timeout for this call. */
+  firstByteTimeoutMs?: number;
+}
+
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+const DAY_MS = 86_400_000;
+
+interface ResolvedOptions {
+  connectTimeoutMs: number;
+  firstByteTimeoutMs: number;
+  idleTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  connections: number | null;
+  maxResponseBytes: number;
+}
+
+export function resolveClientOptions(opts: EngineClientOptions | undefined): ResolvedOptions {
+  const o = expectObject(opts, 'engine client options') as EngineClientOptions;
+  const ms = (v: unknown, name: string, dflt: number) => (v === undefined ? dflt : expectInteger(v, name, 1, DAY_MS));
+  return {
+    connectTimeoutMs: ms(o.connectTimeoutMs, 'connectTimeoutMs', 5_000),
+    firstByteTimeoutMs: ms(o.firstByteTimeoutMs, 'firstByteTimeoutMs', 300_000),
+    idleTimeoutMs: ms(o.idleTimeoutMs, 'idleTimeoutMs', 300_000),
+    keepAliveTimeoutMs: ms(o.keepAliveTimeoutMs, 'keepAliveTimeoutMs', 30_000),
+    connections: o.connections === undefined || o.connections === null ? null : expectInteger(o.connections, 'connections', 1, 1 << 20),
+    maxResponseBytes: o.maxResponseBytes === undefined ? 64 << 20 : expectInteger(o.maxResponseBytes, 'maxResponseBytes', 1, 2 ** 31 - 1),
+  };
+}
+
+/** Splits a base URL into the pool's origin and the path prefix routes are appended to. */
+export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string } {
+  if (typeof baseUrl !== 'string') throw new TypeError(`baseUrl must be a string, got ${typeof baseUrl}`);
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(`baseUrl must be an absolute http(s) URL, got '${baseUrl}'`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`baseUrl must use http or https, got '${baseUrl}'`);
+  }
+  if (url.search || url.hash || url.username || url.password) {
+    throw new TypeError(`baseUrl must not carry a query, fragment or credentials, got '${baseUrl}'`);
+  }
+  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
+}
+
+type ResponseBody = AsyncIterable<Buffer | Uint8Array> & { destroy(err?: Error): unknown };
+
+export class EngineClient {
+  readonly baseUrl: string;
+  private readonly pool: Pool;
+  private readonly prefix: string;
+  private readonly opts: ResolvedOptions;
+
+  constructor(baseUrl: string, opts?: EngineClientOptions) {
+    const { origin, prefix } = parseBaseUrl(baseUrl);
+    this.baseUrl = baseUrl;
+    this.prefix = prefix;
+    this.opts = resolveClientOptions(opts);
+    this.pool = new Pool(origin, {
+      connections: this.opts.connections,
+      connectTimeout: this.opts.connectTimeoutMs,
+      keepAliveTimeout: this.opts.keepAliveTimeoutMs,
+      headersTimeout: this.opts.firstByteTimeoutMs,
+      bodyTimeout: this.opts.idleTimeoutMs,
+    });
+  }
+
+  /** POSTs a JSON body and returns the parsed JSON answer (2xx), else throws EngineError. */
+  async postJson(route: string, body: Record<string, unknown>, call: EngineCallOptions): Promise<unknown> {
+    const res = await this.send(route, body, call, 'application/json');
+    const text = await this.readText(res.body, this.opts.maxResponseBytes, call.signal);
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw transportError('engine_bad_response', this.baseUrl, `status ${res.statusCode} with a body that is not JSON: ${text.slice(0, 200)}`);
+    }
+  }
+
+  /**
+   * POSTs a JSON body asking for SSE; resolves once the engine answered 2xx with the stream.
+   * Nothing is read from the socket until the returned stream is pulled.
+   */
+  async postStream(route: string, body: Record<string, unknown>, call: EngineCallOptions): Promise<EngineStream> {
+    const res = await this.send(route, body, call, 'text/event-stream');
+    const type = String(res.headers['content-type'] ?? '');
+    if (type.startsWith('application/json')) {
+      // A 2xx JSON answer to a stream request is not a stream: report what the engine said.
+      const text = await this.readText(res.body, MAX_ERROR_BODY_BYTES, call.signal);
+      throw new EngineError(502, parseMaybeJson(text), `engine answered a stream request with JSON (${this.baseUrl})`, 'engine_bad_response', this.baseUrl);
+    }
+    return new EngineStream(res.body, this.baseUrl, call.signal);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+
+  private async send(route: string, body: Record<string, unknown>, call: EngineCallOptions, accept: string) {
+    const signal = call.signal;
+    if (signal?.aborted) throw abortError(signal);
+    let res;
+    try {
+      res = await this.pool.request({
+        path: this.prefix + route,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept, 'x-request-id': call.requestId, ...call.headers },
+        body: stringifyBody(body),
+        signal,
+        headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
+        bodyTimeout: this.opts.idleTimeoutMs,
+      });
+    } catch (err) {
+      throw this.translate(err, signal, false);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      const text = await this.readText(res.body, MAX_ERROR_BODY_BYTES, signal).catch(() => '');
+      const parsed = parseMaybeJson(text);
+      throw new EngineError(res.statusCode, parsed, `engine ${this.baseUrl} answered ${res.statusCode}: ${errorMessageOf(parsed) ?? text.slice(0, 200)}`, 'engine_rejected', this.baseUrl);
+    }
+    return res;
+  }
+
+  private async readText(body: ResponseBody, limit: number, signal: AbortSignal | undefined): Promise<string> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of body) {
+        size += chunk.byteLength;
+        if (size > limit) {
+          body.destroy();
+          throw transportError('engine_bad_response', this.baseUrl, `response larger than ${limit} bytes`);
+        }
+        chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      }
+    } catch (err) {
+      throw this.translate(err, signal, true);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  private translate(err: unknown, signal: AbortSignal | undefined, inBody: boolean): unknown {
+    return translateUndiciError(err, signal, this.baseUrl, inBody);
+  }
+}
+
+/** Maps an undici/socket failure to an EngineError (or an AbortError when the caller aborted). */
+export function translateUndiciError(err: unknown, signal: AbortSignal | undefined, engine: string, inBody: boolean): unknown {
+  if (err instanceof EngineError) return err;
+  if (signal?.aborted) return abortError(signal);
+  const code = (err as { code?: unknown } | null)?.code;
+  const detail = err instanceof Error ? err.message : String(err);
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return transportError('engine_connect_timeout', engine, detail);
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return transportError('engine_first_byte_timeout', engine, detail);
+    case 'UND_ERR_BODY_TIMEOUT':
+      return transportError('engine_idle_timeout', engine, detail);
+    case 'ECONNREFUSED':
+    case 'ENOTFOUND':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EAI_AGAIN':
+      return transportError('engine_unreachable', engine, detail);
+    default:
+      if (err instanceof Error && (err.name === 'AbortError' || code === 'UND_ERR_ABORTED')) return abortError(signal);
+      return transportError(inBody ? 'engine_stream_broken' : 'engine_unreachable', engine, detail);
+  }
+}
+
+/**
+ * The events of one engine response, pulled: each next() reads from the socket only when no parsed
+ * event is waiting. Iterate once. cancel() (or breaking out of for-await) closes the connection,
+ * which is how an engine learns that the request is abandoned.
+ */
+export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent> {
+  private readonly parser = new SseParser();
+  private readonly queue: SseEvent[] = [];
+  private queueHead = 0;
+  private readonly chunks: AsyncIterator<Buffer | Uint8Array>;
+  private done = false;
+  private iterating = false;
+
+  constructor(
+    private readonly body: ResponseBody,
+    readonly engine: string,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.chunks = body[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<SseEvent> {
+    if (this.iterating) throw new TypeError('an engine stream can be iterated only once');
+    this.iterating = true;
+    return this;
+  }
+
+  get finished(): boolean {
+    return this.done;
+  }
+
+  async next(): Promise<IteratorResult<SseEvent>> {
+    for (;;) {
+      if (this.queueHead < this.queue.length) {
+        const ev = this.queue[this.queueHead++];
+        if (this.queueHead === this.queue.length) {
+          this.queue.length = 0;
+          this.queueHead = 0;
+        }
+        return { value: ev, done: false };
+      }
+      if (this.done) return { value: undefined, done: true };
+      let r: IteratorResult<Buffer | Uint8Array>;
+      try {
+        r = await this.chunks.next();
+      } catch (err) {
+        this.done = true;
+        throw translateUndiciError(err, this.signal, this.engine, true);
+      }
+      try {
+        if (r.done) {
+          this.done = true;
+          for (const ev of this.parser.end()) this.queue.push(ev);
+        } else {
+          for (const ev of this.parser.push(r.value)) this.queue.push(ev);
+        }
+      } catch (err) {
+        this.cancel();
+        throw transportError('engine_bad_response', this.engine, (err as Error).message);
+      }
+    }
+  }
+
+  async return(): Promise<IteratorResult<SseEvent>> {
+    this.cancel();
+    return { value: undefined, done: true };
+  }
+
+  /** Stops reading and closes the connection (idempotent). */
+  cancel(): void {
+    this.done = true;
+    this.queue.length = 0;
+    this.queueHead = 0;
+    this.body.destroy();
+  }
+}
+
+function parseMaybeJson(text: string): unknown {
+  if (text.length === 0) return '';
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function errorMessageOf(body: unknown): string | undefined {
+  const e = (body as { error?: unknown } | null)?.error;
+  if (typeof e === 'string') return e;
+  const m = (e as { message?: unknown } | null)?.message;
+  return typeof m === 'string' ? m : undefined;
+}
+
+/** One EngineClient per base URL, created on first use and closed together. */
+export class EngineClients {
+  private readonly clients = new Map<string, EngineClient>();
+
+  constructor(private readonly opts?: EngineClientOptions) {
+    resolveClientOptions(opts); // fail early on bad options
+  }
+
+  get(baseUrl: string): EngineClient {
+    let c = this.clients.get(baseUrl);
+    if (!c) {
+      c = new EngineClient(baseUrl, this.opts);
+      this.clients.set(baseUrl, c);
+    }
+    return c;
+  }
+
+  /** Closes and forgets one engine's connections (its worker left). */
+  async drop(baseUrl: string): Promise<void> {
+    const c = this.clients.get(baseUrl);
+    this.clients.delete(baseUrl);
+    await c?.close();
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(all.map((c) => c.close()));
+  }
+}

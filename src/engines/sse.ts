@@ -1,0 +1,120 @@
+// Server-sent events from an engine's byte stream, as the WHATWG EventSource parser reads them:
+// lines end with \n, \r\n or \r (possibly split across chunks); `data:` lines accumulate (joined
+// by \n) until a blank line dispatches the event; comments (":") and other fields are skipped.
+// The payload is kept verbatim in `data` so the relay never re-frames what the engine wrote.
+import { SSE_DONE, type SseEvent } from './types.js';
+
+/** Refuse an event larger than this instead of buffering without bound. */
+export const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
+
+export class SseParseError extends Error {
+  override name = 'SseParseError';
+}
+
+export class SseParser {
+  private readonly decoder = new TextDecoder('utf-8');
+  private buffer = '';
+  private data: string[] = [];
+  private dataChars = 0;
+  private ended = false;
+
+  constructor(private readonly maxEventChars = DEFAULT_MAX_EVENT_BYTES) {}
+
+  /** Feeds bytes; returns the events they complete, in order. */
+  push(chunk: Uint8Array): SseEvent[] {
+    if (this.ended) throw new SseParseError('push() after end()');
+    const text = this.decoder.decode(chunk, { stream: true });
+    return this.consume(this.buffer.length === 0 ? text : this.buffer + text, false);
+  }
+
+  /**
+   * The stream ended. An event whose data lines were complete but not yet followed by the blank
+   * line is dispatched (engines that close right after their last line lose nothing); a final
+   * line without its line end is dropped, as it may be truncated.
+   */
+  end(): SseEvent[] {
+    if (this.ended) return [];
+    this.ended = true;
+    const rest = this.decoder.decode();
+    const events = this.consume(this.buffer + rest, true);
+    if (this.data.length > 0) events.push(makeEvent(this.data.join('\n')));
+    this.data = [];
+    this.dataChars = 0;
+    this.buffer = '';
+    return events;
+  }
+
+  private consume(text: string, final: boolean): SseEvent[] {
+    const events: SseEvent[] = [];
+    let start = 0;
+    const n = text.length;
+    while (start < n) {
+      let i = start;
+      let c = 0;
+      for (; i < n; i++) {
+        c = text.charCodeAt(i);
+        if (c === 10 || c === 13) break;
+      }
+      if (i === n) break; // incomplete line: wait for more
+      // A \r at the very end may be the first half of \r\n: wait for the next chunk.
+      if (c === 13 && i === n - 1 && !final) break;
+      this.line(text.slice(start, i), events);
+      start = c === 13 && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
+    }
+    this.buffer = start === 0 ? text : text.slice(start);
+    if (this.buffer.length + this.dataChars > this.maxEventChars) {
+      throw new SseParseError(`an engine event exceeded ${this.maxEventChars} characters`);
+    }
+    return events;
+  }
+
+  private line(line: string, events: SseEvent[]): void {
+    if (line.length === 0) {
+      if (this.data.length > 0) {
+        events.push(makeEvent(this.data.length === 1 ? this.data[0] : this.data.join('\n')));
+        this.data = [];
+        this.dataChars = 0;
+      }
+      return;
+    }
+    if (line.charCodeAt(0) === 58 /* ':' comment */) return;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    if (field !== 'data') return; // event, id, retry: nothing the relay needs
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    this.data.push(value);
+    this.dataChars += value.length;
+  }
+}
+
+/** An SseEvent with `json` when the payload is a JSON object or array. */
+export function makeEvent(data: string): SseEvent {
+  const first = data.charCodeAt(0);
+  if (first === 123 /* { */ || (first === 91 /* [ */ && data !== SSE_DONE)) {
+    try {
+      return { data, json: JSON.parse(data) as unknown };
+    } catch {
+      return { data };
+    }
+  }
+  return { data };
+}
+
+/** An event whose payload is `value` serialised (for chunks the router writes itself). */
+export function jsonEvent(value: unknown): SseEvent {
+  return { data: JSON.stringify(value), json: value };
+}
+
+export const DONE_EVENT: SseEvent = Object.freeze({ data: SSE_DONE }) as SseEvent;
+
+export function isDone(ev: SseEvent): boolean {
+  return ev.data === SSE_DONE;
+}
+
+/** Parses a whole SSE text (tests, and engines that answered a stream request in one piece). */
+export function parseSseText(text: string): SseEvent[] {
+  const p = new SseParser();
+  const events = p.push(new TextEncoder().encode(text));
+  return events.concat(p.end());
+}

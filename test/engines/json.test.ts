@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { stringifyBody } from '../../src/engines/json.js';
+
+describe('stringifyBody', () => {
+  it('is JSON.stringify when no bigint is present', () => {
+    const body = { a: 1, b: 'x', c: [1, 2], d: { e: null }, u: undefined };
+    expect(stringifyBody(body)).toBe(JSON.stringify(body));
+  });
+
+  it('writes top-level bigints and bigint arrays as exact digits', () => {
+    const max = (1n << 63n) - 1n;
+    const text = stringifyBody({ prompt: [1, 2], bootstrap_room: max, rooms: [max, 5n], skip: undefined, s: 'q"' });
+    expect(text).toBe('{"prompt":[1,2],"bootstrap_room":9223372036854775807,"rooms":[9223372036854775807,5],"s":"q\\""}');
+    expect(text).toContain('9223372036854775807');
+    // A double would have rounded it to 9223372036854775808.
+    expect(String(Number(max))).not.toBe(max.toString());
+  });
+
+  it('still refuses a nested bigint (JSON.stringify TypeError)', () => {
+    expect(() => stringifyBody({ room: 1n, nested: { x: 2n } })).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { SseParseError, SseParser, isDone, makeEvent, parseSseText } from '../../src/engines/sse.js';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+
+describe('SseParser', () => {
+  it('keeps each payload verbatim and parses JSON payloads', () => {
+    const events = parseSseText('data: {"a": 1,  "b":[2]}\n\ndata: [DONE]\n\n');
+    expect(events.map((e) => e.data)).toEqual(['{"a": 1,  "b":[2]}', '[DONE]']);
+    expect(events[0].json).toEqual({ a: 1, b: [2] });
+    expect(events[1].json).toBeUndefined();
+    expect(isDone(events[1])).toBe(true);
+  });
+
+  it('accepts \\r\\n, \\r and \\n line ends, split anywhere across chunks', () => {
+    const text = 'data: one\r\n\r\ndata: two\r\rdata: three\n\n';
+    const bytes = enc(text);
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const p = new SseParser();
+      const events = [...p.push(bytes.subarray(0, cut)), ...p.push(bytes.subarray(cut)), ...p.end()];
+      expect(events.map((e) => e.data), `cut at ${cut}`).toEqual(['one', 'two', 'three']);
+    }
+  });
+
+  it('decodes multi-byte UTF-8 split across chunks', () => {
+    const bytes = enc('data: {"t":"héllo ✓"}\n\n');
+    const p = new SseParser();
+    const events = [];
+    for (const b of bytes) events.push(...p.push(Uint8Array.of(b)));
+    expect(events).toEqual([{ data: '{"t":"héllo ✓"}', json: { t: 'héllo ✓' } }]);
+  });
+
+  it('joins multi-line data with \\n, skips comments and other fields, takes data without a space', () => {
+    const events = parseSseText(': keep-alive\nevent: message\nid: 7\ndata:first\ndata: second\nretry: 10\n\n');
+    expect(events).toEqual([{ data: 'first\nsecond' }]);
+  });
+
+  it('dispatches nothing for a blank line without data', () => {
+    expect(parseSseText('\n\n: comment\n\n')).toEqual([]);
+  });
+
+  it('at the end, dispatches complete data lines but drops a truncated last line', () => {
+    const p = new SseParser();
+    expect(p.push(enc('data: a\n'))).toEqual([]);
+    expect(p.end()).toEqual([{ data: 'a' }]);
+    const q = new SseParser();
+    q.push(enc('data: {"trunc'));
+    expect(q.end()).toEqual([]);
+  });
+
+  it('keeps non-JSON payloads as text and never throws on bad JSON', () => {
+    expect(makeEvent('{not json')).toEqual({ data: '{not json' });
+    expect(makeEvent('hello')).toEqual({ data: 'hello' });
+  });
+
+  it('refuses an event that grows past the limit', () => {
+    const p = new SseParser(16);
+    expect(() => p.push(enc('data: 0123456789\ndata: 0123456789\n'))).toThrow(SseParseError);
+    const q = new SseParser(16);
+    expect(() => q.push(enc('data: 0123456789012345678901234'))).toThrow(/exceeded 16/);
+  });
+
+  it('refuses use after end', () => {
+    const p = new SseParser();
+    p.end();
+    expect(() => p.push(enc('data: x\n\n'))).toThrow(SseParseError);
+    expect(p.end()).toEqual([]);
+  });
+});
