@@ -13,7 +13,11 @@ export class SseParseError extends Error {
 
 export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
-  private buffer = '';
+  /** Pieces of a line whose end has not arrived yet (kept apart: no quadratic re-scan). */
+  private partial: string[] = [];
+  private partialChars = 0;
+  /** The last text ended with \r: a \n starting the next one belongs to the same line end. */
+  private sawCR = false;
   private data: string[] = [];
   private dataChars = 0;
   private ended = false;
@@ -23,8 +27,7 @@ export class SseParser {
   /** Feeds bytes; returns the events they complete, in order. */
   push(chunk: Uint8Array): SseEvent[] {
     if (this.ended) throw new SseParseError('push() after end()');
-    const text = this.decoder.decode(chunk, { stream: true });
-    return this.consume(this.buffer.length === 0 ? text : this.buffer + text, false);
+    return this.feed(this.decoder.decode(chunk, { stream: true }));
   }
 
   /**
@@ -35,34 +38,49 @@ export class SseParser {
   end(): SseEvent[] {
     if (this.ended) return [];
     this.ended = true;
-    const rest = this.decoder.decode();
-    const events = this.consume(this.buffer + rest, true);
+    const events = this.feed(this.decoder.decode());
     if (this.data.length > 0) events.push(makeEvent(this.data.join('\n')));
     this.data = [];
     this.dataChars = 0;
-    this.buffer = '';
+    this.partial = [];
+    this.partialChars = 0;
     return events;
   }
 
-  private consume(text: string, final: boolean): SseEvent[] {
+  private feed(text: string): SseEvent[] {
     const events: SseEvent[] = [];
-    let start = 0;
     const n = text.length;
-    while (start < n) {
-      let i = start;
-      let c = 0;
-      for (; i < n; i++) {
-        c = text.charCodeAt(i);
-        if (c === 10 || c === 13) break;
-      }
-      if (i === n) break; // incomplete line: wait for more
-      // A \r at the very end may be the first half of \r\n: wait for the next chunk.
-      if (c === 13 && i === n - 1 && !final) break;
-      this.line(text.slice(start, i), events);
-      start = c === 13 && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
+    let start = 0;
+    if (this.sawCR && n > 0) {
+      this.sawCR = false;
+      if (text.charCodeAt(0) === 10) start = 1;
     }
-    this.buffer = start === 0 ? text : text.slice(start);
-    if (this.buffer.length + this.dataChars > this.maxEventChars) {
+    let nextLF = text.indexOf('\n', start);
+    let nextCR = text.indexOf('\r', start);
+    while (nextLF >= 0 || nextCR >= 0) {
+      const isCR = nextCR >= 0 && (nextLF < 0 || nextCR < nextLF);
+      const i = isCR ? nextCR : nextLF;
+      let line = text.slice(start, i);
+      if (this.partial.length > 0) {
+        this.partial.push(line);
+        line = this.partial.join('');
+        this.partial = [];
+        this.partialChars = 0;
+      }
+      this.line(line, events);
+      start = i + 1;
+      if (isCR) {
+        if (start === n) this.sawCR = true;
+        else if (text.charCodeAt(start) === 10) start++;
+      }
+      if (nextLF >= 0 && nextLF < start) nextLF = text.indexOf('\n', start);
+      if (nextCR >= 0 && nextCR < start) nextCR = text.indexOf('\r', start);
+    }
+    if (start < n) {
+      this.partial.push(start === 0 ? text : text.slice(start));
+      this.partialChars += n - start;
+    }
+    if (this.partialChars + this.dataChars > this.maxEventChars) {
       throw new SseParseError(`an engine event exceeded ${this.maxEventChars} characters`);
     }
     return events;

@@ -1,0 +1,290 @@
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EngineError, isAbortError } from '../../src/engines/errors.js';
+import { EngineClient, EngineClients, translateUndiciError } from '../../src/engines/http-client.js';
+import type { SseEvent } from '../../src/engines/types.js';
+
+type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void | Promise<void>;
+
+interface TestServer {
+  url: string;
+  connections: number;
+  closes: number;
+  server: Server;
+  close(): Promise<void>;
+}
+
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((o) => o.close()));
+});
+
+async function serve(handler: Handler): Promise<TestServer> {
+  const sockets = new Set<Socket>();
+  const t = { connections: 0, closes: 0 } as TestServer;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => void handler(req, Buffer.concat(chunks).toString('utf8'), res));
+    res.on('close', () => {
+      if (!res.writableFinished) t.closes++;
+    });
+  });
+  server.on('connection', (s: Socket) => {
+    t.connections++;
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  t.server = server;
+  t.close = async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  };
+  open.push(t);
+  return t;
+}
+
+function client(url: string, opts?: ConstructorParameters<typeof EngineClient>[1]) {
+  const c = new EngineClient(url, opts);
+  open.push(c);
+  return c;
+}
+
+const until = async (cond: () => boolean, what: string, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+async function collect(stream: AsyncIterable<SseEvent>): Promise<SseEvent[]> {
+  const out: SseEvent[] = [];
+  for await (const ev of stream) out.push(ev);
+  return out;
+}
+
+describe('EngineClient.postJson', () => {
+  it('posts the body with X-Request-Id and returns the JSON answer over kept-alive connections', async () => {
+    const seen: Array<{ path: string; id: string | undefined; body: string; type: string | undefined }> = [];
+    const s = await serve((req, body, res) => {
+      seen.push({ path: req.url!, id: req.headers['x-request-id'] as string, body, type: req.headers['content-type'] });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    const c = client(`${s.url}/prefix/`);
+    expect(await c.postJson('/v1/completions', { prompt: [1], bootstrap_room: (1n << 63n) - 1n }, { requestId: 'r-1' })).toEqual({ ok: true });
+    expect(await c.postJson('/v1/chat/completions', { a: 1 }, { requestId: 'r-2', headers: { 'x-extra': '1' } })).toEqual({ ok: true });
+    expect(seen[0]).toEqual({ path: '/prefix/v1/completions', id: 'r-1', body: '{"prompt":[1],"bootstrap_room":9223372036854775807}', type: 'application/json' });
+    expect(seen[1].path).toBe('/prefix/v1/chat/completions');
+    for (let i = 0; i < 10; i++) await c.postJson('/v1/completions', {}, { requestId: `k${i}` });
+    // Keep-alive: connections are reused (undici may open a second one while the first is released).
+    expect(s.connections).toBeLessThanOrEqual(2);
+  });
+
+  it('turns a non-2xx answer into EngineError with the status and the parsed body', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"prompt too long","type":"invalid_request_error","code":"too_long"}}');
+    });
+    const err = await client(s.url).postJson('/v1/completions', {}, { requestId: 'x' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ status: 400, failure: 'engine_rejected', body: { error: { code: 'too_long' } } });
+    expect((err as Error).message).toContain('prompt too long');
+  });
+
+  it('keeps a non-JSON error body as text', async () => {
+    const s = await serve((_req, _body, res) => void res.writeHead(503).end('overloaded'));
+    await expect(client(s.url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 503, body: 'overloaded' });
+  });
+
+  it('reports a 2xx that is not JSON as a bad response', async () => {
+    const s = await serve((_req, _body, res) => void res.writeHead(200).end('<html>'));
+    await expect(client(s.url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 502, failure: 'engine_bad_response' });
+  });
+
+  it('refuses an answer larger than maxResponseBytes', async () => {
+    const s = await serve((_req, _body, res) => void res.writeHead(200).end(JSON.stringify({ big: 'x'.repeat(5000) })));
+    await expect(client(s.url, { maxResponseBytes: 1000 }).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({
+      failure: 'engine_bad_response',
+    });
+  });
+
+  it('maps a refused connection to 502 engine_unreachable', async () => {
+    const s = await serve(() => {});
+    const url = s.url;
+    await s.close();
+    await expect(client(url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 502, failure: 'engine_unreachable', engine: url });
+  });
+
+  it('times out with 504 when the engine sends nothing before the first-byte timeout', async () => {
+    const s = await serve(() => {});
+    await expect(client(s.url, { firstByteTimeoutMs: 100 }).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({
+      status: 504,
+      failure: 'engine_first_byte_timeout',
+    });
+    await expect(client(s.url).postJson('/v1/completions', {}, { requestId: 'y', firstByteTimeoutMs: 100 })).rejects.toMatchObject({
+      failure: 'engine_first_byte_timeout',
+    });
+  });
+
+  it('rejects with an AbortError when the signal fires, and the engine sees the disconnect', async () => {
+    const s = await serve(() => {});
+    const ac = new AbortController();
+    const p = client(s.url).postJson('/v1/completions', {}, { requestId: 'x', signal: ac.signal });
+    await until(() => s.connections === 1, 'the request');
+    ac.abort();
+    const err = await p.catch((e: unknown) => e);
+    expect(isAbortError(err)).toBe(true);
+    await until(() => s.closes === 1, 'the engine to see the close');
+    await expect(client(s.url).postJson('/v1/completions', {}, { requestId: 'x', signal: AbortSignal.abort() })).rejects.toSatisfy(isAbortError);
+  });
+});
+
+describe('EngineClient.postStream', () => {
+  it('yields the events verbatim, pulled', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"i":0}\n\n: ping\n\n');
+      res.write('data: {"i":1}\r\n\r\ndata: [DONE]\n\n');
+      res.end();
+    });
+    const events = await collect(await client(s.url).postStream('/v1/completions', { stream: true }, { requestId: 'x' }));
+    expect(events).toEqual([{ data: '{"i":0}', json: { i: 0 } }, { data: '{"i":1}', json: { i: 1 } }, { data: '[DONE]' }]);
+  });
+
+  it('a slow consumer pauses the engine: the server cannot write ahead without bound', async () => {
+    const total = 20_000;
+    const payload = 'x'.repeat(1000);
+    let written = 0;
+    let blockedAt = -1;
+    const s = await serve(async (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let i = 0; i < total; i++) {
+        written++;
+        if (!res.write(`data: {"i":${i},"p":"${payload}"}\n\n`)) {
+          if (blockedAt < 0) blockedAt = i;
+          await new Promise((r) => res.once('drain', r));
+        }
+      }
+      res.end('data: [DONE]\n\n');
+    });
+    const stream = await client(s.url).postStream('/v1/completions', { stream: true }, { requestId: 'x' });
+    const it = stream[Symbol.asyncIterator]();
+    const first = await it.next();
+    expect(first.value?.json).toMatchObject({ i: 0 });
+    await until(() => blockedAt >= 0, 'the server to block');
+    await new Promise((r) => setTimeout(r, 100));
+    // ~20 MB would have been written by now without backpressure; socket buffers hold a few MB at most.
+    expect(written).toBeLessThan(total / 2);
+    let n = 1;
+    let last: unknown;
+    for (let r = await it.next(); !r.done; r = await it.next()) {
+      n++;
+      last = r.value.data;
+    }
+    expect(n).toBe(total + 1);
+    expect(last).toBe('[DONE]');
+  });
+
+  it('cancel() closes the connection so the engine sees the abandon', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"i":0}\n\n');
+    });
+    const stream = await client(s.url).postStream('/v1/completions', {}, { requestId: 'x' });
+    for await (const ev of stream) {
+      expect(ev.json).toEqual({ i: 0 });
+      break; // calls return(), which cancels
+    }
+    await until(() => s.closes === 1, 'the engine to see the close');
+    expect(stream.finished).toBe(true);
+    expect(() => stream[Symbol.asyncIterator]()).toThrow(/only once/);
+  });
+
+  it('an abort mid-stream rejects next() with an AbortError', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"i":0}\n\n');
+    });
+    const ac = new AbortController();
+    const stream = await client(s.url).postStream('/v1/completions', {}, { requestId: 'x', signal: ac.signal });
+    const it = stream[Symbol.asyncIterator]();
+    await it.next();
+    const pending = it.next();
+    ac.abort();
+    await expect(pending).rejects.toSatisfy(isAbortError);
+    await until(() => s.closes === 1, 'the engine to see the close');
+  });
+
+  it('a connection that dies mid-stream is engine_stream_broken; a silent one hits the idle timeout', async () => {
+    const broken = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"i":0}\n\n', () => setTimeout(() => res.socket?.destroy(), 20));
+    });
+    const s1 = await client(broken.url).postStream('/v1/completions', {}, { requestId: 'x' });
+    await expect(collect(s1)).rejects.toMatchObject({ status: 502, failure: 'engine_stream_broken' });
+
+    const silent = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"i":0}\n\n');
+    });
+    const s2 = await client(silent.url, { idleTimeoutMs: 150 }).postStream('/v1/completions', {}, { requestId: 'x' });
+    await expect(collect(s2)).rejects.toMatchObject({ status: 504, failure: 'engine_idle_timeout' });
+  });
+
+  it('an error status or a JSON answer to a stream request is an EngineError', async () => {
+    const s = await serve((req, _body, res) => {
+      if (req.url === '/v1/completions') res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"boom"}}');
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"error":"not streaming"}');
+    });
+    await expect(client(s.url).postStream('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 500, body: { error: { message: 'boom' } } });
+    await expect(client(s.url).postStream('/v1/chat/completions', {}, { requestId: 'x' })).rejects.toMatchObject({
+      status: 502,
+      failure: 'engine_bad_response',
+      body: { error: 'not streaming' },
+    });
+  });
+
+  it('an oversized event is a bad response and closes the connection', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${'y'.repeat(17 * 1024 * 1024)}`);
+    });
+    const stream = await client(s.url).postStream('/v1/completions', {}, { requestId: 'x' });
+    await expect(collect(stream)).rejects.toMatchObject({ failure: 'engine_bad_response' });
+    await until(() => s.closes === 1, 'the close');
+  });
+});
+
+describe('options and errors', () => {
+  it('refuses bad base URLs and options', () => {
+    expect(() => new EngineClient('localhost:8000')).toThrow(TypeError);
+    expect(() => new EngineClient('ftp://h')).toThrow(/http or https/);
+    expect(() => new EngineClient('http://h/?q=1')).toThrow(/query/);
+    expect(() => new EngineClient(5 as unknown as string)).toThrow(TypeError);
+    expect(() => new EngineClient('http://h', { connectTimeoutMs: 0 })).toThrow(RangeError);
+    expect(() => new EngineClient('http://h', { firstByteTimeoutMs: 1.5 })).toThrow(RangeError);
+    expect(() => new EngineClient('http://h', { connections: '2' as unknown as number })).toThrow(TypeError);
+    expect(() => new EngineClients({ idleTimeoutMs: -1 })).toThrow(RangeError);
+  });
+
+  it('maps undici failure codes', () => {
+    const e = (code: string) => Object.assign(new Error(code), { code });
+    expect(translateUndiciError(e('UND_ERR_CONNECT_TIMEOUT'), undefined, 'u', false)).toMatchObject({ status: 504, failure: 'engine_connect_timeout' });
+    expect(translateUndiciError(e('UND_ERR_HEADERS_TIMEOUT'), undefined, 'u', false)).toMatchObject({ failure: 'engine_first_byte_timeout' });
+    expect(translateUndiciError(e('UND_ERR_BODY_TIMEOUT'), undefined, 'u', true)).toMatchObject({ failure: 'engine_idle_timeout' });
+    expect(translateUndiciError(e('ECONNREFUSED'), undefined, 'u', false)).toMatchObject({ status: 502, failure: 'engine_unreachable' });
+    expect(translateUndiciError(e('UND_ERR_SOCKET'), undefined, 'u', true)).toMatchObject({ failure: 'engine_stream_broken' });
+    expect(isAbortError(translateUndiciError(e('UND_ERR_SOCKET'), AbortSignal.abort(), 'u', true))).toBe(true);
+  });
+
+  it('EngineClients keeps one client per base URL', async () => {
+    const clients = new EngineClients();
+    open.push(clients);
+    expect(clients.get('http://127.0.0.1:1')).toBe(clients.get('http://127.0.0.1:1'));
+    expect(clients.get('http://127.0.0.1:1')).not.toBe(clients.get('http://127.0.0.1:2'));
+    await clients.drop('http://127.0.0.1:1');
+  });
+});
