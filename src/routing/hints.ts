@@ -1,0 +1,108 @@
+// Routing hints a client or an upstream endpoint picker sends (PROTOCOLS.md section 4): the
+// headers x-worker-instance-id, x-prefill-instance-id, x-dp-rank and x-prefill-dp-rank, and the
+// same hints in the body's `nvext` object (Dynamo's extension). A malformed hint is the client's
+// mistake: InvalidRoutingHintError (a RangeError, so frontends answer 400) says which and why.
+
+export interface RoutingHints {
+  /** Pin the decode (or aggregated) worker. */
+  workerId?: number;
+  /** Pin the prefill worker. */
+  prefillWorkerId?: number;
+  dpRank?: number;
+  prefillDpRank?: number;
+}
+
+export class InvalidRoutingHintError extends RangeError {
+  override name = 'InvalidRoutingHintError';
+  readonly code = 'invalid_routing_hint';
+}
+
+export type HeaderBag = Record<string, string | string[] | undefined> | { get(name: string): string | null };
+
+const WORKER_MAX = Number.MAX_SAFE_INTEGER;
+const RANK_MAX = 0xffff;
+
+interface HintSpec {
+  key: keyof RoutingHints;
+  header: string;
+  /** nvext field names, first present wins (Dynamo's aliases). */
+  nvext: readonly string[];
+  max: number;
+}
+
+const SPECS: readonly HintSpec[] = [
+  { key: 'workerId', header: 'x-worker-instance-id', nvext: ['backend_instance_id', 'decode_worker_id', 'worker_id'], max: WORKER_MAX },
+  { key: 'prefillWorkerId', header: 'x-prefill-instance-id', nvext: ['prefill_worker_id'], max: WORKER_MAX },
+  { key: 'dpRank', header: 'x-dp-rank', nvext: ['dp_rank'], max: RANK_MAX },
+  { key: 'prefillDpRank', header: 'x-prefill-dp-rank', nvext: ['prefill_dp_rank'], max: RANK_MAX },
+];
+
+export const HINT_HEADERS: readonly string[] = SPECS.map((s) => s.header);
+
+/**
+ * Hints from request headers (names matched case-insensitively) and the body's `nvext`. A hint
+ * given both ways must agree. Empty headers count as absent.
+ */
+export function parseRoutingHints(headers: HeaderBag | undefined, nvext?: unknown): RoutingHints {
+  const hints: RoutingHints = {};
+  const ext = nvextObject(nvext);
+  for (const spec of SPECS) {
+    const fromHeader = headerValue(headers, spec);
+    const fromBody = ext ? nvextValue(ext, spec) : undefined;
+    if (fromHeader !== undefined && fromBody !== undefined && fromHeader !== fromBody) {
+      throw new InvalidRoutingHintError(
+        `header ${spec.header} (${fromHeader}) disagrees with nvext.${nvextName(ext!, spec)} (${fromBody})`,
+      );
+    }
+    const v = fromHeader ?? fromBody;
+    if (v !== undefined) hints[spec.key] = v;
+  }
+  return hints;
+}
+
+function nvextObject(nvext: unknown): Record<string, unknown> | undefined {
+  if (nvext === undefined || nvext === null) return undefined;
+  if (typeof nvext !== 'object' || Array.isArray(nvext)) {
+    throw new InvalidRoutingHintError(`'nvext' must be an object, got ${Array.isArray(nvext) ? 'an array' : typeof nvext}`);
+  }
+  return nvext as Record<string, unknown>;
+}
+
+function headerValue(headers: HeaderBag | undefined, spec: HintSpec): number | undefined {
+  if (!headers) return undefined;
+  let raw: string | string[] | null | undefined;
+  if (typeof (headers as { get?: unknown }).get === 'function') raw = (headers as { get(n: string): string | null }).get(spec.header);
+  else raw = lookup(headers as Record<string, string | string[] | undefined>, spec.header);
+  if (Array.isArray(raw)) {
+    const distinct = [...new Set(raw.map((r) => r.trim()))];
+    if (distinct.length > 1) throw new InvalidRoutingHintError(`header ${spec.header} was sent ${raw.length} times with different values`);
+    raw = distinct[0];
+  }
+  if (raw === undefined || raw === null) return undefined;
+  const text = raw.trim();
+  if (text === '') return undefined;
+  if (!/^\d{1,16}$/.test(text) || Number(text) > spec.max) {
+    throw new InvalidRoutingHintError(`header ${spec.header} must be an integer in [0, ${spec.max}], got '${raw.slice(0, 64)}'`);
+  }
+  return Number(text);
+}
+
+function lookup(headers: Record<string, string | string[] | undefined>, name: string): string | string[] | undefined {
+  const direct = headers[name];
+  if (direct !== undefined) return direct;
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === name) return headers[key];
+  return undefined;
+}
+
+function nvextName(ext: Record<string, unknown>, spec: HintSpec): string {
+  return spec.nvext.find((n) => ext[n] !== undefined && ext[n] !== null) ?? spec.nvext[0];
+}
+
+function nvextValue(ext: Record<string, unknown>, spec: HintSpec): number | undefined {
+  const name = spec.nvext.find((n) => ext[n] !== undefined && ext[n] !== null);
+  if (name === undefined) return undefined;
+  const v = ext[name];
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= spec.max) return v;
+  if (typeof v === 'string' && /^\d{1,16}$/.test(v) && Number(v) <= spec.max) return Number(v);
+  throw new InvalidRoutingHintError(`nvext.${name} must be an integer in [0, ${spec.max}], got ${JSON.stringify(v)?.slice(0, 64) ?? typeof v}`);
+}
