@@ -1,0 +1,212 @@
+// A booking is freed exactly once, whatever happens to its request. BookingGuard is the once;
+// GuardedStream ties it to an engine stream handed to a consumer and frees it when the stream
+// ends, fails, is aborted (the client's signal), is closed by its consumer (return()), is not read
+// for too long (never read at all, or stopped mid-stream), or is garbage-collected unfinished. The
+// last two also close the engine leg, so an abandoned stream cannot hold an engine slot either.
+import { abortError } from '../engines/errors.js';
+import type { SseEvent } from '../engines/types.js';
+
+export type FreeReason =
+  | 'end' // the engine ended the stream / answered
+  | 'error' // the engine leg failed
+  | 'abort' // the client's signal fired
+  | 'disconnect' // the consumer closed the stream (return())
+  | 'abandoned' // the consumer stopped pulling for longer than allowed
+  | 'collected' // the stream object was garbage-collected unfinished
+  | 'cancelled'; // the router gave the leg up (peer leg failed, fallback)
+
+export interface Freeable {
+  free(requestId: string): boolean;
+}
+
+export class BookingGuard {
+  private freedBy: FreeReason | undefined;
+
+  constructor(
+    private readonly core: Freeable,
+    readonly requestId: string,
+    private readonly onFree?: (reason: FreeReason) => void,
+  ) {}
+
+  get freed(): boolean {
+    return this.freedBy !== undefined;
+  }
+
+  get reason(): FreeReason | undefined {
+    return this.freedBy;
+  }
+
+  /** Frees the booking the first time; later calls change nothing and return false. */
+  free(reason: FreeReason): boolean {
+    if (this.freedBy !== undefined) return false;
+    this.freedBy = reason;
+    try {
+      this.core.free(this.requestId);
+    } finally {
+      this.onFree?.(reason);
+    }
+    return true;
+  }
+}
+
+export class StreamAbandonedError extends Error {
+  override name = 'StreamAbandonedError';
+  readonly code = 'stream_abandoned';
+}
+
+export interface GuardedStreamOptions {
+  /** The engine's events. */
+  source: AsyncIterator<SseEvent>;
+  /** Closes the engine leg (idempotent). */
+  cancel(): void;
+  guard: BookingGuard;
+  /** A consumer that does not pull for this long (from creation, or since the last event) abandons the stream. */
+  abandonAfterMs: number;
+  /** The client's signal: aborting frees the booking and closes the leg. */
+  signal?: AbortSignal;
+  /** Sees each event before the consumer does (first-token marking, metrics). */
+  onEvent?(ev: SseEvent): void;
+  /** Called once when the stream finishes, with why (and the error for 'error'). */
+  onFinish?(reason: FreeReason, err?: unknown): void;
+}
+
+/**
+ * Everything the finishing paths need, kept apart from the GuardedStream object itself: the timer,
+ * the abort listener and the finalization registry reference this, never the stream, so an
+ * unreferenced stream can really be collected.
+ */
+class StreamState {
+  finished: FreeReason | undefined;
+  timer: NodeJS.Timeout | undefined;
+  unregister: (() => void) | undefined;
+
+  constructor(private readonly o: GuardedStreamOptions) {}
+
+  readonly onAbort = (): void => this.finish('abort');
+
+  finish(reason: FreeReason, err?: unknown): boolean {
+    if (this.finished !== undefined) return false;
+    this.finished = reason;
+    this.disarm();
+    this.o.signal?.removeEventListener('abort', this.onAbort);
+    this.unregister?.();
+    if (reason !== 'end') this.o.cancel();
+    this.o.guard.free(reason);
+    this.o.onFinish?.(reason, err);
+    return true;
+  }
+
+  arm(): void {
+    this.disarm();
+    this.timer = setTimeout(() => this.finish('abandoned'), this.o.abandonAfterMs);
+    this.timer.unref();
+  }
+
+  disarm(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+const collected = new FinalizationRegistry<StreamState>((state) => state.finish('collected'));
+
+export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent> {
+  private readonly state: StreamState;
+  private readonly o: GuardedStreamOptions;
+  private iterating = false;
+
+  constructor(o: GuardedStreamOptions) {
+    if (!Number.isFinite(o.abandonAfterMs) || o.abandonAfterMs <= 0) throw new RangeError(`abandonAfterMs must be a positive number, got ${o.abandonAfterMs}`);
+    this.o = o;
+    const state = new StreamState(o);
+    this.state = state;
+    const token = {};
+    collected.register(this, state, token);
+    state.unregister = () => collected.unregister(token);
+    if (o.signal?.aborted) {
+      state.finish('abort');
+      return;
+    }
+    o.signal?.addEventListener('abort', state.onAbort, { once: true });
+    state.arm();
+  }
+
+  /** Why the stream finished, or undefined while it runs. */
+  get finishedBy(): FreeReason | undefined {
+    return this.state.finished;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<SseEvent> {
+    if (this.iterating) throw new TypeError('a routed stream can be iterated only once');
+    this.iterating = true;
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<SseEvent>> {
+    const s = this.state;
+    s.disarm();
+    if (s.finished !== undefined) return this.afterFinish();
+    let r: IteratorResult<SseEvent>;
+    try {
+      r = await this.o.source.next();
+    } catch (err) {
+      if (s.finished !== undefined) return this.afterFinish();
+      s.finish('error', err);
+      throw err;
+    }
+    if (s.finished !== undefined) return this.afterFinish();
+    if (r.done) {
+      s.finish('end');
+      return { value: undefined, done: true };
+    }
+    try {
+      this.o.onEvent?.(r.value);
+    } catch (err) {
+      s.finish('error', err);
+      throw err;
+    }
+    s.arm();
+    return r;
+  }
+
+  async return(): Promise<IteratorResult<SseEvent>> {
+    this.state.finish('disconnect');
+    return { value: undefined, done: true };
+  }
+
+  private afterFinish(): IteratorResult<SseEvent> {
+    const reason = this.state.finished;
+    if (reason === 'abort') throw abortError(this.o.signal);
+    if (reason === 'abandoned' || reason === 'collected') {
+      throw new StreamAbandonedError(`the stream was not read for ${this.o.abandonAfterMs} ms and was closed; its booking is freed`);
+    }
+    return { value: undefined, done: true };
+  }
+}
+
+/** A stream whose events pass through `map` (sync or async); return() reaches the source at once. */
+export class MappedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent> {
+  private iterating = false;
+
+  constructor(
+    private readonly source: AsyncIterator<SseEvent>,
+    private readonly map: (ev: SseEvent) => SseEvent | Promise<SseEvent>,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<SseEvent> {
+    if (this.iterating) throw new TypeError('a routed stream can be iterated only once');
+    this.iterating = true;
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<SseEvent>> {
+    const r = await this.source.next();
+    if (r.done) return r;
+    return { value: await this.map(r.value), done: false };
+  }
+
+  async return(): Promise<IteratorResult<SseEvent>> {
+    await this.source.return?.();
+    return { value: undefined, done: true };
+  }
+}
