@@ -1,0 +1,180 @@
+// The workers of one routing pool (prefill, or decode and aggregated) with their selection state:
+// a worker is selectable when it is healthy and not draining. The pool keeps its RoutingCore's
+// worker set equal to its own (add/remove) and gives the router the allowed-worker filter that
+// leaves unhealthy and draining workers out of selection while their requests in flight finish.
+import { parseBaseUrl } from '../engines/http-client.js';
+import { ENGINE_KINDS, WORKER_ROLES, type WorkerInfo, type WorkerRole } from '../engines/types.js';
+import { describe, expectInteger, expectObject, expectWorkerId } from '../core/validate.js';
+
+/** What the pool needs from its RoutingCore. */
+export interface PoolCore {
+  addWorker(spec: { worker: number; dpSize?: number; kvCapacityBlocks?: number }): void;
+  removeWorker(worker: number): void;
+  load(): ReadonlyArray<{ worker: number; requests: number }>;
+}
+
+export class UnknownPoolWorkerError extends RangeError {
+  override name = 'UnknownPoolWorkerError';
+  constructor(readonly pool: string, readonly worker: number) {
+    super(`pool '${pool}' has no worker ${worker}`);
+  }
+}
+
+interface Entry {
+  info: WorkerInfo;
+  healthy: boolean;
+  draining: boolean;
+}
+
+export interface WorkerState {
+  info: WorkerInfo;
+  healthy: boolean;
+  draining: boolean;
+  selectable: boolean;
+}
+
+export class WorkerPool {
+  private readonly entries = new Map<number, Entry>();
+  private readonly listeners = new Set<() => void>();
+  private selectableCache: number[] | undefined;
+  private readonly roles: ReadonlySet<WorkerRole>;
+
+  constructor(
+    readonly name: string,
+    private readonly core: PoolCore,
+    roles: readonly WorkerRole[],
+  ) {
+    if (!Array.isArray(roles) || roles.length === 0) throw new TypeError(`pool '${name}' needs at least one role`);
+    for (const r of roles) if (!WORKER_ROLES.includes(r)) throw new TypeError(`role must be one of ${WORKER_ROLES.join(', ')}, got ${describe(r)}`);
+    this.roles = new Set(roles);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Adds a worker (healthy, not draining) to the pool and its RoutingCore. */
+  add(info: WorkerInfo): void {
+    const w = validateWorkerInfo(info);
+    if (!this.roles.has(w.role)) throw new RangeError(`pool '${this.name}' takes ${[...this.roles].join(' or ')} workers, got a ${w.role} worker (${w.id})`);
+    if (this.entries.has(w.id)) throw new RangeError(`pool '${this.name}' already has worker ${w.id}`);
+    this.core.addWorker({ worker: w.id, dpSize: w.dpSize, kvCapacityBlocks: w.kvCapacityBlocks });
+    this.entries.set(w.id, { info: w, healthy: true, draining: false });
+    this.changed();
+  }
+
+  /** Removes a worker from the pool and its RoutingCore; false when it was not there. */
+  remove(id: number): boolean {
+    if (!this.entries.delete(id)) return false;
+    this.core.removeWorker(id);
+    this.changed();
+    return true;
+  }
+
+  get(id: number): WorkerInfo | undefined {
+    return this.entries.get(id)?.info;
+  }
+
+  has(id: number): boolean {
+    return this.entries.has(id);
+  }
+
+  workers(): WorkerInfo[] {
+    return [...this.entries.values()].map((e) => e.info);
+  }
+
+  state(id: number): WorkerState {
+    const e = this.entry(id);
+    return { info: e.info, healthy: e.healthy, draining: e.draining, selectable: e.healthy && !e.draining };
+  }
+
+  setHealthy(id: number, healthy: boolean): void {
+    const e = this.entry(id);
+    if (e.healthy === healthy) return;
+    e.healthy = healthy;
+    this.changed();
+  }
+
+  /** A draining worker takes no new requests; those in flight finish. */
+  setDraining(id: number, draining: boolean): void {
+    const e = this.entry(id);
+    if (e.draining === draining) return;
+    e.draining = draining;
+    this.changed();
+  }
+
+  isSelectable(id: number): boolean {
+    const e = this.entries.get(id);
+    return e !== undefined && e.healthy && !e.draining;
+  }
+
+  /** Ids of the selectable workers, ascending. */
+  selectable(): readonly number[] {
+    if (!this.selectableCache) {
+      this.selectableCache = [...this.entries.values()].filter((e) => e.healthy && !e.draining).map((e) => e.info.id).sort((a, b) => a - b);
+    }
+    return this.selectableCache;
+  }
+
+  get selectableCount(): number {
+    return this.selectable().length;
+  }
+
+  /** The allowed-worker filter for routing: undefined when every worker is selectable (no filter needed). */
+  allowedWorkers(): readonly number[] | undefined {
+    const s = this.selectable();
+    return s.length === this.entries.size ? undefined : s;
+  }
+
+  /** Requests booked on the worker right now (drain progress). */
+  activeRequests(id: number): number {
+    let n = 0;
+    for (const l of this.core.load()) if (l.worker === id) n += l.requests;
+    return n;
+  }
+
+  /** Calls `fn` whenever the set of selectable workers may have changed; returns an unsubscribe. */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private entry(id: number): Entry {
+    const e = this.entries.get(id);
+    if (!e) throw new UnknownPoolWorkerError(this.name, id);
+    return e;
+  }
+
+  private changed(): void {
+    this.selectableCache = undefined;
+    for (const fn of this.listeners) fn();
+  }
+}
+
+/** Checks a WorkerInfo and returns a normalised copy (dpSize defaulted to 1). */
+export function validateWorkerInfo(value: unknown): WorkerInfo {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`worker must be an object, got ${describe(value)}`);
+  const o = expectObject(value, 'worker');
+  const id = expectWorkerId(o.id, 'worker.id');
+  const at = `worker ${id}`;
+  if (typeof o.role !== 'string' || !WORKER_ROLES.includes(o.role as WorkerRole)) {
+    throw new TypeError(`${at}: role must be one of ${WORKER_ROLES.join(', ')}, got ${describe(o.role)}`);
+  }
+  if (typeof o.kind !== 'string' || !ENGINE_KINDS.includes(o.kind as WorkerInfo['kind'])) {
+    throw new TypeError(`${at}: kind must be one of ${ENGINE_KINDS.join(', ')}, got ${describe(o.kind)}`);
+  }
+  if (typeof o.baseUrl !== 'string') throw new TypeError(`${at}: baseUrl must be a string, got ${describe(o.baseUrl)}`);
+  parseBaseUrl(o.baseUrl);
+  const dpSize = o.dpSize === undefined ? 1 : expectInteger(o.dpSize, `${at}: dpSize`, 1, 0x10000);
+  const info: WorkerInfo = { id, role: o.role as WorkerRole, kind: o.kind as WorkerInfo['kind'], baseUrl: o.baseUrl, dpSize };
+  if (o.kvCapacityBlocks !== undefined) info.kvCapacityBlocks = expectInteger(o.kvCapacityBlocks, `${at}: kvCapacityBlocks`, 1, Number.MAX_SAFE_INTEGER);
+  const hasHost = o.bootstrapHost !== undefined;
+  const hasPort = o.bootstrapPort !== undefined;
+  if (hasHost !== hasPort) throw new TypeError(`${at}: bootstrapHost and bootstrapPort go together`);
+  if (hasHost) {
+    if (typeof o.bootstrapHost !== 'string' || o.bootstrapHost === '') throw new TypeError(`${at}: bootstrapHost must be a non-empty string, got ${describe(o.bootstrapHost)}`);
+    info.bootstrapHost = o.bootstrapHost;
+    info.bootstrapPort = expectInteger(o.bootstrapPort, `${at}: bootstrapPort`, 1, 65535);
+  }
+  return info;
+}
