@@ -82,7 +82,9 @@ class StreamState {
 
   constructor(private readonly o: GuardedStreamOptions) {}
 
-  readonly onAbort = (): void => this.finish('abort');
+  readonly onAbort = (): void => {
+    this.finish('abort');
+  };
 
   finish(reason: FreeReason, err?: unknown): boolean {
     if (this.finished !== undefined) return false;
