@@ -1,0 +1,283 @@
+// One ZeroMQ SUB socket for one (worker, dp rank): receives KV event batches, keeps their sequence,
+// repairs gaps through the engine's replay service, clears the worker's blocks when the engine
+// restarts, and applies batches to the index.
+//
+// Two loops, so that ingestion never holds the event loop for long: the receive loop moves
+// messages from the socket into a bounded queue (when the queue is full it stops reading, and
+// ZeroMQ's own high-water mark takes over: past it the SUB socket drops messages, which shows up as
+// a gap and is replayed); the apply loop drains the queue one batch at a time and yields to the
+// event loop (setImmediate) after every slice of events, so HTTP requests interleave with bursts.
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import * as zmq from 'zeromq';
+import type { BatchApplier } from './apply.js';
+import type { IngestCounters } from './counters.js';
+import { decodeEventBatch } from './decode.js';
+import { parseEventMessage } from './frames.js';
+import { ReplayError, replayBatches } from './replay.js';
+import { SequenceTracker } from './sequence.js';
+
+export interface SubscriberOptions {
+  worker: number;
+  dpRank: number;
+  endpoint: string;
+  /** The engine's replay ROUTER; without it a gap cannot be repaired and the index is cleared. */
+  replayEndpoint?: string;
+  /** Topic prefix to subscribe to ('' receives everything). */
+  topic: string;
+  applier: BatchApplier;
+  counters: IngestCounters;
+  replayTimeoutMs: number;
+  /** Messages received but not yet applied, at most. */
+  queueLimit: number;
+  /** Events applied between two yields to the event loop. */
+  eventsPerSlice: number;
+  /** ZeroMQ's receive queue (messages) before the SUB socket drops. */
+  receiveHighWaterMark: number;
+  /** Largest message accepted (bytes); larger ones are dropped by ZeroMQ. */
+  maxMessageBytes: number;
+  /** Unexpected failures (bugs), reported instead of thrown from a background loop. */
+  onError?: (err: unknown) => void;
+}
+
+export interface SubscriberState {
+  dpRank: number;
+  endpoint: string;
+  replayEndpoint: string | null;
+  lastSeq: bigint | null;
+  queued: number;
+  replaying: boolean;
+}
+
+/** Receives this many messages back to back at most before letting the event loop run. */
+const RECEIVE_BURST = 256;
+
+export class EventSubscriber {
+  private readonly socket: zmq.Subscriber;
+  private readonly tracker = new SequenceTracker();
+  private readonly queue: Buffer[][] = [];
+  private readonly abort = new AbortController();
+  private wakeApplier: (() => void) | null = null;
+  private wakeReceiver: (() => void) | null = null;
+  private idleWaiters: Array<() => void> = [];
+  private replaying = false;
+  private busy = false;
+  private closed = false;
+  private sliceEvents = 0;
+  private readonly loops: Promise<void>;
+
+  constructor(private readonly opts: SubscriberOptions) {
+    this.socket = new zmq.Subscriber({
+      linger: 0,
+      receiveHighWaterMark: opts.receiveHighWaterMark,
+      maxMessageSize: opts.maxMessageBytes,
+    });
+    try {
+      this.socket.connect(opts.endpoint);
+      this.socket.subscribe(opts.topic);
+    } catch (err) {
+      this.socket.close();
+      throw new RangeError(`cannot subscribe to KV events at ${opts.endpoint}: ${(err as Error).message}`);
+    }
+    this.loops = Promise.all([this.receiveLoop(), this.applyLoop()]).then(() => undefined);
+  }
+
+  state(): SubscriberState {
+    return {
+      dpRank: this.opts.dpRank,
+      endpoint: this.opts.endpoint,
+      replayEndpoint: this.opts.replayEndpoint ?? null,
+      lastSeq: this.tracker.lastApplied,
+      queued: this.queue.length,
+      replaying: this.replaying,
+    };
+  }
+
+  /** Resolves once every message received so far has been handled (nothing queued or running). */
+  idle(): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Stops both loops; nothing is applied for this subscriber once this returns. */
+  close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.abort.abort();
+      this.socket.close();
+      this.queue.length = 0;
+      this.wakeApplier?.();
+      this.wakeReceiver?.();
+      this.notifyIdle();
+    }
+    return this.loops;
+  }
+
+  private async receiveLoop(): Promise<void> {
+    let burst = 0;
+    try {
+      for await (const frames of this.socket) {
+        if (this.closed) return;
+        this.queue.push(frames);
+        this.wakeApplier?.();
+        if (this.queue.length >= this.opts.queueLimit) {
+          await new Promise<void>((resolve) => (this.wakeReceiver = resolve));
+          this.wakeReceiver = null;
+          burst = 0;
+        } else if (++burst >= RECEIVE_BURST) {
+          burst = 0;
+          await yieldToEventLoop();
+        }
+      }
+    } catch (err) {
+      if (!this.closed) this.opts.onError?.(err);
+    }
+  }
+
+  private async applyLoop(): Promise<void> {
+    while (!this.closed) {
+      const frames = this.queue.shift();
+      if (!frames) {
+        this.notifyIdle();
+        await new Promise<void>((resolve) => (this.wakeApplier = resolve));
+        this.wakeApplier = null;
+        continue;
+      }
+      if (this.queue.length < this.opts.queueLimit) this.wakeReceiver?.();
+      this.busy = true;
+      try {
+        await this.handleMessage(frames);
+      } catch (err) {
+        if (!this.closed) this.opts.onError?.(err);
+      } finally {
+        this.busy = false;
+      }
+    }
+  }
+
+  private async handleMessage(frames: Buffer[]): Promise<void> {
+    const { counters } = this.opts;
+    const parsed = parseEventMessage(frames);
+    if (!parsed.ok) {
+      counters.decodeErrors++;
+      return;
+    }
+    const { seq, payload } = parsed.value;
+    let verdict = this.tracker.classify(seq);
+    if (verdict.kind === 'duplicate') {
+      counters.duplicates++;
+      return;
+    }
+    if (verdict.kind === 'restart') {
+      // The engine process started again: whatever it held is gone, and numbering restarts at 0.
+      counters.restarts++;
+      this.clearIndex();
+      verdict = this.tracker.classify(seq);
+    }
+    if (verdict.kind === 'gap') {
+      counters.gaps++;
+      await this.recover(verdict.from, seq, payload);
+    } else {
+      await this.applyPayload(seq, payload);
+    }
+  }
+
+  /** Decodes and applies one batch, then records its sequence number (applied or undecodable). */
+  private async applyPayload(seq: bigint, payload: Buffer): Promise<void> {
+    const decoded = decodeEventBatch(payload);
+    if (decoded.ok) {
+      this.opts.applier.applyBatch(this.opts.worker, this.opts.dpRank, decoded.batch, this.opts.counters);
+      this.sliceEvents += decoded.batch.events.length + 1;
+    } else {
+      // The batch is lost (a replay would return the same bytes); the stream itself goes on.
+      this.opts.counters.decodeErrors++;
+    }
+    this.tracker.applied(seq);
+    if (this.sliceEvents >= this.opts.eventsPerSlice) {
+      this.sliceEvents = 0;
+      await yieldToEventLoop();
+    }
+  }
+
+  /**
+   * Batches [from, liveSeq) were lost. Replays from `from`; the live batch `liveSeq` is applied in
+   * its turn (from the replay or after it). When the replay cannot give the missing batches (no
+   * replay endpoint, failure, or they are older than the engine's buffer), the worker's index is
+   * cleared: it would otherwise keep blocks whose removal was lost.
+   */
+  private async recover(from: bigint, liveSeq: bigint, livePayload: Buffer): Promise<void> {
+    const { counters, replayEndpoint } = this.opts;
+    if (!replayEndpoint) {
+      counters.replayFailures++;
+      return this.restartFrom(liveSeq, livePayload);
+    }
+    counters.replays++;
+    this.replaying = true;
+    let first = true;
+    try {
+      for await (const batch of replayBatches(replayEndpoint, from, { timeoutMs: this.opts.replayTimeoutMs, signal: this.abort.signal })) {
+        if (this.closed) return;
+        if (first) {
+          first = false;
+          if (batch.seq > from) {
+            // The engine no longer buffers the start of the gap: rebuild from what it still has.
+            counters.replayTooOld++;
+            this.clearIndex();
+            this.tracker.resumeAt(batch.seq - 1n);
+          }
+        }
+        const lastApplied = this.tracker.lastApplied ?? -1n;
+        if (batch.seq <= lastApplied) continue; // already applied
+        if (batch.seq !== lastApplied + 1n) throw new ReplayError(`the replay skipped from ${lastApplied} to ${batch.seq}`);
+        await this.applyPayload(batch.seq, batch.payload);
+        if (this.closed) return;
+        counters.replayedBatches++;
+      }
+    } catch (err) {
+      if (this.closed) return;
+      if (!(err instanceof ReplayError)) throw err;
+      counters.replayFailures++;
+      return this.restartFrom(liveSeq, livePayload);
+    } finally {
+      this.replaying = false;
+    }
+    if (this.closed) return;
+    if (first) {
+      // Nothing buffered from `from` on, not even the live batch: the buffer was reset (restart).
+      counters.replayTooOld++;
+      return this.restartFrom(liveSeq, livePayload);
+    }
+    const lastApplied = this.tracker.lastApplied ?? -1n;
+    if (lastApplied >= liveSeq) {
+      this.tracker.replayedThrough(liveSeq);
+    } else if (lastApplied === liveSeq - 1n) {
+      await this.applyPayload(liveSeq, livePayload);
+    } else {
+      // The replay ended before reaching the live batch: the engine's numbering moved under us.
+      counters.replayFailures++;
+      await this.restartFrom(liveSeq, livePayload);
+    }
+  }
+
+  /** Unrecoverable history: clear the worker's blocks and continue from the live batch. */
+  private async restartFrom(liveSeq: bigint, livePayload: Buffer): Promise<void> {
+    this.clearIndex();
+    this.tracker.resumeAt(liveSeq - 1n);
+    await this.applyPayload(liveSeq, livePayload);
+  }
+
+  private clearIndex(): void {
+    this.opts.applier.clear(this.opts.worker, this.opts.dpRank);
+    this.tracker.reset();
+  }
+
+  private isIdle(): boolean {
+    return this.closed || (this.queue.length === 0 && !this.busy);
+  }
+
+  private notifyIdle(): void {
+    if (!this.isIdle()) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}
