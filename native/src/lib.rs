@@ -3,5 +3,6 @@
 //! `bindings` holds the thin N-API layer the TypeScript `src/core` classes call.
 
 pub mod hash;
+pub mod load;
 
 mod bindings;

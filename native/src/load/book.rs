@@ -1,0 +1,345 @@
+//! All active bookings of one worker pool, by request id, and the load of every (worker, rank).
+//!
+//! Each booking lives in a slot (reused after free, with its hash buffer) so the hot path does
+//! not allocate beyond the request id. A rank's `RankLoad` stays while the pool lists the rank or
+//! while a booking still holds load there (a removed worker's bookings are released exactly once,
+//! when they are freed or expire).
+
+use rustc_hash::FxHashMap;
+
+use super::drain::DrainRate;
+use super::rank_load::{HolderState, RankLoad, FULL_WEIGHT};
+use super::WorkerKey;
+
+/// Index of a rank's load in the book; stable while the rank is listed or loaded.
+pub type RankId = u32;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum BookError {
+  DuplicateRequest,
+}
+
+/// What to book for one request on its chosen rank.
+pub struct BookRequest<'a> {
+  pub request_id: &'a str,
+  pub rank: RankId,
+  /// Sequence hashes of the prompt's complete blocks.
+  pub seq_hashes: &'a [u64],
+  pub prompt_tokens: u64,
+  pub overlap_blocks: u32,
+  pub expected_output_tokens: Option<u64>,
+  pub now_ms: f64,
+}
+
+#[derive(Debug, Default)]
+struct Booking {
+  rank: RankId,
+  seq_hashes: Vec<u64>,
+  prompt_tokens: u64,
+  /// Outstanding prefill tokens (0 once prefill completed).
+  prefill_tokens: u64,
+  prefill_done: bool,
+  output_tokens: u64,
+  expected_output_tokens: Option<u64>,
+  touched_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BookStats {
+  pub booked: u64,
+  pub freed: u64,
+  pub expired: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankSnapshot {
+  pub key: WorkerKey,
+  pub prefill_tokens: u64,
+  pub decode_blocks: f64,
+  pub active_blocks: u64,
+  pub requests: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct LoadBook {
+  block_size: u64,
+  ranks: Vec<RankLoad>,
+  rank_keys: Vec<WorkerKey>,
+  rank_listed: Vec<bool>,
+  rank_ids: FxHashMap<WorkerKey, RankId>,
+  free_rank_ids: Vec<RankId>,
+  bookings: Vec<Booking>,
+  holders: Vec<HolderState>,
+  free_slots: Vec<u32>,
+  by_id: FxHashMap<Box<str>, u32>,
+  total_prefill_tokens: u64,
+  drain: DrainRate,
+  stats: BookStats,
+  scratch_slots: Vec<u32>,
+}
+
+impl LoadBook {
+  pub fn new(block_size: u32) -> Self {
+    assert!(block_size > 0, "block size must be positive");
+    Self { block_size: block_size as u64, ..Default::default() }
+  }
+
+  pub fn block_size(&self) -> u64 {
+    self.block_size
+  }
+
+  // ---- ranks -------------------------------------------------------------------------------
+
+  /// The pool lists `key`: returns its rank id (creating its load if needed).
+  pub fn list_rank(&mut self, key: WorkerKey) -> RankId {
+    let id = self.rank_id_or_create(key);
+    self.rank_listed[id as usize] = true;
+    id
+  }
+
+  /// The pool no longer lists `key`; its load stays until its bookings are gone.
+  pub fn unlist_rank(&mut self, key: WorkerKey) {
+    if let Some(&id) = self.rank_ids.get(&key) {
+      self.rank_listed[id as usize] = false;
+      self.recycle_rank_if_unused(id);
+    }
+  }
+
+  pub fn rank(&self, id: RankId) -> &RankLoad {
+    &self.ranks[id as usize]
+  }
+
+  pub fn rank_key(&self, id: RankId) -> WorkerKey {
+    self.rank_keys[id as usize]
+  }
+
+  fn rank_id_or_create(&mut self, key: WorkerKey) -> RankId {
+    if let Some(&id) = self.rank_ids.get(&key) {
+      return id;
+    }
+    let id = match self.free_rank_ids.pop() {
+      Some(id) => {
+        self.rank_keys[id as usize] = key;
+        id
+      }
+      None => {
+        self.ranks.push(RankLoad::default());
+        self.rank_keys.push(key);
+        self.rank_listed.push(false);
+        (self.ranks.len() - 1) as RankId
+      }
+    };
+    self.rank_ids.insert(key, id);
+    id
+  }
+
+  fn recycle_rank_if_unused(&mut self, id: RankId) {
+    let i = id as usize;
+    if !self.rank_listed[i] && self.ranks[i].is_idle() {
+      debug_assert!(self.ranks[i].is_empty());
+      self.rank_ids.remove(&self.rank_keys[i]);
+      self.free_rank_ids.push(id);
+    }
+  }
+
+  // ---- bookings ----------------------------------------------------------------------------
+
+  pub fn contains(&self, request_id: &str) -> bool {
+    self.by_id.contains_key(request_id)
+  }
+
+  /// Prefill tokens a request would book with `overlap_blocks` cached (never negative).
+  pub fn prefill_tokens_for(&self, prompt_tokens: u64, overlap_blocks: u32) -> u64 {
+    prompt_tokens.saturating_sub(overlap_blocks as u64 * self.block_size)
+  }
+
+  pub fn book(&mut self, req: &BookRequest) -> Result<(), BookError> {
+    if self.by_id.contains_key(req.request_id) {
+      return Err(BookError::DuplicateRequest);
+    }
+    let slot = match self.free_slots.pop() {
+      Some(s) => s,
+      None => {
+        self.bookings.push(Booking::default());
+        self.holders.push(HolderState::default());
+        (self.bookings.len() - 1) as u32
+      }
+    };
+    let prefill = self.prefill_tokens_for(req.prompt_tokens, req.overlap_blocks);
+    let b = &mut self.bookings[slot as usize];
+    b.rank = req.rank;
+    b.seq_hashes.clear();
+    b.seq_hashes.extend_from_slice(req.seq_hashes);
+    b.prompt_tokens = req.prompt_tokens;
+    b.prefill_tokens = prefill;
+    b.prefill_done = false;
+    b.output_tokens = 0;
+    b.expected_output_tokens = req.expected_output_tokens.filter(|&n| n > 0);
+    b.touched_ms = req.now_ms;
+    self.holders[slot as usize] = HolderState { exclusive: 0, weight: FULL_WEIGHT, output_blocks: 0 };
+    self.by_id.insert(req.request_id.into(), slot);
+
+    let rank = &mut self.ranks[req.rank as usize];
+    rank.add_request(prefill);
+    for &h in req.seq_hashes {
+      rank.hold(h, slot, &mut self.holders);
+    }
+    self.total_prefill_tokens += prefill;
+    self.stats.booked += 1;
+    Ok(())
+  }
+
+  /// The request produced its first token: its prefill tokens leave the queue.
+  /// True the first time for a known request, false otherwise.
+  pub fn mark_prefill_completed(&mut self, request_id: &str, now_ms: f64) -> bool {
+    let Some(&slot) = self.by_id.get(request_id) else { return false };
+    let b = &mut self.bookings[slot as usize];
+    b.touched_ms = now_ms;
+    if b.prefill_done {
+      return false;
+    }
+    self.complete_prefill(slot, now_ms);
+    true
+  }
+
+  fn complete_prefill(&mut self, slot: u32, now_ms: f64) {
+    let b = &mut self.bookings[slot as usize];
+    let tokens = std::mem::take(&mut b.prefill_tokens);
+    b.prefill_done = true;
+    self.ranks[b.rank as usize].drop_prefill(tokens);
+    self.total_prefill_tokens -= tokens;
+    self.drain.record(now_ms, tokens);
+  }
+
+  /// Output-block growth: `tokens` more output tokens. A new block is booked each time the
+  /// sequence fills one; with an expected output length the request's own blocks weigh
+  /// 1 - output / expected (down to 0). Generating output implies prefill completed.
+  /// False for an unknown request.
+  pub fn add_output_tokens(&mut self, request_id: &str, tokens: u64, now_ms: f64) -> bool {
+    let Some(&slot) = self.by_id.get(request_id) else { return false };
+    if !self.bookings[slot as usize].prefill_done {
+      self.complete_prefill(slot, now_ms);
+    }
+    let bs = self.block_size;
+    let b = &mut self.bookings[slot as usize];
+    b.touched_ms = now_ms;
+    b.output_tokens = b.output_tokens.saturating_add(tokens);
+    let grown = (b.prompt_tokens.saturating_add(b.output_tokens)) / bs - b.prompt_tokens / bs;
+    let weight = match b.expected_output_tokens {
+      Some(expected) => FULL_WEIGHT * (expected - b.output_tokens.min(expected)) / expected,
+      None => FULL_WEIGHT,
+    };
+    let rank = &mut self.ranks[b.rank as usize];
+    let state = self.holders[slot as usize];
+    if grown > state.output_blocks {
+      rank.grow_output(slot, grown - state.output_blocks, &mut self.holders);
+    }
+    if weight != state.weight {
+      rank.reweigh(slot, weight, &mut self.holders);
+    }
+    true
+  }
+
+  /// Releases everything the request booked. False when unknown or already freed.
+  pub fn free(&mut self, request_id: &str, now_ms: f64) -> bool {
+    let Some(slot) = self.by_id.remove(request_id) else { return false };
+    self.release_slot(slot, now_ms);
+    self.stats.freed += 1;
+    true
+  }
+
+  fn release_slot(&mut self, slot: u32, now_ms: f64) {
+    let b = &mut self.bookings[slot as usize];
+    let rank_id = b.rank;
+    let prefill = std::mem::take(&mut b.prefill_tokens);
+    let hashes = std::mem::take(&mut b.seq_hashes);
+    let rank = &mut self.ranks[rank_id as usize];
+    rank.drop_prefill(prefill);
+    self.total_prefill_tokens -= prefill;
+    // Tokens of a request freed before its prefill also leave the queue.
+    self.drain.record(now_ms, prefill);
+    for &h in &hashes {
+      rank.release(h, slot, &mut self.holders);
+    }
+    rank.drop_output(slot, &mut self.holders);
+    rank.remove_request();
+    debug_assert_eq!(self.holders[slot as usize].exclusive, 0);
+    // Keep the buffer's capacity for the slot's next booking.
+    self.bookings[slot as usize].seq_hashes = hashes;
+    self.free_slots.push(slot);
+    self.recycle_rank_if_unused(rank_id);
+  }
+
+  /// Frees every booking untouched for `stale_ms` or more. Returns how many expired.
+  pub fn expire_stale(&mut self, now_ms: f64, stale_ms: f64) -> usize {
+    let mut stale = std::mem::take(&mut self.scratch_slots);
+    stale.clear();
+    let bookings = &self.bookings;
+    self.by_id.retain(|_, &mut slot| {
+      let expired = now_ms - bookings[slot as usize].touched_ms >= stale_ms;
+      if expired {
+        stale.push(slot);
+      }
+      !expired
+    });
+    for &slot in &stale {
+      self.release_slot(slot, now_ms);
+    }
+    let n = stale.len();
+    self.stats.expired += n as u64;
+    self.scratch_slots = stale;
+    n
+  }
+
+  // ---- totals ------------------------------------------------------------------------------
+
+  pub fn total_prefill_tokens(&self) -> u64 {
+    self.total_prefill_tokens
+  }
+
+  pub fn active_requests(&self) -> usize {
+    self.by_id.len()
+  }
+
+  pub fn stats(&self) -> BookStats {
+    self.stats
+  }
+
+  /// Retry hint for a refused request `excess_tokens` over the queue cap.
+  pub fn retry_after_ms(&self, excess_tokens: u64, now_ms: f64) -> f64 {
+    self.drain.retry_after_ms(excess_tokens, now_ms)
+  }
+
+  /// Sum of decode blocks (with decay) over all ranks, in thousandths (exact).
+  pub fn total_decode_blocks_milli(&self) -> u64 {
+    self.rank_ids.values().map(|&id| self.ranks[id as usize].decode_blocks_milli()).sum()
+  }
+
+  /// Load of every listed or loaded rank, ordered by (worker, dp_rank).
+  pub fn snapshot(&self) -> Vec<RankSnapshot> {
+    let mut out: Vec<RankSnapshot> = self
+      .rank_ids
+      .values()
+      .map(|&id| {
+        let r = &self.ranks[id as usize];
+        RankSnapshot {
+          key: self.rank_keys[id as usize],
+          prefill_tokens: r.prefill_tokens(),
+          decode_blocks: r.decode_blocks(),
+          active_blocks: r.active_blocks(),
+          requests: r.requests(),
+        }
+      })
+      .collect();
+    out.sort_by_key(|s| s.key);
+    out
+  }
+
+  /// Every rank is empty and no booking remains (the exactly-once check of the tests).
+  pub fn is_empty(&self) -> bool {
+    self.by_id.is_empty() && self.total_prefill_tokens == 0 && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
+  }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,18 @@
+//! Load booking: the active requests of a worker pool per (worker, dp_rank), their outstanding
+//! prefill tokens and their decode blocks (deduplicated by sequence hash). Pure: time is passed
+//! in. Invariants in README.md.
+
+mod book;
+mod drain;
+mod rank_load;
+
+pub use book::{BookError, BookRequest, BookStats, LoadBook, RankId, RankSnapshot};
+pub use drain::DEFAULT_RETRY_AFTER_MS;
+pub use rank_load::{RankLoad, FULL_WEIGHT};
+
+/// One data-parallel rank of one worker.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct WorkerKey {
+  pub worker: u64,
+  pub dp_rank: u32,
+}
