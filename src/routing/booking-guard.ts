@@ -57,8 +57,11 @@ export class StreamAbandonedError extends Error {
 export interface GuardedStreamOptions {
   /** The engine's events. */
   source: AsyncIterator<SseEvent>;
-  /** Closes the engine leg (idempotent). */
-  cancel(): void;
+  /**
+   * Closes the engine leg (idempotent). When it returns a promise (a leg that must run a little
+   * longer before it can be closed safely), the booking is freed once that promise settles.
+   */
+  cancel(): void | Promise<void>;
   guard: BookingGuard;
   /** A consumer that does not pull for this long (from creation, or since the last event) abandons the stream. */
   abandonAfterMs: number;
@@ -92,10 +95,18 @@ class StreamState {
     this.disarm();
     this.o.signal?.removeEventListener('abort', this.onAbort);
     this.unregister?.();
-    if (reason !== 'end') this.o.cancel();
+    const closing = reason === 'end' ? undefined : this.o.cancel();
+    if (closing instanceof Promise) {
+      void closing.catch(() => {}).finally(() => this.free(reason, err));
+    } else {
+      this.free(reason, err);
+    }
+    return true;
+  }
+
+  private free(reason: FreeReason, err: unknown): void {
     this.o.guard.free(reason);
     this.o.onFinish?.(reason, err);
-    return true;
   }
 
   arm(): void {

@@ -206,6 +206,23 @@ describe('GuardedStream frees exactly once on every path', () => {
     expect(core.frees.get('req')).toBe(1);
   });
 
+  it('an asynchronous cancel frees the booking only once the leg is really closed', async () => {
+    const core = new CountingCore();
+    const source = new ScriptedSource();
+    let close!: () => void;
+    const closed = new Promise<void>((r) => (close = r));
+    const finishes: FreeReason[] = [];
+    const stream = new GuardedStream({ source, cancel: () => closed, guard: new BookingGuard(core, 'slow'), abandonAfterMs: 60_000, onFinish: (r) => finishes.push(r) });
+    await stream.return();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(core.frees.get('slow')).toBeUndefined();
+    expect(stream.finishedBy).toBe('disconnect');
+    close();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(core.frees.get('slow')).toBe(1);
+    expect(finishes).toEqual(['disconnect']);
+  });
+
   it('iterates once and validates its limit', () => {
     const { stream } = setup();
     stream[Symbol.asyncIterator]();
