@@ -168,7 +168,7 @@ describe('GuardedStream frees exactly once on every path', () => {
     const make = (id: string) => {
       const source = new ScriptedSource();
       // Nothing outside keeps the GuardedStream: only the (long) timer and the registry know its state.
-      new GuardedStream({ source, cancel: () => cancelled.push(id), guard: new BookingGuard(core, id), abandonAfterMs: 3_600_000 });
+      new GuardedStream({ source, cancel: () => void cancelled.push(id), guard: new BookingGuard(core, id), abandonAfterMs: 3_600_000 });
     };
     for (let i = 0; i < 20; i++) make(`c${i}`);
     for (let round = 0; round < 50 && core.frees.size < 20; round++) {
