@@ -4,5 +4,6 @@
 
 pub mod hash;
 pub mod load;
+pub mod select;
 
 mod bindings;

@@ -1,0 +1,146 @@
+//! Routing configuration and the per-request parameters derived from it.
+
+/// How a worker is chosen among the eligible ones.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Policy {
+  /// Lowest KV cost (cache overlap against booked load), Dynamo's default.
+  Kv,
+  RoundRobin,
+  Random,
+  /// Lowest booked load, ignoring caches.
+  LeastLoaded,
+  /// The worker named by the request's hint (pinned worker), ranks chosen by KV cost.
+  Direct,
+}
+
+impl Policy {
+  pub const NAMES: [&'static str; 5] = ["kv", "round_robin", "random", "least_loaded", "direct"];
+
+  pub fn parse(name: &str) -> Option<Self> {
+    match name {
+      "kv" => Some(Self::Kv),
+      "round_robin" => Some(Self::RoundRobin),
+      "random" => Some(Self::Random),
+      "least_loaded" => Some(Self::LeastLoaded),
+      "direct" => Some(Self::Direct),
+      _ => None,
+    }
+  }
+
+  pub fn name(self) -> &'static str {
+    match self {
+      Self::Kv => "kv",
+      Self::RoundRobin => "round_robin",
+      Self::Random => "random",
+      Self::LeastLoaded => "least_loaded",
+      Self::Direct => "direct",
+    }
+  }
+
+  /// Small integer code, for compact results.
+  pub fn code(self) -> u32 {
+    self as u32
+  }
+}
+
+#[derive(Clone, Debug)]
+pub struct RoutingConfig {
+  pub block_size: u32,
+  pub policy: Policy,
+  pub overlap_score_credit: f64,
+  pub prefill_load_scale: f64,
+  pub temperature: f64,
+  /// Exclude a rank whose decode blocks reach this fraction of its KV capacity.
+  pub busy_decode_fraction: Option<f64>,
+  /// Exclude a rank whose booked prefill tokens reach this.
+  pub busy_prefill_tokens: Option<u64>,
+  /// Refuse a request when the pool's booked prefill tokens plus its own exceed this.
+  pub max_queued_prefill_tokens: Option<u64>,
+  /// Bookings untouched this long expire (may be infinite).
+  pub stale_booking_ms: f64,
+  pub seed: u64,
+  /// Record each booked decision into the index (approximate mode).
+  pub approximate: bool,
+}
+
+impl RoutingConfig {
+  pub fn new(block_size: u32) -> Self {
+    Self {
+      block_size,
+      policy: Policy::Kv,
+      overlap_score_credit: 1.0,
+      prefill_load_scale: 1.0,
+      temperature: 0.0,
+      busy_decode_fraction: None,
+      busy_prefill_tokens: None,
+      max_queued_prefill_tokens: None,
+      stale_booking_ms: 600_000.0,
+      seed: 0,
+      approximate: false,
+    }
+  }
+
+  pub fn validate(&self) -> Result<(), String> {
+    if self.block_size == 0 || self.block_size > 1 << 16 {
+      return Err(format!("blockSize must be an integer in 1..=65536, got {}", self.block_size));
+    }
+    check_non_negative(self.overlap_score_credit, "overlapScoreCredit")?;
+    check_non_negative(self.prefill_load_scale, "prefillLoadScale")?;
+    check_non_negative(self.temperature, "temperature")?;
+    if let Some(f) = self.busy_decode_fraction {
+      if !(f.is_finite() && f > 0.0) {
+        return Err(format!("busyDecodeFraction must be a finite number > 0, got {f}"));
+      }
+    }
+    if self.busy_prefill_tokens == Some(0) {
+      return Err("busyPrefillTokens must be at least 1".into());
+    }
+    if self.max_queued_prefill_tokens == Some(0) {
+      return Err("maxQueuedPrefillTokens must be at least 1".into());
+    }
+    if self.stale_booking_ms.is_nan() || self.stale_booking_ms <= 0.0 {
+      return Err(format!("staleBookingMs must be > 0, got {}", self.stale_booking_ms));
+    }
+    Ok(())
+  }
+}
+
+pub fn check_non_negative(v: f64, name: &str) -> Result<f64, String> {
+  if v.is_finite() && v >= 0.0 {
+    Ok(v)
+  } else {
+    Err(format!("{name} must be a finite number >= 0, got {v}"))
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn policy_names_round_trip() {
+    for name in Policy::NAMES {
+      assert_eq!(Policy::parse(name).unwrap().name(), name);
+    }
+    assert_eq!(Policy::parse("kv_approx"), None);
+  }
+
+  #[test]
+  fn validation_names_the_bad_field() {
+    assert!(RoutingConfig::new(16).validate().is_ok());
+    let mut c = RoutingConfig::new(0);
+    assert!(c.validate().unwrap_err().contains("blockSize"));
+    c = RoutingConfig::new(16);
+    c.temperature = f64::NAN;
+    assert!(c.validate().unwrap_err().contains("temperature"));
+    c = RoutingConfig::new(16);
+    c.overlap_score_credit = -1.0;
+    assert!(c.validate().unwrap_err().contains("overlapScoreCredit"));
+    c = RoutingConfig::new(16);
+    c.busy_decode_fraction = Some(0.0);
+    assert!(c.validate().unwrap_err().contains("busyDecodeFraction"));
+    c = RoutingConfig::new(16);
+    c.stale_booking_ms = f64::INFINITY;
+    assert!(c.validate().is_ok(), "bookings may never expire");
+  }
+}

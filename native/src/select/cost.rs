@@ -1,0 +1,74 @@
+//! Cost terms of placing a request on one rank. Lower is better.
+
+use crate::load::RankLoad;
+
+/// The request's side of the cost, with its per-request overrides applied.
+#[derive(Clone, Copy, Debug)]
+pub struct CostParams {
+  pub block_size: f64,
+  pub prompt_tokens: u64,
+  pub overlap_score_credit: f64,
+  pub prefill_load_scale: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KvTerms {
+  /// (booked prefill tokens + this prompt's tokens) / block size.
+  pub prefill_blocks: f64,
+  /// Decode blocks booked (with decay) + this request's blocks not yet active on the rank.
+  pub decode_blocks: f64,
+  /// prefill_load_scale * max(prefill_blocks - credit * overlap, 0) + decode_blocks
+  pub cost: f64,
+}
+
+/// Dynamo's default cost: prefill work left after the cached prefix, plus decode occupancy.
+pub fn kv_terms(rank: &RankLoad, seq_hashes: &[u64], overlap_blocks: u32, p: &CostParams) -> KvTerms {
+  let prefill_blocks = (rank.prefill_tokens() + p.prompt_tokens) as f64 / p.block_size;
+  let new_blocks = (seq_hashes.len() - rank.active_prefix(seq_hashes)) as f64;
+  let decode_blocks = rank.decode_blocks() + new_blocks;
+  let credit = p.overlap_score_credit * overlap_blocks as f64;
+  let cost = p.prefill_load_scale * (prefill_blocks - credit).max(0.0) + decode_blocks;
+  KvTerms { prefill_blocks, decode_blocks, cost }
+}
+
+/// Booked load alone, in blocks (least_loaded): ignores caches and the request itself.
+pub fn booked_load(rank: &RankLoad, block_size: f64) -> f64 {
+  rank.prefill_tokens() as f64 / block_size + rank.decode_blocks()
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::load::{BookRequest, LoadBook, WorkerKey};
+
+  fn params(prompt_tokens: u64) -> CostParams {
+    CostParams { block_size: 4.0, prompt_tokens, overlap_score_credit: 1.0, prefill_load_scale: 1.0 }
+  }
+
+  #[test]
+  fn idle_rank_cost_is_uncached_prefill_plus_new_blocks() {
+    let rank = RankLoad::default();
+    // 10 tokens = 2.5 blocks; 2 complete blocks, 1 cached.
+    let t = kv_terms(&rank, &[1, 2], 1, &params(10));
+    assert_eq!(t, KvTerms { prefill_blocks: 2.5, decode_blocks: 2.0, cost: 1.5 + 2.0 });
+    // The credit never makes the prefill term negative.
+    assert_eq!(kv_terms(&rank, &[1, 2], 9, &params(10)).cost, 2.0);
+    let scaled = CostParams { prefill_load_scale: 2.0, overlap_score_credit: 0.5, ..params(10) };
+    assert_eq!(kv_terms(&rank, &[1, 2], 1, &scaled).cost, 2.0 * 2.0 + 2.0);
+  }
+
+  #[test]
+  fn booked_load_and_active_blocks_enter_the_cost() {
+    let mut book = LoadBook::new(4);
+    let r = book.list_rank(WorkerKey { worker: 1, dp_rank: 0 });
+    let req = BookRequest { request_id: "a", rank: r, seq_hashes: &[1, 2, 3], prompt_tokens: 12, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
+    book.book(&req).unwrap();
+    let rank = book.rank(r);
+    // Booked: 12 prefill tokens (3 blocks), 3 decode blocks. Request: 8 tokens, blocks [1, 9].
+    let t = kv_terms(rank, &[1, 9], 0, &params(8));
+    assert_eq!(t.prefill_blocks, 5.0);
+    assert_eq!(t.decode_blocks, 3.0 + 1.0, "block 1 is already active here");
+    assert_eq!(t.cost, 9.0);
+    assert_eq!(booked_load(rank, 4.0), 6.0);
+  }
+}
