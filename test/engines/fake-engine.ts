@@ -39,7 +39,15 @@ export interface FakeBehaviour {
   omitTransferParams: boolean;
   /** Include a worker_id payload object in prefill answers. */
   workerIdPayload: Record<string, unknown> | null;
+  /** Called right before an answer (or a stream's first byte) is written. */
+  beforeAnswer: ((rec: Received) => void) | null;
 }
+
+/**
+ * Per-request misbehaviour, from the client body's `x_fake` field (relayed to every leg):
+ * `{ prefill?: Directive, decode?: Directive }`, where decode also covers aggregated workers.
+ */
+export type Directive = 'fail' | 'hang' | 'break' | 'eos' | 'slow';
 
 /** Meeting points between fake prefill and decode workers (bootstrap rooms, vLLM block holds). */
 export class FakeKvWorld {
@@ -91,6 +99,7 @@ const DEFAULTS: FakeBehaviour = {
   waitForDecode: false,
   omitTransferParams: false,
   workerIdPayload: null,
+  beforeAnswer: null,
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -146,11 +155,14 @@ export async function startFakeEngine(opts: {
   async function handle(rec: Received, res: ServerResponse): Promise<void> {
     const b = behaviour;
     const body = rec.body;
-    if (b.hang) return;
+    const directive = ((body.x_fake ?? {}) as Record<string, Directive | undefined>)[opts.role === 'prefill' ? 'prefill' : 'decode'];
+    if (b.hang || directive === 'hang') return;
     if (b.headerDelayMs > 0) await sleep(b.headerDelayMs);
-    if (b.failStatus !== null && b.failCount > 0) {
-      b.failCount--;
-      res.writeHead(b.failStatus, { 'content-type': 'application/json' }).end(errorJson(`fake failure ${b.failStatus}`, 'fake_failure'));
+    if (directive === 'slow') await sleep(30);
+    if (directive === 'fail' || (b.failStatus !== null && b.failCount > 0)) {
+      if (directive !== 'fail') b.failCount--;
+      const status = b.failStatus ?? 500;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(errorJson(`fake failure ${status}`, 'fake_failure'));
       return;
     }
     const promptTokens = Array.isArray(body.prompt) ? body.prompt.length : 8;
@@ -178,10 +190,11 @@ export async function startFakeEngine(opts: {
         return void res.writeHead(400, { 'content-type': 'application/json' }).end(errorJson('context leg needs context_only', 'missing_disaggregated_params'));
       }
     }
+    let pulledKey: string | undefined;
     if (opts.role === 'decode') {
-      if (opts.kind === 'sglang') {
-        const key = roomKey(rec);
-        if (key === undefined) return void res.writeHead(400, { 'content-type': 'application/json' }).end(errorJson('missing bootstrap_room', 'missing_bootstrap'));
+      const key = opts.kind === 'sglang' ? roomKey(rec) : undefined;
+      if (key !== undefined) {
+        // (a decode worker without bootstrap fields serves the request by itself)
         const room = world.room(key);
         room.decodeSeen = true;
         room.prefill?.();
@@ -199,29 +212,36 @@ export async function startFakeEngine(opts: {
         | { remote_request_id?: unknown }
         | string
         | undefined;
-      const key = typeof params === 'string' ? params : typeof params?.remote_request_id === 'string' ? `vllm:${params.remote_request_id}` : undefined;
-      if (key !== undefined && world.holds.has(key)) world.holds.set(key, true); // pulled
+      pulledKey = typeof params === 'string' ? params : typeof params?.remote_request_id === 'string' ? `vllm:${params.remote_request_id}` : undefined;
     }
+    // The KV pull is over when the first token (or the whole answer) goes out.
+    const pulled = () => {
+      if (pulledKey !== undefined && world.holds.has(pulledKey)) world.holds.set(pulledKey, true);
+    };
 
     const isPrefillLeg = opts.role === 'prefill';
     const maxTokens = typeof body.max_tokens === 'number' ? body.max_tokens : b.tokens;
     const n = isPrefillLeg ? 1 : maxTokens;
-    const finishReason = isPrefillLeg && b.eos ? 'stop' : 'length';
+    const eos = isPrefillLeg && (b.eos || directive === 'eos');
+    const finishReason = eos ? 'stop' : 'length';
     const cached = opts.role === 'decode' ? 0 : b.cachedTokens;
     const usage = { prompt_tokens: promptTokens, completion_tokens: n, total_tokens: promptTokens + n, prompt_tokens_details: { cached_tokens: cached } };
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-${requestId}`;
     const head = { id, created: 1700000000, model: 'fake' };
 
+    b.beforeAnswer?.(rec);
     if (body.stream === true) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       res.flushHeaders();
       for (let i = 0; i < n; i++) {
         if (b.tokenDelayMs > 0) await sleep(b.tokenDelayMs);
         if (res.destroyed) return;
-        if (b.breakAfterTokens !== null && i >= b.breakAfterTokens) {
+        const breakAt = directive === 'break' ? 1 : b.breakAfterTokens;
+        if (breakAt !== null && i >= breakAt) {
           res.socket?.destroy();
           return;
         }
+        if (i === 0) pulled();
         const last = i === n - 1;
         const choice = chat
           ? { index: 0, delta: i === 0 ? { role: 'assistant', content: `t${i}` } : { content: `t${i}` }, finish_reason: last ? finishReason : null }
@@ -242,17 +262,21 @@ export async function startFakeEngine(opts: {
     const answer: Record<string, unknown> = { ...head, object: chat ? 'chat.completion' : 'text_completion', choices: [choice], usage };
     if (isPrefillLeg && opts.kind === 'vllm' && !b.omitTransferParams) {
       const holdKey = `vllm:${requestId}`;
-      if (!b.eos) world.holds.set(holdKey, false);
-      answer.kv_transfer_params = b.eos
+      if (!eos) world.holds.set(holdKey, false);
+      answer.kv_transfer_params = eos
         ? null
         : { do_remote_prefill: true, do_remote_decode: false, remote_block_ids: [1, 2], remote_engine_id: `engine-${opts.id}`, remote_request_id: requestId, remote_host: '127.0.0.1', remote_port: port, tp_size: 1 };
     }
     if (isPrefillLeg && opts.kind === 'trtllm') {
       const state = `ctx:${opts.id}:${++holdSeq}`;
-      if (!b.eos) world.holds.set(state, false);
+      if (!eos) world.holds.set(state, false);
       choice.disaggregated_params = { request_type: 'context_only', first_gen_tokens: [7], ctx_request_id: holdSeq, encoded_opaque_state: state, draft_tokens: null };
     }
     if (isPrefillLeg && b.workerIdPayload) answer.worker_id = b.workerIdPayload;
+    if (b.tokenDelayMs > 0) await sleep(b.tokenDelayMs * n);
+    if (res.destroyed) return;
+    if (directive === 'break') return void res.socket?.destroy();
+    pulled();
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
   }
 

@@ -84,10 +84,12 @@ describe('SGLang bootstrap adapter (PROTOCOLS.md 3b)', () => {
   });
 
   it('gives a batched prompt one room per item', () => {
-    expect(sglangHandoff.roomCount(client)).toBe(1);
-    expect(sglangHandoff.roomCount({ prompt: [[1], [2], [3]] })).toBe(3);
-    expect(sglangHandoff.roomCount({ prompt: ['a', 'b'] })).toBe(2);
-    expect(sglangHandoff.roomCount({ messages: [] })).toBe(1);
+    let next = 0n;
+    const make = () => ++next;
+    expect(sglangHandoff.rooms(client, make)).toBe(1n);
+    expect(sglangHandoff.rooms({ prompt: [[1], [2], [3]] }, make)).toEqual([2n, 3n, 4n]);
+    expect(sglangHandoff.rooms({ prompt: ['a'] }, make)).toEqual([5n]);
+    expect(sglangHandoff.rooms({ messages: [] }, make)).toBe(6n);
     const body = sglangHandoff.decodeBody({ prompt: [[1], [2]] }, { host: 'h', port: 1, room: [1n, 2n] });
     expect(body.bootstrap_room).toEqual([1n, 2n]);
     expect(() => sglangHandoff.decodeBody({ prompt: [[1], [2]] }, { host: 'h', port: 1, room: 1n })).toThrow(/2 rooms/);

@@ -9,8 +9,9 @@ export const sglangHandoff: BootstrapHandoff = {
   kind: 'sglang',
   mode: 'bootstrap',
 
-  roomCount(client: Body): number {
-    return batchSize(client) ?? 1;
+  rooms(client: Body, makeRoom: () => bigint): bigint | bigint[] {
+    const batch = batchSize(client);
+    return batch === undefined ? makeRoom() : Array.from({ length: batch }, makeRoom);
   },
 
   prefillBody(client: Body, bootstrap: BootstrapAddress): Body {

@@ -42,8 +42,8 @@ export interface BootstrapAddress {
 export interface BootstrapHandoff {
   readonly kind: 'sglang';
   readonly mode: 'bootstrap';
-  /** How many rooms the body needs (1, or the batch size of a batched prompt). */
-  roomCount(client: Body): number;
+  /** The body's room: one, or one per item of a batched prompt, each from `makeRoom`. */
+  rooms(client: Body, makeRoom: () => bigint): bigint | bigint[];
   prefillBody(client: Body, bootstrap: BootstrapAddress): Body;
   decodeBody(client: Body, bootstrap: BootstrapAddress): Body;
   /** The drained prefill answer's usage.prompt_tokens_details, if any. */

@@ -1,0 +1,298 @@
+// KvRouter: one per worker pool. It routes and books a request on the pool's RoutingCore, sends
+// the leg to the chosen engine, marks the booking's prefill completed at the first token and frees
+// the booking exactly once when the leg ends, fails, is aborted or is abandoned. Streamed legs are
+// handed out as pull-based GuardedStreams, so a slow consumer pauses the engine read.
+import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-core.js';
+import { expectInteger } from '../core/validate.js';
+import { abortError, isAbortError } from '../engines/errors.js';
+import type { EngineClients } from '../engines/http-client.js';
+import type { OpenAiRoute, SseEvent, WorkerInfo } from '../engines/types.js';
+import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js';
+import { FirstEventSource, releaseThenClose } from './first-event.js';
+import { UnknownWorkerHintError } from './errors.js';
+import type { WorkerPool } from './worker-pool.js';
+
+/** What KvRouter needs from the pool's RoutingCore. */
+export interface KvRouterCore {
+  readonly config: { readonly blockSize: number; readonly policy?: PolicyName };
+  route(tokens: Uint32Array, req: RouteRequest): RoutingDecision;
+  query(tokens: Uint32Array, req: Omit<RouteRequest, 'requestId'> & { requestId?: string }): RoutingDecision;
+  markPrefillCompleted(requestId: string): boolean;
+  free(requestId: string): boolean;
+}
+
+export interface KvRouterOptions {
+  core: KvRouterCore;
+  pool: WorkerPool;
+  clients: EngineClients;
+  /** A consumer that stops pulling a stream for this long abandons it (booking freed, leg closed). Default 120 s. */
+  abandonAfterMs?: number;
+  /** Longest a leg the client left is kept running to finish its KV handoff. Default 60 s. */
+  releaseTimeoutMs?: number;
+}
+
+/** Where and how to route one leg; pins and overrides come from hints and the handoff. */
+export type LegRoute = Omit<RouteRequest, 'allowedWorkers'>;
+
+export interface LegOptions {
+  requestId: string;
+  /** The client's signal. */
+  signal: AbortSignal;
+  /**
+   * The leg completes a KV handoff (a decode leg after a vLLM/TensorRT-LLM prefill): if the client
+   * leaves before the leg's first event, the leg runs on in the background until that event (or
+   * releaseTimeoutMs) so the prefill worker's blocks are pulled, not stranded.
+   */
+  holdUntilFirstEvent?: boolean;
+  /** Sees each streamed event before the consumer. */
+  onEvent?(ev: SseEvent): void;
+  /** Called once when the leg finishes, with why. */
+  onFinish?(reason: FreeReason, err?: unknown): void;
+}
+
+/** A routed, booked leg. */
+export class Booking {
+  private prefillMarked = false;
+
+  constructor(
+    readonly decision: RoutingDecision,
+    readonly worker: WorkerInfo,
+    readonly guard: BookingGuard,
+    private readonly core: KvRouterCore,
+  ) {}
+
+  get requestId(): string {
+    return this.decision.requestId;
+  }
+
+  /** The first token arrived: the worker's prefill work for this request is done. */
+  firstToken(): void {
+    if (this.prefillMarked || this.guard.freed) return;
+    this.prefillMarked = true;
+    this.core.markPrefillCompleted(this.decision.requestId);
+  }
+}
+
+export interface KvRouterStats {
+  booked: number;
+  /** Legs finished, by why. */
+  finished: Record<FreeReason, number>;
+  /** Legs kept running after their client left, to finish a KV handoff (now / ever). */
+  releasing: number;
+  released: number;
+}
+
+export class KvRouter {
+  readonly core: KvRouterCore;
+  readonly pool: WorkerPool;
+  private readonly clients: EngineClients;
+  private readonly abandonAfterMs: number;
+  private readonly releaseTimeoutMs: number;
+  private readonly releases = new Set<Promise<void>>();
+  private readonly counts: KvRouterStats = {
+    booked: 0,
+    finished: { end: 0, error: 0, abort: 0, disconnect: 0, abandoned: 0, collected: 0, cancelled: 0 },
+    releasing: 0,
+    released: 0,
+  };
+
+  constructor(o: KvRouterOptions) {
+    this.core = o.core;
+    this.pool = o.pool;
+    this.clients = o.clients;
+    this.abandonAfterMs = o.abandonAfterMs === undefined ? 120_000 : expectInteger(o.abandonAfterMs, 'abandonAfterMs', 1, 86_400_000);
+    this.releaseTimeoutMs = o.releaseTimeoutMs === undefined ? 60_000 : expectInteger(o.releaseTimeoutMs, 'releaseTimeoutMs', 1, 86_400_000);
+  }
+
+  get policy(): PolicyName {
+    return this.core.config.policy ?? 'kv';
+  }
+
+  /** What route() would choose now: books nothing, advances no rotation. */
+  query(tokens: Uint32Array, leg: Omit<LegRoute, 'requestId'> & { requestId?: string }): RoutingDecision {
+    this.checkPinned(leg.pinnedWorker);
+    return this.core.query(tokens, { ...leg, allowedWorkers: this.pool.allowedWorkers() });
+  }
+
+  /** Routes and books (one native call); throws the core's RoutingError when nothing fits. */
+  book(tokens: Uint32Array, leg: LegRoute): Booking {
+    this.checkPinned(leg.pinnedWorker);
+    const decision = this.core.route(tokens, { ...leg, allowedWorkers: this.pool.allowedWorkers() });
+    const worker = this.pool.get(decision.worker);
+    if (!worker) {
+      // The core and the pool always hold the same workers; free rather than leak if they ever differ.
+      this.core.free(decision.requestId);
+      throw new Error(`internal: routing chose worker ${decision.worker}, which is not in pool '${this.pool.name}'`);
+    }
+    this.counts.booked++;
+    const guard = new BookingGuard(this.core, decision.requestId, (reason) => this.counts.finished[reason]++);
+    return new Booking(decision, worker, guard, this.core);
+  }
+
+  /** Sends a booked, non-streamed leg; the booking is freed when it settles. */
+  async json(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, o: LegOptions): Promise<unknown> {
+    const client = this.clients.get(b.worker.baseUrl);
+    const call = { requestId: o.requestId, headers: dpHeaders(b) };
+    if (!o.holdUntilFirstEvent) {
+      if (o.signal.aborted) return this.refuse(b, o.signal);
+      try {
+        const answer = await client.postJson(route, body, { ...call, signal: o.signal });
+        b.firstToken();
+        b.guard.free('end');
+        o.onFinish?.('end');
+        return answer;
+      } catch (err) {
+        const reason = isAbortError(err) ? 'abort' : 'error';
+        b.guard.free(reason);
+        o.onFinish?.(reason, err);
+        throw err;
+      }
+    }
+    // Held leg: runs on its own controller; the client's leaving only bounds it by the release timeout.
+    const leg = new AbortController();
+    const settled = client.postJson(route, body, { ...call, signal: leg.signal }).then(
+      (answer) => {
+        b.firstToken();
+        b.guard.free('end');
+        o.onFinish?.('end');
+        return answer;
+      },
+      (err: unknown) => {
+        const reason = isAbortError(err) ? 'abort' : 'error';
+        b.guard.free(reason);
+        o.onFinish?.(reason, err);
+        throw err;
+      },
+    );
+    return this.unlessClientLeaves(settled, o.signal, () => {
+      const timer = setTimeout(() => leg.abort(), this.releaseTimeoutMs);
+      timer.unref();
+      this.track(settled.then(() => {}, () => {}).finally(() => clearTimeout(timer)));
+    });
+  }
+
+  /** Sends a booked, streamed leg; resolves once the engine answered with its stream. */
+  async stream(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, o: LegOptions): Promise<GuardedStream> {
+    const client = this.clients.get(b.worker.baseUrl);
+    const call = { requestId: o.requestId, headers: dpHeaders(b) };
+    const hold = o.holdUntilFirstEvent === true;
+    if (!hold && o.signal.aborted) return this.refuse(b, o.signal);
+    const leg = new AbortController();
+    const opening = client.postStream(route, body, { ...call, signal: hold ? leg.signal : o.signal });
+    let handedOver = false;
+    let engine;
+    try {
+      engine = hold
+        ? await this.unlessClientLeaves(opening, o.signal, () => {
+            // The client left before the engine answered: finish the handoff in the background,
+            // then free the booking.
+            handedOver = true;
+            const release = opening.then((s) => releaseThenClose(new FirstEventSource(s), this.releaseTimeoutMs, () => leg.abort()));
+            this.track(
+              release.finally(() => {
+                if (b.guard.free('abort')) o.onFinish?.('abort');
+              }),
+            );
+          })
+        : await opening;
+    } catch (err) {
+      if (!handedOver) {
+        const reason = isAbortError(err) ? 'abort' : 'error';
+        if (b.guard.free(reason)) o.onFinish?.(reason, err);
+      }
+      throw err;
+    }
+    const source = new FirstEventSource(engine);
+    const cancel = hold
+      ? () => {
+          if (source.started) return engine.cancel();
+          const release = releaseThenClose(source, this.releaseTimeoutMs, () => leg.abort());
+          this.track(release);
+          return release;
+        }
+      : () => engine.cancel();
+    return new GuardedStream({
+      source,
+      cancel,
+      guard: b.guard,
+      abandonAfterMs: this.abandonAfterMs,
+      signal: o.signal,
+      onEvent: (ev) => {
+        if (carriesToken(ev)) b.firstToken();
+        o.onEvent?.(ev);
+      },
+      onFinish: o.onFinish,
+    });
+  }
+
+  stats(): KvRouterStats {
+    return { ...this.counts, finished: { ...this.counts.finished }, releasing: this.releases.size };
+  }
+
+  /** Resolves when no leg is being kept running for a KV handoff. */
+  async idle(): Promise<void> {
+    while (this.releases.size > 0) await Promise.all([...this.releases]);
+  }
+
+  private track(p: Promise<unknown>): void {
+    const done = p.then(
+      () => {},
+      () => {},
+    );
+    this.releases.add(done);
+    void done.finally(() => {
+      this.releases.delete(done);
+      this.counts.released++;
+    });
+  }
+
+  /**
+   * `work`, unless the client's signal fires first: then `onLeave` takes the work over in the
+   * background and the caller gets an AbortError at once.
+   */
+  private unlessClientLeaves<T>(work: Promise<T>, signal: AbortSignal, onLeave: () => void): Promise<T> {
+    if (signal.aborted) {
+      onLeave();
+      return Promise.reject(abortError(signal));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const leave = () => {
+        onLeave();
+        reject(abortError(signal));
+      };
+      signal.addEventListener('abort', leave, { once: true });
+      work.then(
+        (v) => {
+          signal.removeEventListener('abort', leave);
+          resolve(v);
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', leave);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  private refuse(b: Booking, signal: AbortSignal): never {
+    b.guard.free('abort');
+    throw abortError(signal);
+  }
+
+  private checkPinned(worker: number | undefined): void {
+    if (worker !== undefined && !this.pool.has(worker)) {
+      throw new UnknownWorkerHintError(`worker ${worker} is not a worker of pool '${this.pool.name}'`);
+    }
+  }
+}
+
+/** Engines with data parallelism take the rank in a header (vLLM's X-data-parallel-rank). */
+function dpHeaders(b: Booking): Record<string, string> | undefined {
+  return b.worker.dpSize > 1 ? { 'x-data-parallel-rank': String(b.decision.dpRank) } : undefined;
+}
+
+/** A chunk with at least one choice carries output (the role-only chat chunk arrives with the first token). */
+export function carriesToken(ev: SseEvent): boolean {
+  const choices = (ev.json as { choices?: unknown } | undefined)?.choices;
+  return Array.isArray(choices) && choices.length > 0;
+}
