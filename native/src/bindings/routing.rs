@@ -1,0 +1,352 @@
+//! `NativeRoutingCore`: the routing core of one worker pool, sharing the radix tree of a
+//! `NativeIndexer`. Conversions and checks only; the decision is `select::RoutingCore::route`.
+//!
+//! route()/query() write the decision into a Float64Array the caller owns and reuses:
+//! [0] worker [1] dpRank [2] overlapBlocks [3] promptTokens [4] cachedTokens [5] prefillTokens
+//! [6] hashUs [7] matchUs [8] selectUs [9] totalUs [10] candidates n, then n x 6:
+//! worker, dpRank, overlapBlocks, prefillBlocks, decodeBlocks, cost. Returns n.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::errors::{range_error, type_error};
+use super::indexer::NativeIndexer;
+use crate::indexer::RadixIndexer;
+use crate::load::WorkerKey;
+use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RouteError, RouteRequest, RoutingCore, WorkerSpec, MAX_EXPLAINED};
+
+const HEADER: usize = 11;
+const PER_CANDIDATE: usize = 6;
+pub const DECISION_LEN: usize = HEADER + PER_CANDIDATE * MAX_EXPLAINED;
+const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
+
+impl PrefixIndex for RadixIndexer {
+  fn find_matches_into(&mut self, local_hashes: &[u64], now_ms: f64, out: &mut Vec<(WorkerKey, u32)>) {
+    RadixIndexer::find_matches_into(self, local_hashes, false, now_ms, out)
+  }
+  fn record_routing(&mut self, key: WorkerKey, local_hashes: &[u64], now_ms: f64) {
+    RadixIndexer::record_routing(self, key, local_hashes, now_ms)
+  }
+}
+
+#[napi(object)]
+pub struct NativeRoutingConfig {
+  pub block_size: u32,
+  pub policy: String,
+  pub overlap_score_credit: f64,
+  pub prefill_load_scale: f64,
+  pub temperature: f64,
+  pub busy_decode_fraction: Option<f64>,
+  pub busy_prefill_tokens: Option<f64>,
+  pub max_queued_prefill_tokens: Option<f64>,
+  pub stale_booking_ms: f64,
+  pub seed: f64,
+  pub approximate: bool,
+}
+
+#[napi(object)]
+pub struct NativeWorkerSpec {
+  pub worker: f64,
+  pub dp_size: u32,
+  pub kv_capacity_blocks: Option<f64>,
+}
+
+/// The rarely used per-request fields (absent on the common path).
+#[napi(object)]
+pub struct NativeRouteOptions {
+  pub mm_offsets: Option<Uint32Array>,
+  pub mm_hashes: Option<BigUint64Array>,
+  pub allowed_workers: Option<Float64Array>,
+  pub pinned_worker: Option<f64>,
+  pub pinned_dp_rank: Option<u32>,
+  pub expected_output_tokens: Option<f64>,
+  pub overlap_score_credit: Option<f64>,
+  pub prefill_load_scale: Option<f64>,
+  pub temperature: Option<f64>,
+}
+
+#[napi(object)]
+pub struct NativeWorkerLoad {
+  pub worker: f64,
+  pub dp_rank: u32,
+  pub prefill_tokens: f64,
+  pub decode_blocks: f64,
+  pub active_blocks: f64,
+  pub requests: u32,
+}
+
+#[napi(object)]
+pub struct NativeRoutingTotals {
+  pub prefill_tokens: f64,
+  pub decode_blocks: f64,
+  pub requests: f64,
+}
+
+#[napi(object)]
+pub struct NativeRoutingStats {
+  pub booked: f64,
+  pub freed: f64,
+  pub expired: f64,
+  pub active: f64,
+}
+
+#[napi]
+pub struct NativeRoutingCore {
+  indexer: Rc<RefCell<RadixIndexer>>,
+  core: RoutingCore,
+  /// Reused for the allowed-worker ids of a request.
+  allowed: Vec<u64>,
+}
+
+#[napi]
+impl NativeRoutingCore {
+  #[napi(constructor)]
+  pub fn new(indexer: &NativeIndexer, config: NativeRoutingConfig) -> Result<Self> {
+    let shared = indexer.shared();
+    let index_block_size = shared.borrow().block_size();
+    if config.block_size != index_block_size {
+      return Err(range_error(format!("blockSize {} differs from the indexer's {}", config.block_size, index_block_size)));
+    }
+    let policy = Policy::parse(&config.policy)
+      .ok_or_else(|| range_error(format!("policy must be one of {}, got '{}'", Policy::NAMES.join(", "), config.policy)))?;
+    let cfg = select::RoutingConfig {
+      block_size: config.block_size,
+      policy,
+      overlap_score_credit: config.overlap_score_credit,
+      prefill_load_scale: config.prefill_load_scale,
+      temperature: config.temperature,
+      busy_decode_fraction: config.busy_decode_fraction,
+      busy_prefill_tokens: config.busy_prefill_tokens.map(|v| to_count(v, "busyPrefillTokens")).transpose()?,
+      max_queued_prefill_tokens: config.max_queued_prefill_tokens.map(|v| to_count(v, "maxQueuedPrefillTokens")).transpose()?,
+      stale_booking_ms: config.stale_booking_ms,
+      seed: to_count(config.seed, "seed")?,
+      approximate: config.approximate,
+    };
+    let core = RoutingCore::new(cfg).map_err(range_error)?;
+    Ok(Self { indexer: shared, core, allowed: Vec::new() })
+  }
+
+  #[napi]
+  pub fn set_workers(&mut self, specs: Vec<NativeWorkerSpec>) -> Result<()> {
+    let specs = specs.iter().map(to_spec).collect::<Result<Vec<_>>>()?;
+    self.core.set_workers(&specs).map_err(range_error)
+  }
+
+  #[napi]
+  pub fn upsert_worker(&mut self, spec: NativeWorkerSpec) -> Result<()> {
+    let spec = to_spec(&spec)?;
+    self.core.upsert_worker(spec).map_err(range_error)
+  }
+
+  #[napi]
+  pub fn remove_worker(&mut self, worker: f64) -> Result<bool> {
+    Ok(self.core.remove_worker(to_id(worker, "worker")?))
+  }
+
+  #[napi]
+  pub fn workers(&self) -> Vec<NativeWorkerSpec> {
+    self
+      .core
+      .workers()
+      .iter()
+      .map(|s| NativeWorkerSpec { worker: s.worker as f64, dp_size: s.dp_size, kv_capacity_blocks: s.kv_capacity_blocks.map(|c| c as f64) })
+      .collect()
+  }
+
+  /// Hash + match + select + book. See the module comment for `out`.
+  #[napi]
+  pub fn route(
+    &mut self,
+    tokens: &[u32],
+    request_id: String,
+    now_ms: f64,
+    mut out: Float64ArraySlice,
+    seed: Option<BigInt>,
+    options: Option<NativeRouteOptions>,
+  ) -> Result<u32> {
+    // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
+    self.decide(tokens, &request_id, now_ms, unsafe { out.as_mut() }, seed, options, Mode::Book)
+  }
+
+  /// The decision route() would make: books nothing, records nothing, advances nothing.
+  #[napi]
+  pub fn query(
+    &mut self,
+    tokens: &[u32],
+    request_id: String,
+    now_ms: f64,
+    mut out: Float64ArraySlice,
+    seed: Option<BigInt>,
+    options: Option<NativeRouteOptions>,
+  ) -> Result<u32> {
+    // SAFETY: as in route().
+    self.decide(tokens, &request_id, now_ms, unsafe { out.as_mut() }, seed, options, Mode::Query)
+  }
+
+  #[napi]
+  pub fn mark_prefill_completed(&mut self, request_id: String, now_ms: f64) -> bool {
+    self.core.mark_prefill_completed(&request_id, now_ms)
+  }
+
+  #[napi]
+  pub fn add_output_tokens(&mut self, request_id: String, tokens: f64, now_ms: f64) -> Result<bool> {
+    Ok(self.core.add_output_tokens(&request_id, to_count(tokens, "tokens")?, now_ms))
+  }
+
+  #[napi]
+  pub fn free(&mut self, request_id: String, now_ms: f64) -> bool {
+    self.core.free(&request_id, now_ms)
+  }
+
+  #[napi]
+  pub fn expire_stale(&mut self, now_ms: f64) -> u32 {
+    self.core.expire_stale(now_ms) as u32
+  }
+
+  #[napi]
+  pub fn load(&self) -> Vec<NativeWorkerLoad> {
+    self
+      .core
+      .load()
+      .into_iter()
+      .map(|l| NativeWorkerLoad {
+        worker: l.key.worker as f64,
+        dp_rank: l.key.dp_rank,
+        prefill_tokens: l.prefill_tokens as f64,
+        decode_blocks: l.decode_blocks,
+        active_blocks: l.active_blocks as f64,
+        requests: l.requests,
+      })
+      .collect()
+  }
+
+  #[napi]
+  pub fn totals(&self) -> NativeRoutingTotals {
+    let t = self.core.totals();
+    NativeRoutingTotals { prefill_tokens: t.prefill_tokens as f64, decode_blocks: t.decode_blocks, requests: t.requests as f64 }
+  }
+
+  #[napi]
+  pub fn stats(&self) -> NativeRoutingStats {
+    let s = self.core.stats();
+    NativeRoutingStats { booked: s.booked as f64, freed: s.freed as f64, expired: s.expired as f64, active: self.core.active_requests() as f64 }
+  }
+}
+
+impl NativeRoutingCore {
+  #[allow(clippy::too_many_arguments)]
+  fn decide(
+    &mut self,
+    tokens: &[u32],
+    request_id: &str,
+    now_ms: f64,
+    out: &mut [f64],
+    seed: Option<BigInt>,
+    options: Option<NativeRouteOptions>,
+    mode: Mode,
+  ) -> Result<u32> {
+    if out.len() < DECISION_LEN {
+      return Err(range_error(format!("the decision buffer needs {DECISION_LEN} entries, got {}", out.len())));
+    }
+    if !now_ms.is_finite() {
+      return Err(range_error(format!("now must be a finite number of ms, got {now_ms}")));
+    }
+    let mut req = RouteRequest::new(request_id, tokens);
+    if let Some(seed) = seed {
+      let (negative, value, lossless) = seed.get_u64();
+      if negative || !lossless {
+        return Err(range_error("seed must be a u64"));
+      }
+      req.hash_seed = value;
+    }
+    if let Some(o) = &options {
+      if o.mm_offsets.is_some() != o.mm_hashes.is_some() {
+        return Err(type_error("mmOffsets and mmHashes go together"));
+      }
+      if let (Some(offsets), Some(hashes)) = (&o.mm_offsets, &o.mm_hashes) {
+        req.multimodal = Some(Multimodal { offsets, hashes });
+      }
+      if let Some(allowed) = &o.allowed_workers {
+        self.allowed.clear();
+        for &w in allowed.iter() {
+          self.allowed.push(to_id(w, "allowedWorkers[]")?);
+        }
+        req.allowed_workers = Some(&self.allowed);
+      }
+      req.pinned_worker = o.pinned_worker.map(|w| to_id(w, "pinnedWorker")).transpose()?;
+      if let Some(rank) = o.pinned_dp_rank {
+        if rank > 0xffff {
+          return Err(range_error(format!("pinnedDpRank must be in 0..=65535, got {rank}")));
+        }
+        req.pinned_dp_rank = Some(rank);
+      }
+      req.expected_output_tokens = o.expected_output_tokens.map(|n| to_count(n, "expectedOutputTokens")).transpose()?;
+      req.overlap_score_credit = o.overlap_score_credit;
+      req.prefill_load_scale = o.prefill_load_scale;
+      req.temperature = o.temperature;
+    }
+    let mut indexer = self.indexer.try_borrow_mut().map_err(|_| Error::from_reason("the indexer is busy (re-entrant call)"))?;
+    let d = self.core.route(&mut *indexer, &req, now_ms, mode).map_err(refusal)?;
+    let buf = out;
+    let head = [
+      d.key.worker as f64,
+      d.key.dp_rank as f64,
+      d.overlap_blocks as f64,
+      d.prompt_tokens as f64,
+      d.cached_tokens as f64,
+      d.prefill_tokens as f64,
+      d.timings.hash_us,
+      d.timings.match_us,
+      d.timings.select_us,
+      d.timings.total_us,
+    ];
+    buf[..HEADER - 1].copy_from_slice(&head);
+    let explained = self.core.explanation();
+    buf[HEADER - 1] = explained.len() as f64;
+    for (i, c) in explained.iter().enumerate() {
+      let o = HEADER + i * PER_CANDIDATE;
+      buf[o..o + PER_CANDIDATE].copy_from_slice(&[
+        c.key.worker as f64,
+        c.key.dp_rank as f64,
+        c.overlap_blocks as f64,
+        c.prefill_blocks,
+        c.decode_blocks,
+        c.cost,
+      ]);
+    }
+    Ok(explained.len() as u32)
+  }
+}
+
+/// A refusal, as the TypeScript layer's RoutingError classes expect it (src/core/routing-errors.ts).
+fn refusal(e: RouteError) -> Error {
+  match e {
+    RouteError::InvalidArgument(m) => range_error(m),
+    RouteError::Backpressure { retry_after_ms, message } => {
+      Error::from_reason(format!("RoutingError[backpressure retryAfterMs={retry_after_ms}]: {message}"))
+    }
+    other => Error::from_reason(format!("RoutingError[{}]: {}", other.code(), other.message())),
+  }
+}
+
+fn to_id(v: f64, name: &str) -> Result<u64> {
+  if v.fract() != 0.0 || !(0.0..=MAX_ID).contains(&v) {
+    return Err(range_error(format!("{name} must be an integer in [0, 2^53), got {v}")));
+  }
+  Ok(v as u64)
+}
+
+fn to_count(v: f64, name: &str) -> Result<u64> {
+  to_id(v, name)
+}
+
+fn to_spec(s: &NativeWorkerSpec) -> Result<WorkerSpec> {
+  Ok(WorkerSpec {
+    worker: to_id(s.worker, "worker")?,
+    dp_size: s.dp_size,
+    kv_capacity_blocks: s.kv_capacity_blocks.map(|c| to_id(c, "kvCapacityBlocks")).transpose()?,
+  })
+}

@@ -1,0 +1,269 @@
+// RoutingCore: load booking and worker selection for one worker pool, over the native core.
+// route() is ONE native call (hash + match + select + book); the decision comes back through a
+// reused Float64Array so that nothing but the result objects is allocated per call.
+import { native, type Binding } from './binding.js';
+import { callNative } from './errors.js';
+import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
+import type { KvIndexer } from './indexer.js';
+import {
+  checkRouteRequest,
+  resolveRoutingConfig,
+  toNativeSpec,
+  type PolicyName,
+  type ResolvedRoutingConfig,
+  type RoutingConfig,
+  type WorkerSpec,
+} from './routing-config.js';
+import { translateRoutingError } from './routing-errors.js';
+import { describe, expectInteger, expectWorkerId } from './validate.js';
+
+export { POLICY_NAMES, type PolicyName, type RoutingConfig, type WorkerSpec } from './routing-config.js';
+
+export interface RouteRequest {
+  requestId: string;
+  loraName?: string;
+  cacheNamespace?: string;
+  mmHashes?: HashOptions['mmHashes'];
+  /** Only these workers may be chosen. */
+  allowedWorkers?: readonly number[];
+  pinnedWorker?: number;
+  pinnedDpRank?: number;
+  /** Expected output length: the request's blocks weigh less as its output approaches it. */
+  expectedOutputTokens?: number;
+  overlapScoreCredit?: number;
+  prefillLoadScale?: number;
+  temperature?: number;
+}
+
+export type QueryRequest = Omit<RouteRequest, 'requestId'> & { requestId?: string };
+
+export interface CandidateCost {
+  worker: number;
+  dpRank: number;
+  overlapBlocks: number;
+  /** (booked prefill tokens + this prompt's tokens) / block size. */
+  prefillBlocks: number;
+  /** Booked decode blocks (with decay) + this request's blocks not yet active there. */
+  decodeBlocks: number;
+  /** The policy's score, lower is better (the KV cost; booked load for least_loaded). */
+  cost: number;
+}
+
+export interface RoutingDecision {
+  requestId: string;
+  worker: number;
+  dpRank: number;
+  overlapBlocks: number;
+  promptTokens: number;
+  /** overlapBlocks x blockSize, at most promptTokens. */
+  cachedTokens: number;
+  /** Prefill tokens booked: promptTokens - cachedTokens. */
+  prefillTokens: number;
+  policy: PolicyName;
+  /** Best first, at most 8; the chosen worker is always listed. */
+  candidates: CandidateCost[];
+  /** Measured inside the native call, in microseconds. */
+  timingsUs: { hash: number; match: number; select: number; total: number };
+}
+
+export interface WorkerLoad {
+  worker: number;
+  dpRank: number;
+  prefillTokens: number;
+  /** Decode blocks with decay (a finishing request's own blocks weigh less). */
+  decodeBlocks: number;
+  /** Distinct blocks held, without decay. */
+  activeBlocks: number;
+  requests: number;
+}
+
+export interface RoutingTotals {
+  prefillTokens: number;
+  decodeBlocks: number;
+  requests: number;
+}
+
+export interface RoutingStats {
+  booked: number;
+  freed: number;
+  expired: number;
+  active: number;
+}
+
+// Layout of the decision buffer the addon fills (see native/src/bindings/routing.rs).
+const HEADER = 11;
+const PER_CANDIDATE = 6;
+const MAX_CANDIDATES = 8;
+const MAX_OUTPUT_TOKENS = 2 ** 32 - 1;
+
+export class RoutingCore {
+  readonly indexer: KvIndexer;
+  readonly config: Readonly<ResolvedRoutingConfig>;
+  private readonly core: Binding.NativeRoutingCore;
+  private readonly clock: () => number;
+  private readonly out = new Float64Array(HEADER + PER_CANDIDATE * MAX_CANDIDATES);
+
+  constructor(indexer: KvIndexer, config: RoutingConfig) {
+    this.config = Object.freeze(resolveRoutingConfig(indexer, config));
+    this.indexer = indexer;
+    this.clock = this.config.clock;
+    const c = this.config;
+    this.core = callNative(
+      () =>
+        new native.NativeRoutingCore(indexer.native, {
+          blockSize: c.blockSize,
+          policy: c.policy,
+          overlapScoreCredit: c.overlapScoreCredit,
+          prefillLoadScale: c.prefillLoadScale,
+          temperature: c.temperature,
+          busyDecodeFraction: c.busyDecodeFraction,
+          busyPrefillTokens: c.busyPrefillTokens,
+          maxQueuedPrefillTokens: c.maxQueuedPrefillTokens,
+          staleBookingMs: c.staleBookingMs,
+          seed: c.seed,
+          approximate: c.approximate,
+        }),
+    );
+  }
+
+  /** Replaces the pool's workers (bookings on removed workers stay until freed). */
+  setWorkers(specs: readonly WorkerSpec[]): void {
+    if (!Array.isArray(specs)) throw new TypeError(`specs must be an array, got ${describe(specs)}`);
+    const converted = specs.map((s, i) => toNativeSpec(s, `specs[${i}]`));
+    this.native(() => this.core.setWorkers(converted));
+  }
+
+  /** Adds a worker, or updates its dpSize and capacity when it is already in the pool. */
+  addWorker(spec: WorkerSpec): void {
+    const converted = toNativeSpec(spec, 'spec');
+    this.native(() => this.core.upsertWorker(converted));
+  }
+
+  /** Takes a worker out of selection; its bookings stay until freed. False when unknown. */
+  removeWorker(worker: number): boolean {
+    return this.core.removeWorker(expectWorkerId(worker));
+  }
+
+  workers(): WorkerSpec[] {
+    return this.core.workers().map((s) =>
+      s.kvCapacityBlocks === undefined || s.kvCapacityBlocks === null
+        ? { worker: s.worker, dpSize: s.dpSize }
+        : { worker: s.worker, dpSize: s.dpSize, kvCapacityBlocks: s.kvCapacityBlocks },
+    );
+  }
+
+  /** Hash + match + select + book, in one native call. Throws a RoutingError when refused. */
+  route(tokens: Uint32Array, req: RouteRequest): RoutingDecision {
+    return this.decide(tokens, req, true);
+  }
+
+  /** The decision route() would make now: books nothing, records nothing, advances nothing. */
+  query(tokens: Uint32Array, req: QueryRequest = {}): RoutingDecision {
+    return this.decide(tokens, req, false);
+  }
+
+  /** The request's first token arrived: its prefill tokens leave the queue. True the first time. */
+  markPrefillCompleted(requestId: string): boolean {
+    return this.core.markPrefillCompleted(expectId(requestId), this.now());
+  }
+
+  /** Output-block growth: `tokens` more generated tokens (implies prefill completed). */
+  addOutputTokens(requestId: string, tokens: number): boolean {
+    const id = expectId(requestId);
+    const n = expectInteger(tokens, 'tokens', 0, MAX_OUTPUT_TOKENS);
+    return this.core.addOutputTokens(id, n, this.now());
+  }
+
+  /** Releases the request's booking. Idempotent: false when unknown or already freed. */
+  free(requestId: string): boolean {
+    return this.core.free(expectId(requestId), this.now());
+  }
+
+  /** Frees bookings untouched for staleBookingMs; returns how many. */
+  expireStale(): number {
+    return this.core.expireStale(this.now());
+  }
+
+  load(): WorkerLoad[] {
+    return this.core.load();
+  }
+
+  totals(): RoutingTotals {
+    return this.core.totals();
+  }
+
+  stats(): RoutingStats {
+    return this.core.stats();
+  }
+
+  private decide(tokens: Uint32Array, req: QueryRequest, book: boolean): RoutingDecision {
+    const r = checkRouteRequest(tokens, req, book);
+    const seed = r.loraName || r.cacheNamespace ? blockHashSeed(r.loraName, r.cacheNamespace) : null;
+    const extra = r.extra ? nativeOptions(req) : null;
+    const now = this.now();
+    const out = this.out;
+    const id = r.requestId ?? '';
+    const n = this.native(() =>
+      book ? this.core.route(tokens, id, now, out, seed, extra) : this.core.query(tokens, id, now, out, seed, extra),
+    );
+    const candidates: CandidateCost[] = new Array(n);
+    for (let i = 0, o = HEADER; i < n; i++, o += PER_CANDIDATE) {
+      candidates[i] = {
+        worker: out[o],
+        dpRank: out[o + 1],
+        overlapBlocks: out[o + 2],
+        prefillBlocks: out[o + 3],
+        decodeBlocks: out[o + 4],
+        cost: out[o + 5],
+      };
+    }
+    return {
+      requestId: id,
+      worker: out[0],
+      dpRank: out[1],
+      overlapBlocks: out[2],
+      promptTokens: out[3],
+      cachedTokens: out[4],
+      prefillTokens: out[5],
+      policy: this.config.policy,
+      candidates,
+      timingsUs: { hash: out[6], match: out[7], select: out[8], total: out[9] },
+    };
+  }
+
+  private now(): number {
+    const t = this.clock();
+    if (typeof t !== 'number' || Number.isNaN(t)) throw new TypeError(`clock() must return a number, got ${describe(t)}`);
+    return t;
+  }
+
+  /** Runs an addon call, mapping its refusals to RoutingErrors and range failures to RangeError. */
+  private native<T>(fn: () => T): T {
+    try {
+      return callNative(fn);
+    } catch (err) {
+      throw translateRoutingError(err);
+    }
+  }
+}
+
+/** The addon's optional per-request fields (already validated by checkRouteRequest). */
+function nativeOptions(req: QueryRequest): Binding.NativeRouteOptions {
+  const mm = encodeMultimodal(req.mmHashes);
+  return {
+    mmOffsets: mm?.offsets,
+    mmHashes: mm?.hashes,
+    allowedWorkers: req.allowedWorkers ? Float64Array.from(req.allowedWorkers) : undefined,
+    pinnedWorker: req.pinnedWorker,
+    pinnedDpRank: req.pinnedDpRank,
+    expectedOutputTokens: req.expectedOutputTokens,
+    overlapScoreCredit: req.overlapScoreCredit,
+    prefillLoadScale: req.prefillLoadScale,
+    temperature: req.temperature,
+  };
+}
+
+function expectId(requestId: unknown): string {
+  if (typeof requestId !== 'string') throw new TypeError(`requestId must be a string, got ${describe(requestId)}`);
+  return requestId;
+}
