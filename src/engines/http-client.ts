@@ -76,7 +76,7 @@ export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string 
   return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
 }
 
-type ResponseBody = AsyncIterable<Buffer | Uint8Array> & { destroy(err?: Error): unknown };
+type ResponseBody = AsyncIterable<Buffer | Uint8Array> & { destroy(err?: Error): unknown; on(event: 'error', fn: (err: Error) => void): unknown };
 
 export class EngineClient {
   readonly baseUrl: string;
@@ -219,6 +219,9 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
     readonly engine: string,
     private readonly signal?: AbortSignal,
   ) {
+    // Errors surface through next(); a stream closed before its first read (destroy() makes undici
+    // emit an abort error) must not become an uncaught 'error' event.
+    body.on('error', () => {});
     this.chunks = body[Symbol.asyncIterator]();
   }
 

@@ -187,9 +187,13 @@ export class KvRouter {
             // The client left before the engine answered: finish the handoff in the background,
             // then free the booking.
             handedOver = true;
+            // The release timeout bounds the whole background leg, the wait for its answer included.
+            const timer = setTimeout(() => leg.abort(), this.releaseTimeoutMs);
+            timer.unref();
             const release = opening.then((s) => releaseThenClose(new FirstEventSource(s), this.releaseTimeoutMs, () => leg.abort()));
             this.track(
               release.finally(() => {
+                clearTimeout(timer);
                 if (b.guard.free('abort')) o.onFinish?.('abort');
               }),
             );

@@ -39,6 +39,9 @@ export interface FakeBehaviour {
   omitTransferParams: boolean;
   /** Include a worker_id payload object in prefill answers. */
   workerIdPayload: Record<string, unknown> | null;
+  /** Fail (failStatus, default 500) only after the handoff checks and failDelayMs (the peer leg got going). */
+  failAfterHandoff: boolean;
+  failDelayMs: number;
   /** Called right before an answer (or a stream's first byte) is written. */
   beforeAnswer: ((rec: Received) => void) | null;
 }
@@ -99,6 +102,8 @@ const DEFAULTS: FakeBehaviour = {
   waitForDecode: false,
   omitTransferParams: false,
   workerIdPayload: null,
+  failAfterHandoff: false,
+  failDelayMs: 0,
   beforeAnswer: null,
 };
 
@@ -159,7 +164,7 @@ export async function startFakeEngine(opts: {
     if (b.hang || directive === 'hang') return;
     if (b.headerDelayMs > 0) await sleep(b.headerDelayMs);
     if (directive === 'slow') await sleep(30);
-    if (directive === 'fail' || (b.failStatus !== null && b.failCount > 0)) {
+    if (directive === 'fail' || (!b.failAfterHandoff && b.failStatus !== null && b.failCount > 0)) {
       if (directive !== 'fail') b.failCount--;
       const status = b.failStatus ?? 500;
       res.writeHead(status, { 'content-type': 'application/json' }).end(errorJson(`fake failure ${status}`, 'fake_failure'));
@@ -213,6 +218,10 @@ export async function startFakeEngine(opts: {
         | string
         | undefined;
       pulledKey = typeof params === 'string' ? params : typeof params?.remote_request_id === 'string' ? `vllm:${params.remote_request_id}` : undefined;
+    }
+    if (b.failAfterHandoff) {
+      await sleep(b.failDelayMs);
+      return void res.writeHead(b.failStatus ?? 500, { 'content-type': 'application/json' }).end(errorJson('fake late failure', 'fake_failure'));
     }
     // The KV pull is over when the first token (or the whole answer) goes out.
     const pulled = () => {

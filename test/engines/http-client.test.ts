@@ -203,6 +203,17 @@ describe('EngineClient.postStream', () => {
     expect(() => stream[Symbol.asyncIterator]()).toThrow(/only once/);
   });
 
+  it('a stream cancelled before its first read closes quietly', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"i":0}\n\n');
+    });
+    const stream = await client(s.url).postStream('/v1/completions', {}, { requestId: 'x' });
+    stream.cancel(); // no uncaught 'error' event (vitest fails the run on one)
+    await until(() => s.closes === 1, 'the engine to see the close');
+    await expect(stream.next()).resolves.toEqual({ value: undefined, done: true });
+  });
+
   it('an abort mid-stream rejects next() with an AbortError', async () => {
     const s = await serve((_req, _body, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
