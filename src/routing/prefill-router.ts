@@ -5,6 +5,7 @@
 // sequential (vLLM NIXL, TensorRT-LLM; disagg-sequential.ts) or bootstrap (SGLang;
 // disagg-bootstrap.ts). A prefill that fails falls back to aggregated serving when allowed.
 import type { RoutingDecision } from '../core/routing-core.js';
+import { describe } from '../core/validate.js';
 import { MissingRoutingHintError } from '../core/routing-errors.js';
 import { completionAsEvents, wantsUsage } from '../engines/completion-events.js';
 import { EngineError, abortError } from '../engines/errors.js';
@@ -16,7 +17,7 @@ import { runBootstrap } from './disagg-bootstrap.js';
 import { runSequential } from './disagg-sequential.js';
 import { DisaggregationRequiredError, PrefillUnusableError } from './errors.js';
 import type { RoutingHints } from './hints.js';
-import { type Booking, type KvRouter, type LegOptions, type LegRoute, carriesToken } from './kv-router.js';
+import { type Booking, KvRouter, type LegOptions, type LegRoute, carriesToken } from './kv-router.js';
 import { type PhaseRouting, RequestTracker, type TrackerSummary, defaultClock } from './request-tracker.js';
 import { type RoutedResponse, type RouterRequest, expectedOutputTokens, validateRouterRequest } from './router-request.js';
 import { type PromptTokensDetails, cachedTokensOf, usageOf, withPromptTokensDetails } from './usage.js';
@@ -97,6 +98,16 @@ export class PrefillRouter {
   };
 
   constructor(o: PrefillRouterOptions) {
+    if (o === null || typeof o !== 'object') throw new TypeError(`options must be an object, got ${describe(o)}`);
+    if (!(o.prefill instanceof KvRouter)) throw new TypeError(`options.prefill must be a KvRouter, got ${describe(o.prefill)}`);
+    if (!(o.decode instanceof KvRouter)) throw new TypeError(`options.decode must be a KvRouter, got ${describe(o.decode)}`);
+    if (o.prefill === o.decode || o.prefill.pool === o.decode.pool) throw new TypeError('options.prefill and options.decode must be routers of two different pools');
+    for (const k of ['enforceDisagg', 'fallbackToAggregated'] as const) {
+      if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new TypeError(`options.${k} must be a boolean, got ${describe(o[k])}`);
+    }
+    for (const k of ['randomRoom', 'clock', 'onRequestDone', 'onEvent'] as const) {
+      if (o[k] !== undefined && typeof o[k] !== 'function') throw new TypeError(`options.${k} must be a function, got ${describe(o[k])}`);
+    }
     this.prefill = o.prefill;
     this.decode = o.decode;
     this.enforceDisagg = o.enforceDisagg ?? false;
