@@ -61,8 +61,6 @@ export interface Backend {
   explain(tokens: Uint32Array, hints: RoutingHints, requestId: string): RouteExplanation;
   pools: Record<PoolName, PoolPort>;
   ingest: IngestPort;
-  /** The registry changed what is selectable (the prefill router may (de)activate). */
-  selectionChanged(prefillWorkers: number, decodeWorkers: number): void;
   /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
   canServe(): boolean;
   metricsSources: Omit<MetricsSources, 'workerStates'>;

@@ -1,5 +1,7 @@
 // OpenAI-style error bodies, {"error":{"message","type","code"}}, and the one mapping from what
 // can go wrong (bad input, routing refusals, engine failures) to an HTTP status.
+import { BackpressureError, DuplicateRequestError, MissingRoutingHintError, RoutingError } from '../core/routing-errors.js';
+import { EngineError, isAbortError } from '../engines/errors.js';
 
 export interface ErrorReply {
   status: number;
@@ -35,69 +37,54 @@ export function errorBody(message: string, type: string, code: string): string {
 const DEFAULT_RETRY_AFTER_S = 1;
 
 /**
- * Maps anything thrown while serving a request to its reply. Routing refusals and engine errors
- * are recognised by shape (`code` of RoutingError, `status`/`body` of EngineError) so that this
- * module stays below the routing layer.
+ * Maps anything thrown while serving a request to its reply: routing refusals (RoutingError and
+ * its subclasses), engine failures (EngineError), bad input (TypeError/RangeError, 400), a
+ * cancelled request (499), anything else (500).
  */
 export function errorReply(err: unknown): ErrorReply {
   if (err instanceof HttpError) return reply(err.status, err.message, err.type, err.code, err.headers);
-  const routing = routingErrorReply(err);
-  if (routing) return routing;
-  const engine = engineErrorReply(err);
-  if (engine) return engine;
+  if (err instanceof RoutingError) return routingErrorReply(err);
+  if (err instanceof EngineError) return engineErrorReply(err);
   if (err instanceof TypeError || err instanceof RangeError) {
-    return reply(400, err.message, 'invalid_request_error', 'invalid_value');
+    const code = (err as { code?: unknown }).code;
+    return reply(400, err.message, 'invalid_request_error', typeof code === 'string' ? code : 'invalid_value');
   }
-  if (isAbort(err)) return reply(499, 'request aborted', 'request_aborted', 'client_closed_request');
+  if (isAbortError(err)) return reply(499, 'request aborted', 'request_aborted', 'client_closed_request');
   const message = err instanceof Error ? err.message : String(err);
   return reply(500, `internal error: ${message}`, 'internal_error', 'internal_error');
 }
 
-function routingErrorReply(err: unknown): ErrorReply | undefined {
-  if (!(err instanceof Error)) return undefined;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code !== 'string' || (err as { status?: unknown }).status !== undefined) return undefined;
-  switch (code) {
-    case 'backpressure': {
-      const ms = Number((err as { retryAfterMs?: unknown }).retryAfterMs);
-      const seconds = Number.isFinite(ms) && ms > 0 ? Math.max(1, Math.ceil(ms / 1000)) : DEFAULT_RETRY_AFTER_S;
-      return reply(429, err.message, 'rate_limit_error', code, { 'retry-after': String(seconds) });
-    }
-    case 'no_eligible_worker':
-    case 'no_workers':
-    case 'no_prefill_workers':
-    case 'disaggregation_required':
-      return reply(503, err.message, 'service_unavailable', code, { 'retry-after': String(DEFAULT_RETRY_AFTER_S) });
-    case 'missing_routing_hint':
-      return reply(400, err.message, 'invalid_request_error', code);
-    case 'duplicate_request_id':
-      return reply(409, err.message, 'invalid_request_error', code);
-    default:
-      return undefined;
+function routingErrorReply(err: RoutingError): ErrorReply {
+  if (err instanceof BackpressureError) {
+    const ms = err.retryAfterMs;
+    const seconds = Number.isFinite(ms) && ms > 0 ? Math.max(1, Math.ceil(ms / 1000)) : DEFAULT_RETRY_AFTER_S;
+    return reply(429, err.message, 'rate_limit_error', err.code, { 'retry-after': String(seconds) });
   }
+  if (err instanceof MissingRoutingHintError) return reply(400, err.message, 'invalid_request_error', err.code);
+  if (err instanceof DuplicateRequestError) return reply(409, err.message, 'invalid_request_error', err.code);
+  // No eligible worker, disaggregation required without prefill workers, ...: the fleet cannot serve now.
+  return reply(503, err.message, 'service_unavailable', err.code, { 'retry-after': String(DEFAULT_RETRY_AFTER_S) });
 }
 
-/** EngineError { status, body }: the engine answered with an error, or could not be reached. */
-function engineErrorReply(err: unknown): ErrorReply | undefined {
-  if (!(err instanceof Error)) return undefined;
-  const status = (err as { status?: unknown }).status;
-  if (typeof status !== 'number') return undefined;
-  const body = (err as { body?: unknown }).body;
+function engineErrorReply(err: EngineError): ErrorReply {
+  const { status, body } = err;
   const engineMessage = errorMessageOf(body) ?? err.message;
   // The engine's own 4xx judgement of the request (prompt too long, bad parameter) is the client's
   // answer; anything else is a gateway failure, never blamed on the client.
-  if (status >= 400 && status < 500 && status !== 408) {
+  if (err.failure === 'engine_rejected' && status >= 400 && status < 500 && status !== 408 && status !== 429) {
     const e = (body as { error?: { type?: unknown; code?: unknown } } | undefined)?.error;
     const type = typeof e?.type === 'string' ? e.type : 'invalid_request_error';
     const code = typeof e?.code === 'string' ? e.code : typeof e?.code === 'number' ? String(e.code) : 'engine_rejected';
     return reply(status, engineMessage, type, code);
   }
-  if (status === 429 || status === 503) {
-    return reply(status, `engine unavailable: ${engineMessage}`, 'service_unavailable', 'engine_unavailable', {
+  if (err.failure === 'engine_rejected' && (status === 429 || status === 503)) {
+    return reply(503, `engine unavailable: ${engineMessage}`, 'service_unavailable', 'engine_unavailable', {
       'retry-after': String(DEFAULT_RETRY_AFTER_S),
     });
   }
-  return reply(502, `engine failed: ${engineMessage}`, 'engine_error', 'bad_gateway');
+  const gateway = status === 504 ? 504 : 502;
+  const code = err.failure === 'engine_rejected' ? 'engine_failed' : err.failure;
+  return reply(gateway, err.failure === 'engine_rejected' ? `engine failed: ${engineMessage}` : engineMessage, 'engine_error', code);
 }
 
 function errorMessageOf(body: unknown): string | undefined {
@@ -110,10 +97,6 @@ function errorMessageOf(body: unknown): string | undefined {
   if (typeof detail?.message === 'string') return detail.message;
   if (typeof detail?.detail === 'string') return detail.detail;
   return undefined;
-}
-
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR');
 }
 
 function reply(status: number, message: string, type: string, code: string, extra: Record<string, string> = {}): ErrorReply {

@@ -107,6 +107,12 @@ export class RouterMetrics {
     help: 'Requests refused with 429 because queued prefill work passed its cap',
     registers: [this.registry],
   });
+  private readonly modes = new Counter({
+    name: 'kvroute_requests_served_total',
+    help: 'Requests served, by mode (aggregated, disaggregated, fallback: aggregated after a failed prefill)',
+    labelNames: ['mode'] as const,
+    registers: [this.registry],
+  });
   private readonly aborted = new Counter({
     name: 'kvroute_client_disconnects_total',
     help: 'Requests whose client went away before the response ended',
@@ -235,6 +241,10 @@ export class RouterMetrics {
 
   frontend(microseconds: number): void {
     this.frontendOverhead.observe(microseconds);
+  }
+
+  served(mode: string): void {
+    this.modes.inc({ mode });
   }
 
   backpressureRefusal(): void {

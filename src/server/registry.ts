@@ -15,6 +15,8 @@ export interface PoolPort {
   enable(worker: WorkerConfig): void;
   /** Takes it out of selection; requests in flight finish normally (idempotent). */
   disable(worker: number): void;
+  /** Forgets the worker (it was removed from the registry). */
+  remove(worker: number): void;
   /** Drops everything the pool's index holds for the worker. */
   dropBlocks(worker: number): void;
   /** Booked requests on the worker (drain progress). */
@@ -45,8 +47,6 @@ export interface RegistryOptions {
   ingest: IngestPort;
   healthGraceMs: number;
   clock?: () => number;
-  /** Called when the set of workers in selection changes (the prefill router (de)activates). */
-  onSelectionChange?(): void;
 }
 
 interface Entry {
@@ -118,7 +118,9 @@ export class WorkerRegistry {
     entry.draining = true;
     this.sync(entry);
     this.opts.ingest.unsubscribe(id);
-    this.opts.pools[poolOf(entry.config.role)].dropBlocks(id);
+    const pool = this.opts.pools[poolOf(entry.config.role)];
+    pool.dropBlocks(id);
+    pool.remove(id);
     this.health.remove(id);
     this.entries.delete(id);
     return { ...status, state: 'draining', inSelection: false };
@@ -205,6 +207,5 @@ export class WorkerRegistry {
     if (want) pool.enable(entry.config);
     else pool.disable(entry.config.id);
     entry.inSelection = want;
-    this.opts.onSelectionChange?.();
   }
 }

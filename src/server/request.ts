@@ -10,16 +10,12 @@ import { randomUUID } from 'node:crypto';
 import { parseChatMessages, type ChatTemplate } from '../preprocess/chat-template.js';
 import type { TextTokenizer } from '../preprocess/types.js';
 import { describe } from '../core/validate.js';
+import { parseRoutingHints, type RoutingHints } from '../routing/hints.js';
 import { badRequest, HttpError, notFound } from './errors.js';
 
 export type OpenAiRoute = '/v1/completions' | '/v1/chat/completions';
 
-export interface RoutingHints {
-  workerId?: number;
-  prefillWorkerId?: number;
-  dpRank?: number;
-  prefillDpRank?: number;
-}
+export type { RoutingHints };
 
 export interface PreparedRequest {
   /** The route the client called. */
@@ -76,7 +72,7 @@ export function prepareRequest(
 ): PreparedRequest {
   checkModel(body.model, pre.models);
   checkCommonFields(body);
-  const hints = hintsOf(headers, body.nvext);
+  const hints = routingHints(headers, body.nvext);
   const stream = body.stream === true;
   const forEngine: Record<string, unknown> = { ...body };
   delete forEngine.nvext; // addressed to the router, not the engine
@@ -194,42 +190,12 @@ function chatToCompletionsBody(chat: Record<string, unknown>, tokens: Uint32Arra
   return body;
 }
 
-/** Routing hints from PROTOCOLS.md section 4 headers, or Dynamo's `nvext` body object. */
-export function hintsOf(headers: Record<string, string | undefined>, nvext: unknown): RoutingHints {
-  const hints: RoutingHints = {};
-  const fromHeader = (name: string, max: number): number | undefined => {
-    const raw = headers[name];
-    if (raw === undefined || raw === '') return undefined;
-    const v = Number(raw);
-    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(v) || v > max) {
-      throw badRequest(`header ${name} must be an integer in [0, ${max}], got '${raw}'`, 'invalid_routing_hint');
-    }
-    return v;
-  };
-  if (nvext !== undefined && nvext !== null) {
-    if (typeof nvext !== 'object' || Array.isArray(nvext)) throw badRequest(`'nvext' must be an object, got ${describe(nvext)}`, 'invalid_type');
-    const n = nvext as Record<string, unknown>;
-    const pick = (names: string[], max: number): number | undefined => {
-      for (const name of names) {
-        const v = n[name];
-        if (v === undefined || v === null) continue;
-        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > max) {
-          throw badRequest(`nvext.${name} must be an integer in [0, ${max}], got ${describe(v)}`, 'invalid_routing_hint');
-        }
-        return v;
-      }
-      return undefined;
-    };
-    hints.workerId = pick(['backend_instance_id', 'decode_worker_id', 'worker_id'], Number.MAX_SAFE_INTEGER);
-    hints.prefillWorkerId = pick(['prefill_worker_id'], Number.MAX_SAFE_INTEGER);
-    hints.dpRank = pick(['dp_rank'], 0xffff);
-    hints.prefillDpRank = pick(['prefill_dp_rank'], 0xffff);
+/** Routing hints (PROTOCOLS.md section 4 headers, or Dynamo's `nvext`), parsed by the routing layer; a bad one is a 400. */
+export function routingHints(headers: Record<string, string | undefined>, nvext: unknown): RoutingHints {
+  try {
+    return parseRoutingHints(headers, nvext);
+  } catch (err) {
+    if (err instanceof RangeError) throw badRequest(err.message, 'invalid_routing_hint');
+    throw err;
   }
-  // Headers (an upstream endpoint picker's decision) win over the body.
-  hints.workerId = fromHeader('x-worker-instance-id', Number.MAX_SAFE_INTEGER) ?? hints.workerId;
-  hints.prefillWorkerId = fromHeader('x-prefill-instance-id', Number.MAX_SAFE_INTEGER) ?? hints.prefillWorkerId;
-  hints.dpRank = fromHeader('x-dp-rank', 0xffff) ?? hints.dpRank;
-  hints.prefillDpRank = fromHeader('x-prefill-dp-rank', 0xffff) ?? hints.prefillDpRank;
-  for (const k of Object.keys(hints) as (keyof RoutingHints)[]) if (hints[k] === undefined) delete hints[k];
-  return hints;
 }

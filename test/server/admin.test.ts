@@ -5,7 +5,7 @@ import type { HttpCall } from '../../src/server/http.js';
 import { WorkerRegistry } from '../../src/server/registry.js';
 
 function deps(token?: string): AdminDeps {
-  const pool = { enable() {}, disable() {}, dropBlocks() {}, activeRequests: () => 0 };
+  const pool = { enable() {}, disable() {}, remove() {}, dropBlocks() {}, activeRequests: () => 0 };
   const registry = new WorkerRegistry({ pools: { prefill: pool, decode: pool }, ingest: { subscribe() {}, unsubscribe() {} }, healthGraceMs: 0 });
   return { registry, token, readJson: async (call) => JSON.parse(String(call.body ?? '{}')) as Record<string, unknown> };
 }

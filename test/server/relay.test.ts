@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { transportError } from '../../src/engines/errors.js';
 import { RouterMetrics } from '../../src/server/metrics.js';
 import { relayStream, type RelayOptions, type SseEvent } from '../../src/server/relay.js';
 
@@ -68,7 +69,7 @@ describe('relayStream', () => {
 
   it('turns an engine failure mid-stream into one error frame and the end', async () => {
     const { o, ends } = options();
-    const failure = Object.assign(new Error('socket hang up'), { status: 502, body: undefined });
+    const failure = transportError('engine_stream_broken', 'http://127.0.0.1:9', 'socket hang up');
     const frames = await drain(relayStream(events([chunk('a'), failure]), o));
     expect(frames.length).toBe(2);
     const err = JSON.parse(frames[1].slice(6)) as { error: { message: string; code: string } };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CHATML_TEMPLATE, ChatTemplate } from '../../src/preprocess/chat-template.js';
 import { byteTokenizer } from '../../src/preprocess/byte-tokenizer.js';
 import { HttpError } from '../../src/server/errors.js';
-import { completionPrompt, hintsOf, parseJsonObject, prepareRequest, requestIdOf, type Preprocessor } from '../../src/server/request.js';
+import { completionPrompt, routingHints as hintsOf, parseJsonObject, prepareRequest, requestIdOf, type Preprocessor } from '../../src/server/request.js';
 
 const pre: Preprocessor = { tokenizer: byteTokenizer, chatTemplate: new ChatTemplate(CHATML_TEMPLATE), models: ['m1', 'm2'] };
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -119,9 +119,9 @@ describe('prepareRequest', () => {
   });
 });
 
-describe('hintsOf', () => {
-  it('reads the PROTOCOLS.md section 4 headers, which win over nvext', () => {
-    const h = hintsOf({ 'x-worker-instance-id': '12', 'x-prefill-instance-id': '3', 'x-dp-rank': '1', 'x-prefill-dp-rank': '0' }, { backend_instance_id: 99 });
+describe('routingHints', () => {
+  it('reads the PROTOCOLS.md section 4 headers and nvext', () => {
+    const h = hintsOf({ 'x-worker-instance-id': '12', 'x-prefill-instance-id': '3', 'x-dp-rank': '1', 'x-prefill-dp-rank': '0' }, { backend_instance_id: 12 });
     expect(h).toEqual({ workerId: 12, prefillWorkerId: 3, dpRank: 1, prefillDpRank: 0 });
     expect(hintsOf({}, { prefill_worker_id: 2, dp_rank: 1 })).toEqual({ prefillWorkerId: 2, dpRank: 1 });
     expect(hintsOf({}, undefined)).toEqual({});
@@ -130,5 +130,6 @@ describe('hintsOf', () => {
     expect(httpError(() => hintsOf({ 'x-worker-instance-id': 'w1' }, undefined)).code).toBe('invalid_routing_hint');
     expect(httpError(() => hintsOf({ 'x-dp-rank': '70000' }, undefined)).code).toBe('invalid_routing_hint');
     expect(httpError(() => hintsOf({}, { dp_rank: -1 })).code).toBe('invalid_routing_hint');
+    expect(httpError(() => hintsOf({ 'x-worker-instance-id': '1' }, { backend_instance_id: 2 })).message).toMatch(/disagrees/);
   });
 });
