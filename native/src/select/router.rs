@@ -104,10 +104,10 @@ impl RoutingCore {
       if req.request_id.is_empty() {
         return Err(invalid("requestId must be a non-empty string".into()));
       }
+      self.expire_if_due(now_ms);
       if self.book.contains(req.request_id) {
         return Err(RouteError::DuplicateRequest(format!("request id '{}' is already booked", req.request_id)));
       }
-      self.expire_if_due(now_ms);
     }
 
     hash_prompt(req, self.config.block_size as usize, &mut self.s.local, &mut self.s.seq)?;
