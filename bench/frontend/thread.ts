@@ -1,0 +1,15 @@
+// Runs a bench module's function in a worker thread (so the load generator and the engine do not
+// share the router's event loop). The worker loads TypeScript through tsx (see ts-worker.mjs).
+import { Worker } from 'node:worker_threads';
+
+/** Starts `file` in a worker with `data`; resolves with the first message it posts. */
+export function inThread<T>(file: URL, data: unknown): { result: Promise<T>; worker: Worker } {
+  const bootstrap = new URL('./ts-worker.mjs', import.meta.url);
+  const worker = new Worker(bootstrap, { workerData: { ...(data as object), entry: file.href } });
+  const result = new Promise<T>((resolve, reject) => {
+    worker.once('message', (m: T) => resolve(m));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`bench worker exited with code ${code} before answering`)));
+  });
+  return { result, worker };
+}
