@@ -3,6 +3,7 @@
 //! `bindings` holds the thin N-API layer the TypeScript `src/core` classes call.
 
 pub mod hash;
+pub mod indexer;
 pub mod load;
 pub mod select;
 

@@ -2,3 +2,4 @@
 
 mod errors;
 mod hash;
+mod indexer;

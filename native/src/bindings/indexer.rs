@@ -1,0 +1,370 @@
+//! `NativeIndexer`: the radix indexer behind `KvIndexer` (src/core/indexer.ts). Checks and
+//! conversions only; the tree lives in `crate::indexer`. It is shared (Rc<RefCell>) with the
+//! routing cores built over it, which match and record through the same tree.
+
+use std::cell::{RefCell, RefMut};
+use std::rc::Rc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::errors::range_error;
+use super::hash::check_block_size;
+use crate::hash;
+use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, RejectReason, WorkerKey};
+
+const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
+/// Blocks per call (events, prompts): 2^20 blocks is a 16M-token prompt at block size 16.
+pub const MAX_BLOCKS_PER_CALL: usize = 1 << 20;
+
+#[napi(object)]
+pub struct NativeIndexerConfig {
+  pub block_size: u32,
+  pub mode: String,
+  pub max_blocks: Option<f64>,
+  pub ttl_ms: f64,
+  pub approx_max_blocks: f64,
+  pub prune_fraction: f64,
+}
+
+#[napi(object)]
+pub struct NativeRejections {
+  pub unknown_parent: f64,
+  pub duplicate_hash: f64,
+  pub self_parent: f64,
+  pub hash_collision: f64,
+  pub index_full: f64,
+  pub malformed: f64,
+  pub unknown_removal: f64,
+}
+
+#[napi(object)]
+pub struct NativeIndexerStats {
+  pub blocks: f64,
+  pub nodes: f64,
+  pub workers: f64,
+  pub approx_bytes: f64,
+  pub bytes_per_node: f64,
+  pub bytes_per_block: f64,
+  pub events_applied: f64,
+  pub routings_recorded: f64,
+  pub evictions: f64,
+  pub expired: f64,
+  pub rejected: NativeRejections,
+}
+
+#[napi(object)]
+pub struct NativeWorkerRank {
+  pub worker: f64,
+  pub dp_rank: u32,
+}
+
+#[napi]
+pub struct NativeIndexer {
+  inner: Rc<RefCell<RadixIndexer>>,
+  /// Local hashes of the event being applied.
+  local: Vec<u64>,
+  /// The last findMatches result, sorted, for a caller whose buffer was too small.
+  matches: Vec<(WorkerKey, u32)>,
+}
+
+#[napi]
+impl NativeIndexer {
+  #[napi(constructor)]
+  pub fn new(config: NativeIndexerConfig) -> Result<Self> {
+    check_block_size(config.block_size)?;
+    let mode = IndexerMode::parse(&config.mode)
+      .ok_or_else(|| range_error(format!("mode must be 'events' or 'approximate', got '{}'", config.mode)))?;
+    let cfg = IndexerConfig {
+      block_size: config.block_size,
+      mode,
+      max_blocks: config.max_blocks.map(|n| to_count(n, "maxBlocks")).transpose()?,
+      ttl_ms: config.ttl_ms,
+      approx_max_blocks: to_count(config.approx_max_blocks, "approxMaxBlocks")?,
+      prune_fraction: config.prune_fraction,
+    };
+    let indexer = RadixIndexer::try_new(cfg).map_err(range_error)?;
+    Ok(Self::wrap(indexer))
+  }
+
+  /// Loads a `snapshot()`; refuses damaged, truncated or unknown-version bytes.
+  #[napi(factory)]
+  pub fn restore(bytes: &[u8]) -> Result<Self> {
+    let indexer = RadixIndexer::restore(bytes).map_err(Error::from_reason)?;
+    Ok(Self::wrap(indexer))
+  }
+
+  #[napi(getter)]
+  pub fn block_size(&self) -> u32 {
+    self.inner.borrow().block_size()
+  }
+
+  #[napi(getter)]
+  pub fn mode(&self) -> String {
+    self.inner.borrow().mode().name().to_string()
+  }
+
+  /// A BlockStored event. Hashes `token_ids` (block_hashes.len() complete blocks) with `seed`
+  /// and, per block, the CSR multimodal hashes. False when refused (counted by reason).
+  #[napi]
+  #[allow(clippy::too_many_arguments)]
+  pub fn apply_stored(
+    &mut self,
+    worker: f64,
+    dp_rank: f64,
+    parent_hash: Option<BigInt>,
+    block_hashes: &[u64],
+    token_ids: &[u32],
+    seed: BigInt,
+    mm_offsets: Option<&[u32]>,
+    mm_hashes: Option<&[u64]>,
+    now_ms: f64,
+  ) -> Result<bool> {
+    let key = to_key(worker, dp_rank)?;
+    let parent = parent_hash.map(|p| to_u64(&p, "parentHash")).transpose()?;
+    let seed = to_u64(&seed, "seed")?;
+    check_now(now_ms)?;
+    check_blocks(block_hashes.len(), "blockHashes")?;
+    let mut indexer = borrow_in(&self.inner, IndexerMode::Events, "applyStored")?;
+    let bs = indexer.block_size() as usize;
+    if token_ids.len() != block_hashes.len() * bs {
+      return Err(range_error(format!(
+        "tokenIds must hold blockHashes.length x blockSize = {} x {bs} = {} tokens, got {}",
+        block_hashes.len(),
+        block_hashes.len() * bs,
+        token_ids.len()
+      )));
+    }
+    let local = &mut self.local;
+    local.clear();
+    match (mm_offsets, mm_hashes) {
+      (None, None) => local.extend(token_ids.chunks_exact(bs).map(|b| hash::hash_block(b, seed))),
+      (Some(offsets), Some(values)) => hash_with_mm(token_ids, bs, seed, offsets, values, local)?,
+      _ => return Err(Error::new(Status::InvalidArg, "mmOffsets and mmHashes go together")),
+    }
+    match indexer.apply_stored(key, parent, block_hashes, local, now_ms) {
+      Ok(()) => Ok(true),
+      Err(RejectReason::WrongMode) => Err(Error::from_reason("applyStored needs an indexer in 'events' mode")),
+      Err(_) => Ok(false),
+    }
+  }
+
+  /// A BlockRemoved event: the number of blocks removed (unknown hashes are counted).
+  #[napi]
+  pub fn apply_removed(&mut self, worker: f64, dp_rank: f64, block_hashes: &[u64], now_ms: f64) -> Result<u32> {
+    let key = to_key(worker, dp_rank)?;
+    check_now(now_ms)?;
+    check_blocks(block_hashes.len(), "blockHashes")?;
+    let mut indexer = borrow_in(&self.inner, IndexerMode::Events, "applyRemoved")?;
+    Ok(indexer.apply_removed(key, block_hashes, now_ms) as u32)
+  }
+
+  #[napi]
+  pub fn apply_cleared(&mut self, worker: f64, dp_rank: f64) -> Result<()> {
+    let key = to_key(worker, dp_rank)?;
+    borrow_in(&self.inner, IndexerMode::Events, "applyCleared")?.apply_cleared(key);
+    Ok(())
+  }
+
+  #[napi]
+  pub fn remove_worker(&mut self, worker: f64) -> Result<()> {
+    let worker = to_id(worker, "worker")?;
+    borrow(&self.inner)?.remove_worker(worker);
+    Ok(())
+  }
+
+  /// Matches a prompt's local hashes; writes [worker, dpRank, blocks] per match into `out`,
+  /// best first (blocks desc, then worker, then rank). Returns the number of matches; when
+  /// `out` is too small nothing is written and `copyMatches` fills a larger buffer.
+  #[napi]
+  pub fn find_matches(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64, mut out: Float64ArraySlice) -> Result<u32> {
+    check_now(now_ms)?;
+    check_blocks(local_hashes.len(), "localHashes")?;
+    let mut matches = std::mem::take(&mut self.matches);
+    borrow(&self.inner)?.find_matches_into(local_hashes, early_exit, now_ms, &mut matches);
+    matches.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    self.matches = matches;
+    // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
+    self.write_matches(unsafe { out.as_mut() });
+    Ok(self.matches.len() as u32)
+  }
+
+  /// Copies the last findMatches result into `out` (3 numbers per match); false if too small.
+  #[napi]
+  pub fn copy_matches(&self, mut out: Float64ArraySlice) -> bool {
+    // SAFETY: as in find_matches.
+    self.write_matches(unsafe { out.as_mut() })
+  }
+
+  /// Approximate mode: `worker`/`dp_rank` was routed this prompt.
+  #[napi]
+  pub fn record_routing(&mut self, worker: f64, dp_rank: f64, local_hashes: &[u64], now_ms: f64) -> Result<()> {
+    let key = to_key(worker, dp_rank)?;
+    check_now(now_ms)?;
+    check_blocks(local_hashes.len(), "localHashes")?;
+    borrow_in(&self.inner, IndexerMode::Approximate, "recordRouting")?.record_routing(key, local_hashes, now_ms);
+    Ok(())
+  }
+
+  /// Approximate mode: drops expired entries; returns how many (0 in events mode).
+  #[napi]
+  pub fn expire(&mut self, now_ms: f64) -> Result<u32> {
+    check_now(now_ms)?;
+    Ok(borrow(&self.inner)?.expire(now_ms) as u32)
+  }
+
+  #[napi]
+  pub fn snapshot(&self) -> Result<Uint8Array> {
+    let indexer = self.inner.try_borrow().map_err(|_| busy())?;
+    Ok(Uint8Array::new(indexer.snapshot()))
+  }
+
+  #[napi]
+  pub fn stats(&self) -> NativeIndexerStats {
+    let s = self.inner.borrow().stats();
+    let c = s.counters;
+    let r = c.rejected;
+    NativeIndexerStats {
+      blocks: s.blocks as f64,
+      nodes: s.nodes as f64,
+      workers: s.workers as f64,
+      approx_bytes: s.approx_bytes as f64,
+      bytes_per_node: s.bytes_per_node(),
+      bytes_per_block: s.bytes_per_block(),
+      events_applied: c.events_applied as f64,
+      routings_recorded: c.routings_recorded as f64,
+      evictions: c.evictions as f64,
+      expired: c.expired as f64,
+      rejected: NativeRejections {
+        unknown_parent: r.unknown_parent as f64,
+        duplicate_hash: r.duplicate_hash as f64,
+        self_parent: r.self_parent as f64,
+        hash_collision: r.hash_collision as f64,
+        index_full: r.index_full as f64,
+        malformed: r.malformed as f64,
+        unknown_removal: r.unknown_removal as f64,
+      },
+    }
+  }
+
+  /// Blocks held by (worker, dpRank).
+  #[napi]
+  pub fn blocks_of(&self, worker: f64, dp_rank: f64) -> Result<f64> {
+    Ok(self.inner.borrow().blocks_of(to_key(worker, dp_rank)?) as f64)
+  }
+
+  /// The (worker, dpRank) pairs holding at least one block, sorted.
+  #[napi]
+  pub fn workers(&self) -> Vec<NativeWorkerRank> {
+    let keys = self.inner.borrow().workers();
+    keys.into_iter().map(|k| NativeWorkerRank { worker: k.worker as f64, dp_rank: k.dp_rank }).collect()
+  }
+}
+
+impl NativeIndexer {
+  fn wrap(indexer: RadixIndexer) -> Self {
+    Self { inner: Rc::new(RefCell::new(indexer)), local: Vec::new(), matches: Vec::new() }
+  }
+
+  /// The tree, for the routing cores that match and record through it.
+  pub(crate) fn shared(&self) -> Rc<RefCell<RadixIndexer>> {
+    Rc::clone(&self.inner)
+  }
+
+  fn write_matches(&self, out: &mut [f64]) -> bool {
+    if out.len() < self.matches.len() * 3 {
+      return false;
+    }
+    for (chunk, (key, blocks)) in out.chunks_exact_mut(3).zip(&self.matches) {
+      chunk[0] = key.worker as f64;
+      chunk[1] = key.dp_rank as f64;
+      chunk[2] = *blocks as f64;
+    }
+    true
+  }
+
+}
+
+fn borrow(inner: &RefCell<RadixIndexer>) -> Result<RefMut<'_, RadixIndexer>> {
+  inner.try_borrow_mut().map_err(|_| busy())
+}
+
+fn borrow_in<'a>(inner: &'a RefCell<RadixIndexer>, mode: IndexerMode, call: &str) -> Result<RefMut<'a, RadixIndexer>> {
+  let indexer = borrow(inner)?;
+  if indexer.mode() != mode {
+    return Err(Error::from_reason(format!(
+      "{call} needs an indexer in '{}' mode, this one is in '{}' mode",
+      mode.name(),
+      indexer.mode().name()
+    )));
+  }
+  Ok(indexer)
+}
+
+fn busy() -> Error {
+  Error::from_reason("the indexer is busy (re-entrant call)")
+}
+
+/// Local hashes of blocks with multimodal content: block i's items are
+/// values[offsets[i]..offsets[i + 1]] (blocks past the offsets have none).
+fn hash_with_mm(tokens: &[u32], bs: usize, seed: u64, offsets: &[u32], values: &[u64], out: &mut Vec<u64>) -> Result<()> {
+  let blocks = tokens.len() / bs;
+  if offsets.len() > blocks + 1 {
+    return Err(range_error(format!("multimodal hashes list {} blocks but the event has {blocks}", offsets.len().saturating_sub(1))));
+  }
+  for (i, block) in tokens.chunks_exact(bs).enumerate() {
+    let items = match (offsets.get(i), offsets.get(i + 1)) {
+      (Some(&a), Some(&b)) => {
+        let (a, b) = (a as usize, b as usize);
+        if a > b || b > values.len() {
+          return Err(range_error("multimodal offsets must be non-decreasing and within the hashes"));
+        }
+        &values[a..b]
+      }
+      _ => &[][..],
+    };
+    out.push(hash::hash_block_with_mm(block, items, seed));
+  }
+  Ok(())
+}
+
+fn to_id(v: f64, name: &str) -> Result<u64> {
+  if v.fract() != 0.0 || !(0.0..=MAX_ID).contains(&v) {
+    return Err(range_error(format!("{name} must be an integer in [0, 2^53), got {v}")));
+  }
+  Ok(v as u64)
+}
+
+fn to_count(v: f64, name: &str) -> Result<u64> {
+  to_id(v, name)
+}
+
+fn to_key(worker: f64, dp_rank: f64) -> Result<WorkerKey> {
+  let worker = to_id(worker, "worker")?;
+  if dp_rank.fract() != 0.0 || !(0.0..=65535.0).contains(&dp_rank) {
+    return Err(range_error(format!("dpRank must be an integer in [0, 65535], got {dp_rank}")));
+  }
+  Ok(WorkerKey { worker, dp_rank: dp_rank as u32 })
+}
+
+fn to_u64(v: &BigInt, name: &str) -> Result<u64> {
+  let (negative, value, lossless) = v.get_u64();
+  if negative || !lossless {
+    return Err(range_error(format!("{name} must fit in 64 unsigned bits")));
+  }
+  Ok(value)
+}
+
+fn check_now(now_ms: f64) -> Result<()> {
+  if !now_ms.is_finite() {
+    return Err(range_error(format!("the clock must return a finite number of ms, got {now_ms}")));
+  }
+  Ok(())
+}
+
+fn check_blocks(n: usize, name: &str) -> Result<()> {
+  if n > MAX_BLOCKS_PER_CALL {
+    return Err(range_error(format!("{name} holds {n} blocks, more than the {MAX_BLOCKS_PER_CALL} accepted per call")));
+  }
+  Ok(())
+}

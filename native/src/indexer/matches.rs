@@ -1,0 +1,177 @@
+//! The prefix walk. Block i of the prompt is looked up by its sequence hash, which depends only
+//! on the prompt (not on the node found at i - 1), so successive lookups overlap in the CPU.
+//! The walk keeps the set of candidates still matching (an inline u64 mask, plus a list for
+//! slots >= 64); a candidate leaving the set at block i held exactly i leading blocks.
+
+use super::tree::{NodeId, ROOT};
+use super::workers::{Slot, WorkerKey};
+use super::{ModeState, RadixIndexer};
+use crate::hash::chain_hash;
+
+impl RadixIndexer {
+  /// For each (worker, dp_rank) holding a prefix of the prompt whose local block hashes are
+  /// `local_hashes`, the number of leading blocks it holds (contiguous from block 0). Clears
+  /// `out`; lists only pairs with at least one block, in no particular order.
+  ///
+  /// `early_exit`: stop walking as soon as at most one candidate remains (as Dynamo does). The
+  /// counts of candidates that left the walk are exact; the last candidate's count is then a
+  /// lower bound (the blocks walked so far), which is enough to pick the best worker but not to
+  /// know its exact overlap.
+  ///
+  /// Approximate mode first drops the entries whose TTL has passed at `now_ms`. With an events
+  /// cap, the matched path becomes the most recently used.
+  pub fn find_matches_into(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64, out: &mut Vec<(WorkerKey, u32)>) {
+    out.clear();
+    if matches!(self.state, ModeState::Approx(_)) {
+      self.expire(now_ms);
+    }
+    let Some(&first_local) = local_hashes.first() else { return };
+    let tree = &self.tree;
+    let Some(first) = tree.child(ROOT, first_local) else { return };
+    let mut active = tree.node(first).workers;
+    // Candidates with slot >= 64 (rare: more than 64 (worker, rank) pairs).
+    let high = &mut self.scratch.slots;
+    high.clear();
+    high.extend_from_slice(tree.spilled(first));
+    let path = &mut self.scratch.nodes;
+    path.clear();
+    path.push(first);
+
+    let mut depth = 1u32;
+    let mut seq = first_local;
+    let mut prev: NodeId = first;
+    for &local in &local_hashes[1..] {
+      if early_exit && (active.count_ones() as usize + high.len()) <= 1 {
+        break;
+      }
+      seq = chain_hash(seq, local);
+      let node = match tree.lookup(seq) {
+        Some(id) if tree.node(id).parent == prev => id,
+        _ => break,
+      };
+      let held = tree.node(node).workers;
+      let mut left = active & !held;
+      while left != 0 {
+        out.push((self.slots.key(left.trailing_zeros()), depth));
+        left &= left - 1;
+      }
+      active &= held;
+      if !high.is_empty() {
+        let spilled = tree.spilled(node);
+        high.retain(|s| {
+          let keep = spilled.binary_search(s).is_ok();
+          if !keep {
+            out.push((self.slots.key(*s), depth));
+          }
+          keep
+        });
+      }
+      if active == 0 && high.is_empty() {
+        return self.touch_path();
+      }
+      depth += 1;
+      prev = node;
+      path.push(node);
+    }
+    while active != 0 {
+      out.push((self.slots.key(active.trailing_zeros()), depth));
+      active &= active - 1;
+    }
+    for &s in high.iter() {
+      out.push((self.slots.key(s as Slot), depth));
+    }
+    self.touch_path();
+  }
+
+  /// Marks the walked path (in `scratch.nodes`) as just used, for the events cap.
+  fn touch_path(&mut self) {
+    if let ModeState::Events(ev) = &mut self.state {
+      if let Some(lru) = &mut ev.lru {
+        let tick = lru.next_tick();
+        for &node in &self.scratch.nodes {
+          lru.touch(node, tick);
+        }
+      }
+    }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::super::{IndexerConfig, IndexerMode};
+  use super::*;
+
+  fn key(worker: u64, dp_rank: u32) -> WorkerKey {
+    WorkerKey { worker, dp_rank }
+  }
+
+  fn sorted(mut v: Vec<(WorkerKey, u32)>) -> Vec<(WorkerKey, u32)> {
+    v.sort();
+    v
+  }
+
+  /// Stores `local` for `k` as one event whose engine keys are 1000*worker + rank*100 + i.
+  fn store(ix: &mut RadixIndexer, k: WorkerKey, local: &[u64]) {
+    let engine: Vec<u64> = (0..local.len() as u64).map(|i| k.worker * 1_000_000 + k.dp_rank as u64 * 10_000 + i).collect();
+    ix.apply_stored(k, None, &engine, local, 0.0).unwrap();
+  }
+
+  #[test]
+  fn counts_leading_blocks_per_pair() {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+    store(&mut ix, key(1, 0), &[1, 2, 3, 4]);
+    store(&mut ix, key(2, 0), &[1, 2]);
+    store(&mut ix, key(2, 1), &[1, 2, 3]);
+    store(&mut ix, key(3, 0), &[9, 2, 3]);
+    let mut out = Vec::new();
+    ix.find_matches_into(&[1, 2, 3, 4, 5], false, 0.0, &mut out);
+    assert_eq!(sorted(out.clone()), vec![(key(1, 0), 4), (key(2, 0), 2), (key(2, 1), 3)]);
+    ix.find_matches_into(&[1, 7, 3], false, 0.0, &mut out);
+    assert_eq!(sorted(out.clone()), vec![(key(1, 0), 1), (key(2, 0), 1), (key(2, 1), 1)]);
+    ix.find_matches_into(&[5], false, 0.0, &mut out);
+    assert!(out.is_empty());
+    ix.find_matches_into(&[], false, 0.0, &mut out);
+    assert!(out.is_empty());
+  }
+
+  #[test]
+  fn a_gap_ends_a_workers_prefix() {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+    ix.apply_stored(key(1, 0), None, &[10, 11, 12], &[1, 2, 3], 0.0).unwrap();
+    ix.apply_stored(key(2, 0), None, &[20, 21, 22], &[1, 2, 3], 0.0).unwrap();
+    ix.apply_removed(key(1, 0), &[11], 0.0);
+    let mut out = Vec::new();
+    ix.find_matches_into(&[1, 2, 3], false, 0.0, &mut out);
+    assert_eq!(sorted(out), vec![(key(1, 0), 1), (key(2, 0), 3)]);
+  }
+
+  #[test]
+  fn early_exit_stops_with_one_candidate_left() {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+    store(&mut ix, key(1, 0), &[1, 2, 3, 4, 5]);
+    store(&mut ix, key(2, 0), &[1, 2]);
+    let mut out = Vec::new();
+    ix.find_matches_into(&[1, 2, 3, 4, 5], true, 0.0, &mut out);
+    // Worker 2 leaves at block 2 (exact); worker 1 is then alone: a lower bound of 3.
+    assert_eq!(sorted(out.clone()), vec![(key(1, 0), 3), (key(2, 0), 2)]);
+    ix.find_matches_into(&[1, 2, 3, 4, 5], false, 0.0, &mut out);
+    assert_eq!(sorted(out), vec![(key(1, 0), 5), (key(2, 0), 2)]);
+  }
+
+  #[test]
+  fn more_than_64_pairs_spill_and_still_match() {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+    for w in 0..150u64 {
+      let depth = 1 + (w % 5) as usize;
+      store(&mut ix, key(w, 0), &[1, 2, 3, 4, 5][..depth]);
+    }
+    let mut out = Vec::new();
+    ix.find_matches_into(&[1, 2, 3, 4, 5, 6], false, 0.0, &mut out);
+    let expect: Vec<_> = (0..150u64).map(|w| (key(w, 0), 1 + (w % 5) as u32)).collect();
+    assert_eq!(sorted(out.clone()), expect);
+    // 30 candidates reach the last block: early exit never triggers, every count is exact.
+    ix.find_matches_into(&[1, 2, 3, 4, 5, 6], true, 0.0, &mut out);
+    assert_eq!(sorted(out), expect);
+    ix.check();
+  }
+}

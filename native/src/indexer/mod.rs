@@ -1,0 +1,267 @@
+//! The KV radix indexer: which (worker, dp_rank) pairs hold which KV blocks, so a prompt can be
+//! matched against every worker's cache in one walk. Pure Rust: time is passed in (`now_ms`).
+//! Invariants and design in README.md.
+//!
+//! - tree.rs      arena of nodes found by sequence hash
+//! - workers.rs   (worker, dp_rank) slots and the holder set of each node
+//! - events.rs    events mode: engine block hashes -> nodes, stored / removed / cleared
+//! - matches.rs   find_matches_into: the prefix walk
+//! - approx.rs    approximate mode: routed sequences with a TTL and a size cap
+//! - evict.rs     events mode's optional cap: least recently matched leaves first
+//! - snapshot.rs  versioned, checksummed dump and restore
+//! - stats.rs     counters and the stats report
+
+mod approx;
+mod evict;
+mod events;
+mod matches;
+mod snapshot;
+mod stats;
+mod tree;
+mod workers;
+
+#[cfg(test)]
+mod tests;
+
+pub use stats::{Counters, IndexerStats, RejectReason, Rejections};
+pub use workers::WorkerKey;
+
+use approx::ApproxState;
+use events::EventsState;
+use tree::{NodeId, Tree};
+use workers::{Slot, Slots};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IndexerMode {
+  /// Fed by the engines' KV events.
+  Events,
+  /// No events: each routing decision is recorded as if the worker now held the prompt.
+  Approximate,
+}
+
+impl IndexerMode {
+  pub fn name(self) -> &'static str {
+    match self {
+      Self::Events => "events",
+      Self::Approximate => "approximate",
+    }
+  }
+
+  pub fn parse(name: &str) -> Option<Self> {
+    match name {
+      "events" => Some(Self::Events),
+      "approximate" => Some(Self::Approximate),
+      _ => None,
+    }
+  }
+}
+
+pub const DEFAULT_TTL_MS: f64 = 120_000.0;
+pub const DEFAULT_APPROX_MAX_BLOCKS: u64 = 1 << 20;
+pub const DEFAULT_PRUNE_FRACTION: f64 = 0.8;
+pub const MAX_BLOCK_SIZE: u32 = 1 << 16;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IndexerConfig {
+  pub block_size: u32,
+  pub mode: IndexerMode,
+  /// Events mode: cap on indexed (worker, dp_rank, block) pairs; None = unbounded (as Dynamo).
+  pub max_blocks: Option<u64>,
+  /// Approximate mode: how long a recorded block is assumed to stay cached.
+  pub ttl_ms: f64,
+  /// Approximate mode: cap on indexed pairs.
+  pub approx_max_blocks: u64,
+  /// A cap, once passed, prunes down to this fraction of it (both modes).
+  pub prune_fraction: f64,
+}
+
+impl IndexerConfig {
+  pub fn new(block_size: u32, mode: IndexerMode) -> Self {
+    Self {
+      block_size,
+      mode,
+      max_blocks: None,
+      ttl_ms: DEFAULT_TTL_MS,
+      approx_max_blocks: DEFAULT_APPROX_MAX_BLOCKS,
+      prune_fraction: DEFAULT_PRUNE_FRACTION,
+    }
+  }
+
+  pub fn validate(&self) -> Result<(), String> {
+    if self.block_size == 0 || self.block_size > MAX_BLOCK_SIZE {
+      return Err(format!("blockSize must be an integer in 1..={MAX_BLOCK_SIZE}, got {}", self.block_size));
+    }
+    if self.max_blocks == Some(0) {
+      return Err("maxBlocks must be at least 1".into());
+    }
+    if !(self.ttl_ms.is_finite() && self.ttl_ms > 0.0) {
+      return Err(format!("ttlMs must be a positive finite number, got {}", self.ttl_ms));
+    }
+    if self.approx_max_blocks == 0 {
+      return Err("approxMaxBlocks must be at least 1".into());
+    }
+    if !(self.prune_fraction > 0.0 && self.prune_fraction <= 1.0) {
+      return Err(format!("pruneFraction must be in (0, 1], got {}", self.prune_fraction));
+    }
+    Ok(())
+  }
+
+  /// Pair count a cap of `cap` prunes down to.
+  fn prune_target(&self, cap: u64) -> u64 {
+    ((cap as f64) * self.prune_fraction).floor() as u64
+  }
+}
+
+/// Per-mode state: engine-key maps (events) or per-pair timestamps (approximate).
+enum ModeState {
+  Events(EventsState),
+  Approx(ApproxState),
+}
+
+/// Buffers reused across calls.
+#[derive(Default)]
+struct Scratch {
+  keys: Vec<u64>,
+  nodes: Vec<NodeId>,
+  slots: Vec<Slot>,
+  sorted: Vec<u64>,
+}
+
+pub struct RadixIndexer {
+  cfg: IndexerConfig,
+  tree: Tree,
+  slots: Slots,
+  state: ModeState,
+  counters: Counters,
+  scratch: Scratch,
+}
+
+impl std::fmt::Debug for RadixIndexer {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    let s = self.stats();
+    f.debug_struct("RadixIndexer").field("config", &self.cfg).field("blocks", &s.blocks).field("nodes", &s.nodes).finish()
+  }
+}
+
+impl RadixIndexer {
+  /// # Panics
+  /// On an invalid configuration; `try_new` reports it instead.
+  pub fn new(cfg: IndexerConfig) -> Self {
+    Self::try_new(cfg).unwrap_or_else(|e| panic!("invalid indexer configuration: {e}"))
+  }
+
+  pub fn try_new(cfg: IndexerConfig) -> Result<Self, String> {
+    cfg.validate()?;
+    let state = match cfg.mode {
+      IndexerMode::Events => ModeState::Events(EventsState::new(cfg.max_blocks.is_some())),
+      IndexerMode::Approximate => ModeState::Approx(ApproxState::default()),
+    };
+    Ok(Self { cfg, tree: Tree::new(), slots: Slots::default(), state, counters: Counters::default(), scratch: Scratch::default() })
+  }
+
+  pub fn config(&self) -> &IndexerConfig {
+    &self.cfg
+  }
+
+  pub fn block_size(&self) -> u32 {
+    self.cfg.block_size
+  }
+
+  pub fn mode(&self) -> IndexerMode {
+    self.cfg.mode
+  }
+
+  /// Drops every block of (worker, dp_rank) and forgets the pair. Counted as an applied event.
+  pub fn apply_cleared(&mut self, key: WorkerKey) {
+    if let Some(slot) = self.slots.get(key) {
+      self.drop_slot(slot);
+    }
+    self.counters.events_applied += 1;
+  }
+
+  /// Drops every dp rank of `worker`.
+  pub fn remove_worker(&mut self, worker: u64) {
+    for slot in self.slots.of_worker(worker) {
+      self.drop_slot(slot);
+    }
+  }
+
+  /// Removes every block a slot holds, then the slot.
+  fn drop_slot(&mut self, slot: Slot) {
+    let Self { tree, slots, state, .. } = self;
+    let release = |node: NodeId, tree: &mut Tree, slots: &mut Slots| -> Option<NodeId> {
+      // An id may repeat (several engine keys for one block) and be freed by then.
+      if tree.is_live(node) && tree.remove_holder(node, slot) {
+        slots.count_removed(slot);
+        return tree.release_unused(node);
+      }
+      None
+    };
+    match state {
+      ModeState::Events(ev) => {
+        for node in ev.take_slot(slot) {
+          if let Some(leaf) = release(node, tree, slots) {
+            ev.on_new_leaf(leaf);
+          }
+        }
+      }
+      ModeState::Approx(ap) => {
+        for node in ap.take_slot(slot) {
+          release(node, tree, slots);
+        }
+      }
+    }
+    slots.release(slot);
+  }
+
+  pub fn stats(&self) -> IndexerStats {
+    let mode_bytes = match &self.state {
+      ModeState::Events(ev) => ev.bytes(),
+      ModeState::Approx(ap) => ap.bytes(),
+    };
+    IndexerStats {
+      blocks: self.slots.total_held(),
+      nodes: self.tree.len() as u64,
+      workers: self.slots.len() as u64,
+      approx_bytes: (self.tree.bytes() + self.slots.bytes() + mode_bytes) as u64,
+      counters: self.counters,
+    }
+  }
+
+  /// Blocks (key, dp_rank) holds.
+  pub fn blocks_of(&self, key: WorkerKey) -> u64 {
+    self.slots.get(key).map_or(0, |s| self.slots.held(s))
+  }
+
+  /// Every (worker, dp_rank) pair holding at least one block.
+  pub fn workers(&self) -> Vec<WorkerKey> {
+    let mut keys: Vec<WorkerKey> = self.slots.iter().map(|(_, k)| k).collect();
+    keys.sort_unstable();
+    keys
+  }
+
+  #[cfg(test)]
+  fn check(&self) {
+    self.tree.check();
+    let mut held = vec![0u64; self.slots.bound()];
+    let mut holders = Vec::new();
+    for id in 1..self.tree.id_bound() as NodeId {
+      if self.tree.is_live(id) {
+        holders.clear();
+        self.tree.holders_into(id, &mut holders);
+        for &s in &holders {
+          held[s as usize] += 1;
+        }
+      }
+    }
+    for (slot, key) in self.slots.iter() {
+      assert_eq!(held[slot as usize], self.slots.held(slot), "held count of {key:?}");
+      assert!(held[slot as usize] > 0, "{key:?} holds nothing but keeps its slot");
+    }
+    assert_eq!(held.iter().sum::<u64>(), self.slots.total_held());
+    match &self.state {
+      ModeState::Events(ev) => ev.check(&self.tree, &self.slots),
+      ModeState::Approx(ap) => ap.check(&self.tree, &self.slots),
+    }
+  }
+}
