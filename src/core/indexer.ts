@@ -1,0 +1,304 @@
+// KvIndexer: which (worker, dpRank) pairs hold which KV blocks, as a radix tree in Rust
+// (native/src/indexer, whose README states the invariants). Events mode is fed by the engines'
+// KV events; approximate mode, for engines without events, by the router's own decisions, which
+// expire after a TTL. Time comes from the `clock` option, never read inside the tree.
+import { native, type Binding } from './binding.js';
+import { callNative } from './errors.js';
+import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
+import {
+  describe,
+  expectBigUint64Array,
+  expectBlockSize,
+  expectDpRank,
+  expectInteger,
+  expectObject,
+  expectOptionalString,
+  expectU64,
+  expectUint32Array,
+  expectWorkerId,
+} from './validate.js';
+
+export type IndexerMode = 'events' | 'approximate';
+
+export interface KvIndexerOptions {
+  /** Tokens per KV block; must equal the engines' block size. */
+  blockSize: number;
+  /** 'events' (default): fed by KV events. 'approximate': fed by recordRouting, with a TTL. */
+  mode?: IndexerMode;
+  /** Events mode: cap on indexed (worker, dpRank, block) entries; least recently matched
+   * leaves are evicted past it. Off by default (as in Dynamo). */
+  maxBlocks?: number;
+  /** Approximate mode: how long a routed prompt is assumed to stay cached (120 000 ms). */
+  ttlMs?: number;
+  /** Approximate mode: cap on indexed entries (2^20), oldest pruned first. */
+  approxMaxBlocks?: number;
+  /** A cap, once passed, prunes down to this fraction of it (0.8). */
+  pruneFraction?: number;
+  /** Milliseconds now (Date.now by default; the offline simulator passes a virtual clock). */
+  clock?: () => number;
+}
+
+export interface OverlapMatch {
+  worker: number;
+  dpRank: number;
+  /** Leading blocks of the prompt this (worker, dpRank) holds. */
+  blocks: number;
+}
+
+export interface IndexerRejections {
+  /** Stored events whose parent hash names no block of that worker. */
+  unknownParent: number;
+  /** Stored events repeating a hash, or reusing one that names another block of that worker. */
+  duplicateHash: number;
+  /** Stored events whose parent hash is one of their own blocks. */
+  selfParent: number;
+  /** Stored events whose block would take a sequence hash already used on another path. */
+  hashCollision: number;
+  /** Stored events refused because the index reached 2^31 - 1 nodes. */
+  indexFull: number;
+  /** Stored events with mismatched hash counts (never from this API, which throws instead). */
+  malformed: number;
+  /** Removed block hashes that named no block of that worker (one per hash). */
+  unknownRemoval: number;
+}
+
+export interface IndexerStats {
+  /** Indexed (worker, dpRank, block) entries. */
+  blocks: number;
+  /** Distinct blocks (tree nodes). */
+  nodes: number;
+  /** (worker, dpRank) pairs holding at least one block. */
+  workers: number;
+  /** Heap bytes the index holds (allocated capacity). */
+  approxBytes: number;
+  bytesPerNode: number;
+  bytesPerBlock: number;
+  /** Stored events accepted, removed and cleared events. */
+  eventsApplied: number;
+  /** Approximate mode: routing decisions recorded. */
+  routingsRecorded: number;
+  rejected: IndexerRejections;
+  /** Entries dropped by a cap (events maxBlocks, approximate approxMaxBlocks). */
+  evictions: number;
+  /** Approximate mode: entries dropped by the TTL. */
+  expired: number;
+}
+
+export interface StoredOptions {
+  loraName?: string;
+  mmHashes?: HashOptions['mmHashes'];
+}
+
+/** Blocks accepted per call (events, prompts): a 16M-token prompt at block size 16. */
+export const MAX_BLOCKS_PER_CALL = 2 ** 20;
+const MODES: readonly IndexerMode[] = ['events', 'approximate'];
+
+/** A restored native index travelling through the constructor (module-private). */
+class Restored {
+  constructor(
+    readonly nativeIndexer: Binding.NativeIndexer,
+    readonly clock: () => number,
+  ) {}
+}
+
+export class KvIndexer {
+  readonly blockSize: number;
+  readonly mode: IndexerMode;
+  /** @internal The addon's index, shared with the routing cores built over this indexer. */
+  readonly native: Binding.NativeIndexer;
+  private readonly clock: () => number;
+  /** [worker, dpRank, blocks] per match, written by the addon; grown when a result needs it. */
+  private out = new Float64Array(3 * 64);
+
+  constructor(opts: KvIndexerOptions) {
+    if (opts instanceof Restored) {
+      this.native = opts.nativeIndexer;
+      this.clock = opts.clock;
+    } else {
+      if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object with a blockSize, got ${describe(opts)}`);
+      const blockSize = expectBlockSize(opts.blockSize);
+      const mode = expectMode(opts.mode);
+      const maxBlocks = opts.maxBlocks === undefined ? undefined : expectInteger(opts.maxBlocks, 'maxBlocks', 1, Number.MAX_SAFE_INTEGER);
+      const ttlMs = opts.ttlMs === undefined ? 120_000 : expectPositive(opts.ttlMs, 'ttlMs');
+      const approxMaxBlocks = opts.approxMaxBlocks === undefined ? 2 ** 20 : expectInteger(opts.approxMaxBlocks, 'approxMaxBlocks', 1, Number.MAX_SAFE_INTEGER);
+      const pruneFraction = opts.pruneFraction === undefined ? 0.8 : expectFraction(opts.pruneFraction);
+      this.clock = expectClock(opts.clock);
+      this.native = callNative(() => new native.NativeIndexer({ blockSize, mode, maxBlocks, ttlMs, approxMaxBlocks, pruneFraction }));
+    }
+    this.blockSize = this.native.blockSize;
+    this.mode = this.native.mode as IndexerMode;
+  }
+
+  /**
+   * A BlockStored event of (worker, dpRank): `blockHashes` are the engine's names of the blocks
+   * (opaque, used only to resolve parents and removals), `tokenIds` their tokens, which the
+   * indexer hashes itself. `parentHash` is the engine hash of the first block's parent (null: a
+   * root block). Returns false when the event conflicts with the index (unknown parent,
+   * duplicate or self-parented hash): nothing is applied and the reason is counted.
+   */
+  applyStored(
+    worker: number,
+    dpRank: number,
+    parentHash: bigint | null,
+    blockHashes: BigUint64Array,
+    tokenIds: Uint32Array,
+    opts?: StoredOptions,
+  ): boolean {
+    this.expectMode('events', 'applyStored');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    const parent = parentHash === null || parentHash === undefined ? null : expectU64(parentHash, 'parentHash');
+    expectBlocks(blockHashes, 'blockHashes');
+    expectUint32Array(tokenIds, 'tokenIds');
+    if (tokenIds.length !== blockHashes.length * this.blockSize) {
+      throw new RangeError(
+        `tokenIds must hold blockHashes.length x blockSize = ${blockHashes.length} x ${this.blockSize} = ${blockHashes.length * this.blockSize} tokens, got ${tokenIds.length}`,
+      );
+    }
+    const o = expectObject(opts, 'opts');
+    const seed = blockHashSeed(expectOptionalString(o.loraName, 'opts.loraName'));
+    const mm = encodeMultimodal(o.mmHashes);
+    const now = this.clock();
+    return callNative(() => this.native.applyStored(worker, dpRank, parent, blockHashes, tokenIds, seed, mm?.offsets, mm?.hashes, now));
+  }
+
+  /** A BlockRemoved event: returns the number of blocks removed (unknown hashes are counted). */
+  applyRemoved(worker: number, dpRank: number, blockHashes: BigUint64Array): number {
+    this.expectMode('events', 'applyRemoved');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    expectBlocks(blockHashes, 'blockHashes');
+    const now = this.clock();
+    return callNative(() => this.native.applyRemoved(worker, dpRank, blockHashes, now));
+  }
+
+  /** An AllBlocksCleared event: (worker, dpRank) holds nothing any more. */
+  applyCleared(worker: number, dpRank: number): void {
+    this.expectMode('events', 'applyCleared');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    callNative(() => this.native.applyCleared(worker, dpRank));
+  }
+
+  /** Drops every block of every dpRank of `worker` (either mode). */
+  removeWorker(worker: number): void {
+    expectWorkerId(worker);
+    callNative(() => this.native.removeWorker(worker));
+  }
+
+  /**
+   * For each (worker, dpRank) holding a prefix of the prompt whose local block hashes are
+   * `localHashes` (computeBlockHashes), the number of leading blocks it holds; best first
+   * (blocks descending, then worker, then dpRank).
+   *
+   * `earlyExit`: stop walking as soon as at most one candidate remains (Dynamo's early exit).
+   * Every count is then exact except the last candidate's, which is a lower bound (the blocks
+   * walked so far, at least every other count): enough to pick the best worker, not to know
+   * its full overlap.
+   */
+  findMatches(localHashes: BigUint64Array, opts?: { earlyExit?: boolean }): OverlapMatch[] {
+    expectBlocks(localHashes, 'localHashes');
+    const o = expectObject(opts, 'opts');
+    if (o.earlyExit !== undefined && typeof o.earlyExit !== 'boolean') {
+      throw new TypeError(`opts.earlyExit must be a boolean, got ${describe(o.earlyExit)}`);
+    }
+    const now = this.clock();
+    const n = callNative(() => this.native.findMatches(localHashes, o.earlyExit === true, now, this.out));
+    if (n * 3 > this.out.length) {
+      this.out = new Float64Array(n * 6);
+      this.native.copyMatches(this.out);
+    }
+    const out = this.out;
+    const matches: OverlapMatch[] = new Array(n);
+    for (let i = 0; i < n; i++) matches[i] = { worker: out[3 * i], dpRank: out[3 * i + 1], blocks: out[3 * i + 2] };
+    return matches;
+  }
+
+  /** Approximate mode: (worker, dpRank) was just routed the prompt with these local hashes. */
+  recordRouting(worker: number, dpRank: number, localHashes: BigUint64Array): void {
+    this.expectMode('approximate', 'recordRouting');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    expectBlocks(localHashes, 'localHashes');
+    const now = this.clock();
+    callNative(() => this.native.recordRouting(worker, dpRank, localHashes, now));
+  }
+
+  /** Approximate mode: drops the entries whose TTL has passed (findMatches also does it first).
+   * Returns how many; always 0 in events mode. */
+  expire(): number {
+    const now = this.clock();
+    return callNative(() => this.native.expire(now));
+  }
+
+  /** Blocks (worker, dpRank) holds. */
+  blocksOf(worker: number, dpRank = 0): number {
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    return this.native.blocksOf(worker, dpRank);
+  }
+
+  /** The (worker, dpRank) pairs holding at least one block, sorted. */
+  workers(): { worker: number; dpRank: number }[] {
+    return this.native.workers();
+  }
+
+  /** A full, versioned, checksummed dump (blocks, engine hashes, mode and options). */
+  snapshot(): Uint8Array {
+    return callNative(() => this.native.snapshot());
+  }
+
+  /** Loads a snapshot() into a new indexer; refuses damaged, truncated or unknown-version bytes. */
+  static restore(bytes: Uint8Array, opts?: { clock?: () => number }): KvIndexer {
+    if (!(bytes instanceof Uint8Array)) throw new TypeError(`snapshot bytes must be a Uint8Array, got ${describe(bytes)}`);
+    const clock = expectClock(expectObject(opts, 'opts').clock);
+    let restored: Binding.NativeIndexer;
+    try {
+      restored = native.NativeIndexer.restore(bytes);
+    } catch (err) {
+      throw new Error(`KvIndexer.restore: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return new KvIndexer(new Restored(restored, clock) as unknown as KvIndexerOptions);
+  }
+
+  stats(): IndexerStats {
+    return this.native.stats();
+  }
+
+  private expectMode(mode: IndexerMode, call: string): void {
+    if (this.mode !== mode) throw new Error(`${call} needs an indexer in '${mode}' mode, this one is in '${this.mode}' mode`);
+  }
+}
+
+function expectMode(value: unknown): IndexerMode {
+  if (value === undefined) return 'events';
+  if (typeof value !== 'string') throw new TypeError(`mode must be a string, got ${describe(value)}`);
+  if (!MODES.includes(value as IndexerMode)) throw new RangeError(`mode must be 'events' or 'approximate', got '${value}'`);
+  return value as IndexerMode;
+}
+
+function expectBlocks(value: unknown, name: string): BigUint64Array {
+  const hashes = expectBigUint64Array(value, name);
+  if (hashes.length > MAX_BLOCKS_PER_CALL) {
+    throw new RangeError(`${name} holds ${hashes.length} blocks, more than the ${MAX_BLOCKS_PER_CALL} accepted per call`);
+  }
+  return hashes;
+}
+
+function expectPositive(value: unknown, name: string): number {
+  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${describe(value)}`);
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive finite number, got ${value}`);
+  return value;
+}
+
+function expectFraction(value: unknown): number {
+  if (typeof value !== 'number') throw new TypeError(`pruneFraction must be a number, got ${describe(value)}`);
+  if (!(value > 0 && value <= 1)) throw new RangeError(`pruneFraction must be in (0, 1], got ${value}`);
+  return value;
+}
+
+function expectClock(value: unknown): () => number {
+  if (value === undefined) return Date.now;
+  if (typeof value !== 'function') throw new TypeError(`clock must be a function returning ms, got ${describe(value)}`);
+  return value as () => number;
+}
