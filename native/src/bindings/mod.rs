@@ -3,3 +3,4 @@
 mod errors;
 mod hash;
 mod indexer;
+mod routing;
