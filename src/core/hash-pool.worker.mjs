@@ -1,0 +1,72 @@
+// Worker of the bulk hashing pool (src/core/hash-pool.ts). Plain ESM JavaScript so that the same
+// file runs from the TypeScript sources (vitest, tsx) and from dist/ after tsc: a worker thread
+// does not go through a TypeScript loader. The main thread imports `hashBatchTask` too, for its
+// inline path, so both paths share one implementation.
+import { createRequire } from 'node:module';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
+
+const require = createRequire(import.meta.url);
+
+/** @type {typeof import('../../native/binding.js')} */
+// Same relative path from src/core and dist/core.
+const native = require('../../native/kvroute.node');
+
+/**
+ * One batch: prompt i is tokens[offsets[i]..offsets[i+1]] (offsets need not start at 0).
+ * @typedef {object} HashBatchTask
+ * @property {Uint32Array} tokens  usually a view on a SharedArrayBuffer, so no copy crosses threads
+ * @property {Uint32Array} offsets
+ * @property {number} blockSize
+ * @property {bigint} seed
+ * @property {boolean} sequenceHashes
+ */
+
+/**
+ * All local hashes concatenated; prompt i's are hashes[hashOffsets[i]..hashOffsets[i+1]].
+ * Every array is a view on one ArrayBuffer (`buffer`), so a worker hands it back by transfer.
+ * @typedef {object} HashBatchOutput
+ * @property {BigUint64Array} hashes
+ * @property {Uint32Array} hashOffsets
+ * @property {BigUint64Array | undefined} sequenceHashes  chained per prompt (restarting at each prompt)
+ * @property {ArrayBuffer} buffer
+ */
+
+/**
+ * Hashes one batch. The addon validates offsets and block size (RangeError-prefixed errors).
+ * @param {HashBatchTask} task
+ * @returns {HashBatchOutput}
+ */
+export function hashBatchTask(task) {
+  const { tokens, offsets, blockSize, seed, sequenceHashes } = task;
+  const batch = native.computeBlockHashesBatch(tokens, offsets, blockSize, seed);
+  const count = batch.hashes.length;
+  const prompts = batch.hashOffsets.length;
+  // One JS-owned buffer for everything: the addon's arrays are external memory, which
+  // postMessage cannot transfer (it would copy them one by one).
+  const hashBytes = count * 8;
+  const seqBytes = sequenceHashes ? count * 8 : 0;
+  const buffer = new ArrayBuffer(hashBytes + seqBytes + prompts * 4);
+  const hashes = new BigUint64Array(buffer, 0, count);
+  hashes.set(batch.hashes);
+  const hashOffsets = new Uint32Array(buffer, hashBytes + seqBytes, prompts);
+  hashOffsets.set(batch.hashOffsets);
+  let seq;
+  if (sequenceHashes) {
+    seq = new BigUint64Array(buffer, hashBytes, count);
+    for (let p = 0; p + 1 < prompts; p++) {
+      const a = hashOffsets[p];
+      const b = hashOffsets[p + 1];
+      if (b > a) seq.set(native.computeSequenceHashes(hashes.subarray(a, b)), a);
+    }
+  }
+  return { hashes, hashOffsets, sequenceHashes: seq, buffer };
+}
+
+/**
+ * Piscina entry point: the result's buffer is transferred back, not copied.
+ * @param {HashBatchTask} task
+ */
+export default function hashBatchInWorker(task) {
+  const out = hashBatchTask(task);
+  return move({ [transferableSymbol]: [out.buffer], [valueSymbol]: out });
+}
