@@ -1,0 +1,121 @@
+// A sequence's blocks in the shared KV cache: prefix matching at admission, growth as tokens are
+// scheduled, caching of blocks as they fill (with deduplication against an identical cached block),
+// and freeing. Every BlockStored names a parent that is cached at that moment.
+import type { KvCache } from './kv-cache.js';
+import type { KvEvent } from './events.js';
+import type { Sequence } from './request.js';
+
+export class BlockTables {
+  private readonly scratch = new Uint32Array(2);
+  private readonly matched: number[] = [];
+
+  constructor(
+    private readonly cache: KvCache,
+    readonly blockSize: number,
+  ) {}
+
+  /**
+   * The longest run of leading blocks of the sequence's tokens that is cached, leaving at least one
+   * token to compute. Returns the blocks (not yet acquired) in a reused array.
+   */
+  matchPrefix(seq: Sequence): readonly number[] {
+    const limit = Math.floor((seq.numTokens - 1) / this.blockSize);
+    seq.ensureHashes(limit, this.blockSize, this.scratch);
+    const out = this.matched;
+    out.length = 0;
+    for (let i = 0; i < limit; i++) {
+      const block = this.cache.lookup(seq.hashes[i]);
+      if (block < 0) break;
+      out.push(block);
+    }
+    return out;
+  }
+
+  /** Matched blocks that an admission would take out of the evictable pool. */
+  evictableAmong(blocks: readonly number[]): number {
+    let n = 0;
+    for (const b of blocks) if (this.cache.refCount(b) === 0) n++;
+    return n;
+  }
+
+  /** Fresh blocks needed so that the sequence can hold `tokens` tokens. */
+  blocksNeeded(seq: Sequence, tokens: number, heldAlready = seq.blocks.length): number {
+    return Math.max(0, Math.ceil(tokens / this.blockSize) - heldAlready);
+  }
+
+  /** Starts a (re)admitted sequence's table with the matched prefix. */
+  adoptPrefix(seq: Sequence, blocks: readonly number[]): void {
+    for (const b of blocks) {
+      this.cache.acquire(b);
+      seq.blocks.push(b);
+    }
+    seq.committedBlocks = blocks.length;
+    seq.numComputed = blocks.length * this.blockSize;
+    seq.chainBroken = false;
+  }
+
+  /** Grows the table to hold `tokens` tokens; false (nothing taken) when the cache cannot. */
+  grow(seq: Sequence, tokens: number, events: KvEvent[]): boolean {
+    const need = this.blocksNeeded(seq, tokens);
+    if (need === 0) return true;
+    if (need > this.cache.availableBlocks) return false;
+    for (let i = 0; i < need; i++) seq.blocks.push(this.cache.allocate(events));
+    return true;
+  }
+
+  /** Releases every block, last block first (so a sequence's tail is evicted before its head). */
+  free(seq: Sequence): void {
+    const blocks = seq.blocks;
+    for (let i = blocks.length - 1; i >= 0; i--) this.cache.release(blocks[i]);
+    blocks.length = 0;
+    seq.committedBlocks = 0;
+    seq.numComputed = 0;
+  }
+
+  /**
+   * Offers the sequence's newly completed blocks to the prefix cache: a block whose content is
+   * already cached is swapped for the cached copy (its own block is freed), otherwise it is
+   * registered and announced. Consecutive announcements form one BlockStored.
+   */
+  commitFull(seq: Sequence, events: KvEvent[]): void {
+    const bs = this.blockSize;
+    const full = Math.floor(seq.numComputed / bs);
+    if (full <= seq.committedBlocks) return;
+    seq.ensureHashes(full, bs, this.scratch);
+    let run: Extract<KvEvent, { type: 'BlockStored' }> | undefined;
+    for (let i = seq.committedBlocks; i < full; i++) {
+      if (seq.chainBroken) {
+        run = undefined;
+        continue;
+      }
+      const hash = seq.hashes[i];
+      const existing = this.cache.lookup(hash);
+      if (existing >= 0) {
+        run = undefined;
+        if (existing !== seq.blocks[i]) {
+          this.cache.acquire(existing);
+          this.cache.release(seq.blocks[i]);
+          seq.blocks[i] = existing;
+        }
+        continue;
+      }
+      this.cache.register(seq.blocks[i], hash);
+      if (run === undefined) {
+        run = {
+          type: 'BlockStored',
+          blockHashes: [],
+          parentBlockHash: i === 0 ? null : seq.hashes[i - 1],
+          tokenIds: [],
+          blockSize: bs,
+          loraName: seq.loraName,
+          medium: 'GPU',
+        };
+        events.push(run);
+      }
+      run.blockHashes.push(hash);
+      const tokens = seq.tokens;
+      for (let t = i * bs, end = t + bs; t < end; t++) run.tokenIds.push(tokens[t]);
+    }
+    seq.committedBlocks = full;
+  }
+}

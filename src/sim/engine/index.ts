@@ -1,0 +1,17 @@
+// The simulated engine's pure model: a vLLM-like scheduler over a paged, prefix-cached KV cache.
+export { EngineModel, type EngineMetrics, type StepResult } from './model.js';
+export {
+  DEFAULT_KV_TRANSFER,
+  DEFAULT_TIMING,
+  resolveEngineConfig,
+  type DecodeTiming,
+  type EngineConfig,
+  type EngineTiming,
+  type EngineTimingInput,
+  type KvTransferConfig,
+  type PrefillTiming,
+  type ResolvedEngineConfig,
+} from './config.js';
+export { applyEventsToSet, type KvEvent } from './events.js';
+export type { FinishReason, SimRequest, TokenOutput } from './request.js';
+export { decodeMs, prefillMs, stepMs, transferMs } from './timing.js';

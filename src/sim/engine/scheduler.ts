@@ -1,0 +1,197 @@
+// Continuous batching like vLLM v1: each step spends a token budget on the running requests'
+// decode tokens first, then on prefill chunks of running requests (FCFS), then admits waiting
+// requests (FCFS, head-of-line: the first that does not fit stops admission). A running request
+// that cannot get a block preempts the most recently admitted request not yet scheduled in this
+// step (possibly itself): its blocks are freed (cached ones stay cached) and it goes back to the
+// front of the waiting queue, to be recomputed later (with whatever prefix is still cached).
+import type { BlockTables } from './block-table.js';
+import type { ResolvedEngineConfig } from './config.js';
+import { Deque } from './deque.js';
+import type { KvEvent } from './events.js';
+import type { KvCache } from './kv-cache.js';
+import type { Sequence } from './request.js';
+import { transferMs } from './timing.js';
+
+/** What one step computes: `newTokens[i]` tokens of `seqs[i]`, in order. */
+export interface StepPlan {
+  seqs: Sequence[];
+  newTokens: number[];
+  /** Tokens computed in prefill chunks (the N of the prefill formula). */
+  prefillTokens: number;
+  /** One-token chunks completing a sequence (decode work). */
+  decodeTokens: number;
+}
+
+export class Scheduler {
+  readonly waiting = new Deque<Sequence>();
+  running: Sequence[] = [];
+  transferring: Sequence[] = [];
+  preemptions = 0;
+  /** Prompt tokens and prefix-cache hits, counted at each request's first admission. */
+  promptTokens = 0;
+  cachedTokens = 0;
+  private stepNo = 0;
+
+  constructor(
+    private readonly cfg: ResolvedEngineConfig,
+    private readonly cache: KvCache,
+    private readonly tables: BlockTables,
+  ) {}
+
+  /** Plans the step starting at `nowMs`; evictions and completed transfers append to `events`. */
+  plan(nowMs: number, events: KvEvent[]): StepPlan {
+    this.stepNo++;
+    this.completeTransfers(nowMs, events);
+    const plan: StepPlan = { seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
+    let budget = this.cfg.maxNumBatchedTokens;
+    const order = this.running.slice();
+    // Decode tokens first: one per running request that has sampled its last token.
+    for (const s of order) {
+      if (budget === 0) break;
+      if (s.state !== 'running' || s.numTokens - s.numComputed !== 1) continue;
+      if (this.scheduleRunning(s, 1, plan, events)) budget--;
+    }
+    // Then prefill chunks of running requests (chunked prefill, or recompute after preemption).
+    for (const s of order) {
+      if (budget === 0) break;
+      if (s.state !== 'running' || s.scheduledStep === this.stepNo) continue;
+      const n = Math.min(s.numTokens - s.numComputed, budget);
+      if (this.scheduleRunning(s, n, plan, events)) budget -= n;
+    }
+    this.admitWaiting(nowMs, budget, plan, events);
+    return plan;
+  }
+
+  /** The earliest time at which a pending KV transfer completes (Infinity when none). */
+  nextTransferMs(): number {
+    let t = Infinity;
+    for (const s of this.transferring) t = Math.min(t, s.readyAtMs);
+    return t;
+  }
+
+  /** Removes a sequence from whichever queue holds it. */
+  remove(s: Sequence): void {
+    if (s.state === 'waiting') this.waiting.remove(s);
+    else if (s.state === 'running') this.running.splice(this.running.indexOf(s), 1);
+    else if (s.state === 'transferring') this.transferring.splice(this.transferring.indexOf(s), 1);
+  }
+
+  /** Drops the sequences that finished in the last step from the running queue. */
+  pruneRunning(): void {
+    if (this.running.some((s) => s.state !== 'running')) this.running = this.running.filter((s) => s.state === 'running');
+  }
+
+  private scheduleRunning(s: Sequence, n: number, plan: StepPlan, events: KvEvent[]): boolean {
+    while (!this.tables.grow(s, s.numComputed + n, events)) {
+      const victim = this.preemptionVictim(s);
+      this.preempt(victim);
+      if (victim === s) return false;
+    }
+    this.add(plan, s, n);
+    return true;
+  }
+
+  /** The most recently admitted running request not yet scheduled in this step, other than `s`; else `s`. */
+  private preemptionVictim(s: Sequence): Sequence {
+    for (let i = this.running.length - 1; i >= 0; i--) {
+      const r = this.running[i];
+      if (r !== s && r.scheduledStep !== this.stepNo) return r;
+    }
+    return s;
+  }
+
+  private preempt(s: Sequence): void {
+    this.running.splice(this.running.indexOf(s), 1);
+    this.tables.free(s);
+    s.state = 'waiting';
+    this.waiting.pushFront(s);
+    this.preemptions++;
+  }
+
+  private admitWaiting(nowMs: number, budget: number, plan: StepPlan, events: KvEvent[]): void {
+    const bs = this.cfg.blockSize;
+    while (this.waiting.size > 0) {
+      const s = this.waiting.peek()!;
+      const seatFree = budget > 0 && this.running.length < this.cfg.maxNumSeqs;
+      if (s.blocks.length > 0) {
+        // Back from a KV transfer: it holds its blocks already.
+        if (!seatFree) return;
+        const n = Math.min(s.numTokens - s.numComputed, budget);
+        if (!this.tables.grow(s, s.numComputed + n, events)) return;
+        this.waiting.shift();
+        this.start(s, n, plan);
+        budget -= n;
+        continue;
+      }
+      const needsTransfer = !s.transferDone && s.transferTokens > 0;
+      if (!needsTransfer && !seatFree) return;
+      const matched = this.tables.matchPrefix(s);
+      const start = matched.length * bs;
+      const available = this.cache.availableBlocks - this.tables.evictableAmong(matched);
+      if (needsTransfer) {
+        const end = Math.min(s.transferTokens, s.numTokens - 1);
+        if (end > start) {
+          if (this.tables.blocksNeeded(s, end, matched.length) > available) return;
+          this.waiting.shift();
+          this.countAdmission(s, start);
+          this.tables.adoptPrefix(s, matched);
+          this.tables.grow(s, end, events);
+          s.transferDone = true;
+          s.transferEnd = end;
+          s.readyAtMs = nowMs + transferMs(this.cfg, end - start);
+          s.state = 'transferring';
+          this.transferring.push(s);
+          continue;
+        }
+        s.transferDone = true; // the local prefix cache already holds what would be transferred
+        if (!seatFree) return;
+      }
+      const n = Math.min(s.numTokens - start, budget);
+      if (this.tables.blocksNeeded(s, start + n, matched.length) > available) return;
+      this.waiting.shift();
+      this.countAdmission(s, start);
+      this.tables.adoptPrefix(s, matched);
+      this.tables.grow(s, start + n, events);
+      this.start(s, n, plan);
+      budget -= n;
+    }
+  }
+
+  private start(s: Sequence, n: number, plan: StepPlan): void {
+    s.state = 'running';
+    this.running.push(s);
+    this.add(plan, s, n);
+  }
+
+  private add(plan: StepPlan, s: Sequence, n: number): void {
+    s.scheduledStep = this.stepNo;
+    plan.seqs.push(s);
+    plan.newTokens.push(n);
+    if (n === 1 && s.numComputed + 1 === s.numTokens) plan.decodeTokens++;
+    else plan.prefillTokens += n;
+  }
+
+  private countAdmission(s: Sequence, cachedTokens: number): void {
+    if (s.admitted) return;
+    s.admitted = true;
+    s.cachedTokens = cachedTokens;
+    this.promptTokens += s.promptLen;
+    this.cachedTokens += cachedTokens;
+  }
+
+  /** Transfers done by `nowMs`: their complete blocks become cached; they rejoin the queue front in order. */
+  private completeTransfers(nowMs: number, events: KvEvent[]): void {
+    if (this.transferring.length === 0) return;
+    const done = this.transferring.filter((s) => s.readyAtMs <= nowMs);
+    if (done.length === 0) return;
+    this.transferring = this.transferring.filter((s) => s.readyAtMs > nowMs);
+    for (const s of done) {
+      s.numComputed = s.transferEnd;
+      this.tables.commitFull(s, events);
+    }
+    for (let i = done.length - 1; i >= 0; i--) {
+      done[i].state = 'waiting';
+      this.waiting.pushFront(done[i]);
+    }
+  }
+}
