@@ -258,11 +258,19 @@ describe('choosing workers', () => {
     }
   });
 
-  it('decode is routed with overlap credit 0', async () => {
+  it('decode is routed with overlap credit 0: a decode worker holding the prompt gains nothing', async () => {
     const f = await start({ kind: 'vllm', prefill: 1, decode: 2 });
-    const q = f.router.query(Uint32Array.from({ length: 16 }, (_, i) => i), {});
-    expect(q.mode).toBe('disaggregated');
-    expect(q.decode.candidates.length).toBeGreaterThan(0);
+    const tokens = Uint32Array.from({ length: 16 }, (_, i) => i + 1);
+    // Decode worker 201 holds the whole prompt (4 blocks); 200 holds nothing; both are idle.
+    f.decodeCore.indexer.applyStored(201, 0, null, BigUint64Array.of(11n, 12n, 13n, 14n), tokens);
+    const cost = (d: { candidates: Array<{ worker: number; cost: number; overlapBlocks: number }> }, w: number) => d.candidates.find((c) => c.worker === w)!;
+    const disagg = f.router.query(tokens);
+    expect(disagg.mode).toBe('disaggregated');
+    expect(cost(disagg.decode, 201).overlapBlocks).toBe(4);
+    expect(cost(disagg.decode, 201).cost).toBe(cost(disagg.decode, 200).cost);
+    // The same pool routing aggregated (credit 1) would prefer 201.
+    const aggregated = f.router.decode.query(tokens, {});
+    expect(cost(aggregated, 201).cost).toBeLessThan(cost(aggregated, 200).cost);
     expect(f.router.decodeLeg({ req: request(), tracker: undefined as never, stream: false }).overlapScoreCredit).toBe(0);
   });
 });
