@@ -171,11 +171,11 @@ export class EngineModel {
     seq.appendToken(tokenId);
     this.generatedTokens++;
     let finishReason: FinishReason | undefined;
-    // As vLLM: length caps first (max_tokens, or the context the whole cache can hold), then EOS.
-    if (seq.generated >= seq.maxTokens || seq.numTokens >= this.capacityTokens) finishReason = 'length';
-    else if (!seq.ignoreEos && this.config.eosProbability > 0 && this.sampler.eosDraw(seq.streamKey, index) < this.config.eosProbability) {
-      finishReason = 'stop';
-    }
+    // As current vLLM's check_stop: an end-of-sequence token first, then the length caps
+    // (max_tokens, or the longest context the whole cache can hold).
+    const eos = this.config.eosProbability;
+    if (!seq.ignoreEos && eos > 0 && this.sampler.eosDraw(seq.streamKey, index) < eos) finishReason = 'stop';
+    else if (seq.generated >= seq.maxTokens || seq.numTokens >= this.capacityTokens) finishReason = 'length';
     const out: TokenOutput = { id: seq.id, tokenId, index, promptTokens: seq.promptLen, cachedTokens: seq.cachedTokens };
     if (finishReason !== undefined) {
       out.finishReason = finishReason;
