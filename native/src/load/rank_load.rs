@@ -7,6 +7,8 @@
 //! prompt blocks nobody else shares), because shared blocks outlive it. All sums are integers, so
 //! the load returns to exactly zero when every request is gone.
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
 
 /// Weight of a block that counts in full, in thousandths of a block.
@@ -114,20 +116,19 @@ impl RankLoad {
 
   /// Booking `slot` starts holding `seq_hash`.
   pub(crate) fn hold(&mut self, seq_hash: u64, slot: u32, holders: &mut [HolderState]) {
-    match self.blocks.get_mut(&seq_hash) {
-      None => {
-        self.blocks.insert(seq_hash, Holders { count: 1, xor_slots: slot });
+    match self.blocks.entry(seq_hash) {
+      Entry::Vacant(v) => {
+        v.insert(Holders { count: 1, xor_slots: slot });
         self.gain_exclusive(slot, holders);
       }
-      Some(h) => {
-        if h.count == 1 {
-          let previous = h.xor_slots;
-          h.count = 2;
-          h.xor_slots ^= slot;
+      Entry::Occupied(mut o) => {
+        let h = o.get_mut();
+        h.count += 1;
+        h.xor_slots ^= slot;
+        if h.count == 2 {
+          // The previous sole holder is the XOR with the newcomer removed.
+          let previous = h.xor_slots ^ slot;
           self.lose_exclusive(previous, holders);
-        } else {
-          h.count += 1;
-          h.xor_slots ^= slot;
         }
       }
     }
@@ -135,23 +136,21 @@ impl RankLoad {
 
   /// Booking `slot` stops holding `seq_hash` (which it holds).
   pub(crate) fn release(&mut self, seq_hash: u64, slot: u32, holders: &mut [HolderState]) {
-    let h = self.blocks.get_mut(&seq_hash).expect("released block is held");
+    let Entry::Occupied(mut o) = self.blocks.entry(seq_hash) else { panic!("released block is not held") };
+    let h = o.get_mut();
+    h.count -= 1;
+    h.xor_slots ^= slot;
     match h.count {
-      1 => {
-        debug_assert_eq!(h.xor_slots, slot);
-        self.blocks.remove(&seq_hash);
+      0 => {
+        debug_assert_eq!(h.xor_slots, 0);
+        o.remove();
         self.lose_exclusive(slot, holders);
       }
-      2 => {
-        h.count = 1;
-        h.xor_slots ^= slot;
+      1 => {
         let remaining = h.xor_slots;
         self.gain_exclusive(remaining, holders);
       }
-      _ => {
-        h.count -= 1;
-        h.xor_slots ^= slot;
-      }
+      _ => {}
     }
   }
 
