@@ -28,7 +28,8 @@ pub fn softmax_sample(scores: &[f64], temperature: f64, rng: &mut Rng) -> usize 
   debug_assert!(!scores.is_empty() && temperature > 0.0);
   let (min, max) = scores.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &s| (lo.min(s), hi.max(s)));
   let range = max - min;
-  if !(range > 0.0) || !range.is_finite() {
+  // Equal scores, or non-finite ones (NaN range): uniform.
+  if !range.is_finite() || range <= 0.0 {
     return rng.usize(0..scores.len());
   }
   let weight = |s: f64| (-((s - min) / range) / temperature).exp();
