@@ -8,6 +8,7 @@ type CommandModule = { run(argv: string[]): Promise<number> };
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
   // Each command module registers here with one line.
+  serve: { summary: 'the KV-aware router: OpenAI API on uWebSockets.js (default: an embedded simulated fleet)', load: () => import('./cli/serve.js') },
   mock: { summary: 'simulated engine workers (OpenAI HTTP, ZeroMQ KV events, prefill/decode handoffs)', load: () => import('./cli/mock.js') },
 };
 

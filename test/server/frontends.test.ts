@@ -18,7 +18,7 @@ class SyntheticHandler implements TestHandler {
   finished = 0;
 
   serves(_method: string, path: string): boolean {
-    return path !== '/not-mine';
+    return path !== '/not-mine' && path !== '/host-route';
   }
 
   async handle(call: HttpCall): Promise<HttpReply> {

@@ -23,8 +23,8 @@ export interface Frontend {
   close(): Promise<void>;
 }
 
-export type FrontendName = 'uws' | 'node:http' | 'express' | 'fastify' | 'hono';
-export const FRONTENDS: FrontendName[] = ['uws', 'node:http', 'express', 'fastify', 'hono'];
+export type FrontendName = 'uws' | 'node:http' | 'express' | 'express+json' | 'fastify' | 'hono';
+export const FRONTENDS: FrontendName[] = ['uws', 'node:http', 'express', 'express+json', 'fastify', 'hono'];
 
 export async function startFrontend(name: FrontendName, handler: TestHandler): Promise<Frontend> {
   switch (name) {
@@ -35,11 +35,20 @@ export async function startFrontend(name: FrontendName, handler: TestHandler): P
     case 'node:http':
       return listenNode(createServer(nodeHandler(handler)));
     case 'express': {
+      // The recommended mounting: kvroute first (it reads and limits its own bodies), the host's
+      // routes and body parsers after it.
       const app = express();
-      app.use(express.json()); // a typical app parses JSON first; the adapter reuses the parsed body
+      app.use(nodeHandler(handler));
+      app.use(express.json());
       app.get('/host-route', (_req, res) => {
         res.json({ host: true });
       });
+      return listenNode(createServer(app));
+    }
+    case 'express+json': {
+      // An app that parses JSON before kvroute: the adapter reuses the parsed body.
+      const app = express();
+      app.use(express.json());
       app.use(nodeHandler(handler));
       return listenNode(createServer(app));
     }

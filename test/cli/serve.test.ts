@@ -1,0 +1,73 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { serveOptions } from '../../src/cli/serve.js';
+import { UsageError } from '../../src/cli/usage.js';
+
+const example = fileURLToPath(new URL('../../examples/fleet.json', import.meta.url));
+
+async function opts(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const o = await serveOptions(argv, env);
+  if (o === 'help') throw new Error('unexpected help');
+  return o;
+}
+
+describe('kvroute serve options', () => {
+  it('defaults to the embedded fleet on 127.0.0.1:8000 (npm start)', async () => {
+    const o = await opts([]);
+    expect(o.config.host).toBe('127.0.0.1');
+    expect(o.config.port).toBe(8000);
+    expect(o.embedded).toEqual({ prefill: 2, decode: 2, style: 'vllm', speedup: 1 });
+  });
+
+  it('lets PORT and HOST override the defaults, and flags override the environment', async () => {
+    const o = await opts([], { PORT: '9100', HOST: '0.0.0.0' });
+    expect(o.config.port).toBe(9100);
+    expect(o.config.host).toBe('0.0.0.0');
+    expect((await opts(['--port', '9200'], { PORT: '9100' })).config.port).toBe(9200);
+    await expect(serveOptions([], { PORT: 'eighty' })).rejects.toThrow(/PORT must be an integer/);
+  });
+
+  it('serves a configured fleet from --config, with flags layered on top', async () => {
+    const o = await opts(['--config', example, '--port', '0', '--policy', 'round_robin', '--admin-token', 't0k']);
+    expect(o.embedded).toBeUndefined();
+    expect(o.config.port).toBe(0);
+    expect(o.config.workers.map((w) => w.id)).toEqual([1, 2, 11, 12]);
+    expect(o.config.workers[2].kvEvents).toEqual(['tcp://10.0.0.21:5557', 'tcp://10.0.0.21:5558']);
+    expect(o.config.decode.policy).toBe('round_robin');
+    expect(o.config.decode.maxQueuedPrefillTokens).toBe(262144);
+    expect(o.config.adminToken).toBe('t0k');
+  });
+
+  it('adds --worker flags to the fleet', async () => {
+    const o = await opts(['--worker', 'id=1,role=aggregated,url=http://127.0.0.1:9001,events=tcp://127.0.0.1:5557', '--worker', 'id=2,url=http://127.0.0.1:9002']);
+    expect(o.embedded).toBeUndefined();
+    expect(o.config.workers.map((w) => [w.id, w.role])).toEqual([
+      [1, 'aggregated'],
+      [2, 'aggregated'],
+    ]);
+  });
+
+  it('reads the embedded fleet shape', async () => {
+    const o = await opts(['--embedded-prefill', '0', '--embedded-decode', '3', '--embedded-style', 'sglang', '--speedup', '50']);
+    expect(o.embedded).toEqual({ prefill: 0, decode: 3, style: 'sglang', speedup: 50 });
+  });
+
+  it.each([
+    [['--port', '70000'], /--port must be an integer in \[0, 65535\]/],
+    [['--policy', 'best'], /--policy must be one of kv/],
+    [['--worker', 'id=1,role=boss,url=http://h:1'], /role must be one of aggregated, prefill, decode/],
+    [['--embedded-style', 'tgi'], /--embedded-style must be vllm, sglang or trtllm/],
+    [['--speedup', '0'], /--speedup must be a positive number/],
+    [['--embedded', '--worker', 'id=1,url=http://h:1'], /--embedded serves its own simulated fleet/],
+    [['--block-size', '0'], /--block-size must be an integer/],
+  ])('refuses %j with a usage error', async (argv, message) => {
+    const p = serveOptions(argv, {});
+    await expect(p).rejects.toBeInstanceOf(UsageError);
+    await expect(serveOptions(argv, {})).rejects.toThrow(message);
+  });
+
+  it('refuses unknown flags and answers --help', async () => {
+    await expect(serveOptions(['--colour'], {})).rejects.toThrow(/Unknown option '--colour'/);
+    expect(await serveOptions(['--help'], {})).toBe('help');
+  });
+});
