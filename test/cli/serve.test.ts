@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { serveOptions } from '../../src/cli/serve.js';
@@ -69,5 +70,40 @@ describe('kvroute serve options', () => {
   it('refuses unknown flags and answers --help', async () => {
     await expect(serveOptions(['--colour'], {})).rejects.toThrow(/Unknown option '--colour'/);
     expect(await serveOptions(['--help'], {})).toBe('help');
+  });
+});
+
+describe('kvroute serve as a process', () => {
+  it('prints its URL and a working curl command, serves it, and stops cleanly on SIGINT', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--port', '0', '--speedup', '100'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stdout += c.toString()));
+    try {
+      const end = Date.now() + 30_000;
+      while (!/Ctrl-C stops everything/.test(stdout)) {
+        if (Date.now() > end || child.exitCode !== null) throw new Error(`serve did not start:\n${stdout}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)![1];
+      // The banner's curl command, replayed with fetch: same URL, same body.
+      const curl = /curl -N -i (\S+) -H 'content-type: application\/json' -d '([^']+)'/.exec(stdout)!;
+      expect(curl[1]).toBe(`${url}/v1/chat/completions`);
+      const res = await fetch(curl[1], { method: 'POST', headers: { 'content-type': 'application/json' }, body: curl[2] });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-kvroute-mode')).toBe('disaggregated');
+      expect(res.headers.get('x-kvroute-prefill-worker')).toMatch(/^[01]$/);
+      expect(res.headers.get('x-kvroute-decode-worker')).toMatch(/^[23]$/);
+      const text = await res.text();
+      expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      expect(metrics).toMatch(/kvroute_requests_total\{route="\/v1\/chat\/completions",status="200"\} 1/);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGINT');
+    }
+    const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.on('exit', r)));
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/SIGINT: shutting down/);
   });
 });
