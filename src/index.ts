@@ -7,3 +7,4 @@ export { RoutingError, NoEligibleWorkerError, BackpressureError, MissingRoutingH
 export * from './events/index.js';
 export * from './engines/index.js';
 export * from './routing/index.js';
+export * from './server/index.js';
