@@ -111,20 +111,12 @@ export class Scheduler {
   private admitWaiting(nowMs: number, budget: number, plan: StepPlan, events: KvEvent[]): void {
     const bs = this.cfg.blockSize;
     while (this.waiting.size > 0) {
+      // A request receiving KV holds a seat from admission: every block holder but a held prefill
+      // is then running or about to run, so preemption can always make room for a lone request.
+      if (this.running.length + this.transferring.length >= this.cfg.maxNumSeqs) return;
       const s = this.waiting.peek()!;
-      const seatFree = budget > 0 && this.running.length < this.cfg.maxNumSeqs;
-      if (s.blocks.length > 0) {
-        // Back from a KV transfer: it holds its blocks already.
-        if (!seatFree) return;
-        const n = Math.min(s.numTokens - s.numComputed, budget);
-        if (!this.tables.grow(s, s.numComputed + n, events)) return;
-        this.waiting.shift();
-        this.start(s, n, plan);
-        budget -= n;
-        continue;
-      }
       const needsTransfer = !s.transferDone && s.transferTokens > 0;
-      if (!needsTransfer && !seatFree) return;
+      if (!needsTransfer && budget === 0) return;
       const matched = this.tables.matchPrefix(s);
       const start = matched.length * bs;
       const available = this.cache.availableBlocks - this.tables.evictableAmong(matched);
@@ -144,7 +136,7 @@ export class Scheduler {
           continue;
         }
         s.transferDone = true; // the local prefix cache already holds what would be transferred
-        if (!seatFree) return;
+        if (budget === 0) return;
       }
       const n = Math.min(s.numTokens - start, budget);
       if (this.tables.blocksNeeded(s, start + n, matched.length) > available) return;
@@ -152,15 +144,11 @@ export class Scheduler {
       this.countAdmission(s, start);
       this.tables.adoptPrefix(s, matched);
       this.tables.grow(s, start + n, events);
-      this.start(s, n, plan);
+      s.state = 'running';
+      this.running.push(s);
+      this.add(plan, s, n);
       budget -= n;
     }
-  }
-
-  private start(s: Sequence, n: number, plan: StepPlan): void {
-    s.state = 'running';
-    this.running.push(s);
-    this.add(plan, s, n);
   }
 
   private add(plan: StepPlan, s: Sequence, n: number): void {
@@ -179,19 +167,20 @@ export class Scheduler {
     this.cachedTokens += cachedTokens;
   }
 
-  /** Transfers done by `nowMs`: their complete blocks become cached; they rejoin the queue front in order. */
+  /** Transfers done by `nowMs`: their complete blocks become cached and they join the running batch. */
   private completeTransfers(nowMs: number, events: KvEvent[]): void {
     if (this.transferring.length === 0) return;
-    const done = this.transferring.filter((s) => s.readyAtMs <= nowMs);
-    if (done.length === 0) return;
-    this.transferring = this.transferring.filter((s) => s.readyAtMs > nowMs);
-    for (const s of done) {
+    const still: Sequence[] = [];
+    for (const s of this.transferring) {
+      if (s.readyAtMs > nowMs) {
+        still.push(s);
+        continue;
+      }
       s.numComputed = s.transferEnd;
       this.tables.commitFull(s, events);
+      s.state = 'running';
+      this.running.push(s);
     }
-    for (let i = done.length - 1; i >= 0; i--) {
-      done[i].state = 'waiting';
-      this.waiting.pushFront(done[i]);
-    }
+    this.transferring = still;
   }
 }

@@ -131,6 +131,19 @@ describe('KV transfer (decode side of disaggregation)', () => {
     expect(firstToken.startMs - t).toBeLessThan(26);
     expect(outputsOf(r, 'd')[0].cachedTokens).toBe(16);
   });
+  it('a request receiving KV holds a running seat, so a lone request can always make room (no deadlock)', () => {
+    // Found by the events property test: a transfer parked in the waiting queue with its blocks
+    // while the only running request needed them.
+    const m = model({ blockSize: 2, kvBlocks: 6, maxNumBatchedTokens: 1, maxNumSeqs: 1, kvTransfer: transfer });
+    m.submit({ id: 't', promptTokens: prompt(2), maxTokens: 1, kvTransferredTokens: 1 }, 0);
+    m.submit({ id: 'long', promptTokens: prompt(1, 50), maxTokens: 11 }, 0);
+    const first = m.step(0)!;
+    expect(m.metrics()).toMatchObject({ running: 0, waiting: 2 }); // t transferring (its seat taken), long waiting
+    const r = runToIdle(m, first.durationMs);
+    expect(outputsOf(r, 't')).toHaveLength(1);
+    expect(outputsOf(r, 'long')).toHaveLength(11);
+    expect(m.metrics().usedBlocks).toBe(0);
+  });
 });
 
 describe('prefill holds', () => {
