@@ -1,14 +1,14 @@
 //! All active bookings of one worker pool, by request id, and the load of every (worker, rank).
 //!
-//! Each booking lives in a slot (reused after free, with its hash buffer) so the hot path does
-//! not allocate beyond the request id. A rank's `RankLoad` stays while the pool lists the rank or
+//! Each booking lives in a slot (reused after free) so the hot path does not allocate beyond the
+//! request id; its prompt blocks live once per rank, in the rank's trie of chains. A rank's `RankLoad` stays while the pool lists the rank or
 //! while a booking still holds load there (a removed worker's bookings are released exactly once,
 //! when they are freed or expire).
 
 use rustc_hash::FxHashMap;
 
 use super::drain::DrainRate;
-use super::rank_load::{HolderState, RankLoad, FULL_WEIGHT};
+use super::rank_load::{ChainEnd, HolderState, RankLoad, FULL_WEIGHT};
 use super::WorkerKey;
 
 /// Index of a rank's load in the book; stable while the rank is listed or loaded.
@@ -34,7 +34,8 @@ pub struct BookRequest<'a> {
 #[derive(Debug, Default)]
 struct Booking {
   rank: RankId,
-  seq_hashes: Vec<u64>,
+  /// Where its prompt chain ends in the rank's trie.
+  chain: ChainEnd,
   prompt_tokens: u64,
   /// Outstanding prefill tokens (0 once prefill completed).
   prefill_tokens: u64,
@@ -168,8 +169,6 @@ impl LoadBook {
     let prefill = self.prefill_tokens_for(req.prompt_tokens, req.overlap_blocks);
     let b = &mut self.bookings[slot as usize];
     b.rank = req.rank;
-    b.seq_hashes.clear();
-    b.seq_hashes.extend_from_slice(req.seq_hashes);
     b.prompt_tokens = req.prompt_tokens;
     b.prefill_tokens = prefill;
     b.prefill_done = false;
@@ -181,9 +180,7 @@ impl LoadBook {
 
     let rank = &mut self.ranks[req.rank as usize];
     rank.add_request(prefill);
-    for &h in req.seq_hashes {
-      rank.hold(h, slot, &mut self.holders);
-    }
+    self.bookings[slot as usize].chain = rank.hold(req.seq_hashes, slot, &mut self.holders);
     self.total_prefill_tokens += prefill;
     self.stats.booked += 1;
     Ok(())
@@ -252,20 +249,16 @@ impl LoadBook {
     let b = &mut self.bookings[slot as usize];
     let rank_id = b.rank;
     let prefill = std::mem::take(&mut b.prefill_tokens);
-    let hashes = std::mem::take(&mut b.seq_hashes);
+    let chain = b.chain.take();
     let rank = &mut self.ranks[rank_id as usize];
     rank.drop_prefill(prefill);
     self.total_prefill_tokens -= prefill;
     // Tokens of a request freed before its prefill also leave the queue.
     self.drain.record(now_ms, prefill);
-    for &h in &hashes {
-      rank.release(h, slot, &mut self.holders);
-    }
+    rank.release(chain, slot, &mut self.holders);
     rank.drop_output(slot, &mut self.holders);
     rank.remove_request();
     debug_assert_eq!(self.holders[slot as usize].exclusive, 0);
-    // Keep the buffer's capacity for the slot's next booking.
-    self.bookings[slot as usize].seq_hashes = hashes;
     self.free_slots.push(slot);
     self.recycle_rank_if_unused(rank_id);
   }

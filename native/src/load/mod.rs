@@ -3,6 +3,7 @@
 //! in. Invariants in README.md.
 
 mod book;
+mod chains;
 mod drain;
 mod rank_load;
 

@@ -190,10 +190,16 @@ fn random_operations_match_the_reference_and_end_at_zero() {
     let id = format!("r{}", rng.u32(0..300));
     match rng.u32(0..10) {
       0..=3 => {
-        // Prompts share prefixes: hashes are a chain from a few roots.
-        let root = rng.u64(0..5) * 1000;
-        let n = rng.u64(0..6);
-        let hashes: Vec<u64> = (0..n).map(|i| root + i).collect();
+        // Prompts share prefixes and diverge at random depths: each hash names its whole prefix
+        // (as chained hashes do), here as the path of branch digits from one of a few roots.
+        let n = rng.u64(0..9);
+        let mut code = rng.u64(1..4);
+        let hashes: Vec<u64> = (0..n)
+          .map(|_| {
+            code = code * 4 + if rng.u32(0..3) == 0 { rng.u64(1..4) } else { 0 };
+            code
+          })
+          .collect();
         let prompt = n * bs + rng.u64(0..bs);
         let overlap = rng.u32(0..8);
         let expected = if rng.bool() { Some(rng.u64(1..20)) } else { None };
