@@ -95,6 +95,15 @@ describe('HashPool', () => {
     });
   });
 
+  it('hashes big prompts inline (one native call each) like small ones (one batch)', async () => {
+    const pool = open({ threads: 1, poolThresholdTokens: 1 << 30 });
+    const big = [5000, 3100, 7].map((n, i) => Uint32Array.from({ length: n }, (_, j) => (i * 31 + j * 7) % 152_000));
+    for (const prompts of [big, big.slice(0, 1), big.map((p) => p.subarray(0, 100))]) {
+      expect(await pool.hashPrompts(prompts, 16, { sequenceHashes: true })).toEqual(expected(prompts, 16));
+    }
+    expect(pool.stats()).toEqual({ inlineBatches: 3, poolBatches: 0, poolTasks: 0 });
+  });
+
   it('chooses the placement by total tokens and splits big batches across the threads', async () => {
     const pool = open({ threads: 2, poolThresholdTokens: 1000 });
     const prompts = Array.from({ length: 8 }, (_, i) => Uint32Array.from({ length: 200 }, (_, j) => i * 1000 + j));

@@ -1,0 +1,142 @@
+// Timing of many calls with the monotonic high-resolution clock (process.hrtime.bigint).
+// Per-call samples for calls of a few microseconds and up; calls shorter than that are timed in
+// batches (the clock read costs ~50 ns here), and the measured cost of reading the clock is
+// subtracted from every sample.
+
+/** Results go here so the optimiser cannot drop a call whose value is unused. */
+export let blackhole: unknown;
+
+export interface SampleOptions {
+  /** Calls before measuring (JIT warm-up, caches). Default 200. */
+  warmup?: number;
+  /** Timed samples wanted. */
+  samples: number;
+  /** Calls per sample: a number, or 'auto' (default) for enough calls to last >= 2 us. */
+  batch?: number | 'auto';
+  /** Stop sampling after this long even if fewer samples were taken (bounds quick runs). */
+  maxMs?: number;
+}
+
+export interface Sampled {
+  /** Nanoseconds per call, one entry per sample (a batch's mean when batch > 1). */
+  perCallNs: Float64Array;
+  batch: number;
+  /** Clock-read cost subtracted from each sample. */
+  overheadNs: number;
+}
+
+const MIN_SAMPLE_NS = 2_000;
+let clockOverheadNs: number | undefined;
+
+function now(): bigint {
+  return process.hrtime.bigint();
+}
+
+/** Median cost of one back-to-back clock read pair, measured once per process. */
+export function clockOverhead(): number {
+  if (clockOverheadNs !== undefined) return clockOverheadNs;
+  const n = 20_001;
+  const xs = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const t0 = now();
+    xs[i] = Number(now() - t0);
+  }
+  xs.sort();
+  clockOverheadNs = xs[n >> 1];
+  return clockOverheadNs;
+}
+
+/** Calls per sample so that one sample lasts at least MIN_SAMPLE_NS. */
+function autoBatch(fn: (i: number) => unknown): number {
+  let calls = 1;
+  for (;;) {
+    const t0 = now();
+    for (let i = 0; i < calls; i++) blackhole = fn(i);
+    const ns = Number(now() - t0);
+    if (ns >= MIN_SAMPLE_NS * 4 || calls >= 1 << 20) return Math.max(1, Math.ceil((MIN_SAMPLE_NS * calls) / Math.max(1, ns)));
+    calls *= 4;
+  }
+}
+
+/** Samples the per-call time of a synchronous function; `fn(i)` gets the call's index. */
+export function sampleCalls(fn: (i: number) => unknown, opts: SampleOptions): Sampled {
+  const overheadNs = clockOverhead();
+  const warmup = opts.warmup ?? 200;
+  for (let i = 0; i < warmup; i++) blackhole = fn(i);
+  const batch = opts.batch === undefined || opts.batch === 'auto' ? autoBatch(fn) : Math.max(1, Math.floor(opts.batch));
+  const out = new Float64Array(opts.samples);
+  const deadline = opts.maxMs === undefined ? Infinity : performance.now() + opts.maxMs;
+  let n = 0;
+  let call = warmup;
+  while (n < opts.samples) {
+    const t0 = now();
+    for (let b = 0; b < batch; b++) blackhole = fn(call++);
+    const ns = Number(now() - t0);
+    out[n++] = Math.max(0, ns - overheadNs) / batch;
+    // Checking the deadline every 64 samples keeps its cost out of the loop.
+    if ((n & 63) === 0 && performance.now() > deadline) break;
+  }
+  return { perCallNs: out.subarray(0, n), batch, overheadNs };
+}
+
+/** Samples the latency of an asynchronous call, one call at a time. */
+export async function sampleAsync(
+  fn: (i: number) => Promise<unknown>,
+  opts: Omit<SampleOptions, 'batch'>,
+): Promise<Sampled> {
+  const overheadNs = clockOverhead();
+  const warmup = opts.warmup ?? 20;
+  for (let i = 0; i < warmup; i++) blackhole = await fn(i);
+  const out = new Float64Array(opts.samples);
+  const deadline = opts.maxMs === undefined ? Infinity : performance.now() + opts.maxMs;
+  let n = 0;
+  while (n < opts.samples) {
+    const t0 = now();
+    blackhole = await fn(warmup + n);
+    out[n++] = Math.max(0, Number(now() - t0) - overheadNs);
+    if (performance.now() > deadline) break;
+  }
+  return { perCallNs: out.subarray(0, n), batch: 1, overheadNs };
+}
+
+export interface RateOptions {
+  /** Rounds per candidate; candidates take turns each round so they share the machine's noise. */
+  rounds: number;
+  /** Minimum time per candidate per round. */
+  minMsPerRound: number;
+  /** Calls before the first round. Default 3. */
+  warmup?: number;
+}
+
+/**
+ * Throughput of competing implementations, measured in alternation. Each candidate's function
+ * does one unit of work and returns how much it did (bytes, events...); the result holds, per
+ * candidate, one rate (work per second) per round.
+ */
+export function interleavedRates(candidates: Record<string, () => number>, opts: RateOptions): Record<string, number[]> {
+  const names = Object.keys(candidates);
+  const out: Record<string, number[]> = {};
+  for (const name of names) {
+    out[name] = [];
+    for (let i = 0; i < (opts.warmup ?? 3); i++) blackhole = candidates[name]();
+  }
+  for (let r = 0; r < opts.rounds; r++) {
+    for (const name of names) {
+      const fn = candidates[name];
+      let work = 0;
+      const t0 = now();
+      let ns = 0;
+      do {
+        work += fn();
+        ns = Number(now() - t0);
+      } while (ns < opts.minMsPerRound * 1e6);
+      out[name].push(work / (ns / 1e9));
+    }
+  }
+  return out;
+}
+
+/** Milliseconds since `start` (a performance.now() reading). */
+export function since(start: number): number {
+  return performance.now() - start;
+}

@@ -1,0 +1,233 @@
+// `npm run bench [-- --quick] [-- --only a,b]`: runs every suite of bench/suites/*.ts, each in its
+// own process, shows progress, and writes bench/results/<timestamp>.{json,md} with the charts
+// in bench/results/<timestamp>/ (a complete full run also refreshes bench/results/latest.*).
+// The exit status is non-zero only when the harness or a suite failed to run; targets are
+// reported, never asserted.
+import { fork } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ChildMessage } from './lib/child.js';
+import { formatNumber, formatValue } from './lib/format.js';
+import { machineInfo, stampOf, writeReport, type BenchReport, type SuiteRecord } from './lib/report.js';
+import { advantage, completeFigure, expectSuite, expectSuiteResult, type BenchSuite } from './lib/suite.js';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const ROOT = dirname(BENCH_DIR);
+const SUITES_DIR = join(BENCH_DIR, 'suites');
+const CHILD = join(BENCH_DIR, 'lib', 'child.ts');
+const QUICK_BUDGET_S = 120;
+
+const USAGE = `usage: npm run bench [-- options]
+  --quick          reduced sizes (the whole run stays under ${QUICK_BUDGET_S} s; CI runs this)
+  --only a,b       run only these suites (repeatable)
+  --list           list the suites and exit
+  --out DIR        where reports go (default bench/results)
+  --timeout S      per-suite time limit in seconds (default 100 with --quick, 1800 without)
+  --help`;
+
+interface Args {
+  quick: boolean;
+  only?: string[];
+  list: boolean;
+  out: string;
+  timeoutS?: number;
+}
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { quick: false, list: false, out: join(BENCH_DIR, 'results') };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined || v.startsWith('--')) throw new UsageError(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--quick') args.quick = true;
+    else if (a === '--list') args.list = true;
+    else if (a === '--only') args.only = [...(args.only ?? []), ...value().split(',').filter(Boolean)];
+    else if (a === '--out') args.out = value();
+    else if (a === '--timeout') {
+      const s = Number(value());
+      if (!(s > 0)) throw new UsageError('--timeout needs a positive number of seconds');
+      args.timeoutS = s;
+    } else if (a === '--help' || a === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else throw new UsageError(`unknown argument ${a}`);
+  }
+  return args;
+}
+
+interface SuiteEntry {
+  file: string;
+  suite?: BenchSuite;
+  loadError?: string;
+}
+
+/** Every bench/suites/*.ts, imported for its name, title and order. */
+async function discover(): Promise<SuiteEntry[]> {
+  const files = readdirSync(SUITES_DIR)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+    .sort()
+    .map((f) => join(SUITES_DIR, f));
+  const entries: SuiteEntry[] = [];
+  for (const file of files) {
+    try {
+      const mod = (await import(pathToFileURL(file).href)) as { suite?: unknown };
+      entries.push({ file, suite: expectSuite(mod.suite, relative(ROOT, file)) });
+    } catch (err) {
+      entries.push({ file, loadError: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  const order = (e: SuiteEntry) => e.suite?.order ?? 100;
+  return entries.sort((a, b) => order(a) - order(b));
+}
+
+function entryName(e: SuiteEntry): string {
+  return e.suite?.name ?? relative(SUITES_DIR, e.file).replace(/\.ts$/, '');
+}
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** Runs one suite in a child process; never throws (a failure becomes the record's error). */
+function runSuite(entry: SuiteEntry, quick: boolean, timeoutS: number): Promise<SuiteRecord> {
+  const suite = entry.suite as BenchSuite;
+  const started = performance.now();
+  const elapsed = () => (performance.now() - started) / 1000;
+  const record = (extra: Partial<SuiteRecord>): SuiteRecord => ({
+    name: suite.name,
+    title: suite.title,
+    ok: false,
+    durationS: Math.round(elapsed() * 10) / 10,
+    figures: [],
+    sections: [],
+    charts: [],
+    ...extra,
+  });
+  return new Promise((resolve) => {
+    const child = fork(CHILD, [entry.file, quick ? 'quick' : 'full'], {
+      cwd: ROOT,
+      execArgv: ['--import', import.meta.resolve('tsx'), '--expose-gc'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // Structured clone, not JSON: NaN and Infinity figures survive the trip.
+      serialization: 'advanced',
+    });
+    let done = false;
+    const finish = (r: SuiteRecord) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      finish(record({ error: `timed out after ${timeoutS} s` }));
+    }, timeoutS * 1000);
+    child.on('message', (m: ChildMessage) => {
+      if (m.type === 'progress') log(`  [${suite.name} ${elapsed().toFixed(1)}s] ${m.message}`);
+      else if (m.type === 'error') finish(record({ error: m.error }));
+      else if (m.type === 'result') {
+        try {
+          const r = expectSuiteResult(m.result, suite.name);
+          finish(record({ ok: true, figures: r.figures.map(completeFigure), sections: r.sections ?? [], charts: r.charts ?? [], data: r.data }));
+        } catch (err) {
+          finish(record({ error: (err as Error).message }));
+        }
+      }
+    });
+    child.on('error', (err) => finish(record({ error: `could not start: ${err.message}` })));
+    child.on('exit', (code, signal) => finish(record({ error: `exited (${signal ?? `code ${code}`}) without a result` })));
+  });
+}
+
+function printSummary(report: BenchReport): void {
+  for (const s of report.suites) {
+    log(`\n${s.title} (${s.name}, ${formatNumber(s.durationS)} s)${s.ok ? '' : ' FAILED'}`);
+    if (!s.ok) log(`  ${(s.error ?? '').split('\n').slice(0, 6).join('\n  ')}`);
+    for (const f of s.figures) {
+      const adv = advantage(f);
+      const ref = f.reference
+        ? `  | ref ${formatValue(f.reference.value, f.unit)}${adv === undefined ? '' : `, ${formatNumber(adv >= 1 ? adv : 1 / adv)}x ${adv >= 1 ? 'better' : 'worse'}`}`
+        : '';
+      const target = f.target ? `  | target ${f.target.op} ${formatNumber(f.target.value)} ${f.met ? 'met' : 'MISSED'}` : '';
+      log(`  ${f.name}: ${formatValue(f.value, f.unit)}${ref}${target}`);
+    }
+  }
+}
+
+async function main(): Promise<number> {
+  let args: Args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(`${err.message}\n${USAGE}`);
+    return 2;
+  }
+  const entries = await discover();
+  if (args.list) {
+    for (const e of entries) log(`${entryName(e).padEnd(14)} ${e.suite?.title ?? `(does not load: ${e.loadError})`}`);
+    return 0;
+  }
+  let selected = entries;
+  if (args.only) {
+    const unknown = args.only.filter((n) => !entries.some((e) => entryName(e) === n));
+    if (unknown.length > 0) {
+      console.error(`unknown suite(s): ${unknown.join(', ')}; available: ${entries.map(entryName).join(', ')}`);
+      return 2;
+    }
+    selected = entries.filter((e) => args.only?.includes(entryName(e)));
+  }
+  const timeoutS = args.timeoutS ?? (args.quick ? 100 : 1800);
+  const startedAt = new Date();
+  log(`kvroute bench: ${selected.length} suite(s)${args.quick ? ', quick' : ''}: ${selected.map(entryName).join(', ')}`);
+  const records: SuiteRecord[] = [];
+  for (const e of selected) {
+    if (!e.suite) {
+      const name = entryName(e);
+      log(`- ${name}: does not load`);
+      records.push({ name, title: name, ok: false, error: `does not load: ${e.loadError}`, durationS: 0, figures: [], sections: [], charts: [] });
+      continue;
+    }
+    log(`- ${e.suite.name}: ${e.suite.title}`);
+    const r = await runSuite(e, args.quick, timeoutS);
+    log(`  ${r.ok ? 'done' : 'FAILED'} in ${r.durationS} s`);
+    records.push(r);
+  }
+  const finishedAt = new Date();
+  const report: BenchReport = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    quick: args.quick,
+    ...(args.only ? { only: args.only } : {}),
+    machine: machineInfo(ROOT),
+    suites: records,
+  };
+  const allOk = records.every((r) => r.ok);
+  // latest.* is the committed report: only a complete full run replaces it.
+  const written = writeReport(report, args.out, stampOf(startedAt), !args.quick && !args.only && allOk);
+  printSummary(report);
+  const totalS = (finishedAt.getTime() - startedAt.getTime()) / 1000;
+  log(`\nreport: ${relative(ROOT, written.markdown)} (json: ${relative(ROOT, written.json)}, charts: ${relative(ROOT, written.charts)}/)`);
+  if (written.latest) log(`latest: ${relative(ROOT, written.latest)}`);
+  log(`total ${totalS.toFixed(1)} s`);
+  if (args.quick && totalS > QUICK_BUDGET_S) log(`note: the quick run took longer than its ${QUICK_BUDGET_S} s budget`);
+  const failed = records.filter((r) => !r.ok).map((r) => r.name);
+  if (failed.length > 0) log(`failed suites: ${failed.join(', ')}`);
+  return allOk ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exit(code);
+  },
+  (err: unknown) => {
+    console.error('bench harness failed:', err);
+    process.exit(1);
+  },
+);
