@@ -4,6 +4,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ROOT_HI, ROOT_LO, hashBlock, loraSeed, toU64 } from '../../../src/sim/engine/block-hash.js';
+import { computeBlockHashes } from '../../../src/core/hashing.js';
+import { KvIndexer } from '../../../src/core/indexer.js';
 import { applyEventsToSet, EngineModel, type KvEvent, type TokenOutput } from '../../../src/sim/engine/index.js';
 
 /** The consumer's view, refusing anything a strict indexer would reject. */
@@ -39,6 +41,20 @@ class ReferenceIndex {
   }
 }
 
+/** Leading blocks of `tokens` in the engine's cache, by the engine's own chained hashes. */
+function engineOverlap(tokens: Uint32Array, blockSize: number, lora: string | null, cached: Set<bigint>): number {
+  const out = new Uint32Array(2);
+  let hi = ROOT_HI;
+  let lo = ROOT_LO;
+  let n = 0;
+  for (; (n + 1) * blockSize <= tokens.length; n++) {
+    hashBlock(tokens, n * blockSize, blockSize, hi, lo, loraSeed(lora), out);
+    if (!cached.has(toU64(out[0], out[1]))) break;
+    [hi, lo] = [out[0], out[1]];
+  }
+  return n;
+}
+
 const op = fc.oneof(
   {
     weight: 4,
@@ -70,68 +86,116 @@ const engine = fc.record({
   seed: fc.nat(),
 });
 
+type Cfg = { blockSize: number; kvBlocks: number; maxNumBatchedTokens: number; maxNumSeqs: number; eosProbability: number; prefillHoldMs: number; seed: number };
+type Op = typeof op extends fc.Arbitrary<infer T> ? T : never;
+
+/** Family prompts: the first `divergeAt` tokens are shared by every prompt of the family. */
+function familyPrompt(family: number, length: number, divergeAt: number, salt: number): Uint32Array {
+  return Uint32Array.from({ length }, (_, i) => (i < divergeAt ? family * 1000 + i : 90_000 + salt * 100 + i));
+}
+
+/**
+ * Plays a random workload, checking after every step, abort and reset that the replayed events
+ * give exactly the model's cached set; then drains it and checks that nothing leaks.
+ */
+function playWorkload(cfg: Cfg, ops: Op[], onEvents?: (m: EngineModel, events: KvEvent[]) => void): void {
+  const m = new EngineModel({ ...cfg, speedup: 10, kvTransfer: { bytesPerToken: 1e4, bandwidthBytesPerS: 1e7 } });
+  const capacity = cfg.blockSize * cfg.kvBlocks;
+  const index = new ReferenceIndex();
+  const outputs = new Map<string, TokenOutput[]>();
+  const ids: string[] = [];
+  let now = 0;
+  const check = (events: KvEvent[]) => {
+    index.apply(events);
+    expect(index.blocks).toEqual(m.cachedBlockHashes());
+    const x = m.metrics();
+    expect(x.usedBlocks).toBeLessThanOrEqual(x.totalBlocks);
+    expect(x.cachedBlocks).toBe(index.blocks.size);
+    onEvents?.(m, events);
+  };
+  for (const o of ops) {
+    if (o.kind === 'submit') {
+      const length = Math.min(o.length, capacity - 1);
+      const p = familyPrompt(o.family, length, o.divergeAt, ids.length);
+      const id = `r${ids.length}`;
+      ids.push(id);
+      outputs.set(id, []);
+      const transfer = Math.min(o.transfer, length);
+      m.submit({ id, promptTokens: p, maxTokens: o.maxTokens, loraName: o.lora, holdBlocksAfterFinish: o.hold, kvTransferredTokens: transfer }, now);
+    } else if (o.kind === 'step') {
+      const r = m.step(now);
+      if (r === null) continue;
+      expect(r.startMs).toBe(now);
+      expect(r.durationMs).toBeGreaterThan(0);
+      now += r.durationMs;
+      for (const out of r.outputs) outputs.get(out.id)!.push(out);
+      check(r.events);
+    } else if (o.kind === 'abort' && ids.length > 0) {
+      m.abort(ids[o.pick % ids.length], now);
+      check([]);
+    } else if (o.kind === 'release' && ids.length > 0) {
+      m.release(ids[o.pick % ids.length]);
+    } else if (o.kind === 'advance') {
+      now += o.ms;
+    } else if (o.kind === 'reset') {
+      check(m.reset());
+    }
+  }
+  // Drain: everything finishes (holds released), then no block is referenced.
+  for (let i = 0; i < 50_000 && m.hasWork(); i++) {
+    const r = m.step(now)!;
+    now += r.durationMs;
+    for (const out of r.outputs) outputs.get(out.id)!.push(out);
+    check(r.events);
+  }
+  expect(m.hasWork()).toBe(false);
+  for (const id of ids) m.release(id);
+  expect(m.metrics()).toMatchObject({ usedBlocks: 0, running: 0, waiting: 0, heldRequests: 0 });
+  // Each request's tokens come in order, and nothing follows its finish.
+  for (const outs of outputs.values()) {
+    outs.forEach((out, i) => expect(out.index).toBe(i));
+    expect(outs.slice(0, -1).every((out) => out.finishReason === undefined)).toBe(true);
+  }
+}
+
 describe('KV events', () => {
   it('replaying the events reproduces exactly the cached block set, and nothing leaks', () => {
     fc.assert(
-      fc.property(engine, fc.array(op, { minLength: 1, maxLength: 80 }), (cfg, ops) => {
-        const m = new EngineModel({ ...cfg, speedup: 10, kvTransfer: { bytesPerToken: 1e4, bandwidthBytesPerS: 1e7 } });
-        const capacity = cfg.blockSize * cfg.kvBlocks;
-        const index = new ReferenceIndex();
-        const outputs = new Map<string, TokenOutput[]>();
-        const ids: string[] = [];
-        let now = 0;
-        const check = (events: KvEvent[]) => {
-          index.apply(events);
-          expect(index.blocks).toEqual(m.cachedBlockHashes());
-          const x = m.metrics();
-          expect(x.usedBlocks).toBeLessThanOrEqual(x.totalBlocks);
-          expect(x.cachedBlocks).toBe(index.blocks.size);
-        };
-        for (const o of ops) {
-          if (o.kind === 'submit') {
-            const length = Math.min(o.length, capacity - 1);
-            const p = Uint32Array.from({ length }, (_, i) => (i < o.divergeAt ? o.family * 1000 + i : 90_000 + ids.length * 100 + i));
-            const id = `r${ids.length}`;
-            ids.push(id);
-            outputs.set(id, []);
-            const transfer = Math.min(o.transfer, length);
-            m.submit({ id, promptTokens: p, maxTokens: o.maxTokens, loraName: o.lora, holdBlocksAfterFinish: o.hold, kvTransferredTokens: transfer }, now);
-          } else if (o.kind === 'step') {
-            const r = m.step(now);
-            if (r === null) continue;
-            expect(r.startMs).toBe(now);
-            expect(r.durationMs).toBeGreaterThan(0);
-            now += r.durationMs;
-            for (const out of r.outputs) outputs.get(out.id)!.push(out);
-            check(r.events);
-          } else if (o.kind === 'abort' && ids.length > 0) {
-            m.abort(ids[o.pick % ids.length], now);
-            check([]);
-          } else if (o.kind === 'release' && ids.length > 0) {
-            m.release(ids[o.pick % ids.length]);
-          } else if (o.kind === 'advance') {
-            now += o.ms;
-          } else if (o.kind === 'reset') {
-            check(m.reset());
-          }
-        }
-        // Drain: everything finishes (holds released), then no block is referenced.
-        for (let i = 0; i < 50_000 && m.hasWork(); i++) {
-          const r = m.step(now)!;
-          now += r.durationMs;
-          for (const out of r.outputs) outputs.get(out.id)!.push(out);
-          check(r.events);
-        }
-        expect(m.hasWork()).toBe(false);
-        for (const id of ids) m.release(id);
-        expect(m.metrics()).toMatchObject({ usedBlocks: 0, running: 0, waiting: 0, heldRequests: 0 });
-        // Each request's tokens come in order, and nothing follows its finish.
-        for (const outs of outputs.values()) {
-          outs.forEach((out, i) => expect(out.index).toBe(i));
-          expect(outs.slice(0, -1).every((out) => out.finishReason === undefined)).toBe(true);
-        }
-      }),
+      fc.property(engine, fc.array(op, { minLength: 1, maxLength: 80 }), (cfg, ops) => playWorkload(cfg, ops)),
       { numRuns: Number(process.env.KVROUTE_PROPERTY_RUNS ?? 150) },
+    );
+  });
+
+  it("the router's KvIndexer, fed the events, accepts every one and matches prompts like the engine's own cache", () => {
+    const probes = [0, 1, 2, 3].flatMap((family) => [undefined, 'a'].map((lora) => ({ tokens: familyPrompt(family, 60, 60, 0), lora })));
+    fc.assert(
+      fc.property(engine, fc.array(op, { minLength: 1, maxLength: 60 }), (cfg, ops) => {
+        const indexer = new KvIndexer({ blockSize: cfg.blockSize, clock: () => 0 });
+        const local = probes.map((p) => computeBlockHashes(p.tokens, cfg.blockSize, { loraName: p.lora }));
+        playWorkload(cfg, ops, (m, events) => {
+          for (const ev of events) {
+            if (ev.type === 'BlockStored') {
+              const ok = indexer.applyStored(0, 0, ev.parentBlockHash, BigUint64Array.from(ev.blockHashes), Uint32Array.from(ev.tokenIds), {
+                loraName: ev.loraName ?? undefined,
+              });
+              expect(ok, JSON.stringify(indexer.stats().rejected)).toBe(true);
+            } else if (ev.type === 'BlockRemoved') {
+              indexer.applyRemoved(0, 0, BigUint64Array.from(ev.blockHashes));
+            } else {
+              indexer.applyCleared(0, 0);
+            }
+          }
+          const cached = m.cachedBlockHashes();
+          expect(indexer.stats().blocks).toBe(cached.size);
+          probes.forEach((p, i) => {
+            const overlap = indexer.findMatches(local[i]).find((x) => x.worker === 0)?.blocks ?? 0;
+            expect(overlap).toBe(engineOverlap(p.tokens, cfg.blockSize, p.lora ?? null, cached));
+          });
+        });
+        const s = indexer.stats();
+        expect(Object.values(s.rejected).every((n) => n === 0)).toBe(true);
+      }),
+      { numRuns: Math.ceil(Number(process.env.KVROUTE_PROPERTY_RUNS ?? 150) / 3) },
     );
   });
 
