@@ -1,0 +1,290 @@
+// The KV indexer: findMatches latency for 8k-token prompts over an index of ~1M blocks held by
+// 64 workers, events applied per second and bytes per indexed block, each next to the plain
+// TypeScript reference indexer (bench/reference/indexer.ts) measured in the same run.
+// Targets (issue 2): findMatches p99 <= 10 us; <= 64 bytes per indexed block.
+import { computeBlockHashes } from '../../src/core/hashing.js';
+import { KvIndexer } from '../../src/core/indexer.js';
+import { formatCount, formatNumber } from '../lib/format.js';
+import { summarize, type Summary } from '../lib/stats.js';
+import type { BenchContext, BenchSuite, Figure, SuiteResult } from '../lib/suite.js';
+import { barChart, cdfChart } from '../lib/svg.js';
+import { sampleCalls } from '../lib/timer.js';
+import { ReferenceIndexer } from '../reference/indexer.js';
+
+const BLOCK_SIZE = 16;
+const WORKERS = 64;
+const DOC_BLOCKS = 512; // a document is an 8k-token prompt
+const SYSTEM_PROMPTS = 16; // documents start with one of these shared 1k-token prefixes
+const SYSTEM_BLOCKS = 64;
+const EVENT_BLOCKS = 32; // blocks per BlockStored / BlockRemoved event
+const QUERIES = 256;
+
+interface Sizes {
+  docsPerWorker: number;
+  nativeSamples: number;
+  referenceSamples: number;
+}
+// 34 documents per worker: ~1.04M indexed (worker, block) entries.
+const FULL: Sizes = { docsPerWorker: 34, nativeSamples: 30_000, referenceSamples: 4_000 };
+const QUICK: Sizes = { docsPerWorker: 8, nativeSamples: 4_000, referenceSamples: 600 };
+
+type Indexer = Pick<ReferenceIndexer, 'applyStored' | 'applyRemoved'> & {
+  findMatches(local: BigUint64Array): Array<{ worker: number; dpRank: number; blocks: number }>;
+};
+
+function fill(out: Uint32Array, seed: number, from: number, to: number): void {
+  let x = (seed * 2_654_435_761) >>> 0 || 1;
+  for (let i = from; i < to; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = (x >>> 0) % 150_000;
+  }
+}
+
+const systemOf = (doc: number) => doc % SYSTEM_PROMPTS;
+
+function documentTokens(doc: number): Uint32Array {
+  const t = new Uint32Array(DOC_BLOCKS * BLOCK_SIZE);
+  fill(t, 1_000_003 + systemOf(doc), 0, SYSTEM_BLOCKS * BLOCK_SIZE);
+  fill(t, 7 + doc, SYSTEM_BLOCKS * BLOCK_SIZE, t.length);
+  return t;
+}
+
+/** Engines name blocks by content: a system prompt's blocks, then each document's own. */
+const systemHash = (sys: number, block: number) => BigInt(1 + sys * SYSTEM_BLOCKS + block);
+const docHash = (doc: number, block: number) => BigInt(1_000_000 + doc * DOC_BLOCKS + block);
+
+/** Worker w holds its own documents and its neighbour's: every document lives on two workers. */
+function docsOf(worker: number, perWorker: number): number[] {
+  const half = perWorker / 2;
+  const own = (w: number) => Array.from({ length: half }, (_, j) => w * half + j);
+  return [...own(worker), ...own((worker + WORKERS - 1) % WORKERS)];
+}
+
+interface StoredEvent {
+  worker: number;
+  parent: bigint | null;
+  hashes: BigUint64Array;
+  tokens: Uint32Array;
+}
+
+/** The BlockStored events that index every worker's documents (a shared prefix only once). */
+function storedEvents(perWorker: number): StoredEvent[] {
+  const events: StoredEvent[] = [];
+  for (let w = 0; w < WORKERS; w++) {
+    const systems = new Set<number>();
+    for (const doc of docsOf(w, perWorker)) {
+      const tokens = documentTokens(doc);
+      const from = systems.has(systemOf(doc)) ? SYSTEM_BLOCKS : 0;
+      systems.add(systemOf(doc));
+      const nameOf = (b: number) => (b < SYSTEM_BLOCKS ? systemHash(systemOf(doc), b) : docHash(doc, b));
+      for (let b = from; b < DOC_BLOCKS; b += EVENT_BLOCKS) {
+        const hashes = new BigUint64Array(EVENT_BLOCKS);
+        for (let i = 0; i < EVENT_BLOCKS; i++) hashes[i] = nameOf(b + i);
+        events.push({ worker: w, parent: b === 0 ? null : nameOf(b - 1), hashes, tokens: tokens.subarray(b * BLOCK_SIZE, (b + EVENT_BLOCKS) * BLOCK_SIZE) });
+      }
+    }
+  }
+  return events;
+}
+
+/** BlockRemoved events evicting the last 64 blocks of every document copy (LRU tails). */
+function removedEvents(perWorker: number): Array<{ worker: number; hashes: BigUint64Array }> {
+  const out: Array<{ worker: number; hashes: BigUint64Array }> = [];
+  for (let w = 0; w < WORKERS; w++) {
+    for (const doc of docsOf(w, perWorker)) {
+      for (let b = DOC_BLOCKS - EVENT_BLOCKS; b >= DOC_BLOCKS - 2 * EVENT_BLOCKS; b -= EVENT_BLOCKS) {
+        out.push({ worker: w, hashes: BigUint64Array.from({ length: EVENT_BLOCKS }, (_, i) => docHash(doc, b + EVENT_BLOCKS - 1 - i)) });
+      }
+    }
+  }
+  return out;
+}
+
+/** 8k-token prompts: half a cached document, a quarter diverging at half way, a quarter new after the system prompt. */
+function queries(docs: number): BigUint64Array[] {
+  return Array.from({ length: QUERIES }, (_, q) => {
+    const doc = (q * 7919) % docs;
+    const t = documentTokens(doc);
+    if (q % 4 === 2) fill(t, 90_000_000 + q, (DOC_BLOCKS / 2) * BLOCK_SIZE, t.length);
+    if (q % 4 === 3) fill(t, 90_000_000 + q, SYSTEM_BLOCKS * BLOCK_SIZE, t.length);
+    return computeBlockHashes(t, BLOCK_SIZE);
+  });
+}
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+function timeEvents(apply: () => number): { seconds: number; applied: number } {
+  const t0 = performance.now();
+  const applied = apply();
+  return { seconds: (performance.now() - t0) / 1000, applied };
+}
+
+function latency(index: Indexer, qs: BigUint64Array[], samples: number): Float64Array {
+  return sampleCalls((i) => index.findMatches(qs[i % qs.length]), { samples, warmup: Math.min(500, samples), batch: 1 }).perCallNs;
+}
+
+async function run(ctx: BenchContext): Promise<SuiteResult> {
+  const sizes = ctx.quick ? QUICK : FULL;
+  const docs = (WORKERS * sizes.docsPerWorker) / 2;
+  ctx.progress(`preparing events: ${WORKERS} workers x ${sizes.docsPerWorker} documents of ${DOC_BLOCKS} blocks`);
+  const stored = storedEvents(sizes.docsPerWorker);
+  const qs = queries(docs);
+
+  const applyAll = (index: Indexer) => () => {
+    let ok = 0;
+    for (const e of stored) if (index.applyStored(e.worker, 0, e.parent, e.hashes, e.tokens)) ok++;
+    if (ok !== stored.length) throw new Error(`${stored.length - ok} stored events were refused`);
+    return ok;
+  };
+
+  ctx.progress(`native: applying ${formatCount(stored.length)} stored events`);
+  gc();
+  const native = new KvIndexer({ blockSize: BLOCK_SIZE });
+  const nativeStore = timeEvents(applyAll(native));
+  const ns = native.stats();
+
+  ctx.progress(`reference: applying ${formatCount(stored.length)} stored events`);
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const reference = new ReferenceIndexer(BLOCK_SIZE);
+  const refStore = timeEvents(applyAll(reference));
+  gc();
+  const refBytesPerBlock = (process.memoryUsage().heapUsed - heapBefore) / reference.stats().blocks;
+  if (reference.stats().blocks !== ns.blocks) throw new Error(`the reference indexed ${reference.stats().blocks} blocks, the native ${ns.blocks}`);
+
+  ctx.progress('checking both indexers agree on every query');
+  let matchedWorkers = 0;
+  for (const q of qs) {
+    const a = native.findMatches(q);
+    if (JSON.stringify(a) !== JSON.stringify(reference.findMatches(q))) throw new Error('native and reference findMatches disagree');
+    matchedWorkers += a.length;
+  }
+
+  ctx.progress(`findMatches latency, ${QUERIES} prompts of 8k tokens`);
+  const nativeNs: Float64Array[] = [];
+  const refNs: Float64Array[] = [];
+  // Two alternating rounds each, so both see the same background noise.
+  for (let round = 0; round < 2; round++) {
+    gc();
+    nativeNs.push(latency(native, qs, sizes.nativeSamples / 2));
+    gc();
+    refNs.push(latency(reference, qs, sizes.referenceSamples / 2));
+  }
+  const natUs = Float64Array.from([...nativeNs[0], ...nativeNs[1]]).map((x) => x / 1000);
+  const refUs = Float64Array.from([...refNs[0], ...refNs[1]]).map((x) => x / 1000);
+  const nat = summarize(natUs);
+  const ref = summarize(refUs);
+  gc();
+  const earlyUs = sampleCalls((i) => native.findMatches(qs[i % qs.length], { earlyExit: true }), { samples: sizes.nativeSamples / 2, batch: 1 }).perCallNs.map(
+    (x) => x / 1000,
+  );
+  const early = summarize(earlyUs);
+
+  const removed = removedEvents(sizes.docsPerWorker);
+  ctx.progress(`applying ${formatCount(removed.length)} removed events`);
+  const removeAll = (index: Indexer) => () => {
+    let blocks = 0;
+    for (const e of removed) blocks += index.applyRemoved(e.worker, 0, e.hashes);
+    if (blocks !== removed.length * EVENT_BLOCKS) throw new Error(`removed ${blocks} blocks, expected ${removed.length * EVENT_BLOCKS}`);
+    return removed.length;
+  };
+  const nativeRemove = timeEvents(removeAll(native));
+  const refRemove = timeEvents(removeAll(reference));
+
+  const setting = `${WORKERS} workers, ${formatNumber(ns.blocks)} blocks`;
+  const rate = (r: { seconds: number; applied: number }) => r.applied / r.seconds;
+  const figures: Figure[] = [
+    { name: `findMatches p50, 8k-token prompt, ${setting}`, value: nat.p50, unit: 'us', reference: { name: 'plain TS radix tree', value: ref.p50 }, better: 'lower' },
+    {
+      name: `findMatches p99, 8k-token prompt, ${setting}`,
+      value: nat.p99,
+      unit: 'us',
+      reference: { name: 'plain TS radix tree', value: ref.p99 },
+      target: { op: '<=', value: 10 },
+      headline: true,
+    },
+    { name: `findMatches p99 with earlyExit, 8k-token prompt, ${setting}`, value: early.p99, unit: 'us', better: 'lower', note: `p50 ${formatNumber(early.p50)} us` },
+    {
+      name: `stored events applied per second (${EVENT_BLOCKS} blocks each, hashing included)`,
+      value: rate(nativeStore),
+      unit: 'events/s',
+      reference: { name: 'plain TS radix tree + TS XXH3', value: rate(refStore) },
+      better: 'higher',
+      headline: true,
+      note: `${formatNumber((rate(nativeStore) * EVENT_BLOCKS) / 1e6)}M blocks/s; building the whole index once`,
+    },
+    {
+      name: `removed events applied per second (${EVENT_BLOCKS} blocks each)`,
+      value: rate(nativeRemove),
+      unit: 'events/s',
+      reference: { name: 'plain TS radix tree', value: rate(refRemove) },
+      better: 'higher',
+    },
+    {
+      name: `bytes per indexed block (${setting})`,
+      value: ns.bytesPerBlock,
+      unit: 'bytes',
+      reference: { name: 'plain TS radix tree, heap growth', value: refBytesPerBlock },
+      target: { op: '<=', value: 64 },
+      headline: true,
+      note: `native: stats().approxBytes ${formatNumber(ns.approxBytes / 2 ** 20)} MiB for ${formatCount(ns.blocks)} blocks, ${formatCount(ns.nodes)} nodes`,
+    },
+  ];
+  const table = (label: string, s: Summary) => `| ${label} | ${formatNumber(s.p50)} | ${formatNumber(s.p90)} | ${formatNumber(s.p99)} | ${formatNumber(s.max)} | ${s.n} |`;
+  const markdown = [
+    `${WORKERS} workers each hold ${sizes.docsPerWorker} documents of ${DOC_BLOCKS} blocks (block size ${BLOCK_SIZE}), every document on two`,
+    `workers, all starting with one of ${SYSTEM_PROMPTS} shared ${SYSTEM_BLOCKS}-block system prompts: ${formatCount(ns.blocks)} indexed (worker, block)`,
+    `entries over ${formatCount(ns.nodes)} distinct blocks, indexed through ${formatCount(stored.length)} BlockStored events of ${EVENT_BLOCKS} blocks.`,
+    `Queries: ${QUERIES} prompts of 8k tokens (a cached document, one diverging half way, one new after its system prompt),`,
+    `matching ${formatNumber(matchedWorkers / QUERIES)} workers on average; both indexers return identical matches (checked first).`,
+    'Per-call latency (clock cost subtracted), the native and reference measured in alternating rounds. The reference',
+    "memory is the V8 heap's growth while it indexes (after a full GC).",
+    '',
+    '| findMatches, us | p50 | p90 | p99 | max | samples |',
+    '|---|---|---|---|---|---|',
+    table('native KvIndexer', nat),
+    table('native, earlyExit', early),
+    table('plain TS reference', ref),
+  ].join('\n');
+  return {
+    figures,
+    sections: [{ title: 'Workload', markdown }],
+    charts: [
+      {
+        name: 'find-matches-cdf',
+        title: 'findMatches latency distribution',
+        svg: cdfChart({
+          title: `findMatches, 8k-token prompts, ${setting}`,
+          xLabel: 'latency per call, us (log scale)',
+          logX: true,
+          series: [
+            { name: 'native', values: natUs },
+            { name: 'native, earlyExit', values: earlyUs, dashed: true },
+            { name: 'plain TS reference', values: refUs },
+          ],
+        }),
+      },
+      {
+        name: 'events',
+        title: 'Events applied per second',
+        svg: barChart({
+          title: `KV events applied per second (${EVENT_BLOCKS} blocks per event)`,
+          categories: ['BlockStored', 'BlockRemoved'],
+          series: [
+            { name: 'native KvIndexer', values: [rate(nativeStore), rate(nativeRemove)] },
+            { name: 'plain TS reference', values: [rate(refStore), rate(refRemove)] },
+          ],
+          yLabel: 'events per second (log scale)',
+          logY: true,
+        }),
+      },
+    ],
+    data: { blocks: ns.blocks, nodes: ns.nodes, native: { findMatchesUs: nat, earlyExitUs: early }, reference: { findMatchesUs: ref } },
+  };
+}
+
+export const suite: BenchSuite = { name: 'indexer', title: 'KV indexer (native core)', order: 20, run };
