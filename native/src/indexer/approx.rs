@@ -14,10 +14,9 @@ use std::collections::BinaryHeap;
 
 use hashbrown::HashTable;
 
-use super::tree::{table_bytes, table_hash, NodeId, Tree, ROOT};
+use super::tree::{chain_key, table_bytes, table_hash, NodeId, Tree, ROOT, ROOT_KEY};
 use super::workers::{Slot, WorkerKey};
 use super::{ModeState, RadixIndexer};
-use crate::hash::chain_hash;
 
 /// A held node and its last routing time (f64 bits split so the entry packs in 12 bytes).
 #[derive(Clone, Copy)]
@@ -196,9 +195,9 @@ impl RadixIndexer {
     let Self { tree, slots, state, counters, .. } = self;
     let ModeState::Approx(ap) = state else { return };
     let mut at = ROOT;
-    let mut seq = 0;
+    let mut seq = ROOT_KEY;
     for (i, &local) in local_hashes.iter().enumerate() {
-      seq = if i == 0 { local } else { chain_hash(seq, local) };
+      seq = chain_key(seq, local);
       let node = match tree.lookup(seq) {
         Some(id) if tree.node(id).parent == at => id,
         Some(_) => break, // a 64-bit collision with another path: keep the prefix before it

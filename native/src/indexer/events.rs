@@ -7,10 +7,9 @@ use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
 use super::evict::Lru;
-use super::tree::{table_bytes, table_hash, NodeId, MAX_NODES, ROOT};
+use super::tree::{chain_key, table_bytes, table_hash, NodeId, MAX_NODES, ROOT};
 use super::workers::{Slot, WorkerKey};
 use super::{ModeState, RadixIndexer, RejectReason};
-use crate::hash::chain_hash;
 
 /// Marks a block of a stored event that does not exist yet.
 const NEW: NodeId = u32::MAX;
@@ -194,21 +193,19 @@ impl RadixIndexer {
     let slot = self.slots.get(key);
     let ModeState::Events(ev) = &self.state else { return Err(RejectReason::WrongMode) };
     let tree = &self.tree;
-    let (parent_node, mut prev) = match parent {
-      None => (ROOT, None),
-      Some(p) => {
-        let node = ev.lookup(slot, p).ok_or(RejectReason::UnknownParent)?;
-        (node, Some(tree.node(node).key))
-      }
+    let parent_node = match parent {
+      None => ROOT,
+      Some(p) => ev.lookup(slot, p).ok_or(RejectReason::UnknownParent)?,
     };
+    let mut prev = tree.node(parent_node).key;
     let (keys, nodes) = (&mut self.scratch.keys, &mut self.scratch.nodes);
     keys.clear();
     nodes.clear();
     let mut at = parent_node;
     let mut fresh = 0usize;
     for (&engine_key, &local_hash) in engine.iter().zip(local) {
-      let seq = prev.map_or(local_hash, |p| chain_hash(p, local_hash));
-      prev = Some(seq);
+      let seq = chain_key(prev, local_hash);
+      prev = seq;
       let node = match tree.lookup(seq) {
         // Once a block is new, so are its descendants: an existing one would sit elsewhere.
         Some(id) if at != NEW && tree.node(id).parent == at => id,

@@ -1,12 +1,22 @@
-//! The prefix walk. Block i of the prompt is looked up by its sequence hash, which depends only
-//! on the prompt (not on the node found at i - 1), so successive lookups overlap in the CPU.
-//! The walk keeps the set of candidates still matching (an inline u64 mask, plus a list for
-//! slots >= 64); a candidate leaving the set at block i held exactly i leading blocks.
+//! The prefix walk. Two ways to find block i's node, cheapest first:
+//! - blocks stored by one event get consecutive node ids (and a freed chain is handed out again
+//!   in order), so the node after block i - 1's is tried first: one adjacent read, no table;
+//! - otherwise the table, by the block's key: a chained hash of local hashes 0..=i that depends
+//!   only on the prompt, not on the node found at i - 1. So while the walk takes the table path
+//!   it computes keys AHEAD blocks ahead and prefetches their table lines, overlapping the cache
+//!   misses instead of paying them one after another. (While the adjacent path hits, those
+//!   prefetches would only cost: they are skipped.)
+//!
+//! It keeps the set of candidates still matching (an inline u64 mask, plus a list for slots
+//! >= 64); a candidate leaving the set at block i held exactly i leading blocks.
 
-use super::tree::{NodeId, ROOT};
+use super::keytable::prefetch;
+use super::tree::{chain_key, NodeId, ROOT, ROOT_KEY};
 use super::workers::{Slot, WorkerKey};
 use super::{ModeState, RadixIndexer};
-use crate::hash::chain_hash;
+
+/// Prefetch distance in blocks; a power of two (the keys in flight live in a ring this size).
+const AHEAD: usize = 16;
 
 impl RadixIndexer {
   /// For each (worker, dp_rank) holding a prefix of the prompt whose local block hashes are
@@ -15,8 +25,8 @@ impl RadixIndexer {
   ///
   /// `early_exit`: stop walking as soon as at most one candidate remains (as Dynamo does). The
   /// counts of candidates that left the walk are exact; the last candidate's count is then a
-  /// lower bound (the blocks walked so far), which is enough to pick the best worker but not to
-  /// know its exact overlap.
+  /// lower bound (the blocks walked so far, at least every other count), which is enough to
+  /// pick the best worker but not to know its exact overlap.
   ///
   /// Approximate mode first drops the entries whose TTL has passed at `now_ms`. With an events
   /// cap, the matched path becomes the most recently used.
@@ -25,71 +35,106 @@ impl RadixIndexer {
     if matches!(self.state, ModeState::Approx(_)) {
       self.expire(now_ms);
     }
-    let Some(&first_local) = local_hashes.first() else { return };
+    let n = local_hashes.len();
     let tree = &self.tree;
-    let Some(first) = tree.child(ROOT, first_local) else { return };
-    let mut active = tree.node(first).workers;
+    let mut ring = [0u64; AHEAD];
+    let mut computed = 0;
+    let mut ahead_key = ROOT_KEY;
+    while computed < n.min(AHEAD) {
+      ahead_key = chain_key(ahead_key, local_hashes[computed]);
+      tree.index.prefetch(ahead_key);
+      ring[computed] = ahead_key;
+      computed += 1;
+    }
+    let mut on_table_path = true;
     // Candidates with slot >= 64 (rare: more than 64 (worker, rank) pairs).
     let high = &mut self.scratch.slots;
     high.clear();
-    high.extend_from_slice(tree.spilled(first));
-    let path = &mut self.scratch.nodes;
-    path.clear();
-    path.push(first);
 
-    let mut depth = 1u32;
-    let mut seq = first_local;
-    let mut prev: NodeId = first;
-    for &local in &local_hashes[1..] {
+    let mut active = 0u64;
+    let mut prev: NodeId = ROOT;
+    let mut walked = 0u32;
+    for i in 0..n {
+      let key = ring[i % AHEAD];
+      if computed < n {
+        ahead_key = chain_key(ahead_key, local_hashes[computed]);
+        if on_table_path {
+          tree.index.prefetch(ahead_key);
+        }
+        ring[computed % AHEAD] = ahead_key;
+        computed += 1;
+      }
+      let next = prev as usize + 1;
+      let adjacent = match tree.nodes.get(next) {
+        Some(n) => i > 0 && n.key == key && n.parent == prev,
+        None => false,
+      };
+      on_table_path = !adjacent;
+      if on_table_path {
+        // The node of a block half the prefetch distance ahead: its line has arrived by now.
+        if let Some(id) = tree.index.peek(ring[(i + AHEAD / 2) % AHEAD]).filter(|_| i + AHEAD / 2 < computed) {
+          prefetch(tree.node(id));
+        }
+      }
+      let node = if adjacent {
+        next as NodeId
+      } else {
+        match tree.lookup(key) {
+          Some(id) if tree.node(id).parent == prev => id,
+          _ => break,
+        }
+      };
+      let held = tree.node(node).workers;
+      if i == 0 {
+        active = held;
+        high.extend_from_slice(tree.spilled(node));
+      } else {
+        let depth = i as u32;
+        let mut left = active & !held;
+        while left != 0 {
+          out.push((self.slots.key(left.trailing_zeros()), depth));
+          left &= left - 1;
+        }
+        active &= held;
+        if !high.is_empty() {
+          let spilled = tree.spilled(node);
+          high.retain(|s| {
+            let keep = spilled.binary_search(s).is_ok();
+            if !keep {
+              out.push((self.slots.key(*s), depth));
+            }
+            keep
+          });
+        }
+      }
+      if active == 0 && high.is_empty() {
+        break;
+      }
+      prev = node;
+      walked += 1;
       if early_exit && (active.count_ones() as usize + high.len()) <= 1 {
         break;
       }
-      seq = chain_hash(seq, local);
-      let node = match tree.lookup(seq) {
-        Some(id) if tree.node(id).parent == prev => id,
-        _ => break,
-      };
-      let held = tree.node(node).workers;
-      let mut left = active & !held;
-      while left != 0 {
-        out.push((self.slots.key(left.trailing_zeros()), depth));
-        left &= left - 1;
-      }
-      active &= held;
-      if !high.is_empty() {
-        let spilled = tree.spilled(node);
-        high.retain(|s| {
-          let keep = spilled.binary_search(s).is_ok();
-          if !keep {
-            out.push((self.slots.key(*s), depth));
-          }
-          keep
-        });
-      }
-      if active == 0 && high.is_empty() {
-        return self.touch_path();
-      }
-      depth += 1;
-      prev = node;
-      path.push(node);
     }
+    // Whoever is still a candidate holds every block walked.
     while active != 0 {
-      out.push((self.slots.key(active.trailing_zeros()), depth));
+      out.push((self.slots.key(active.trailing_zeros()), walked));
       active &= active - 1;
     }
     for &s in high.iter() {
-      out.push((self.slots.key(s as Slot), depth));
+      out.push((self.slots.key(s as Slot), walked));
     }
-    self.touch_path();
+    self.touch_path(prev, walked);
   }
 
-  /// Marks the walked path (in `scratch.nodes`) as just used, for the events cap.
-  fn touch_path(&mut self) {
+  /// Marks the `walked` blocks ending at `last` as just used, for the events cap.
+  fn touch_path(&mut self, mut last: NodeId, walked: u32) {
     if let ModeState::Events(ev) = &mut self.state {
       if let Some(lru) = &mut ev.lru {
         let tick = lru.next_tick();
-        for &node in &self.scratch.nodes {
-          lru.touch(node, tick);
+        for _ in 0..walked {
+          lru.touch(last, tick);
+          last = self.tree.node(last).parent;
         }
       }
     }

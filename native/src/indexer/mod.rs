@@ -2,7 +2,8 @@
 //! matched against every worker's cache in one walk. Pure Rust: time is passed in (`now_ms`).
 //! Invariants and design in README.md.
 //!
-//! - tree.rs      arena of nodes found by sequence hash
+//! - tree.rs      arena of nodes found by their path's chained hash
+//! - keytable.rs  the cache-line table from key to node
 //! - workers.rs   (worker, dp_rank) slots and the holder set of each node
 //! - events.rs    events mode: engine block hashes -> nodes, stored / removed / cleared
 //! - matches.rs   find_matches_into: the prefix walk
@@ -14,12 +15,15 @@
 mod approx;
 mod evict;
 mod events;
+mod keytable;
 mod matches;
 mod snapshot;
 mod stats;
 mod tree;
 mod workers;
 
+#[cfg(test)]
+mod perf;
 #[cfg(test)]
 mod tests;
 

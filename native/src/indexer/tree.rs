@@ -1,17 +1,17 @@
-//! The radix tree's storage: an arena of 24-byte nodes with u32 ids, and ONE global table that
-//! finds a node from its key. A node's key is the Dynamo sequence hash of the path from the root
-//! to it (`key(child) = chain_hash(key(parent), local)`, a root child's key is its local hash),
-//! so the lookups of a prompt's successive blocks do not depend on each other's results: the CPU
-//! overlaps their cache misses instead of chasing one pointer per block. The parent stored in
-//! each node guards against the (2^-64) case of two paths sharing a key.
-//!
-//! The table stores node ids only (4 bytes + 1 control byte per slot); it hashes and compares
-//! through the arena, whose node the walk needs anyway for its holder mask.
+//! The radix tree's storage: an arena of 24-byte nodes with u32 ids, and ONE global table
+//! (keytable.rs) that finds a node from its key. A node's key is a chained hash of the path from
+//! the root to it (`key(child) = chain_key(key(parent), local)`, the root's key being 0), so
+//! the lookups of a prompt's successive blocks do not depend on each other's results:
+//! the walk can fetch the blocks ahead while it matches the current one, instead of chasing one
+//! pointer per block. The parent stored in each node guards against the (2^-64) case of two
+//! paths sharing a key.
 
-use hashbrown::HashTable;
+use super::keytable::KeyTable;
 
 pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
+/// Key of the root, the start of every chain.
+pub const ROOT_KEY: u64 = 0;
 /// `parent` of a node on the free list (its `workers` holds the next free id).
 const FREE: NodeId = u32::MAX;
 const NO_FREE: u64 = u64::MAX;
@@ -33,11 +33,20 @@ pub struct Node {
 
 pub struct Tree {
   pub(super) nodes: Vec<Node>,
-  index: HashTable<NodeId>,
+  pub(super) index: KeyTable,
   free_head: u64,
   live: usize,
   /// Holders with slot >= 64 (sorted), for the nodes whose SPILL_FLAG is set.
   pub(super) spill: rustc_hash::FxHashMap<NodeId, Vec<u32>>,
+}
+
+/// Key of a child from its parent's key and its local hash: one folded multiply (a ~2 ns step
+/// of the walk's serial chain; the local hashes are XXH3 outputs, the parent key already mixed).
+/// Its output is well spread in every bit, so the key table uses it as its own hash.
+#[inline(always)]
+pub fn chain_key(parent: u64, local: u64) -> u64 {
+  let p = ((parent ^ 0x2D35_8DCC_AA6C_78A5) as u128) * ((local ^ 0x8BB8_4B93_962E_ACC9) as u128);
+  (p as u64) ^ ((p >> 64) as u64)
 }
 
 /// Table hash of a key. Keys are already hashes, but tests and callers may pass small numbers:
@@ -67,8 +76,8 @@ impl Default for Tree {
 impl Tree {
   pub fn new() -> Self {
     Self {
-      nodes: vec![Node { key: 0, workers: 0, parent: ROOT, children: 0 }],
-      index: HashTable::new(),
+      nodes: vec![Node { key: ROOT_KEY, workers: 0, parent: ROOT, children: 0 }],
+      index: KeyTable::default(),
       free_head: NO_FREE,
       live: 0,
       spill: Default::default(),
@@ -110,12 +119,11 @@ impl Tree {
   /// The node whose key is `key`, if any (whatever its parent).
   #[inline(always)]
   pub fn lookup(&self, key: u64) -> Option<NodeId> {
-    let nodes = &self.nodes;
-    self.index.find(table_hash(key), |&id| nodes[id as usize].key == key).copied()
+    self.index.find(key, &self.nodes)
   }
 
   /// The child of `parent` whose key is `key`.
-  #[inline(always)]
+  #[cfg(test)]
   pub fn child(&self, parent: NodeId, key: u64) -> Option<NodeId> {
     self.lookup(key).filter(|&id| self.nodes[id as usize].parent == parent)
   }
@@ -134,11 +142,14 @@ impl Tree {
       if self.nodes.len() > MAX_NODES {
         return None;
       }
+      if self.nodes.len() == self.nodes.capacity() {
+        // Grow by an eighth, not by doubling: the arena is most of the index's memory.
+        self.nodes.reserve_exact((self.nodes.len() / 8).max(64));
+      }
       self.nodes.push(node);
       (self.nodes.len() - 1) as NodeId
     };
-    let nodes = &self.nodes;
-    self.index.insert_unique(table_hash(key), id, |&n| table_hash(nodes[n as usize].key));
+    self.index.insert(key, id, &self.nodes);
     self.nodes[parent as usize].children += 1;
     self.live += 1;
     Some(id)
@@ -168,11 +179,7 @@ impl Tree {
 
   fn free(&mut self, id: NodeId) {
     let key = self.nodes[id as usize].key;
-    if let Ok(entry) = self.index.find_entry(table_hash(key), |&n| n == id) {
-      entry.remove();
-    } else {
-      debug_assert!(false, "live node {id} missing from the index");
-    }
+    self.index.remove(key, id);
     let n = &mut self.nodes[id as usize];
     n.parent = FREE;
     n.children = 0;
@@ -208,16 +215,15 @@ impl Tree {
   pub fn bytes(&self) -> usize {
     let spill: usize = self.spill.values().map(|v| v.capacity() * 4 + 24 + 4).sum();
     self.nodes.capacity() * std::mem::size_of::<Node>()
-      + table_bytes(self.index.capacity(), std::mem::size_of::<NodeId>())
+      + self.index.bytes()
       + table_bytes(self.spill.capacity(), 4 + 24)
       + spill
   }
 
   /// Reserves room for `additional` more nodes (snapshot restore).
   pub fn reserve(&mut self, additional: usize) {
-    self.nodes.reserve(additional);
-    let nodes = &self.nodes;
-    self.index.reserve(additional, |&n| table_hash(nodes[n as usize].key));
+    self.nodes.reserve_exact(additional);
+    self.index.reserve(additional, &self.nodes);
   }
 
   #[cfg(test)]
@@ -243,6 +249,7 @@ impl Tree {
     }
     assert_eq!(live, self.live);
     assert_eq!(self.index.len(), self.live);
+    self.index.check(&self.nodes);
   }
 }
 
