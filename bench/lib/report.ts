@@ -1,8 +1,8 @@
 // Writes a run's report: <stamp>.json (figures and raw data), <stamp>.md (tables and charts) and
 // the charts as <stamp>/<suite>-<chart>.svg; a complete full run is also copied to latest.*.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem, type } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { formatNumber, formatValue } from './format.js';
 import { advantage, type Chart, type Figure, type Section } from './suite.js';
@@ -16,6 +16,19 @@ export interface MachineInfo {
   commit: string;
   /** Uncommitted changes in the working tree when the run started. */
   dirty: boolean;
+  /** 1, 5 and 15-minute load averages when the run started (other processes add noise). */
+  loadAverage: number[];
+  /** Linux CPU pressure (PSI "some" avg60, %) when the run started, if available. */
+  cpuPressure?: number;
+}
+
+function cpuPressure(): number | undefined {
+  try {
+    const m = /some avg10=[\d.]+ avg60=([\d.]+)/.exec(readFileSync('/proc/pressure/cpu', 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface SuiteRecord {
@@ -57,6 +70,8 @@ export function machineInfo(cwd: string): MachineInfo {
     node: process.version,
     commit: git(['rev-parse', '--short', 'HEAD']) || 'unknown',
     dirty: git(['status', '--porcelain', '--untracked-files=no']) !== '',
+    loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
+    cpuPressure: cpuPressure(),
   };
 }
 
@@ -117,7 +132,8 @@ export function renderMarkdown(report: BenchReport, chartDir: string): string {
   out.push(
     `Run of ${report.startedAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}, ${report.quick ? '**quick run** (reduced sizes)' : 'full run'}` +
       `${report.only ? ` of ${report.only.join(', ')}` : ''}; ${m.cpus} cores (${m.cpuModel}), ${m.memoryGiB} GiB, ${m.os}, Node ${m.node}; ` +
-      `commit ${m.commit}${m.dirty ? ' (with uncommitted changes)' : ''}.`,
+      `commit ${m.commit}${m.dirty ? ' (with uncommitted changes)' : ''}. ` +
+      `Load average at the start ${m.loadAverage.join(' / ')}${m.cpuPressure === undefined ? '' : `, CPU pressure ${m.cpuPressure}% (PSI some, 60 s)`}: the machine is shared, so figures vary from run to run.`,
     '',
   );
   out.push(`Reproduce with \`npm run bench${report.quick ? ' -- --quick' : ''}\`. Every native figure is measured next to a plain TypeScript reference in the same run; targets are reported, never asserted (✓ met, ✗ missed).`, '');

@@ -1,29 +1,18 @@
 // Block hashing: throughput of computeBlockHashes (one core, the public API with its argument
 // checks) next to the plain TypeScript XXH3 reference, and where the Piscina pool starts to beat
 // hashing inline.
-import { availableParallelism } from 'node:os';
-import { HashPool } from '../../src/core/hash-pool.js';
 import { computeBlockHashes, computeSequenceHashes } from '../../src/core/hashing.js';
 import { formatCount, formatNumber } from '../lib/format.js';
+import { crossover } from '../hashing/crossover.js';
+import { promptOf } from '../hashing/prompts.js';
 import { median, summarize } from '../lib/stats.js';
 import type { BenchContext, BenchSuite, Chart, Figure, SuiteResult } from '../lib/suite.js';
-import { barChart, lineChart } from '../lib/svg.js';
-import { interleavedRates, sampleAsync, sampleCalls } from '../lib/timer.js';
+import { barChart } from '../lib/svg.js';
+import { interleavedRates, sampleCalls } from '../lib/timer.js';
 import { blockHashesReference, sequenceHashesReference } from '../reference/xxh3.js';
 
 const BLOCK_SIZE = 16;
 const GB = 1e9;
-
-/** Token ids as a tokenizer would produce them (a 152k vocabulary), deterministic. */
-function promptOf(tokens: number, salt: number): Uint32Array {
-  const out = new Uint32Array(tokens);
-  let x = (salt * 2654435761 + 1) >>> 0;
-  for (let i = 0; i < tokens; i++) {
-    x = (Math.imul(x ^ (x >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0;
-    out[i] = x % 152_000;
-  }
-  return out;
-}
 
 async function throughput(ctx: BenchContext): Promise<{ figures: Figure[]; chart: Chart; table: string }> {
   const sizes = [1024, 8192, 65536];
@@ -55,7 +44,7 @@ async function throughput(ctx: BenchContext): Promise<{ figures: Figure[]; chart
       reference: { name: 'plain TS XXH3', value: r },
       target: { op: '>=', value: 5 },
       headline: tokens === 8192,
-      note: 'one core, median of interleaved rounds, bytes = 4 per token',
+      note: `one core, median of ${rates.native.length} rounds taking turns with the reference (best ${formatNumber(Math.max(...rates.native) / GB)} GB/s); 4 bytes per token`,
     });
   }
   const chart = barChart({
@@ -88,114 +77,6 @@ function sequenceHashing(ctx: BenchContext): Figure {
   };
 }
 
-interface CrossoverPoint {
-  prompts: number;
-  tokens: number;
-  inlineUs: number;
-  poolUs: number;
-}
-
-/**
- * Latency of one hashPrompts call for growing batches of 2k-token prompts, inline vs pool
- * (placement forced), measured in alternation. The pool wins from the first size at which it is
- * faster and stays faster.
- */
-async function crossover(ctx: BenchContext): Promise<{ figures: Figure[]; chart: Chart; table: string; points: CrossoverPoint[] }> {
-  const threads = availableParallelism();
-  const pool = new HashPool({ threads });
-  const promptTokens = 2048;
-  const counts = ctx.quick ? [1, 4, 16, 64, 256] : [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
-  const all = Array.from({ length: counts[counts.length - 1] }, (_, i) => promptOf(promptTokens, 1000 + i));
-  const points: CrossoverPoint[] = [];
-  let roundTripUs = Number.NaN;
-  try {
-    ctx.progress(`pool round trip (${threads} threads)`);
-    const tiny = [promptOf(BLOCK_SIZE, 7)];
-    const rt = await sampleAsync(() => pool.hashPrompts(tiny, BLOCK_SIZE, { placement: 'pool' }), {
-      warmup: 50,
-      samples: ctx.quick ? 300 : 2000,
-      maxMs: ctx.quick ? 1500 : 8000,
-    });
-    roundTripUs = summarize(rt.perCallNs).p50 / 1000;
-    for (const n of counts) {
-      ctx.progress(`pool vs inline, ${n} prompts of ${promptTokens} tokens`);
-      const batch = all.slice(0, n);
-      const reps = Math.max(ctx.quick ? 5 : 15, Math.min(ctx.quick ? 60 : 200, Math.floor((ctx.quick ? 4e6 : 2e7) / (n * promptTokens))));
-      const inline: number[] = [];
-      const pooled: number[] = [];
-      const time = async (placement: 'inline' | 'pool'): Promise<number> => {
-        const t0 = performance.now();
-        await pool.hashPrompts(batch, BLOCK_SIZE, { placement });
-        return (performance.now() - t0) * 1000;
-      };
-      for (let r = -2; r < reps; r++) {
-        // Alternating, and in turns first, so both placements see the same background noise.
-        const a = r % 2 === 0 ? await time('inline') : Number.NaN;
-        const b = await time('pool');
-        const c = r % 2 !== 0 ? await time('inline') : a;
-        if (r >= 0) {
-          inline.push(c);
-          pooled.push(b);
-        }
-      }
-      points.push({ prompts: n, tokens: n * promptTokens, inlineUs: median(inline), poolUs: median(pooled) });
-    }
-  } finally {
-    await pool.close();
-  }
-  let winsFrom = -1;
-  for (let i = points.length - 1; i >= 0 && points[i].poolUs < points[i].inlineUs; i--) winsFrom = i;
-  const largest = points[points.length - 1];
-  const figures: Figure[] = [
-    {
-      name: `HashPool round trip, 1-block batch (${threads} threads)`,
-      value: roundTripUs,
-      unit: 'us',
-      better: 'lower',
-      note: 'median latency of hashPrompts with placement "pool"',
-    },
-    winsFrom >= 0
-      ? {
-          name: `HashPool beats inline hashing from (${promptTokens}-token prompts, ${threads} threads)`,
-          value: points[winsFrom].tokens,
-          unit: 'tokens per batch',
-          headline: true,
-          note: `${points[winsFrom].prompts} prompts; smallest batch from which the pool's median latency stays below inline's`,
-        }
-      : {
-          name: `HashPool beats inline hashing from (${promptTokens}-token prompts, ${threads} threads)`,
-          value: Number.NaN,
-          unit: 'tokens per batch',
-          headline: true,
-          note: `not within the sizes measured (up to ${formatCount(largest.tokens)} tokens); the pool's gain is an unblocked event loop`,
-        },
-    {
-      name: `Batch of ${formatCount(largest.tokens)} tokens: pool latency`,
-      value: largest.poolUs / 1000,
-      unit: 'ms',
-      reference: { name: 'inline on the calling thread', value: largest.inlineUs / 1000 },
-      better: 'lower',
-    },
-  ];
-  const rows = ['| Batch | tokens | inline | pool | pool / inline |', '|---|---|---|---|---|'];
-  for (const p of points) {
-    rows.push(`| ${p.prompts} × ${promptTokens} | ${formatCount(p.tokens)} | ${formatNumber(p.inlineUs)} us | ${formatNumber(p.poolUs)} us | ${formatNumber(p.poolUs / p.inlineUs)} |`);
-  }
-  const chart = lineChart({
-    title: `hashPrompts latency: inline vs Piscina pool (${threads} threads)`,
-    xLabel: 'tokens per batch (log scale)',
-    yLabel: 'latency per batch, us (log scale)',
-    logX: true,
-    logY: true,
-    markers: true,
-    series: [
-      { name: 'inline', points: points.map((p) => [p.tokens, p.inlineUs]) },
-      { name: 'pool', points: points.map((p) => [p.tokens, p.poolUs]) },
-    ],
-  });
-  return { figures, chart: { name: 'pool-crossover', title: 'Pool vs inline crossover', svg: chart }, table: rows.join('\n'), points };
-}
-
 export const suite: BenchSuite = {
   name: 'hashing',
   title: 'Block hashing (native core)',
@@ -218,10 +99,10 @@ export const suite: BenchSuite = {
         },
         {
           title: 'Bulk hashing: pool vs inline',
-          markdown: `HashPool.hashPrompts with the placement forced, batches of 2048-token prompts; the pool splits a batch across its threads over a shared token buffer. Medians of alternating runs. Below the crossover a batch is hashed inline (HashPool's default threshold, DEFAULT_POOL_THRESHOLD_TOKENS, comes from this measurement).\n\n${co.table}`,
+          markdown: `HashPool.hashPrompts with the placement forced, batches of 2048-token prompts: latency, and how long the call kept the calling thread's event loop busy (event-loop utilisation; the pool's reason to exist). The pool splits a batch across its threads over a shared token buffer; both placements first copy small prompts into one batch. Medians of alternating runs. HashPool's default threshold (DEFAULT_POOL_THRESHOLD_TOKENS) comes from this measurement.\n\n${co.table}`,
         },
       ],
-      charts: [tp.chart, co.chart],
+      charts: [tp.chart, ...co.charts],
       data: { blockSize: BLOCK_SIZE, crossover: co.points },
     };
   },

@@ -19,11 +19,18 @@ import {
 } from './validate.js';
 
 /**
- * Total tokens from which a batch goes to the pool. Measured by `npm run bench` (suite
- * "hashing", pool vs inline crossover) on a 2-core machine with 2 threads: below it the
- * inline call is faster than the round trip plus the split.
+ * Total tokens from which a batch goes to the pool, measured by `npm run bench` (suite "hashing",
+ * bench/hashing/crossover.ts) on the 2-vCPU reference machine. Native hashing runs at about
+ * memcpy speed (~6-10 GB/s), so the pool's round trip (~40-60 us) and the copy of non-shared
+ * tokens are only repaid by real parallelism, which that machine lacks (its two threads hash
+ * together barely faster than one): there the pool never wins on latency, and only batches of
+ * millions of tokens leave the calling thread's event loop clearly freer (about half as busy
+ * from 4M tokens). Below this, hashing inline is both faster and simpler. On a machine with
+ * spare cores, a lower `poolThresholdTokens` pays off; the benchmark shows where.
  */
-export const DEFAULT_POOL_THRESHOLD_TOKENS = 1 << 17;
+export const DEFAULT_POOL_THRESHOLD_TOKENS = 1 << 22;
+/** Smallest share of a batch worth a task of its own (about one round trip of hashing). */
+export const DEFAULT_MIN_TASK_TOKENS = 1 << 16;
 /**
  * Inline, prompts averaging at least this many tokens are hashed one native call each; smaller
  * ones are copied into one batch first. A native call costs ~1.4 us more than the hashing, the
@@ -40,6 +47,8 @@ export interface HashPoolOptions {
   threads?: number;
   /** Batches with at least this many tokens go to the pool (default DEFAULT_POOL_THRESHOLD_TOKENS). */
   poolThresholdTokens?: number;
+  /** A pooled batch is split into at most `threads` tasks of at least this many tokens (default DEFAULT_MIN_TASK_TOKENS). */
+  minTaskTokens?: number;
   /** Milliseconds an idle thread lives before exiting (Piscina's idleTimeout; default 30 s). */
   idleTimeoutMs?: number;
 }
@@ -89,6 +98,7 @@ export interface HashPoolStats {
 export class HashPool {
   readonly threads: number;
   readonly poolThresholdTokens: number;
+  readonly minTaskTokens: number;
   readonly #idleTimeoutMs: number;
   #piscina: Piscina<HashBatchTask, ReturnType<typeof hashBatchTask>> | null = null;
   #closed = false;
@@ -103,6 +113,8 @@ export class HashPool {
       o.poolThresholdTokens === undefined
         ? DEFAULT_POOL_THRESHOLD_TOKENS
         : expectInteger(o.poolThresholdTokens, 'opts.poolThresholdTokens', 0, MAX_BATCH_TOKENS);
+    this.minTaskTokens =
+      o.minTaskTokens === undefined ? DEFAULT_MIN_TASK_TOKENS : expectInteger(o.minTaskTokens, 'opts.minTaskTokens', 1, MAX_BATCH_TOKENS);
     this.#idleTimeoutMs =
       o.idleTimeoutMs === undefined ? 30_000 : expectInteger(o.idleTimeoutMs, 'opts.idleTimeoutMs', 0, 2 ** 31 - 1);
     this.#scratch = new SharedScratch(2 * this.threads, 64 << 20);
@@ -224,7 +236,7 @@ export class HashPool {
 
   async #runPooled(tokens: Uint32Array, offsets: Uint32Array, blockSize: number, o: ValidatedOptions): Promise<BatchHashResult> {
     const pool = this.#pool();
-    const parts = splitByTokens(offsets, this.threads, Math.max(1, this.poolThresholdTokens >>> 1));
+    const parts = splitByTokens(offsets, this.threads, this.minTaskTokens);
     this.#stats.poolBatches++;
     this.#stats.poolTasks += parts.length;
     const runs = parts.map(([a, b]) =>

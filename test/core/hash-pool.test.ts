@@ -54,7 +54,7 @@ describe('HashPool', () => {
   });
 
   describe('results', () => {
-    const pool = new HashPool({ threads: 2, poolThresholdTokens: 64 });
+    const pool = new HashPool({ threads: 2, poolThresholdTokens: 64, minTaskTokens: 32 });
     afterAll(() => pool.close());
 
     it('pool and inline batches equal the single-prompt hashes on random batches', async () => {
@@ -105,7 +105,7 @@ describe('HashPool', () => {
   });
 
   it('chooses the placement by total tokens and splits big batches across the threads', async () => {
-    const pool = open({ threads: 2, poolThresholdTokens: 1000 });
+    const pool = open({ threads: 2, poolThresholdTokens: 1000, minTaskTokens: 500 });
     const prompts = Array.from({ length: 8 }, (_, i) => Uint32Array.from({ length: 200 }, (_, j) => i * 1000 + j));
     const want = expected(prompts, 16).map((e) => ({ local: e.local }));
     expect(await pool.hashPrompts(prompts.slice(0, 4), 16)).toEqual(want.slice(0, 4)); // 800 tokens
@@ -168,6 +168,7 @@ describe('HashPool', () => {
     expect(() => new HashPool({ threads: 0 })).toThrow(RangeError);
     expect(() => new HashPool({ threads: 1.5 })).toThrow(RangeError);
     expect(() => new HashPool({ poolThresholdTokens: -1 })).toThrow(RangeError);
+    expect(() => new HashPool({ minTaskTokens: 0 })).toThrow(RangeError);
     expect(() => new HashPool({ idleTimeoutMs: '1' as never })).toThrow(TypeError);
     expect(() => new HashPool(7 as never)).toThrow(TypeError);
     const r = await pool.hashBatch(t, off, 16, { placement: 'pool' });
