@@ -5,7 +5,7 @@
 // reported, never asserted.
 import { fork } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ChildMessage } from './lib/child.js';
 import { formatNumber, formatValue } from './lib/format.js';
@@ -14,7 +14,6 @@ import { advantage, completeFigure, expectSuite, expectSuiteResult, type BenchSu
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
-const SUITES_DIR = join(BENCH_DIR, 'suites');
 const CHILD = join(BENCH_DIR, 'lib', 'child.ts');
 const QUICK_BUDGET_S = 120;
 
@@ -23,10 +22,12 @@ const USAGE = `usage: npm run bench [-- options]
   --only a,b       run only these suites (repeatable)
   --list           list the suites and exit
   --out DIR        where reports go (default bench/results)
+  --suites DIR     where the suites are (default bench/suites)
   --timeout S      per-suite time limit in seconds (default 100 with --quick, 1800 without)
   --help`;
 
 interface Args {
+  suites: string;
   quick: boolean;
   only?: string[];
   list: boolean;
@@ -37,7 +38,7 @@ interface Args {
 class UsageError extends Error {}
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, list: false, out: join(BENCH_DIR, 'results') };
+  const args: Args = { suites: join(BENCH_DIR, 'suites'), quick: false, list: false, out: join(BENCH_DIR, 'results') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = (): string => {
@@ -48,7 +49,8 @@ function parseArgs(argv: string[]): Args {
     if (a === '--quick') args.quick = true;
     else if (a === '--list') args.list = true;
     else if (a === '--only') args.only = [...(args.only ?? []), ...value().split(',').filter(Boolean)];
-    else if (a === '--out') args.out = value();
+    else if (a === '--out') args.out = resolve(value());
+    else if (a === '--suites') args.suites = resolve(value());
     else if (a === '--timeout') {
       const s = Number(value());
       if (!(s > 0)) throw new UsageError('--timeout needs a positive number of seconds');
@@ -67,12 +69,12 @@ interface SuiteEntry {
   loadError?: string;
 }
 
-/** Every bench/suites/*.ts, imported for its name, title and order. */
-async function discover(): Promise<SuiteEntry[]> {
-  const files = readdirSync(SUITES_DIR)
+/** Every <dir>/*.ts, imported for its name, title and order. */
+async function discover(dir: string): Promise<SuiteEntry[]> {
+  const files = readdirSync(dir)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
     .sort()
-    .map((f) => join(SUITES_DIR, f));
+    .map((f) => join(dir, f));
   const entries: SuiteEntry[] = [];
   for (const file of files) {
     try {
@@ -82,12 +84,20 @@ async function discover(): Promise<SuiteEntry[]> {
       entries.push({ file, loadError: err instanceof Error ? err.message : String(err) });
     }
   }
+  const seen = new Set<string>();
+  for (const e of entries) {
+    if (!e.suite) continue;
+    if (seen.has(e.suite.name)) {
+      e.loadError = `another suite is already named '${e.suite.name}'`;
+      e.suite = undefined;
+    } else seen.add(e.suite.name);
+  }
   const order = (e: SuiteEntry) => e.suite?.order ?? 100;
   return entries.sort((a, b) => order(a) - order(b));
 }
 
 function entryName(e: SuiteEntry): string {
-  return e.suite?.name ?? relative(SUITES_DIR, e.file).replace(/\.ts$/, '');
+  return e.suite?.name ?? basename(e.file, '.ts');
 }
 
 function log(line: string): void {
@@ -169,7 +179,7 @@ async function main(): Promise<number> {
     console.error(`${err.message}\n${USAGE}`);
     return 2;
   }
-  const entries = await discover();
+  const entries = await discover(args.suites);
   if (args.list) {
     for (const e of entries) log(`${entryName(e).padEnd(14)} ${e.suite?.title ?? `(does not load: ${e.loadError})`}`);
     return 0;

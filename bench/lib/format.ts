@@ -4,8 +4,8 @@
 export function formatNumber(v: number): string {
   if (!Number.isFinite(v)) return Number.isNaN(v) ? 'n/a' : v > 0 ? '∞' : '-∞';
   const a = Math.abs(v);
-  if (a >= 1e10) return `${trim(v / 1e9)}G`;
-  if (a >= 1e7) return `${trim(v / 1e6)}M`;
+  if (a >= 1e9) return `${trim(v / 1e9)}G`;
+  if (a >= 1e6) return `${trim(v / 1e6)}M`;
   if (a >= 1e4) return `${trim(v / 1e3)}k`;
   return trim(v);
 }

@@ -103,10 +103,13 @@ export function expectSuiteResult(value: unknown, suite: string): SuiteResult {
       throw new TypeError(`suite ${suite}: figure "${f.name}" has a malformed target`);
     }
   }
+  const names = new Set<string>();
   for (const c of r.charts ?? []) {
     if (!c || !/^[a-z0-9-]+$/.test(c.name) || typeof c.svg !== 'string' || !c.svg.startsWith('<svg')) {
       throw new TypeError(`suite ${suite}: charts need a [a-z0-9-]+ name and an <svg> document`);
     }
+    if (names.has(c.name)) throw new TypeError(`suite ${suite}: chart names must be unique, '${c.name}' repeats`);
+    names.add(c.name);
   }
   for (const s of r.sections ?? []) {
     if (!s || typeof s.title !== 'string' || typeof s.markdown !== 'string') {

@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { advantage, completeFigure, expectSuite, expectSuiteResult } from '../../../bench/lib/suite.js';
+
+describe('suite contract', () => {
+  it('completes figures from their reference and target', () => {
+    const f = completeFigure({ name: 'p99', value: 5, unit: 'us', reference: { name: 'ts', value: 50 }, target: { op: '<=', value: 10 } });
+    expect(f).toMatchObject({ ratio: 0.1, better: 'lower', met: true });
+    expect(advantage(f)).toBe(10);
+    const g = completeFigure({ name: 'rate', value: 3, unit: 'GB/s', reference: { name: 'ts', value: 1 }, target: { op: '>=', value: 5 } });
+    expect(g).toMatchObject({ ratio: 3, better: 'higher', met: false });
+    expect(advantage(g)).toBe(3);
+    const h = completeFigure({ name: 'x', value: 1, unit: '', reference: { name: 'ts', value: 0 } });
+    expect(h.ratio).toBeUndefined();
+    expect(advantage(h)).toBeUndefined();
+    expect(completeFigure({ name: 'n', value: Number.NaN, unit: '', target: { op: '>=', value: 1 } }).met).toBe(false);
+  });
+
+  it('refuses malformed suites and results with a message naming them', () => {
+    expect(() => expectSuite(undefined, 'x.ts')).toThrow(/x.ts must export/);
+    expect(() => expectSuite({ name: 'Bad Name', title: 't', run() {} }, 'x.ts')).toThrow(/name/);
+    expect(() => expectSuite({ name: 'ok', title: 't' }, 'x.ts')).toThrow(/run/);
+    expect(expectSuite({ name: 'ok', title: 't', run: async () => ({ figures: [] }) }, 'x.ts').name).toBe('ok');
+    expect(() => expectSuiteResult(null, 's')).toThrow(/figures/);
+    expect(() => expectSuiteResult({ figures: [{ name: 'a', value: '1', unit: 'us' }] }, 's')).toThrow(/value \(number\)/);
+    expect(() => expectSuiteResult({ figures: [{ name: 'a', value: 1, unit: 'us', target: { op: '<', value: 1 } }] }, 's')).toThrow(/target/);
+    expect(() => expectSuiteResult({ figures: [], charts: [{ name: 'A B', title: 't', svg: '<svg/>' }] }, 's')).toThrow(/charts/);
+    expect(() => expectSuiteResult({ figures: [], charts: [{ name: 'a', title: 't', svg: '<svg/>' }, { name: 'a', title: 'u', svg: '<svg/>' }] }, 's')).toThrow(/unique/);
+    expect(() => expectSuiteResult({ figures: [], sections: [{ title: 1 }] }, 's')).toThrow(/sections/);
+  });
+});
