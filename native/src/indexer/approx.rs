@@ -231,7 +231,8 @@ impl RadixIndexer {
   /// Approximate mode: drops the pairs last routed at or before `now_ms` - TTL. Returns how many.
   pub fn expire(&mut self, now_ms: f64) -> usize {
     let ttl = self.cfg.ttl_ms;
-    let n = self.drop_oldest(|time, _| !(time + ttl <= now_ms));
+    // Stops at the first pair still fresh (and at once for a NaN time).
+    let n = self.drop_oldest(|time, _| time + ttl > now_ms || now_ms.is_nan());
     self.counters.expired += n;
     n as usize
   }
