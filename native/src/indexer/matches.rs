@@ -85,19 +85,25 @@ impl RadixIndexer {
         }
       };
       let held = tree.node(node).workers;
+      // The candidate set changed at this block (checked for early exit only then).
+      let mut changed = i == 0;
       if i == 0 {
         active = held;
         high.extend_from_slice(tree.spilled(node));
       } else {
         let depth = i as u32;
         let mut left = active & !held;
-        while left != 0 {
-          out.push((self.slots.key(left.trailing_zeros()), depth));
-          left &= left - 1;
+        if left != 0 {
+          changed = true;
+          active &= held;
+          while left != 0 {
+            out.push((self.slots.key(left.trailing_zeros()), depth));
+            left &= left - 1;
+          }
         }
-        active &= held;
         if !high.is_empty() {
           let spilled = tree.spilled(node);
+          let before = high.len();
           high.retain(|s| {
             let keep = spilled.binary_search(s).is_ok();
             if !keep {
@@ -105,6 +111,7 @@ impl RadixIndexer {
             }
             keep
           });
+          changed |= high.len() != before;
         }
       }
       if active == 0 && high.is_empty() {
@@ -112,7 +119,7 @@ impl RadixIndexer {
       }
       prev = node;
       walked += 1;
-      if early_exit && (active.count_ones() as usize + high.len()) <= 1 {
+      if early_exit && changed && (active.count_ones() as usize + high.len()) <= 1 {
         break;
       }
     }
