@@ -32,33 +32,29 @@ const native = require('../../native/kvroute.node');
  */
 
 /**
- * Hashes one batch. The addon validates offsets and block size (RangeError-prefixed errors).
+ * Hashes one batch into a single fresh ArrayBuffer (the addon writes in place: no copy, and no
+ * external buffer whose memory would wait for this thread's event loop to turn).
  * @param {HashBatchTask} task
  * @returns {HashBatchOutput}
  */
 export function hashBatchTask(task) {
   const { tokens, offsets, blockSize, seed, sequenceHashes } = task;
-  const batch = native.computeBlockHashesBatch(tokens, offsets, blockSize, seed);
-  const count = batch.hashes.length;
-  const prompts = batch.hashOffsets.length;
-  // One JS-owned buffer for everything: the addon's arrays are external memory, which
-  // postMessage cannot transfer (it would copy them one by one).
+  if (!Number.isInteger(blockSize) || blockSize < 1) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+  if (offsets.length === 0) throw new RangeError('offsets must hold at least one entry (prompts + 1)');
+  let count = 0;
+  for (let i = 1; i < offsets.length; i++) {
+    const span = offsets[i] - offsets[i - 1];
+    if (span < 0 || offsets[i] > tokens.length) throw new RangeError('offsets must be non-decreasing and within the tokens');
+    count += Math.floor(span / blockSize);
+  }
+  const prompts = offsets.length;
   const hashBytes = count * 8;
   const seqBytes = sequenceHashes ? count * 8 : 0;
   const buffer = new ArrayBuffer(hashBytes + seqBytes + prompts * 4);
   const hashes = new BigUint64Array(buffer, 0, count);
-  hashes.set(batch.hashes);
+  const seq = sequenceHashes ? new BigUint64Array(buffer, hashBytes, count) : undefined;
   const hashOffsets = new Uint32Array(buffer, hashBytes + seqBytes, prompts);
-  hashOffsets.set(batch.hashOffsets);
-  let seq;
-  if (sequenceHashes) {
-    seq = new BigUint64Array(buffer, hashBytes, count);
-    for (let p = 0; p + 1 < prompts; p++) {
-      const a = hashOffsets[p];
-      const b = hashOffsets[p + 1];
-      if (b > a) seq.set(native.computeSequenceHashes(hashes.subarray(a, b)), a);
-    }
-  }
+  native.computeBlockHashesBatchInto(tokens, offsets, blockSize, seed, hashes, hashOffsets, seq);
   return { hashes, hashOffsets, sequenceHashes: seq, buffer };
 }
 

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { computeBlockHashes, computeSequenceHashes } from '../../src/core/hashing.js';
+import { native } from '../../src/core/binding.js';
+import { callNative } from '../../src/core/errors.js';
 import { HashPool, splitByTokens, type BatchHashOptions } from '../../src/core/hash-pool.js';
 
 // Per-prompt hashes from the single-prompt API: what every batch result must equal.
@@ -213,6 +215,37 @@ describe('HashPool', () => {
     await pool.hashPrompts([Uint32Array.of(1, 2, 3, 4)], 4);
     expect(pool.stats().poolTasks).toBe(0);
     await pool.close();
+  });
+});
+
+describe('computeBlockHashesBatchInto (the addon call behind the pool)', () => {
+  const tokens = Uint32Array.from({ length: 40 }, (_, i) => i * 3);
+  const offsets = Uint32Array.of(0, 16, 40);
+  const call = (hashes: BigUint64Array, hashOffsets: Uint32Array, sequence?: BigUint64Array, off = offsets, seed = 1337n) =>
+    callNative(() => native.computeBlockHashesBatchInto(tokens, off, 4, seed, hashes, hashOffsets, sequence));
+
+  it('writes local and sequence hashes and per-prompt offsets in place', () => {
+    const hashes = new BigUint64Array(10);
+    const seq = new BigUint64Array(10);
+    const hashOffsets = new Uint32Array(3);
+    expect(call(hashes, hashOffsets, seq)).toBe(10);
+    expect(Array.from(hashOffsets)).toEqual([0, 4, 10]);
+    const second = computeBlockHashes(tokens.subarray(16, 40), 4);
+    expect(hashes.subarray(4)).toEqual(second);
+    expect(seq.subarray(4)).toEqual(computeSequenceHashes(second));
+  });
+
+  it('refuses outputs that are too small, mis-sized or overlapping, and bad offsets or seeds', () => {
+    const ok = new Uint32Array(3);
+    expect(() => call(new BigUint64Array(9), ok)).toThrow(/hashes must hold at least 10/);
+    expect(() => call(new BigUint64Array(10), new Uint32Array(2))).toThrow(/hashOffsets must hold 3/);
+    expect(() => call(new BigUint64Array(10), ok, new BigUint64Array(2))).toThrow(/sequence must hold at least 10/);
+    const shared = new ArrayBuffer(200);
+    expect(() => call(new BigUint64Array(shared, 0, 10), new Uint32Array(shared, 40, 3))).toThrow(/must not overlap/);
+    expect(() => call(new BigUint64Array(10), ok, undefined, Uint32Array.of(0, 41, 40))).toThrow(RangeError);
+    expect(() => call(new BigUint64Array(10), ok, undefined, new Uint32Array(0))).toThrow(/at least one entry/);
+    expect(() => call(new BigUint64Array(10), ok, undefined, offsets, -1n)).toThrow(/seed/);
+    expect(() => call(new BigUint64Array(10), ok, undefined, offsets, 1n << 64n)).toThrow(/seed/);
   });
 });
 

@@ -2,5 +2,6 @@
 
 mod errors;
 mod hash;
+mod hash_batch;
 mod indexer;
 mod routing;

@@ -47,9 +47,9 @@ describe('timer', () => {
     expect(most).toBe(1);
   });
 
-  it('gives every candidate one rate per round, in alternation', () => {
+  it('gives every candidate one rate per round, in alternation', async () => {
     const order: string[] = [];
-    const rates = interleavedRates(
+    const rates = await interleavedRates(
       {
         a: () => (order.push('a'), 10),
         b: () => (order.push('b'), 20),

@@ -1,0 +1,104 @@
+//! Bulk hashing for the hashing pool (src/core/hash-pool.ts): many prompts per call, the results
+//! written into buffers the caller allocated. No external ArrayBuffers: V8 frees those only once
+//! their thread's event loop turns, which a busy pool worker (or any synchronous hot loop) may
+//! not do for a long time, so their memory piles up.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::errors::range_error;
+use super::hash::check_block_size;
+use crate::hash;
+
+fn byte_range<T>(s: &[T]) -> (usize, usize) {
+  let start = s.as_ptr() as usize;
+  (start, start + std::mem::size_of_val(s))
+}
+
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+  a.0 < b.1 && b.0 < a.1
+}
+
+/// Hashes the prompts tokens[offsets[i]..offsets[i+1]] (offsets non-decreasing, need not start
+/// at 0): all local hashes in order into `hashes`, where prompt i's start into `hash_offsets`
+/// (offsets.length entries, from 0), and with `sequence` also the chained sequence hashes,
+/// restarting at each prompt. Returns the number of hashes written.
+#[napi]
+pub fn compute_block_hashes_batch_into(
+  tokens: &[u32],
+  offsets: &[u32],
+  block_size: u32,
+  seed: BigInt,
+  mut hashes: BigUint64ArraySlice,
+  mut hash_offsets: Uint32ArraySlice,
+  sequence: Option<BigUint64ArraySlice>,
+) -> Result<u32> {
+  let bs = check_block_size(block_size)?;
+  let (sign, seed, lossless) = seed.get_u64();
+  if sign || !lossless {
+    return Err(range_error("seed must be a u64"));
+  }
+  if offsets.is_empty() {
+    return Err(range_error("offsets must hold at least one entry (prompts + 1)"));
+  }
+  let mut total = 0usize;
+  for w in offsets.windows(2) {
+    let (a, b) = (w[0] as usize, w[1] as usize);
+    if a > b || b > tokens.len() {
+      return Err(range_error("offsets must be non-decreasing and within the tokens"));
+    }
+    total += (b - a) / bs;
+  }
+  if offsets[0] as usize > tokens.len() {
+    return Err(range_error("offsets must be non-decreasing and within the tokens"));
+  }
+  if total > u32::MAX as usize {
+    return Err(range_error("a batch yields at most 2^32 - 1 hashes"));
+  }
+  let mut sequence = sequence;
+  // SAFETY: a synchronous call: no JavaScript runs on this thread while the slices live, and the
+  // output buffers are checked below not to overlap each other or the tokens. (Another thread
+  // writing into a shared token buffer meanwhile would only change what is hashed.)
+  let out = unsafe { hashes.as_mut() };
+  let out_offsets = unsafe { hash_offsets.as_mut() };
+  let mut seq = sequence.as_mut().map(|s| unsafe { s.as_mut() });
+  if out.len() < total {
+    return Err(range_error(format!("hashes must hold at least {total} entries, got {}", out.len())));
+  }
+  if out_offsets.len() != offsets.len() {
+    return Err(range_error(format!("hashOffsets must hold {} entries (one per offset), got {}", offsets.len(), out_offsets.len())));
+  }
+  let mut ranges = vec![byte_range(tokens), byte_range(offsets), byte_range(&out[..]), byte_range(&out_offsets[..])];
+  if let Some(s) = &seq {
+    if s.len() < total {
+      return Err(range_error(format!("sequence must hold at least {total} entries, got {}", s.len())));
+    }
+    ranges.push(byte_range(&s[..]));
+  }
+  for i in 2..ranges.len() {
+    for j in 0..i {
+      if ranges[i].0 != ranges[i].1 && ranges[j].0 != ranges[j].1 && overlaps(ranges[i], ranges[j]) {
+        return Err(range_error("output buffers must not overlap each other or the inputs"));
+      }
+    }
+  }
+
+  let mut n = 0usize;
+  out_offsets[0] = 0;
+  for (p, w) in offsets.windows(2).enumerate() {
+    let start = n;
+    for block in tokens[w[0] as usize..w[1] as usize].chunks_exact(bs) {
+      out[n] = hash::hash_block(block, seed);
+      n += 1;
+    }
+    if let Some(s) = seq.as_deref_mut() {
+      let mut prev = 0u64;
+      for i in start..n {
+        prev = if i == start { out[i] } else { hash::chain_hash(prev, out[i]) };
+        s[i] = prev;
+      }
+    }
+    out_offsets[p + 1] = n as u32;
+  }
+  Ok(n as u32)
+}
