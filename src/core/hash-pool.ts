@@ -20,13 +20,13 @@ import {
 
 /**
  * Total tokens from which a batch goes to the pool, measured by `npm run bench` (suite "hashing",
- * bench/hashing/crossover.ts) on the 2-vCPU reference machine. Native hashing runs at about
- * memcpy speed (~6-10 GB/s), so the pool's round trip (~40-60 us) and the copy of non-shared
- * tokens are only repaid by real parallelism, which that machine lacks (its two threads hash
- * together barely faster than one): there the pool never wins on latency, and only batches of
- * millions of tokens leave the calling thread's event loop clearly freer (about half as busy
- * from 4M tokens). Below this, hashing inline is both faster and simpler. On a machine with
- * spare cores, a lower `poolThresholdTokens` pays off; the benchmark shows where.
+ * bench/hashing/crossover.ts) on the 2-vCPU reference machine. Native hashing runs at memcpy
+ * speed (10-20 GB/s), so the pool's round trip (~35 us) and any copy of the tokens are only
+ * repaid by parallelism, which that machine barely has (its two threads hash ~1.3x as fast as
+ * one). Measured there: for tokens already in a SharedArrayBuffer the pool halves the calling
+ * thread's busy time from 2M tokens and beats inline latency from 4M; prompts that must first
+ * be copied into one batch never beat inline latency. Below this, inline is faster. On a
+ * machine with spare cores a lower `poolThresholdTokens` pays off: the benchmark shows where.
  */
 export const DEFAULT_POOL_THRESHOLD_TOKENS = 1 << 22;
 /** Smallest share of a batch worth a task of its own (about one round trip of hashing). */
