@@ -169,6 +169,7 @@ export async function crossover(ctx: BenchContext): Promise<{ figures: Figure[];
       name: `hashBatch over shared tokens: the pool halves the calling thread's busy time from (${label})`,
       value: sharedFrees,
       unit: 'tokens per batch',
+      headline: true,
       note: Number.isNaN(sharedFrees) ? never : "event-loop busy time with the pool below half of inline's latency, from this size on",
     },
     {

@@ -56,7 +56,12 @@ function extent(values: number[], log: boolean, includeZero: boolean): [number, 
   if (finite.length === 0) return log ? [1, 10] : [0, 1];
   let lo = Math.min(...finite);
   let hi = Math.max(...finite);
-  if (log) return [10 ** Math.floor(Math.log10(lo)), 10 ** Math.ceil(Math.log10(hi) + 1e-9)];
+  if (log) {
+    // Whole decades; a smallest value near the bottom decade gets one more, so bars stay visible.
+    let bottom = 10 ** Math.floor(Math.log10(lo));
+    if (lo < bottom * 2) bottom /= 10;
+    return [bottom, 10 ** Math.ceil(Math.log10(hi) + 1e-9)];
+  }
   if (includeZero) lo = Math.min(0, lo);
   if (hi === lo) hi = lo + 1;
   const ticks = niceTicks(lo, hi);
