@@ -24,8 +24,8 @@ import {
  * speed (10-20 GB/s), so the pool's round trip (~35 us) and any copy of the tokens are only
  * repaid by parallelism, which that machine barely has (its two threads hash ~1.3x as fast as
  * one). Measured there: for tokens already in a SharedArrayBuffer the pool halves the calling
- * thread's busy time from 2M tokens and beats inline latency from 4M; prompts that must first
- * be copied into one batch never beat inline latency. Below this, inline is faster. On a
+ * thread's busy time from 2M tokens, and in the quieter runs beats inline latency from 4M;
+ * prompts that must first be copied into one batch never beat inline latency. Below this, inline is faster. On a
  * machine with spare cores a lower `poolThresholdTokens` pays off: the benchmark shows where.
  */
 export const DEFAULT_POOL_THRESHOLD_TOKENS = 1 << 22;
