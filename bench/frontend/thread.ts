@@ -13,3 +13,15 @@ export function inThread<T>(file: URL, data: unknown): { result: Promise<T>; wor
   });
   return { result, worker };
 }
+
+/** Asks a worker to stop (any message) and waits for it to exit on its own: uWebSockets.js must
+ * close its sockets inside the thread, a terminate() with them open aborts the process. */
+export async function stopThread(worker: Worker, timeoutMs = 5_000): Promise<void> {
+  if (worker.threadId === -1) return;
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  worker.postMessage('close');
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+  if ((await Promise.race([exited, late])) === 'late') await worker.terminate();
+  clearTimeout(timer);
+}

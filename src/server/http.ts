@@ -36,6 +36,61 @@ export interface HttpReply {
   stream?: FrameStream;
 }
 
+export interface FrameBatch {
+  /** The frames, concatenated ('' when the stream ended with nothing new). */
+  text: string;
+  /** The stream ended after these frames. */
+  done: boolean;
+}
+
+/**
+ * Pulls the frames that are ready within one turn of the event loop, so a frontend writes them
+ * with one socket write instead of one per frame (an engine usually delivers several events per
+ * TCP read). Never reads past the turn: a slow engine still gets its frames relayed at once, and a
+ * frontend that stops calling nextBatch() stops the pulls.
+ */
+export class FrameBatcher {
+  private pending: Promise<string | null> | undefined;
+
+  constructor(private readonly stream: FrameStream) {}
+
+  async nextBatch(): Promise<FrameBatch> {
+    const first = await this.take();
+    if (first === null) return { text: '', done: true };
+    let text = first;
+    let turnOver = false;
+    let endOfTurn!: () => void;
+    const boundary = new Promise<typeof TURN_OVER>((resolve) => (endOfTurn = () => resolve(TURN_OVER)));
+    const timer = setImmediate(() => {
+      turnOver = true;
+      endOfTurn();
+    });
+    try {
+      while (!turnOver) {
+        const next = this.stream.next();
+        const r = await Promise.race([next, boundary]);
+        if (r === TURN_OVER) {
+          this.pending = next; // keep it for the next batch: a pull is never dropped
+          break;
+        }
+        if (r === null) return { text, done: true };
+        text += r;
+      }
+      return { text, done: false };
+    } finally {
+      clearImmediate(timer);
+    }
+  }
+
+  private take(): Promise<string | null> {
+    const p = this.pending ?? this.stream.next();
+    this.pending = undefined;
+    return p;
+  }
+}
+
+const TURN_OVER = Symbol('turn over');
+
 /** A frame stream over a fixed list of frames (tests, and replies known in full). */
 export function framesOf(frames: readonly string[]): FrameStream {
   let i = 0;

@@ -80,7 +80,8 @@ export function prepareRequest(
 
   if (route === '/v1/completions') {
     const tokens = completionPrompt(body.prompt, pre.tokenizer);
-    forEngine.prompt = Array.from(tokens);
+    // Token ids the client sent are already what the engine needs (the checks above passed).
+    forEngine.prompt = clientIds(body.prompt) ?? Array.from(tokens);
     return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints };
   }
 
@@ -149,6 +150,13 @@ export function completionPrompt(prompt: unknown, tokenizer: TextTokenizer): Uin
   if (typeof only === 'string') return checkedLength(tokenizer.encode(only));
   if (Array.isArray(only) && only.length > 0) return tokenIds(only);
   throw badRequest("'prompt' must be a string, an array of token ids, or an array of one of either", 'invalid_prompt');
+}
+
+/** The client's own token-id array (flat, or a batch of one), to forward without copying. */
+function clientIds(prompt: unknown): unknown[] | undefined {
+  if (!Array.isArray(prompt) || prompt.length === 0) return undefined;
+  if (typeof prompt[0] === 'number') return prompt;
+  return Array.isArray(prompt[0]) ? (prompt[0] as unknown[]) : undefined;
 }
 
 function tokenIds(values: unknown[]): Uint32Array {

@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { BoundedBodyBuffer } from './body.js';
-import type { FrameStream, HttpCall, HttpReply } from './http.js';
+import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from './http.js';
 
 /** What the frontend needs from the router. */
 export interface CallHandler {
@@ -87,11 +87,13 @@ function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): v
   req.forEach((k, v) => {
     headers[k] = v;
   });
+  const path = req.getUrl();
   const call: HttpCall = {
     method,
-    url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+    url: query ? `${path}?${query}` : path,
     headers,
-    remoteAddress: remoteAddressOf(res),
+    // Only the admin API looks at the peer (reading it costs a native call per request).
+    remoteAddress: path.startsWith('/admin') ? remoteAddressOf(res) : undefined,
     signal: state.controller.signal,
   };
 
@@ -135,32 +137,35 @@ function send(res: HttpResponse, reply: HttpReply, state: ResponseState): void {
     return;
   }
   state.stream = reply.stream;
-  res.cork(() => writeHead(res, reply));
   res.onWritable(() => {
     const resume = state.resumeWritable;
     state.resumeWritable = undefined;
     resume?.();
     return true;
   });
-  void pump(res, reply.stream, state);
+  void pump(res, reply, reply.stream, state);
 }
 
-async function pump(res: HttpResponse, stream: FrameStream, state: ResponseState): Promise<void> {
+async function pump(res: HttpResponse, reply: HttpReply, stream: FrameStream, state: ResponseState): Promise<void> {
+  const batcher = new FrameBatcher(stream);
+  let headWritten = false;
   try {
     for (;;) {
-      const frame = await stream.next();
+      const { text, done } = await batcher.nextBatch();
       if (state.aborted) return;
-      if (frame === null) {
-        res.cork(() => {
-          state.ended = true;
-          res.end();
-        });
-        return;
-      }
       let accepted = true;
+      // One cork per batch: the head (first time), the frames and, at the end, the last chunk.
       res.cork(() => {
-        accepted = res.write(frame);
+        if (!headWritten) writeHead(res, reply);
+        headWritten = true;
+        if (done) {
+          state.ended = true;
+          res.end(text);
+        } else {
+          accepted = res.write(text);
+        }
       });
+      if (done) return;
       if (!accepted) {
         // Slow client: stop pulling from the engine until the socket drains.
         await new Promise<void>((resolve) => {
@@ -174,7 +179,10 @@ async function pump(res: HttpResponse, stream: FrameStream, state: ResponseState
     stream.cancel();
     if (!state.aborted && !state.ended) {
       state.ended = true;
-      res.cork(() => res.end());
+      res.cork(() => {
+        if (!headWritten) writeHead(res, reply);
+        res.end();
+      });
     }
   }
 }

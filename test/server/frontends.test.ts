@@ -87,12 +87,12 @@ describe.each(FRONTENDS)('frontend %s', (name) => {
   });
 
   it('passes method, path, query, headers and body through and answers once', async () => {
-    const res = await post(server.url, '/echo?x=1', '{"a":1}', { 'x-request-id': 'rid-1' });
+    const res = await post(server.url, '/admin/echo?x=1', '{"a":1}', { 'x-request-id': 'rid-1' });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('rid-1');
     const json = (await res.json()) as { method: string; url: string; body: string; loopback: string };
     expect(json.method).toBe('POST');
-    expect(json.url).toBe('/echo?x=1');
+    expect(json.url).toBe('/admin/echo?x=1');
     expect(JSON.parse(json.body)).toEqual({ a: 1 });
     expect(json.loopback).toMatch(/127\.0\.0\.1|::1/);
   });

@@ -2,7 +2,7 @@
 // framework that speaks fetch. The SSE body is a ReadableStream with a high-water mark of zero:
 // it pulls a frame from the engine only when the consumer asks for one (backpressure), and its
 // cancel() (client gone) cancels the engine legs and frees the booking.
-import type { HttpCall, HttpReply } from '../http.js';
+import { FrameBatcher, type HttpCall, type HttpReply } from '../http.js';
 
 export interface FetchCallHandler {
   handle(call: HttpCall): Promise<HttpReply>;
@@ -41,16 +41,16 @@ export function fetchHandler(router: FetchCallHandler): FetchHandler {
       return new Response(reply.body ?? '', { status: reply.status, headers: reply.headers });
     }
     const stream = reply.stream;
+    const batcher = new FrameBatcher(stream);
     const encoder = new TextEncoder();
     const body = new ReadableStream<Uint8Array>(
       {
         async pull(ctrl) {
-          const frame = await stream.next();
-          if (frame === null) {
+          const { text, done } = await batcher.nextBatch();
+          if (text !== '') ctrl.enqueue(encoder.encode(text));
+          if (done) {
             request.signal.removeEventListener('abort', onClientAbort);
             ctrl.close();
-          } else {
-            ctrl.enqueue(encoder.encode(frame));
           }
         },
         cancel() {

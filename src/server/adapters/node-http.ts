@@ -3,7 +3,7 @@
 // -> wait for 'drain') and disconnect detection ('close' before the response finished).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BodySource } from '../body.js';
-import type { FrameStream, HttpCall, HttpReply } from '../http.js';
+import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from '../http.js';
 
 export interface NodeCallHandler {
   handle(call: HttpCall): Promise<HttpReply>;
@@ -76,14 +76,15 @@ function send(res: ServerResponse, reply: HttpReply, conn: Connection): void {
 
 async function pump(res: ServerResponse, stream: FrameStream, conn: Connection): Promise<void> {
   try {
+    const batcher = new FrameBatcher(stream);
     for (;;) {
-      const frame = await stream.next();
+      const { text, done } = await batcher.nextBatch();
       if (conn.gone) return;
-      if (frame === null) {
-        res.end();
+      if (done) {
+        res.end(text);
         return;
       }
-      if (!res.write(frame)) {
+      if (!res.write(text)) {
         // Slow client: stop pulling from the engine until the socket drains (or closes).
         await new Promise<void>((resolve) => {
           conn.resume = resolve;

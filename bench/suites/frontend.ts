@@ -1,0 +1,68 @@
+// The frontend (issue 5): requests per second and router overhead of the uWebSockets.js server in
+// front of an engine that answers at once, for streamed and non-streamed requests with 1k and
+// 8k-token prompts (see bench/frontend/run.ts for the method). Targets: >= 5,000 streamed req/s
+// with short outputs; router overhead p99 < 1 ms at 1,000 req/s.
+import { runFrontendBench } from '../frontend/run.js';
+import type { BenchContext, BenchSuite, Figure, SuiteResult } from '../lib/suite.js';
+import { barChart } from '../lib/svg.js';
+
+const label = (tokens: number, stream: boolean) => `${tokens / 1024}k-token prompt, ${stream ? 'streamed' : 'non-streamed'}`;
+
+export const suite: BenchSuite = {
+  name: 'frontend',
+  title: 'Frontend: requests per second and router overhead (uWebSockets.js, instant engine)',
+  order: 60,
+  async run(ctx: BenchContext): Promise<SuiteResult> {
+    const r = await runFrontendBench({ quick: ctx.quick, log: (line) => ctx.progress(line) });
+    const figures: Figure[] = [];
+    for (const t of r.throughput) {
+      const headline = t.prompt_tokens === 1024 && t.stream;
+      figures.push({
+        name: `requests per second, ${label(t.prompt_tokens, t.stream)}, ${r.output_tokens} output tokens, ${t.concurrency} in flight`,
+        value: t.rps,
+        unit: 'req/s',
+        better: 'higher',
+        ...(t.stream && t.prompt_tokens === 1024 ? { target: { op: '>=' as const, value: 5000 } } : {}),
+        headline,
+        ...(t.failed ? { note: `${t.failed} failed` } : {}),
+      });
+    }
+    for (const o of r.overhead) {
+      const headline = o.prompt_tokens === 1024 && o.stream;
+      figures.push({
+        name: `router overhead p99 at ${o.rate_per_s} req/s, ${label(o.prompt_tokens, o.stream)}`,
+        value: o.overhead_p99_ms,
+        unit: 'ms',
+        better: 'lower',
+        ...(o.prompt_tokens === 1024 ? { target: { op: '<=' as const, value: 1 } } : {}),
+        headline,
+      });
+      figures.push({ name: `router overhead p50 at ${o.rate_per_s} req/s, ${label(o.prompt_tokens, o.stream)}`, value: o.overhead_p50_ms, unit: 'ms', better: 'lower' });
+    }
+    const rows = r.overhead.map((o) => {
+      const t = r.throughput.find((x) => x.prompt_tokens === o.prompt_tokens && x.stream === o.stream)!;
+      return `| ${label(o.prompt_tokens, o.stream)} | ${t.rps} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} |`;
+    });
+    const markdown = [
+      'The router (this process\'s main thread) relays to an OpenAI engine that answers at once with',
+      `${r.output_tokens} tokens (its own thread); a load generator in a third thread sends token-id prompts over loopback.`,
+      'Throughput: closed loop, 64 requests in flight. Overhead: open loop at 1,000 req/s, latency',
+      'through the router minus latency straight to the engine at the same rate (same percentile).',
+      '',
+      '| request | req/s | latency p50 / p99 (ms), closed loop | direct p50 / p99 (ms) | routed p50 / p99 (ms) | overhead p50 / p99 (ms) |',
+      '|---|---|---|---|---|---|',
+      ...rows,
+    ].join('\n');
+    const cats = [1024, 8192].map((n) => `${n / 1024}k tokens`);
+    const chart = barChart({
+      title: 'Router throughput (closed loop, instant engine)',
+      categories: cats,
+      series: [true, false].map((stream) => ({
+        name: stream ? 'streamed' : 'non-streamed',
+        values: [1024, 8192].map((n) => r.throughput.find((t) => t.prompt_tokens === n && t.stream === stream)?.rps ?? null),
+      })),
+      yLabel: 'requests / s',
+    });
+    return { figures, sections: [{ title: 'Frontend', markdown }], charts: [{ name: 'throughput', title: 'Router throughput', svg: chart }], data: r };
+  },
+};
