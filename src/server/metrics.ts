@@ -31,6 +31,10 @@ export interface MetricsSources {
   fallbacksToAggregated(): number;
 }
 
+interface Observer {
+  observe(value: number): void;
+}
+
 export interface RoutingTimingsUs {
   hash: number;
   match: number;
@@ -208,6 +212,26 @@ export class RouterMetrics {
     });
   }
 
+  // Labelled children resolved once: observe() with a label object hashes the labels every call.
+  private readonly ttftByRoute = new Map<string, Observer>();
+  private readonly itlByRoute = new Map<string, Observer>();
+  private readonly hitRateByPool = new Map<string, Observer>();
+  private readonly overheadByPhase = {
+    hash: this.overhead.labels({ phase: 'hash' }),
+    match: this.overhead.labels({ phase: 'match' }),
+    select: this.overhead.labels({ phase: 'select' }),
+    total: this.overhead.labels({ phase: 'total' }),
+  };
+
+  private child<L extends string>(cache: Map<string, Observer>, h: Histogram<L>, label: L, value: string): Observer {
+    let c = cache.get(value);
+    if (!c) {
+      c = h.labels({ [label]: value } as Record<L, string>);
+      cache.set(value, c);
+    }
+    return c;
+  }
+
   /** Connects the scrape-time readers (the router does this once it is assembled). */
   attach(sources: MetricsSources): void {
     this.sources = sources;
@@ -218,11 +242,11 @@ export class RouterMetrics {
   }
 
   firstToken(route: string, seconds: number): void {
-    this.ttft.observe({ route }, seconds);
+    this.child(this.ttftByRoute, this.ttft, 'route', route).observe(seconds);
   }
 
   interToken(route: string, seconds: number): void {
-    this.itl.observe({ route }, seconds);
+    this.child(this.itlByRoute, this.itl, 'route', route).observe(seconds);
   }
 
   usage(promptTokens: number, completionTokens: number, cachedTokens: number): void {
@@ -232,11 +256,11 @@ export class RouterMetrics {
   }
 
   decision(pool: string, promptTokens: number, cachedTokens: number, timingsUs: RoutingTimingsUs): void {
-    if (promptTokens > 0) this.hitRate.observe({ pool }, Math.min(1, cachedTokens / promptTokens));
-    this.overhead.observe({ phase: 'hash' }, timingsUs.hash);
-    this.overhead.observe({ phase: 'match' }, timingsUs.match);
-    this.overhead.observe({ phase: 'select' }, timingsUs.select);
-    this.overhead.observe({ phase: 'total' }, timingsUs.total);
+    if (promptTokens > 0) this.child(this.hitRateByPool, this.hitRate, 'pool', pool).observe(Math.min(1, cachedTokens / promptTokens));
+    this.overheadByPhase.hash.observe(timingsUs.hash);
+    this.overheadByPhase.match.observe(timingsUs.match);
+    this.overheadByPhase.select.observe(timingsUs.select);
+    this.overheadByPhase.total.observe(timingsUs.total);
   }
 
   frontend(microseconds: number): void {
