@@ -60,6 +60,7 @@ describe('router HTTP surface', () => {
     const mine = await post(completions(), { model: MODEL, prompt: 'hello', max_tokens: 2 }, { 'x-request-id': 'my-request-1' });
     expect(mine.status).toBe(200);
     expect(mine.headers.get('x-request-id')).toBe('my-request-1');
+    expect(mine.json.id).toContain('my-request-1'); // the engine saw the same id
     const generated = await post(completions(), { model: MODEL, prompt: 'hello', max_tokens: 2 });
     expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     const bad = await post(completions(), { model: MODEL, prompt: 'hello' }, { 'x-request-id': 'has space' });
@@ -133,6 +134,33 @@ describe('router HTTP surface', () => {
     expect(disagg.headers.get('x-kvroute-prefill-worker')).toBe('0');
   });
 
+  it('removes a worker at runtime and adds it back', async () => {
+    const auth = { authorization: 'Bearer admin-secret' };
+    const before = (await (await fetch(`${t.url}/admin/workers/2`, { headers: auth })).json()) as { worker: { baseUrl: string } };
+    const removed = await fetch(`${t.url}/admin/workers/2`, { method: 'DELETE', headers: auth });
+    expect(removed.status).toBe(200);
+    for (let i = 0; i < 4; i++) {
+      const r = await post(completions(), { model: MODEL, prompt: `only one decode worker ${i}`, max_tokens: 2 });
+      expect(r.headers.get('x-kvroute-decode-worker')).toBe('1');
+    }
+    const pinned = await post(completions(), { model: MODEL, prompt: 'x', max_tokens: 2 }, { 'x-worker-instance-id': '2' });
+    expect(pinned.status).toBeGreaterThanOrEqual(400);
+    const sim = t.fleet.workers.find((w) => w.id === 2)!;
+    const added = await post(`${t.url}/admin/workers`, sim, auth);
+    expect(added.status).toBe(201);
+    expect(added.json.worker).toMatchObject({ id: 2, role: 'decode', baseUrl: before.worker.baseUrl, state: 'healthy' });
+    const back = await post(completions(), { model: MODEL, prompt: 'x', max_tokens: 2 }, { 'x-worker-instance-id': '2' });
+    expect(back.status).toBe(200);
+    expect(back.headers.get('x-kvroute-decode-worker')).toBe('2');
+  });
+
+  it('forwards chat requests that need the engine chat endpoint as they are', async () => {
+    const r = await post(`${t.url}/v1/chat/completions`, { model: MODEL, messages: [{ role: 'user', content: 'json please' }], max_tokens: 3, response_format: { type: 'text' } });
+    expect(r.status).toBe(200);
+    expect(r.json.object).toBe('chat.completion');
+    expect(r.json.usage.completion_tokens).toBe(3);
+  });
+
   it('pins the decode worker on request (x-worker-instance-id)', async () => {
     for (const w of ['1', '2']) {
       const r = await post(completions(), { model: MODEL, prompt: 'pinned', max_tokens: 2 }, { 'x-worker-instance-id': w });
@@ -188,10 +216,25 @@ describe('backpressure', () => {
 describe('health checks', () => {
   let t: TestRouter;
   beforeAll(async () => {
-    t = await startTestRouter({ prefill: 1, decode: 1, config: { health: { intervalMs: 0, blockGraceMs: 0 } } });
+    t = await startTestRouter({ prefill: 1, decode: 1, config: { health: { intervalMs: 0, timeoutMs: 300, blockGraceMs: 0 } } });
   });
   afterAll(async () => {
     await t?.close();
+  });
+
+  it('takes a hung prefill worker out of selection at once and brings it back when it answers', async () => {
+    t.fleet.sim[0].faults.hang(true);
+    await t.router.checkHealth();
+    expect(t.router.registry.list().find((w) => w.id === 0)).toMatchObject({ state: 'unhealthy', inSelection: false });
+    const during = await post(`${t.url}/v1/completions`, { model: MODEL, prompt: 'while hung', max_tokens: 2 });
+    expect(during.status).toBe(200);
+    expect(during.headers.get('x-kvroute-mode')).toBe('aggregated');
+    t.fleet.sim[0].faults.hang(false);
+    await t.router.checkHealth();
+    expect(t.router.registry.list().find((w) => w.id === 0)?.state).toBe('healthy');
+    const after = await post(`${t.url}/v1/completions`, { model: MODEL, prompt: 'recovered', max_tokens: 2 });
+    expect(after.headers.get('x-kvroute-mode')).toBe('disaggregated');
+    expect(after.headers.get('x-kvroute-prefill-worker')).toBe('0');
   });
 
   it('takes a dead prefill worker out (serving aggregated) and drops its blocks', async () => {

@@ -99,4 +99,17 @@ describe('HealthMonitor', () => {
     status = 200;
     await m.close();
   });
+
+  it('checks every interval once started, and stops on close', async () => {
+    let rounds = 0;
+    const m = new HealthMonitor({ targets: () => [{ id: 1, baseUrl: url }], onResult: () => undefined, onRound: () => rounds++ }, 30, 1000);
+    m.start();
+    const end = Date.now() + 10_000;
+    while (rounds < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    expect(rounds).toBeGreaterThanOrEqual(2);
+    await m.close();
+    const after = rounds;
+    await new Promise((r) => setTimeout(r, 120));
+    expect(rounds).toBe(after);
+  });
 });
