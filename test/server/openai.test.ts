@@ -79,3 +79,26 @@ describe.each(SHAPES)('openai client against $name serving', ({ prefill, style }
     await waitForNoLoad(t.url);
   });
 });
+
+describe('approximate indexing (no KV events)', () => {
+  let t: TestRouter;
+  beforeAll(async () => {
+    t = await startTestRouter({ prefill: 0, decode: 2, config: { indexerMode: 'approximate' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('predicts the cache from its own decisions and keeps a shared prefix on one worker', async () => {
+    const shared = prompt(256, 21);
+    const first = await t.client.completions.create({ model: MODEL, prompt: shared + 'a', max_tokens: 2 }).withResponse();
+    const worker = first.response.headers.get('x-kvroute-decode-worker');
+    for (const suffix of ['b', 'c', 'd']) {
+      const { response } = await t.client.completions.create({ model: MODEL, prompt: shared + suffix, max_tokens: 2 }).withResponse();
+      expect(response.headers.get('x-kvroute-decode-worker')).toBe(worker);
+      expect(Number(response.headers.get('x-kvroute-overlap-blocks'))).toBe(16);
+    }
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    expect(text).not.toMatch(/^kvroute_kv_events_applied_total\{/m); // nothing subscribed
+  });
+});
