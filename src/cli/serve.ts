@@ -1,5 +1,6 @@
 // `kvroute serve`: the router on uWebSockets.js, in front of a real fleet (--config / --worker) or,
 // by default, an embedded simulated fleet so `npm start` works with no engines and no model files.
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { configToInput, loadConfigFile, parseRouterConfig, parseWorkerFlag, POLICY_NAMES, workerToInput, type RouterConfig } from '../server/config.js';
 import type { StartOptions } from '../server/start.js';
@@ -33,6 +34,8 @@ Routing:
   --model NAME            served model name, repeatable (default kvroute-sim)
   --tokenizer DIR         HuggingFace model directory (tokenizer.json, tokenizer_config.json);
                           default: the built-in byte tokenizer of the simulated fleet
+  --chat-template FILE    Jinja chat template overriding the tokenizer's (default: the tokenizer's
+                          own, else ChatML)
   --block-size B          KV block size in tokens; must equal the engines' (default 16)
   --policy P              decode/aggregated pool policy: ${POLICY_NAMES.join('|')} (default kv)
   --prefill-policy P      prefill pool policy (default: same as --policy)
@@ -71,6 +74,7 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
       port: { type: 'string' },
       model: { type: 'string', multiple: true },
       tokenizer: { type: 'string' },
+      'chat-template': { type: 'string' },
       'block-size': { type: 'string' },
       policy: { type: 'string' },
       'prefill-policy': { type: 'string' },
@@ -95,6 +99,13 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
   if (port !== undefined && port !== '') raw.port = intFlag(port, values.port !== undefined ? '--port' : 'PORT', 0, 65535);
   if (values.model) raw.models = values.model;
   if (values.tokenizer) raw.tokenizer = { type: 'huggingface', path: values.tokenizer };
+  if (values['chat-template']) {
+    try {
+      raw.chatTemplate = await readFile(values['chat-template'], 'utf8');
+    } catch (err) {
+      throw new UsageError(`--chat-template: cannot read ${values['chat-template']}: ${(err as Error).message}`);
+    }
+  }
   if (values['block-size']) raw.blockSize = intFlag(values['block-size'], '--block-size', 1, 1 << 16);
   if (values.approximate) raw.indexerMode = 'approximate';
   const routing = { ...((raw.routing as object | undefined) ?? {}) } as Record<string, unknown>;

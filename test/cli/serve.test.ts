@@ -48,6 +48,12 @@ describe('kvroute serve options', () => {
     ]);
   });
 
+  it('reads a chat template file', async () => {
+    const o = await opts(['--chat-template', example]);
+    expect(o.config.chatTemplate).toContain('"workers"');
+    await expect(serveOptions(['--chat-template', '/nonexistent/template.jinja'], {})).rejects.toThrow(/--chat-template: cannot read/);
+  });
+
   it('reads the embedded fleet shape', async () => {
     const o = await opts(['--embedded-prefill', '0', '--embedded-decode', '3', '--embedded-style', 'sglang', '--speedup', '50']);
     expect(o.embedded).toEqual({ prefill: 0, decode: 3, style: 'sglang', speedup: 50 });
