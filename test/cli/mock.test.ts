@@ -1,0 +1,106 @@
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { HELP, parseMockArgs, run } from '../../src/cli/mock.js';
+import { UsageError } from '../../src/cli/usage.js';
+
+describe('parseMockArgs', () => {
+  it('has the documented defaults', () => {
+    expect(parseMockArgs([])).toEqual({
+      workers: 1,
+      role: 'aggregated',
+      pdStyle: 'vllm',
+      host: '127.0.0.1',
+      port: 8000,
+      zmqPort: 5557,
+      replayPort: 5600,
+      bootstrapPort: 8998,
+      blockSize: 16,
+      kvBlocks: 16384,
+      speedup: 1,
+      eventEncoding: 'map',
+      seed: 0,
+      model: 'kvroute-sim',
+    });
+  });
+
+  it('reads every flag', () => {
+    const argv = '--workers 3 --role prefill --pd-style sglang --port 9000 --zmq-port 6000 --replay-port 6100 --bootstrap-port 7000 --block-size 64 --kv-blocks 1000 --speedup 2.5 --event-encoding array --seed 9 --model m'.split(' ');
+    expect(parseMockArgs(argv)).toMatchObject({ workers: 3, role: 'prefill', pdStyle: 'sglang', port: 9000, zmqPort: 6000, replayPort: 6100, bootstrapPort: 7000, blockSize: 64, kvBlocks: 1000, speedup: 2.5, eventEncoding: 'array', seed: 9, model: 'm' });
+    expect(parseMockArgs(['--help'])).toBeNull();
+    expect(parseMockArgs(['-h'])).toBeNull();
+  });
+
+  it('refuses bad flags with a UsageError naming the flag', () => {
+    const bad: [string[], RegExp][] = [
+      [['--workers', '0'], /--workers/],
+      [['--workers', 'two'], /--workers/],
+      [['--role', 'router'], /--role must be one of aggregated, prefill, decode/],
+      [['--pd-style', 'tgi'], /--pd-style/],
+      [['--port', '70000'], /--port/],
+      [['--workers', '3', '--port', '65534'], /leaves no room/],
+      [['--speedup', '0'], /--speedup/],
+      [['--speedup', 'fast'], /--speedup/],
+      [['--event-encoding', 'json'], /--event-encoding/],
+      [['--block-size', '0'], /--block-size/],
+      [['extra'], /positional/],
+    ];
+    for (const [argv, message] of bad) expect(() => parseMockArgs(argv), argv.join(' ')).toThrow(message);
+    expect(() => parseMockArgs(['--role', 'x'])).toThrow(UsageError);
+    // Unknown flags: node:util parseArgs' own error, which the dispatcher also maps to exit 2.
+    expect(() => parseMockArgs(['--bogus'])).toThrow(expect.objectContaining({ code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' }));
+  });
+});
+
+describe('kvroute mock', () => {
+  it('prints help', async () => {
+    const lines: string[] = [];
+    expect(await run(['--help'], { log: (l) => lines.push(l) })).toBe(0);
+    expect(lines).toEqual([HELP]);
+  });
+
+  it('starts workers, prints their URLs, serves a streamed completion and stops on abort', async () => {
+    const lines: string[] = [];
+    const ac = new AbortController();
+    const done = run(['--workers', '2', '--port', '0', '--zmq-port', '0', '--replay-port', '0', '--speedup', '100'], { signal: ac.signal, log: (l) => lines.push(l) });
+    const deadline = Date.now() + 15_000;
+    while (lines.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(lines[0]).toMatch(/^worker 0 \(aggregated, vllm\)\s+http http:\/\/127\.0\.0\.1:\d+\s+events tcp:\/\/127\.0\.0\.1:\d+\s+replay tcp:\/\/127\.0\.0\.1:\d+$/);
+    expect(lines[1]).toMatch(/^worker 1 /);
+    const url = /http (http:\/\/\S+)/.exec(lines[1])?.[1];
+    const res = await fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'Hello', max_tokens: 3, stream: true }) });
+    expect((await res.text()).endsWith('data: [DONE]\n\n')).toBe(true);
+    ac.abort();
+    expect(await done).toBe(0);
+    expect(lines.at(-1)).toBe('stopped');
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+  });
+});
+
+describe('kvroute mock as a process', () => {
+  const cli = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'mock', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+
+  it('exits with status 2 and a clear message on a bad flag', async () => {
+    const child = cli(['--role', 'router']);
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise((r) => child.on('exit', r));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/--role must be one of/);
+  });
+
+  it('stops cleanly on Ctrl-C (SIGINT)', async () => {
+    const child = cli(['--port', '0', '--zmq-port', '0', '--replay-port', '0']);
+    let stdout = '';
+    const started = new Promise<void>((resolve) =>
+      child.stdout.on('data', (d) => {
+        stdout += d;
+        if (stdout.includes('Ctrl-C')) resolve();
+      }),
+    );
+    await started;
+    child.kill('SIGINT');
+    const code = await new Promise((r) => child.on('exit', r));
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/stopped/);
+  });
+});
