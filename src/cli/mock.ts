@@ -142,9 +142,8 @@ export async function run(argv: string[], opts: { signal?: AbortSignal; log?: (l
     return 0;
   }
   const fleet = await startMock(cfg);
-  for (const line of describeFleet(fleet)) log(line);
-  log(`KV events: topic "kv-events", ${cfg.eventEncoding} encoding, block size ${cfg.blockSize}. Ctrl-C stops.`);
-  await new Promise<void>((resolve) => {
+  // Handlers first, then the ready message: a Ctrl-C sent as soon as it is printed must be caught.
+  const stopped = new Promise<void>((resolve) => {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
@@ -156,6 +155,9 @@ export async function run(argv: string[], opts: { signal?: AbortSignal; log?: (l
     if (opts.signal?.aborted) stop();
     else opts.signal?.addEventListener('abort', stop, { once: true });
   });
+  for (const line of describeFleet(fleet)) log(line);
+  log(`KV events: topic "kv-events", ${cfg.eventEncoding} encoding, block size ${cfg.blockSize}. Ctrl-C stops.`);
+  await stopped;
   await fleet.close();
   log('stopped');
   return 0;

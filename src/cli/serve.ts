@@ -162,9 +162,9 @@ export async function run(argv: string[]): Promise<number> {
   }
   const { startServer } = await import('../server/start.js');
   const server = await startServer(opts);
-  console.log(server.banner());
 
-  await new Promise<void>((resolve) => {
+  // Handlers first, then the banner: a Ctrl-C sent as soon as it is printed must be caught.
+  const stopped = new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
@@ -178,6 +178,8 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
+  console.log(server.banner());
+  await stopped;
   return 0;
 }
 

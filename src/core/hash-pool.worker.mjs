@@ -61,6 +61,7 @@ export function hashBatchTask(task) {
 /**
  * Piscina entry point: the result's buffer is transferred back, not copied.
  * @param {HashBatchTask} task
+ * @returns {unknown} a Piscina transferable wrapping the batch result
  */
 export default function hashBatchInWorker(task) {
   const out = hashBatchTask(task);
