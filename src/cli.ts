@@ -10,6 +10,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
   // Each command module registers here with one line.
   serve: { summary: 'the KV-aware router: OpenAI API on uWebSockets.js (default: an embedded simulated fleet)', load: () => import('./cli/serve.js') },
   mock: { summary: 'simulated engine workers (OpenAI HTTP, ZeroMQ KV events, prefill/decode handoffs)', load: () => import('./cli/mock.js') },
+  replay: { summary: 'replay a Mooncake trace offline (virtual time) or against a live router', load: () => import('./cli/replay.js') },
 };
 
 function usage(): string {

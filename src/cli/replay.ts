@@ -1,0 +1,100 @@
+// `kvroute replay`: replays a Mooncake-format trace offline in virtual time (the default), or
+// online against a live router (--online --url).
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { replayMarkdown } from '../sim/replay/markdown.js';
+import { isReplayPolicy, REPLAY_POLICIES, type ReplayPolicy } from '../sim/replay/policies.js';
+import { runReplay } from '../sim/replay/replay.js';
+import { loadTrace } from '../sim/replay/trace.js';
+import { intFlag, UsageError } from './usage.js';
+
+const HELP = `usage: kvroute replay --trace FILE [options]
+
+Offline (default): a discrete-event simulation of a fleet of simulated engines in virtual time,
+with kvroute's own routing code deciding.
+  --trace FILE          Mooncake-format JSONL trace (required)
+  --workers N           aggregated workers (default 4)
+  --prefill P --decode D  disaggregated: P prefill and D decode workers instead
+  --policy NAME         repeatable; one of ${REPLAY_POLICIES.join(', ')} (default: all)
+  --block-size B        router and engine block size, must divide 512 (default 16)
+  --kv-blocks K         KV cache blocks per worker (default 65536)
+  --speedup S           compress arrivals by S (default 1)
+  --sweep               also run a load sweep: arrivals x1, x2, x4 ... until every policy saturates
+  --sweep-max M         largest compression of the sweep (default 64)
+  --limit N             replay only the first N requests
+  --seed X              seed of prompts, routing ties and engines (default 0)
+  --json OUT            write the JSON report
+  --md OUT              write the Markdown report
+Online:
+  --online --url URL    send the trace to a live router (see kvroute replay --online --help)
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      trace: { type: 'string' },
+      workers: { type: 'string', default: '4' },
+      prefill: { type: 'string' },
+      decode: { type: 'string' },
+      policy: { type: 'string', multiple: true },
+      'block-size': { type: 'string', default: '16' },
+      'kv-blocks': { type: 'string', default: '65536' },
+      speedup: { type: 'string', default: '1' },
+      sweep: { type: 'boolean', default: false },
+      'sweep-max': { type: 'string', default: '64' },
+      limit: { type: 'string' },
+      seed: { type: 'string', default: '0' },
+      json: { type: 'string' },
+      md: { type: 'string' },
+      online: { type: 'boolean', default: false },
+      url: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  if (values.online) {
+    const { runOnline } = await import('./replay-online.js');
+    return runOnline(argv);
+  }
+  if (!values.trace) throw new UsageError('--trace FILE is required');
+  const workers = intFlag(values.workers, '--workers', 1, 1024);
+  if ((values.prefill === undefined) !== (values.decode === undefined)) throw new UsageError('--prefill and --decode go together');
+  const disaggregated =
+    values.prefill === undefined
+      ? undefined
+      : { prefill: intFlag(values.prefill, '--prefill', 1, 1024), decode: intFlag(values.decode, '--decode', 1, 1024) };
+  const blockSize = intFlag(values['block-size'], '--block-size', 1, 512);
+  if (512 % blockSize !== 0) throw new UsageError(`--block-size must divide 512 (the traces' block), got ${blockSize}`);
+  const kvBlocks = intFlag(values['kv-blocks'], '--kv-blocks', 1, 1 << 30);
+  const seed = intFlag(values.seed, '--seed', 0, 2 ** 31 - 1);
+  const speedup = Number(values.speedup);
+  if (!(speedup > 0) || !Number.isFinite(speedup)) throw new UsageError(`--speedup must be a positive number, got ${values.speedup}`);
+  const policies = (values.policy ?? [...REPLAY_POLICIES]).map((p) => {
+    if (!isReplayPolicy(p)) throw new UsageError(`unknown --policy '${p}'; one of ${REPLAY_POLICIES.join(', ')}`);
+    return p as ReplayPolicy;
+  });
+  let trace = await loadTrace(values.trace);
+  if (values.limit) trace = trace.slice(0, intFlag(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER));
+  const sweepMax = intFlag(values['sweep-max'], '--sweep-max', 1, 4096);
+  const sweepScales = values.sweep ? doublings(speedup, sweepMax) : undefined;
+
+  const progress = process.stderr.isTTY ? (m: string) => process.stderr.write(`\r\x1b[2K${m}`) : () => {};
+  const report = runReplay({ trace, traceName: values.trace, workers, disaggregated, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, onProgress: progress });
+  if (process.stderr.isTTY) process.stderr.write('\r\x1b[2K');
+  const md = replayMarkdown(report);
+  if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');
+  if (values.md) await writeFile(values.md, md);
+  console.log(md);
+  return 0;
+}
+
+function doublings(start: number, max: number): number[] {
+  const out: number[] = [];
+  for (let s = start; s <= max; s *= 2) out.push(s);
+  return out;
+}

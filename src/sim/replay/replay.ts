@@ -1,0 +1,132 @@
+// Runs a trace through the virtual fleet once per policy (and optionally a load sweep) and
+// assembles the report.
+import { basename } from 'node:path';
+import type { EngineConfig } from '../engine/index.js';
+import { hitRateBound } from './bound.js';
+import type { ReplayPolicy } from './policies.js';
+import { summarizeRun, type PolicySummary } from './summary.js';
+import type { TraceRequest } from './trace.js';
+import { runVirtualFleet } from './virtual-fleet.js';
+
+export interface ReplayConfig {
+  trace: readonly TraceRequest[];
+  traceName: string;
+  workers: number;
+  /** Prefill and decode pools instead of aggregated workers. */
+  disaggregated?: { prefill: number; decode: number };
+  policies: readonly ReplayPolicy[];
+  blockSize: number;
+  kvBlocks: number;
+  arrivalScale: number;
+  seed: number;
+  engine?: EngineConfig;
+  /** Arrival compression factors of the load sweep (none: no sweep). */
+  sweepScales?: readonly number[];
+  onProgress?: (message: string) => void;
+}
+
+export interface SweepPoint {
+  scale: number;
+  offered_rps: number;
+  policies: Record<string, { ttft_p50_ms: number; ttft_p90_ms: number; hit_rate: number; throughput_rps: number; refused: number; saturated: boolean }>;
+}
+
+export interface ReplayReport {
+  trace: string;
+  seed: number;
+  workers: number;
+  prefill_workers?: number;
+  decode_workers?: number;
+  block_size: number;
+  kv_blocks: number;
+  arrival_scale: number;
+  requests: number;
+  offered_rps: number;
+  hit_rate_bound: number;
+  wall_s: number;
+  simulated_s: number;
+  /** Virtual seconds simulated per wall-clock second, over every run of the report. */
+  simulated_to_wall: number;
+  policies: Record<string, PolicySummary>;
+  sweep?: SweepPoint[];
+}
+
+/** A policy is saturated when it completes clearly fewer requests per second than arrive. */
+export const SATURATION_THROUGHPUT_FRACTION = 0.9;
+
+export function offeredRps(trace: readonly TraceRequest[], scale: number): number {
+  const spanS = (trace[trace.length - 1].timestamp - trace[0].timestamp) / 1000 / scale;
+  return spanS > 0 ? trace.length / spanS : Infinity;
+}
+
+export function runReplay(cfg: ReplayConfig): ReplayReport {
+  let wallMs = 0;
+  let simulatedMs = 0;
+  const runOnce = (policy: ReplayPolicy, scale: number): PolicySummary => {
+    const started = performance.now();
+    const run = runVirtualFleet(cfg.trace, {
+      workers: cfg.workers,
+      disaggregated: cfg.disaggregated,
+      policy,
+      engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
+      seed: cfg.seed,
+      arrivalScale: scale,
+      onProgress: (done, total) => cfg.onProgress?.(`${policy} x${scale}: ${done}/${total} requests`),
+    });
+    const elapsed = performance.now() - started;
+    wallMs += elapsed;
+    simulatedMs += run.simulatedMs;
+    return summarizeRun(run, elapsed);
+  };
+
+  const policies: Record<string, PolicySummary> = {};
+  for (const policy of cfg.policies) policies[policy] = runOnce(policy, cfg.arrivalScale);
+
+  let sweep: SweepPoint[] | undefined;
+  if (cfg.sweepScales?.length) {
+    sweep = [];
+    const saturated = new Set<string>();
+    for (const scale of cfg.sweepScales) {
+      const offered = offeredRps(cfg.trace, scale);
+      const point: SweepPoint = { scale, offered_rps: round(offered), policies: {} };
+      for (const policy of cfg.policies) {
+        const s = scale === cfg.arrivalScale ? policies[policy] : runOnce(policy, scale);
+        const isSaturated = s.throughput_rps < SATURATION_THROUGHPUT_FRACTION * offered || s.refused > 0;
+        if (isSaturated) saturated.add(policy);
+        point.policies[policy] = {
+          ttft_p50_ms: s.ttft_ms.p50,
+          ttft_p90_ms: s.ttft_ms.p90,
+          hit_rate: s.hit_rate,
+          throughput_rps: s.throughput_rps,
+          refused: s.refused,
+          saturated: isSaturated,
+        };
+      }
+      sweep.push(point);
+      if (saturated.size === cfg.policies.length) break;
+    }
+  }
+
+  return {
+    trace: basename(cfg.traceName),
+    seed: cfg.seed,
+    workers: cfg.disaggregated ? cfg.disaggregated.prefill + cfg.disaggregated.decode : cfg.workers,
+    prefill_workers: cfg.disaggregated?.prefill,
+    decode_workers: cfg.disaggregated?.decode,
+    block_size: cfg.blockSize,
+    kv_blocks: cfg.kvBlocks,
+    arrival_scale: cfg.arrivalScale,
+    requests: cfg.trace.length,
+    offered_rps: round(offeredRps(cfg.trace, cfg.arrivalScale)),
+    hit_rate_bound: round(hitRateBound(cfg.trace), 4),
+    wall_s: round(wallMs / 1000),
+    simulated_s: round(simulatedMs / 1000),
+    simulated_to_wall: round(wallMs > 0 ? simulatedMs / wallMs : 0, 1),
+    policies,
+    sweep,
+  };
+}
+
+function round(v: number, digits = 3): number {
+  return Number.isFinite(v) ? Number(v.toFixed(digits)) : v;
+}
