@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { replayMarkdown } from '../sim/replay/markdown.js';
 import { isReplayPolicy, REPLAY_POLICIES, type ReplayPolicy } from '../sim/replay/policies.js';
-import { runReplay } from '../sim/replay/replay.js';
+import { runReplay, sweepLoads } from '../sim/replay/replay.js';
 import { loadTrace } from '../sim/replay/trace.js';
 import { intFlag, UsageError } from './usage.js';
 
@@ -19,7 +19,7 @@ with kvroute's own routing code deciding.
   --block-size B        router and engine block size, must divide 512 (default 16)
   --kv-blocks K         KV cache blocks per worker (default 65536)
   --speedup S           compress arrivals by S (default 1)
-  --sweep               also run a load sweep: arrivals x1, x2, x4 ... until every policy saturates
+  --sweep               also run a load sweep: arrivals x1, x1.5, x2, x3, x4, x6 ... until every policy saturates
   --sweep-max M         largest compression of the sweep (default 64)
   --limit N             replay only the first N requests
   --seed X              seed of prompts, routing ties and engines (default 0)
@@ -81,7 +81,7 @@ export async function run(argv: string[]): Promise<number> {
   let trace = await loadTrace(values.trace);
   if (values.limit) trace = trace.slice(0, intFlag(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER));
   const sweepMax = intFlag(values['sweep-max'], '--sweep-max', 1, 4096);
-  const sweepScales = values.sweep ? doublings(speedup, sweepMax) : undefined;
+  const sweepScales = values.sweep ? sweepLoads(speedup, sweepMax) : undefined;
 
   const progress = process.stderr.isTTY ? (m: string) => process.stderr.write(`\r\x1b[2K${m}`) : () => {};
   const report = runReplay({ trace, traceName: values.trace, workers, disaggregated, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, onProgress: progress });
@@ -93,8 +93,4 @@ export async function run(argv: string[]): Promise<number> {
   return 0;
 }
 
-function doublings(start: number, max: number): number[] {
-  const out: number[] = [];
-  for (let s = start; s <= max; s *= 2) out.push(s);
-  return out;
-}
+

@@ -6,7 +6,7 @@ import { hitRateBound } from './bound.js';
 import type { ReplayPolicy } from './policies.js';
 import { summarizeRun, type PolicySummary } from './summary.js';
 import type { TraceRequest } from './trace.js';
-import { runVirtualFleet } from './virtual-fleet.js';
+import { runVirtualFleet, type FleetRun } from './virtual-fleet.js';
 
 export interface ReplayConfig {
   trace: readonly TraceRequest[];
@@ -23,6 +23,8 @@ export interface ReplayConfig {
   /** Arrival compression factors of the load sweep (none: no sweep). */
   sweepScales?: readonly number[];
   onProgress?: (message: string) => void;
+  /** Sees every fleet run with its per-request records (e.g. to chart TTFT distributions). */
+  onRun?: (policy: ReplayPolicy, scale: number, run: FleetRun) => void;
 }
 
 export interface SweepPoint {
@@ -51,8 +53,22 @@ export interface ReplayReport {
   sweep?: SweepPoint[];
 }
 
-/** A policy is saturated when it completes clearly fewer requests per second than arrive. */
-export const SATURATION_THROUGHPUT_FRACTION = 0.9;
+/**
+ * A policy is saturated at a load when its TTFT p90 grew past this multiple of its p90 at the
+ * sweep's lightest load (queues building up), or when it refused requests. Throughput is no
+ * criterion: on a finite trace it always trails the offered rate by the final drain.
+ */
+export const SATURATION_TTFT_GROWTH = 10;
+
+/** Loads of a sweep: start, 1.5x, 2x, 3x, 4x, 6x ... (doublings with a point between) up to max. */
+export function sweepLoads(start: number, max: number): number[] {
+  const out: number[] = [];
+  for (let s = start; s <= max; s *= 2) {
+    out.push(s);
+    if (s * 1.5 <= max) out.push(s * 1.5);
+  }
+  return out;
+}
 
 export function offeredRps(trace: readonly TraceRequest[], scale: number): number {
   const spanS = (trace[trace.length - 1].timestamp - trace[0].timestamp) / 1000 / scale;
@@ -74,6 +90,7 @@ export function runReplay(cfg: ReplayConfig): ReplayReport {
       onProgress: (done, total) => cfg.onProgress?.(`${policy} x${scale}: ${done}/${total} requests`),
     });
     const elapsed = performance.now() - started;
+    cfg.onRun?.(policy, scale, run);
     wallMs += elapsed;
     simulatedMs += run.simulatedMs;
     return summarizeRun(run, elapsed);
@@ -86,12 +103,14 @@ export function runReplay(cfg: ReplayConfig): ReplayReport {
   if (cfg.sweepScales?.length) {
     sweep = [];
     const saturated = new Set<string>();
+    const baselineP90 = new Map<string, number>();
     for (const scale of cfg.sweepScales) {
       const offered = offeredRps(cfg.trace, scale);
       const point: SweepPoint = { scale, offered_rps: round(offered), policies: {} };
       for (const policy of cfg.policies) {
         const s = scale === cfg.arrivalScale ? policies[policy] : runOnce(policy, scale);
-        const isSaturated = s.throughput_rps < SATURATION_THROUGHPUT_FRACTION * offered || s.refused > 0;
+        if (!baselineP90.has(policy)) baselineP90.set(policy, s.ttft_ms.p90);
+        const isSaturated = s.ttft_ms.p90 > SATURATION_TTFT_GROWTH * baselineP90.get(policy)! || s.refused > 0;
         if (isSaturated) saturated.add(policy);
         point.policies[policy] = {
           ttft_p50_ms: s.ttft_ms.p50,
