@@ -1,0 +1,171 @@
+// Routing quality on the real Mooncake traces (issue 6): each policy replayed offline in virtual
+// time through the live RoutingCore and the simulated engine model, on the default fleet of 4
+// aggregated workers. Reports TTFT, hit rate against the infinite-cache bound, and a load sweep.
+import { fileURLToPath } from 'node:url';
+import { replayMarkdown } from '../../src/sim/replay/markdown.js';
+import { REPLAY_POLICIES, type ReplayPolicy } from '../../src/sim/replay/policies.js';
+import { runReplay, sweepLoads, type ReplayReport } from '../../src/sim/replay/replay.js';
+import { loadTrace, type TraceRequest } from '../../src/sim/replay/trace.js';
+import { barChart, cdfChart, lineChart } from '../lib/svg.js';
+import type { BenchContext, BenchSuite, Chart, Figure, Section, SuiteResult } from '../lib/suite.js';
+
+const TRACES = fileURLToPath(new URL('../../../shared/traces/', import.meta.url));
+const WORKERS = 4;
+const BLOCK_SIZE = 16;
+/** Dynamo's mocker default capacity (16384 blocks of 64 tokens): 1M tokens per worker. */
+const KV_BLOCKS = 65_536;
+/** A cache that holds the synthetic trace's whole working set (~22M tokens over 4 workers). */
+const LARGE_KV_BLOCKS = 1 << 20;
+const SEED = 0;
+
+interface TraceRun {
+  report: ReplayReport;
+  ttfts: Map<ReplayPolicy, number[]>;
+}
+
+function replay(ctx: BenchContext, name: string, trace: TraceRequest[], policies: readonly ReplayPolicy[], extra: { kvBlocks?: number; sweep?: number[] } = {}): TraceRun {
+  const ttfts = new Map<ReplayPolicy, number[]>();
+  const report = runReplay({
+    trace,
+    traceName: name,
+    workers: WORKERS,
+    policies,
+    blockSize: BLOCK_SIZE,
+    kvBlocks: extra.kvBlocks ?? KV_BLOCKS,
+    arrivalScale: 1,
+    seed: SEED,
+    sweepScales: extra.sweep,
+    onProgress: (m) => ctx.progress(`${name}: ${m}`),
+    onRun: (policy, scale, run) => {
+      if (scale !== 1) return;
+      ttfts.set(
+        policy,
+        run.records.filter((r) => Number.isFinite(r.firstTokenMs)).map((r) => r.firstTokenMs - r.arrivalMs),
+      );
+    },
+  });
+  return { report, ttfts };
+}
+
+async function run(ctx: BenchContext): Promise<SuiteResult> {
+  const limit = ctx.quick ? 300 : Infinity;
+  const policies: readonly ReplayPolicy[] = ctx.quick ? ['round_robin', 'kv'] : REPLAY_POLICIES;
+  const synthetic = (await loadTrace(TRACES + 'synthetic_trace.jsonl')).slice(0, limit);
+  const conversation = (await loadTrace(TRACES + 'conversation_trace.first-half.jsonl')).slice(0, limit);
+
+  const syn = replay(ctx, 'synthetic_trace.jsonl', synthetic, policies, { sweep: sweepLoads(1, ctx.quick ? 4 : 8) });
+  const conv = replay(ctx, 'conversation_trace.first-half.jsonl', conversation, policies);
+  const big = replay(ctx, 'synthetic_trace.jsonl', synthetic, ['round_robin', 'kv'], { kvBlocks: LARGE_KV_BLOCKS });
+
+  const figures: Figure[] = [];
+  figures.push(...sweepRatios(syn.report));
+  const rr = conv.report.policies.round_robin;
+  const kv = conv.report.policies.kv;
+  figures.push({
+    name: 'kv TTFT p50, conversation trace, x1',
+    value: kv.ttft_ms.p50,
+    unit: 'ms',
+    reference: { name: 'round_robin', value: rr.ttft_ms.p50 },
+    target: { op: '<=', value: rr.ttft_ms.p50 },
+    headline: true,
+  });
+  for (const [label, r] of [
+    [`${KV_BLOCKS} KV blocks per worker`, syn.report],
+    [`${LARGE_KV_BLOCKS} KV blocks per worker (the whole working set fits)`, big.report],
+  ] as const) {
+    figures.push({
+      name: `kv hit rate as a share of the infinite-cache bound, synthetic trace, ${label}`,
+      value: (r.policies.kv.hit_rate / r.hit_rate_bound) * 100,
+      unit: '%',
+      reference: { name: 'round_robin', value: (r.policies.round_robin.hit_rate / r.hit_rate_bound) * 100 },
+      target: { op: '>=', value: 90 },
+      headline: true,
+    });
+  }
+  figures.push({
+    name: 'simulated time per wall-clock time, whole report (one core)',
+    value: (syn.report.simulated_s + conv.report.simulated_s) / (syn.report.wall_s + conv.report.wall_s),
+    unit: 'x',
+    better: 'higher',
+  });
+
+  const sections: Section[] = [
+    { title: 'Synthetic trace', markdown: replayMarkdown(syn.report) },
+    { title: 'Conversation trace', markdown: replayMarkdown(conv.report) },
+    { title: 'Synthetic trace, large KV cache', markdown: replayMarkdown(big.report) },
+  ];
+  if (ctx.quick) sections.unshift({ title: 'Quick run', markdown: `The first ${limit} requests of each trace, round_robin and kv only.\n` });
+
+  return { figures, sections, charts: charts(syn, conv, big.report), data: { synthetic: syn.report, conversation: conv.report, synthetic_large_cache: big.report } };
+}
+
+/** kv's TTFT p90 over round_robin's at every sweep load where round_robin is not saturated. */
+function sweepRatios(r: ReplayReport): Figure[] {
+  const points = (r.sweep ?? []).filter((p) => p.policies.round_robin && !p.policies.round_robin.saturated && p.policies.kv);
+  return points.map((p, i) => ({
+    name: `kv TTFT p90 / round_robin TTFT p90, synthetic trace, arrivals x${p.scale} (${p.offered_rps} req/s)`,
+    value: p.policies.kv.ttft_p90_ms / p.policies.round_robin.ttft_p90_ms,
+    unit: 'x',
+    target: { op: '<=', value: 0.5 },
+    headline: i === points.length - 1,
+    note: 'the highest load of the sweep where round_robin is not saturated is the headline',
+  }));
+}
+
+function charts(syn: TraceRun, conv: TraceRun, big: ReplayReport): Chart[] {
+  const out: Chart[] = [];
+  for (const [name, t] of [
+    ['synthetic', syn],
+    ['conversation', conv],
+  ] as const) {
+    out.push({
+      name: `ttft-cdf-${name}`,
+      title: `TTFT per policy, ${name} trace`,
+      svg: cdfChart({
+        title: `TTFT distribution per policy, ${name} trace (x1, ${WORKERS} workers)`,
+        xLabel: 'time to first token (ms)',
+        logX: true,
+        series: [...t.ttfts].map(([policy, values]) => ({ name: policy, values })),
+      }),
+    });
+  }
+  const reports = [
+    ['synthetic', syn.report],
+    ['conversation', conv.report],
+    ['synthetic, large cache', big],
+  ] as const;
+  const policyNames = Object.keys(syn.report.policies);
+  out.push({
+    name: 'hit-rate',
+    title: 'Prefix hit rate against the infinite-cache bound',
+    svg: barChart({
+      title: 'Prefix hit rate per policy and the infinite-cache bound (%)',
+      categories: reports.map(([n]) => n),
+      series: [
+        ...policyNames.map((p) => ({ name: p, values: reports.map(([, r]) => (r.policies[p] ? r.policies[p].hit_rate * 100 : null)) })),
+        { name: 'bound', values: reports.map(([, r]) => r.hit_rate_bound * 100) },
+      ],
+      yLabel: 'hit rate (%)',
+    }),
+  });
+  if (syn.report.sweep?.length) {
+    out.push({
+      name: 'ttft-vs-load',
+      title: 'TTFT p90 against offered load, synthetic trace',
+      svg: lineChart({
+        title: 'TTFT p90 against offered load, synthetic trace',
+        xLabel: 'offered load (req/s)',
+        yLabel: 'TTFT p90 (ms)',
+        logY: true,
+        markers: true,
+        series: policyNames.map((p) => ({
+          name: p,
+          points: syn.report.sweep!.filter((pt) => pt.policies[p]).map((pt) => [pt.offered_rps, pt.policies[p].ttft_p90_ms] as [number, number]),
+        })),
+      }),
+    });
+  }
+  return out;
+}
+
+export const suite: BenchSuite = { name: 'replay', title: 'Trace replay: routing quality', order: 60, run };
