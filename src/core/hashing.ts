@@ -73,11 +73,17 @@ export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?
     expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
   );
   const mm = encodeMultimodal(o.mmHashes);
-  return callNative(() => native.computeBlockHashes(tokens, blockSize, seed, mm?.offsets, mm?.hashes));
+  // The result is allocated here and filled natively: an array created by the addon would be an
+  // external buffer, freed only when the event loop turns (never, in a synchronous hot loop).
+  const out = new BigUint64Array(Math.floor(tokens.length / blockSize));
+  callNative(() => native.computeBlockHashesInto(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out));
+  return out;
 }
 
 /** Chained sequence hashes: seq[0] = local[0], seq[i] = XXH3(seq[i-1] ++ local[i], 1337). */
 export function computeSequenceHashes(blockHashes: BigUint64Array): BigUint64Array {
   expectBigUint64Array(blockHashes, 'blockHashes');
-  return native.computeSequenceHashes(blockHashes);
+  const out = new BigUint64Array(blockHashes.length);
+  native.computeSequenceHashesInto(blockHashes, out);
+  return out;
 }

@@ -26,30 +26,49 @@ pub fn mm_identifier_hash(id: String) -> BigInt {
   BigInt::from(hash::mm_identifier_hash(&id))
 }
 
-/// Local hashes of the complete blocks of `tokens` (read in place, never copied).
-/// `mm_offsets`/`mm_hashes` (CSR): block i's multimodal hashes are
-/// mm_hashes[mm_offsets[i]..mm_offsets[i+1]].
+/// Local hashes of the complete blocks of `tokens` (read in place, never copied), written into
+/// `out` (at least tokens.len() / block_size entries; the caller allocates it, so no external
+/// ArrayBuffer is created: V8 frees those only when the event loop turns, which a synchronous
+/// hot loop never does). `mm_offsets`/`mm_hashes` (CSR): block i's multimodal hashes are
+/// mm_hashes[mm_offsets[i]..mm_offsets[i+1]]. Returns the number of hashes written.
 #[napi]
-pub fn compute_block_hashes(
-  tokens: Uint32Array,
+pub fn compute_block_hashes_into(
+  tokens: &[u32],
   block_size: u32,
   seed: BigInt,
-  mm_offsets: Option<Uint32Array>,
-  mm_hashes: Option<BigUint64Array>,
-) -> Result<BigUint64Array> {
+  mm_offsets: Option<&[u32]>,
+  mm_hashes: Option<BigUint64ArraySlice>,
+  mut out: BigUint64ArraySlice,
+) -> Result<u32> {
   let bs = check_block_size(block_size)?;
   let (sign, seed, lossless) = seed.get_u64();
   if sign || !lossless {
     return Err(range_error("seed must be a u64"));
   }
-  let out = match (mm_offsets, mm_hashes) {
+  let blocks = tokens.len() / bs;
+  // SAFETY: a synchronous call: no JavaScript runs while the slice lives, and `out` is a fresh
+  // array of the wrapper's (src/core/hashing.ts), never one of the inputs.
+  let out = unsafe { out.as_mut() };
+  if out.len() < blocks {
+    return Err(range_error(format!("out must hold at least {blocks} entries, got {}", out.len())));
+  }
+  match (mm_offsets, mm_hashes) {
     (Some(offsets), Some(values)) => {
-      let per_block = split_csr(&offsets, &values)?;
-      hash::block_hashes_with_mm(&tokens, bs, seed, &per_block)
+      let per_block = split_csr(offsets, values.as_ref())?;
+      for (i, block) in tokens.chunks_exact(bs).enumerate() {
+        out[i] = match per_block.get(i) {
+          Some(hashes) => hash::hash_block_with_mm(block, hashes, seed),
+          None => hash::hash_block(block, seed),
+        };
+      }
     }
-    _ => hash::block_hashes(&tokens, bs, seed),
-  };
-  Ok(BigUint64Array::new(out))
+    _ => {
+      for (slot, block) in out.iter_mut().zip(tokens.chunks_exact(bs)) {
+        *slot = hash::hash_block(block, seed);
+      }
+    }
+  }
+  Ok(blocks as u32)
 }
 
 fn split_csr(offsets: &[u32], values: &[u64]) -> Result<Vec<Vec<u64>>> {
@@ -64,38 +83,19 @@ fn split_csr(offsets: &[u32], values: &[u64]) -> Result<Vec<Vec<u64>>> {
   Ok(out)
 }
 
-/// Chained sequence hashes of a run of local block hashes.
+/// Chained sequence hashes of a run of local block hashes, written into `out` (same length).
 #[napi]
-pub fn compute_sequence_hashes(block_hashes: BigUint64Array) -> BigUint64Array {
-  BigUint64Array::new(hash::sequence_hashes(&block_hashes))
-}
-
-/// Bulk hashing for the worker pool: many prompts in one token array, prompt i being
-/// tokens[offsets[i]..offsets[i+1]]. Returns all local hashes concatenated and, in
-/// `hash_offsets`, where each prompt's hashes start (length prompts + 1).
-#[napi(object)]
-pub struct BatchHashes {
-  pub hashes: BigUint64Array,
-  pub hash_offsets: Uint32Array,
-}
-
-#[napi]
-pub fn compute_block_hashes_batch(tokens: Uint32Array, offsets: Uint32Array, block_size: u32, seed: BigInt) -> Result<BatchHashes> {
-  let bs = check_block_size(block_size)?;
-  let (sign, seed, lossless) = seed.get_u64();
-  if sign || !lossless {
-    return Err(range_error("seed must be a u64"));
+pub fn compute_sequence_hashes_into(block_hashes: BigUint64ArraySlice, mut out: BigUint64ArraySlice) -> Result<()> {
+  let local = block_hashes.as_ref();
+  // SAFETY: synchronous; `out` is a fresh array of the wrapper's, distinct from the input.
+  let out = unsafe { out.as_mut() };
+  if out.len() != local.len() {
+    return Err(range_error(format!("out must hold {} entries, got {}", local.len(), out.len())));
   }
-  let mut hashes = Vec::with_capacity(tokens.len() / bs);
-  let mut hash_offsets = Vec::with_capacity(offsets.len());
-  hash_offsets.push(0u32);
-  for w in offsets.windows(2) {
-    let (a, b) = (w[0] as usize, w[1] as usize);
-    if a > b || b > tokens.len() {
-      return Err(range_error("offsets must be non-decreasing and within the tokens"));
-    }
-    hashes.extend(tokens[a..b].chunks_exact(bs).map(|blk| hash::hash_block(blk, seed)));
-    hash_offsets.push(hashes.len() as u32);
+  let mut prev = 0u64;
+  for (i, (&h, slot)) in local.iter().zip(out.iter_mut()).enumerate() {
+    prev = if i == 0 { h } else { hash::chain_hash(prev, h) };
+    *slot = prev;
   }
-  Ok(BatchHashes { hashes: BigUint64Array::new(hashes), hash_offsets: Uint32Array::new(hash_offsets) })
+  Ok(())
 }
