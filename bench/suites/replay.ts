@@ -23,6 +23,9 @@ interface TraceRun {
   ttfts: Map<ReplayPolicy, number[]>;
 }
 
+/** The sweep compares the baseline, the best load-only policy and kv (every policy would triple its time). */
+const SWEEP_POLICIES: readonly ReplayPolicy[] = ['round_robin', 'least_loaded', 'kv'];
+
 function replay(ctx: BenchContext, name: string, trace: TraceRequest[], policies: readonly ReplayPolicy[], extra: { kvBlocks?: number; sweep?: number[] } = {}): TraceRun {
   const ttfts = new Map<ReplayPolicy, number[]>();
   const report = runReplay({
@@ -35,6 +38,7 @@ function replay(ctx: BenchContext, name: string, trace: TraceRequest[], policies
     arrivalScale: 1,
     seed: SEED,
     sweepScales: extra.sweep,
+    sweepPolicies: SWEEP_POLICIES.filter((p) => policies.includes(p)),
     onProgress: (m) => ctx.progress(`${name}: ${m}`),
     onRun: (policy, scale, run) => {
       if (scale !== 1) return;
@@ -135,6 +139,7 @@ function charts(syn: TraceRun, conv: TraceRun, big: ReplayReport): Chart[] {
     ['synthetic, large cache', big],
   ] as const;
   const policyNames = Object.keys(syn.report.policies);
+  const sweepNames = Object.keys(syn.report.sweep?.[0]?.policies ?? {});
   out.push({
     name: 'hit-rate',
     title: 'Prefix hit rate against the infinite-cache bound',
@@ -158,7 +163,7 @@ function charts(syn: TraceRun, conv: TraceRun, big: ReplayReport): Chart[] {
         yLabel: 'TTFT p90 (ms)',
         logY: true,
         markers: true,
-        series: policyNames.map((p) => ({
+        series: sweepNames.map((p) => ({
           name: p,
           points: syn.report.sweep!.filter((pt) => pt.policies[p]).map((pt) => [pt.offered_rps, pt.policies[p].ttft_p90_ms] as [number, number]),
         })),

@@ -19,7 +19,7 @@ with kvroute's own routing code deciding.
   --block-size B        router and engine block size, must divide 512 (default 16)
   --kv-blocks K         KV cache blocks per worker (default 65536)
   --speedup S           compress arrivals by S (default 1)
-  --sweep               also run a load sweep: arrivals x1, x1.5, x2, x3, x4, x6 ... until every policy saturates
+  --sweep               also run a load sweep: arrivals x1, x1.26, x1.59, x2, x2.52 ... until every policy saturates
   --sweep-max M         largest compression of the sweep (default 64)
   --limit N             replay only the first N requests
   --seed X              seed of prompts, routing ties and engines (default 0)

@@ -24,7 +24,7 @@ export function replayMarkdown(r: ReplayReport): string {
     );
   }
   if (r.sweep?.length) {
-    const names = Object.keys(r.policies);
+    const names = Object.keys(r.sweep[0].policies);
     lines.push('');
     lines.push('Load sweep (TTFT p90 ms; * = saturated):');
     lines.push('');

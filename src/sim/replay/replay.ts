@@ -22,6 +22,8 @@ export interface ReplayConfig {
   engine?: EngineConfig;
   /** Arrival compression factors of the load sweep (none: no sweep). */
   sweepScales?: readonly number[];
+  /** The policies the sweep compares (default: all of `policies`). */
+  sweepPolicies?: readonly ReplayPolicy[];
   onProgress?: (message: string) => void;
   /** Sees every fleet run with its per-request records (e.g. to chart TTFT distributions). */
   onRun?: (policy: ReplayPolicy, scale: number, run: FleetRun) => void;
@@ -60,12 +62,16 @@ export interface ReplayReport {
  */
 export const SATURATION_TTFT_GROWTH = 10;
 
-/** Loads of a sweep: start, 1.5x, 2x, 3x, 4x, 6x ... (doublings with a point between) up to max. */
+/**
+ * Loads of a sweep: geometric steps of 2^(1/3) (three per doubling: x1, x1.26, x1.59, x2, x2.52
+ * ...) from start up to max, fine enough to see where each policy's queues start to grow.
+ */
 export function sweepLoads(start: number, max: number): number[] {
   const out: number[] = [];
-  for (let s = start; s <= max; s *= 2) {
+  for (let k = 0; ; k++) {
+    const s = Number((start * 2 ** (k / 3)).toFixed(2));
+    if (s > max * 1.0001) break;
     out.push(s);
-    if (s * 1.5 <= max) out.push(s * 1.5);
   }
   return out;
 }
@@ -104,11 +110,12 @@ export function runReplay(cfg: ReplayConfig): ReplayReport {
     sweep = [];
     const saturated = new Set<string>();
     const baselineP90 = new Map<string, number>();
+    const sweepPolicies = cfg.sweepPolicies ?? cfg.policies;
     for (const scale of cfg.sweepScales) {
       const offered = offeredRps(cfg.trace, scale);
       const point: SweepPoint = { scale, offered_rps: round(offered), policies: {} };
-      for (const policy of cfg.policies) {
-        const s = scale === cfg.arrivalScale ? policies[policy] : runOnce(policy, scale);
+      for (const policy of sweepPolicies) {
+        const s = scale === cfg.arrivalScale && policies[policy] ? policies[policy] : runOnce(policy, scale);
         if (!baselineP90.has(policy)) baselineP90.set(policy, s.ttft_ms.p90);
         const isSaturated = s.ttft_ms.p90 > SATURATION_TTFT_GROWTH * baselineP90.get(policy)! || s.refused > 0;
         if (isSaturated) saturated.add(policy);
@@ -122,7 +129,7 @@ export function runReplay(cfg: ReplayConfig): ReplayReport {
         };
       }
       sweep.push(point);
-      if (saturated.size === cfg.policies.length) break;
+      if (saturated.size === sweepPolicies.length) break;
     }
   }
 

@@ -86,9 +86,9 @@ describe('runVirtualFleet disaggregated', () => {
 });
 
 describe('sweepLoads', () => {
-  it('doubles with a point halfway, up to the maximum', async () => {
+  it('steps geometrically, three points per doubling, up to the maximum', async () => {
     const { sweepLoads } = await import('../../../src/sim/replay/replay.js');
-    expect(sweepLoads(1, 8)).toEqual([1, 1.5, 2, 3, 4, 6, 8]);
+    expect(sweepLoads(1, 4)).toEqual([1, 1.26, 1.59, 2, 2.52, 3.17, 4]);
     expect(sweepLoads(2, 2)).toEqual([2]);
   });
 });
