@@ -10,7 +10,7 @@ export function replayMarkdown(r: ReplayReport): string {
   lines.push(
     `${r.requests} requests, ${fleetOf(r)}, block size ${r.block_size}, ${r.kv_blocks} KV blocks per worker, ` +
       `arrivals x${r.arrival_scale} (${fmt(r.offered_rps, 2)} req/s offered), seed ${r.seed}. ` +
-      `Infinite-cache hit-rate bound: ${fmt(r.hit_rate_bound * 100)}%. ` +
+      `Infinite-cache hit-rate bound: ${fmt(r.hit_rate_bound * 100)}% of prompt tokens (${fmt(r.hit_rate_bound_blocks * 100)}% of trace blocks). ` +
       `Simulated ${fmt(r.simulated_s)} s in ${fmt(r.wall_s)} s of wall time (${fmt(r.simulated_to_wall)}x).`,
   );
   lines.push('');

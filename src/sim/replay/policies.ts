@@ -2,8 +2,9 @@
 // KvIndexer, configured by name: the simulator never re-implements a policy.
 import { KvIndexer } from '../../core/indexer.js';
 import { RoutingCore, type PolicyName, type RoutingConfig } from '../../core/routing-core.js';
+import { ROUTING_PRESETS } from '../../core/routing-presets.js';
 
-export const REPLAY_POLICIES = ['round_robin', 'random', 'least_loaded', 'kv', 'kv_approx'] as const;
+export const REPLAY_POLICIES = ['round_robin', 'random', 'least_loaded', 'kv', 'kv_approx', 'kv_ttft'] as const;
 export type ReplayPolicy = (typeof REPLAY_POLICIES)[number];
 
 export interface PolicySetup {
@@ -24,7 +25,8 @@ export function setupPolicy(
   opts: { blockSize: number; seed: number; clock: () => number; overrides?: Partial<RoutingConfig> },
 ): PolicySetup {
   const approximate = name === 'kv_approx';
-  const policy: PolicyName = name === 'kv_approx' ? 'kv' : name;
+  const preset = name === 'kv_ttft' ? ROUTING_PRESETS.kv_ttft : undefined;
+  const policy: PolicyName = name === 'kv_approx' ? 'kv' : (preset?.policy ?? (name as PolicyName));
   const indexer = new KvIndexer({ blockSize: opts.blockSize, mode: approximate ? 'approximate' : 'events', clock: opts.clock });
   const core = new RoutingCore(indexer, {
     blockSize: opts.blockSize,
@@ -32,6 +34,7 @@ export function setupPolicy(
     seed: opts.seed,
     clock: opts.clock,
     approximate,
+    ...preset?.overrides,
     ...opts.overrides,
   });
   // Round robin, random and least-loaded never read the index: skip feeding it events.

@@ -52,11 +52,21 @@ describe('hitRateBound', () => {
   it('counts only leading blocks seen before', () => {
     const mk = (hashIds: number[]) => ({ timestamp: 0, inputLength: hashIds.length * 512, outputLength: 1, hashIds });
     // second request: 1 hit then a miss breaks the prefix (its later "1" is not a prefix hit)
-    expect(hitRateBound([mk([1, 2]), mk([1, 3, 2])])).toBeCloseTo(1 / 5);
+    expect(hitRateBound([mk([1, 2]), mk([1, 3, 2])], 'blocks')).toBeCloseTo(1 / 5);
+  });
+
+  it('weighs a partial last block by its tokens in the token unit', () => {
+    const a = { timestamp: 0, inputLength: 600, outputLength: 1, hashIds: [1, 2] };
+    // Second request: block 1 (512 tokens) and block 2 (88 tokens) both hit.
+    expect(hitRateBound([a, a], 'tokens')).toBeCloseTo(600 / 1200);
+    expect(hitRateBound([a, a], 'blocks')).toBeCloseTo(2 / 4);
+    const b = { timestamp: 0, inputLength: 600, outputLength: 1, hashIds: [1, 3] };
+    expect(hitRateBound([a, b], 'tokens')).toBeCloseTo(512 / 1200);
+    expect(hitRateBound([a, b], 'blocks')).toBeCloseTo(1 / 4);
   });
 
   it('matches the bounds the traces README states', async () => {
-    expect(hitRateBound(await loadTrace(sharedTraces + 'synthetic_trace.jsonl'))).toBeCloseTo(0.64, 2);
-    expect(hitRateBound(await loadTrace(sharedTraces + 'conversation_trace.first-half.jsonl'))).toBeCloseTo(0.34, 2);
+    expect(hitRateBound(await loadTrace(sharedTraces + 'synthetic_trace.jsonl'), 'blocks')).toBeCloseTo(0.64, 2);
+    expect(hitRateBound(await loadTrace(sharedTraces + 'conversation_trace.first-half.jsonl'), 'blocks')).toBeCloseTo(0.34, 2);
   });
 });
