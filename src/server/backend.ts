@@ -1,29 +1,13 @@
 // What the HTTP layer needs from the routing layer, in one interface. wiring.ts builds it from the
 // indexers, routing cores, prefill router and event ingest; app.ts only sees this.
 import type { MetricsSources } from './metrics.js';
-import type { OpenAiRoute, RoutingHints } from './request.js';
+import type { RoutingHints } from './request.js';
 import type { IngestPort, PoolName, PoolPort } from './registry.js';
-import type { SseEvent } from './relay.js';
+import type { RoutedResponse, RouterRequest } from '../routing/router-request.js';
 
-/** One request as the prefill router takes it (the contract's RouterRequest). */
-export interface DispatchRequest {
-  route: OpenAiRoute;
-  body: Record<string, unknown>;
-  tokens: Uint32Array;
-  requestId: string;
-  hints: RoutingHints;
-  signal: AbortSignal;
-  loraName?: string;
-}
-
-/** The prefill router's answer (the contract's RoutedResponse). */
-export interface DispatchResponse {
-  status: number;
-  /** x-request-id, x-kvroute-prefill-worker, x-kvroute-decode-worker, x-kvroute-overlap-blocks. */
-  headers: Record<string, string>;
-  stream?: AsyncIterable<SseEvent>;
-  body?: unknown;
-}
+/** One request as the prefill router takes it, and its answer. */
+export type DispatchRequest = RouterRequest;
+export type DispatchResponse = RoutedResponse;
 
 export interface CandidateExplanation {
   worker: number;

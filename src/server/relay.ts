@@ -6,12 +6,10 @@ import { ChatChunkConverter } from './chat.js';
 import { errorEventFrame, errorReply } from './errors.js';
 import type { FrameStream } from './http.js';
 import type { RouterMetrics } from './metrics.js';
+import type { SseEvent } from '../engines/types.js';
 
 /** One server-sent event from an engine: `data` is the raw payload after "data: ". */
-export interface SseEvent {
-  data: string;
-  json?: unknown;
-}
+export type { SseEvent };
 
 export interface UsageSeen {
   promptTokens: number;

@@ -13,7 +13,8 @@ import { describe } from '../core/validate.js';
 import { parseRoutingHints, type RoutingHints } from '../routing/hints.js';
 import { badRequest, HttpError, notFound } from './errors.js';
 
-export type OpenAiRoute = '/v1/completions' | '/v1/chat/completions';
+import type { OpenAiRoute } from '../engines/types.js';
+export type { OpenAiRoute };
 
 export type { RoutingHints };
 

@@ -4,7 +4,7 @@
 import { request } from 'undici';
 import { EngineClient } from '../../engines/http-client.js';
 import { EngineError } from '../../engines/errors.js';
-import type { RequestRecord } from './virtual-fleet.js';
+import { pendingRecord, type RequestRecord } from './virtual-fleet.js';
 import { synthesizePrompt } from './synth.js';
 import type { TraceRequest } from './trace.js';
 
@@ -40,16 +40,7 @@ export async function firstModel(url: string): Promise<string> {
 export async function replayOnline(opts: OnlineReplayOptions): Promise<OnlineRun> {
   const model = opts.model ?? (await firstModel(opts.url));
   const client = new EngineClient(opts.url, { connections: 256, firstByteTimeoutMs: opts.requestTimeoutMs ?? 600_000 });
-  const records: RequestRecord[] = opts.trace.map((r) => ({
-    arrivalMs: r.timestamp / opts.arrivalScale,
-    worker: -1,
-    promptTokens: r.inputLength,
-    cachedTokens: 0,
-    outputTokens: 0,
-    firstTokenMs: Number.NaN,
-    finishMs: Number.NaN,
-    refused: false,
-  }));
+  const records = opts.trace.map((r) => pendingRecord(r, opts.arrivalScale));
   let errors = 0;
   let firstError: string | undefined;
   let done = 0;

@@ -38,6 +38,20 @@ export interface RequestRecord {
   refused: boolean;
 }
 
+/** The record of a request that has not arrived yet (arrival time already scaled). */
+export function pendingRecord(req: TraceRequest, arrivalScale: number): RequestRecord {
+  return {
+    arrivalMs: req.timestamp / arrivalScale,
+    worker: -1,
+    promptTokens: req.inputLength,
+    cachedTokens: 0,
+    outputTokens: 0,
+    firstTokenMs: Number.NaN,
+    finishMs: Number.NaN,
+    refused: false,
+  };
+}
+
 export interface FleetRun {
   records: RequestRecord[];
   /** Mean over time of max / mean booked prefill tokens across the (prefill) workers. */
@@ -72,16 +86,7 @@ export function runVirtualFleet(trace: readonly TraceRequest[], opts: VirtualFle
   const mainPool = disagg ? makePool('decode', disagg.decode, 0) : makePool('aggregated', opts.workers);
   const loadPool = prefillPool ?? mainPool;
 
-  const records: RequestRecord[] = trace.map((r) => ({
-    arrivalMs: r.timestamp / opts.arrivalScale,
-    worker: -1,
-    promptTokens: r.inputLength,
-    cachedTokens: 0,
-    outputTokens: 0,
-    firstTokenMs: Number.NaN,
-    finishMs: Number.NaN,
-    refused: false,
-  }));
+  const records = trace.map((r) => pendingRecord(r, opts.arrivalScale));
   // Prompts of requests between their prefill and decode legs, and where their prefill ran.
   const handoff = new Map<string, { tokens: Uint32Array; prefillWorker: number }>();
   const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
