@@ -110,7 +110,7 @@ export const suite: BenchSuite = {
       sections: [
         {
           title: 'Throughput',
-          markdown: `computeBlockHashes over prompts of random token ids, block size ${BLOCK_SIZE}, on the calling thread, through the public TypeScript API (argument checks included); next to it the same hashing written into an output buffer allocated once (the addon's kernel, computeBlockHashesBatchInto), which shows what the result allocation costs: computeBlockHashes returns an N-API external buffer (about 1 us per call, and its memory is released only when the event loop turns). The reference is bench/reference/xxh3.ts, a plain TypeScript XXH3-64 verified against the addon by test/bench/xxh3-reference.test.ts. Rates are medians of short rounds in which the candidates take turns, the event loop turning in between.\n\n${tp.table}`,
+          markdown: `computeBlockHashes over prompts of random token ids, block size ${BLOCK_SIZE}, on the calling thread, through the public TypeScript API (argument checks included); next to it the same hashing written into an output buffer allocated once (the addon's kernel, computeBlockHashesBatchInto), which shows what the per-call costs add: argument checks, the seed, and a fresh result array allocated in JavaScript and filled natively (no N-API external buffer, whose memory would be released only when the event loop turns). The reference is bench/reference/xxh3.ts, a plain TypeScript XXH3-64 verified against the addon by test/bench/xxh3-reference.test.ts. Rates are medians of short rounds in which the candidates take turns, the event loop turning in between.\n\n${tp.table}`,
         },
         {
           title: 'Bulk hashing: pool vs inline',
