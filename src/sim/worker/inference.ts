@@ -22,28 +22,12 @@ import {
   usageChunk,
 } from './openai.js';
 import { GeneratedText } from './token-text.js';
+import type { SimRequest, TokenOutput } from '../engine/index.js';
 import type { FaultState } from './faults.js';
 
-/** The engine request the worker submits (EngineModel's SimRequest). */
-export interface EngineRequest {
-  id: string;
-  promptTokens: Uint32Array;
-  maxTokens: number;
-  loraName?: string;
-  kvTransferredTokens?: number;
-  holdBlocksAfterFinish?: boolean;
-  ignoreEos?: boolean;
-}
-
-/** One generated token as the engine reports it (EngineModel's TokenOutput). */
-export interface EngineToken {
-  id: string;
-  tokenId: number;
-  index: number;
-  finishReason?: FinishReason;
-  promptTokens: number;
-  cachedTokens: number;
-}
+/** The engine request the worker submits, and one generated token as the engine reports it. */
+export type EngineRequest = SimRequest;
+export type EngineToken = TokenOutput;
 
 export interface EngineHandle {
   submit(req: EngineRequest, sink: { onToken(out: EngineToken): void; onError(err: Error): void }): void;
