@@ -238,13 +238,23 @@ describe('startSimWorker options', () => {
   it('releases the ports it took when a later bind fails', async () => {
     const taken = await worker();
     const httpPort = Number(new URL(taken.url).port);
-    // A free port for the event publisher, which binds before HTTP does.
-    const probe = await KvEventPublisher.open({ host: '127.0.0.1', port: 0, topic: '', encoding: 'map', replayBufferSteps: 1 });
-    const zmqPort = Number(probe.endpoint.split(':').pop());
-    await probe.close();
-    await expect(startSimWorker({ id: 5, httpPort, zmqPort })).rejects.toThrow(/cannot bind the HTTP server/);
-    const again = await KvEventPublisher.open({ host: '127.0.0.1', port: zmqPort, topic: '', encoding: 'map', replayBufferSteps: 1 });
-    await again.close();
+    // A free port for the event publisher, which binds before HTTP does. Another test process may
+    // grab it between the probe and the start: then the publisher's bind fails instead, and the
+    // test picks another port (that race says nothing about the behaviour under test).
+    for (let attempt = 0; ; attempt++) {
+      const probe = await KvEventPublisher.open({ host: '127.0.0.1', port: 0, topic: '', encoding: 'map', replayBufferSteps: 1 });
+      const zmqPort = Number(probe.endpoint.split(':').pop());
+      await probe.close();
+      const failure = await startSimWorker({ id: 5, httpPort, zmqPort }).then(
+        () => new Error('startSimWorker should have failed'),
+        (err: Error) => err,
+      );
+      if (/cannot bind the KV event publisher/.test(failure.message) && attempt < 5) continue;
+      expect(failure.message).toMatch(/cannot bind the HTTP server/);
+      const again = await KvEventPublisher.open({ host: '127.0.0.1', port: zmqPort, topic: '', encoding: 'map', replayBufferSteps: 1 });
+      await again.close();
+      break;
+    }
   });
 
   it('serves LoRA adapters by model name and tags their events', async () => {
