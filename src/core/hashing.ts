@@ -1,6 +1,7 @@
 // Dynamo-compatible block and sequence hashing (PROTOCOLS.md section 1), computed natively.
 import { native } from './binding.js';
 import { callNative } from './errors.js';
+import { allocU64 } from './result-slab.js';
 import {
   describe,
   expectBigUint64Array,
@@ -75,7 +76,7 @@ export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?
   const mm = encodeMultimodal(o.mmHashes);
   // The result is allocated here and filled natively: an array created by the addon would be an
   // external buffer, freed only when the event loop turns (never, in a synchronous hot loop).
-  const out = new BigUint64Array(Math.floor(tokens.length / blockSize));
+  const out = allocU64(Math.floor(tokens.length / blockSize));
   callNative(() => native.computeBlockHashesInto(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out));
   return out;
 }
@@ -83,7 +84,7 @@ export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?
 /** Chained sequence hashes: seq[0] = local[0], seq[i] = XXH3(seq[i-1] ++ local[i], 1337). */
 export function computeSequenceHashes(blockHashes: BigUint64Array): BigUint64Array {
   expectBigUint64Array(blockHashes, 'blockHashes');
-  const out = new BigUint64Array(blockHashes.length);
+  const out = allocU64(blockHashes.length);
   native.computeSequenceHashesInto(blockHashes, out);
   return out;
 }

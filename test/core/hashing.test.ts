@@ -61,3 +61,21 @@ describe('computeSequenceHashes', () => {
     expect(() => computeSequenceHashes([1n] as unknown as BigUint64Array)).toThrow(TypeError);
   });
 });
+
+describe('results from the shared slab', () => {
+  it('stay independent and correct across many calls and slab rollovers', () => {
+    const prompts = Array.from({ length: 300 }, (_, k) => Uint32Array.from({ length: 64 + (k % 7) * 16 }, (_, i) => k * 1000 + i));
+    const results = prompts.map((p) => computeBlockHashes(p, 16));
+    const sequences = results.map((r) => computeSequenceHashes(r));
+    // Writing into one result must not touch any other.
+    results[0].fill(0n);
+    results.slice(1).forEach((r, k) => {
+      expect(r).toEqual(computeBlockHashes(prompts[k + 1], 16));
+      expect(sequences[k + 1]).toEqual(computeSequenceHashes(r));
+    });
+    // Large results get a buffer of their own.
+    const big = computeBlockHashes(range(0, 16 * 1024), 16);
+    expect(big.byteOffset).toBe(0);
+    expect(big.buffer.byteLength).toBe(big.byteLength);
+  });
+});
