@@ -75,13 +75,15 @@ export interface GuardedStreamOptions {
 
 /**
  * Everything the finishing paths need, kept apart from the GuardedStream object itself: the timer,
- * the abort listener and the finalization registry reference this, never the stream, so an
+ * the abort listener and the `unfinished` table reference this, never the stream, so an
  * unreferenced stream can really be collected.
  */
 class StreamState {
   finished: FreeReason | undefined;
   timer: NodeJS.Timeout | undefined;
-  unregister: (() => void) | undefined;
+  /** The stream's key in `unfinished` and its finalization registration (see GuardedStream). */
+  key: number | undefined;
+  unregisterToken: object | undefined;
 
   constructor(private readonly o: GuardedStreamOptions) {}
 
@@ -94,7 +96,10 @@ class StreamState {
     this.finished = reason;
     this.disarm();
     this.o.signal?.removeEventListener('abort', this.onAbort);
-    this.unregister?.();
+    if (this.key !== undefined) {
+      unfinished.delete(this.key);
+      collected.unregister(this.unregisterToken!);
+    }
     const closing = reason === 'end' ? undefined : this.o.cancel();
     if (closing instanceof Promise) {
       void closing.catch(() => {}).finally(() => this.free(reason, err));
@@ -121,11 +126,21 @@ class StreamState {
   }
 }
 
-const collected = new FinalizationRegistry<StreamState>((state) => state.finish('collected'));
+// The registry's holdings are a number, never the state: V8 allocates a registration's cell in
+// the old generation, and a scavenge cannot tell that a cell is dead, so holdings referenced from
+// it survived every young collection with the whole request behind them (about 25 KB promoted per
+// request, full GCs every ~1.5 s at 1,000 req/s). The state is found through `unfinished` instead,
+// whose entry is deleted the moment the stream finishes. The registered target is likewise a tiny
+// empty object owned by the stream (not the stream and what it references).
+const unfinished = new Map<number, StreamState>();
+let nextKey = 0;
+const collected = new FinalizationRegistry<number>((key) => unfinished.get(key)?.finish('collected'));
 
 export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent> {
   private readonly state: StreamState;
   private readonly o: GuardedStreamOptions;
+  /** Collected exactly when this stream is: the finalization registry's target. */
+  private readonly lifetime = {};
   private iterating = false;
 
   constructor(o: GuardedStreamOptions) {
@@ -133,9 +148,11 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
     this.o = o;
     const state = new StreamState(o);
     this.state = state;
-    const token = {};
-    collected.register(this, state, token);
-    state.unregister = () => collected.unregister(token);
+    const key = nextKey++;
+    state.key = key;
+    state.unregisterToken = {};
+    unfinished.set(key, state);
+    collected.register(this.lifetime, key, state.unregisterToken);
     if (o.signal?.aborted) {
       state.finish('abort');
       return;
