@@ -5,7 +5,7 @@
 import { Pool } from 'undici';
 import { expectInteger, expectObject } from '../core/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
-import { stringifyBody } from './json.js';
+import { engineBody } from './json.js';
 import { SseParser } from './sse.js';
 import type { SseEvent } from './types.js';
 
@@ -137,7 +137,7 @@ export class EngineClient {
         path: this.prefix + route,
         method: 'POST',
         headers: { 'content-type': 'application/json', accept, 'x-request-id': call.requestId, ...call.headers },
-        body: stringifyBody(body),
+        body: engineBody(body),
         signal,
         headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
         bodyTimeout: this.opts.idleTimeoutMs,

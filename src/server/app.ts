@@ -1,6 +1,8 @@
 // createRouter(config): the library entry. A Router answers HttpCalls (see http.ts) independent of
 // any HTTP server; the uWebSockets.js frontend and the adapters only translate to and from it.
+import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
+import { markVerbatim } from '../engines/json.js';
 import { CHATML_TEMPLATE, ChatTemplate } from '../preprocess/chat-template.js';
 import type { TextTokenizer } from '../preprocess/types.js';
 import { handleAdmin } from './admin.js';
@@ -156,8 +158,8 @@ export class RouterImpl implements Router {
 
   private async openai(route: OpenAiRoute, call: HttpCall, startedAt: number): Promise<HttpReply> {
     const requestId = requestIdOf(call.headers['x-request-id']);
-    const body = await this.readJson(call);
-    const prepared = prepareRequest(route, body, call.headers, this.pre);
+    const bytes = await this.readBody(call);
+    const prepared = prepareRequest(route, parseJsonObject(bytes), call.headers, this.pre);
     if (!this.ready()) {
       throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
     }
@@ -165,6 +167,8 @@ export class RouterImpl implements Router {
     const so = prepared.body.stream_options as { include_usage?: boolean } | undefined;
     const clientWantsUsage = so?.include_usage === true;
     if (prepared.stream && !clientWantsUsage) prepared.body.stream_options = { ...so, include_usage: true };
+    // Unchanged and valid UTF-8 (the parse replaced any invalid byte): engines get the client's bytes.
+    else if (prepared.verbatim && isUtf8(bytes)) markVerbatim(prepared.body, bytes);
 
     const controller = new AbortController();
     const onClientGone = () => controller.abort();
@@ -235,7 +239,11 @@ export class RouterImpl implements Router {
   }
 
   private async readJson(call: HttpCall): Promise<Record<string, unknown>> {
-    return parseJsonObject(await collectBody(call.body, this.config.maxBodyBytes, call.headers['content-length']));
+    return parseJsonObject(await this.readBody(call));
+  }
+
+  private readBody(call: HttpCall): Promise<Uint8Array> {
+    return collectBody(call.body, this.config.maxBodyBytes, call.headers['content-length']);
   }
 
   private counted(label: string, reply: HttpReply): HttpReply {

@@ -30,6 +30,8 @@ export interface PreparedRequest {
   /** The engine's completions answer must be converted to chat format. */
   chatAsCompletions: boolean;
   hints: RoutingHints;
+  /** `body` is exactly the client's JSON (nothing removed, added or replaced): its bytes can go as they came. */
+  verbatim: boolean;
 }
 
 export interface Preprocessor {
@@ -78,19 +80,21 @@ export function prepareRequest(
   const forEngine: Record<string, unknown> = { ...body };
   delete forEngine.nvext; // addressed to the router, not the engine
   if (forEngine.model === undefined) forEngine.model = pre.models[0];
+  const untouched = !Object.hasOwn(body, 'nvext') && body.model !== undefined;
 
   if (route === '/v1/completions') {
     const tokens = completionPrompt(body.prompt, pre.tokenizer);
     // Token ids the client sent are already what the engine needs (the checks above passed).
     forEngine.prompt = clientIds(body.prompt) ?? Array.from(tokens);
-    return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints };
+    const verbatim = untouched && forEngine.prompt === body.prompt;
+    return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints, verbatim };
   }
 
   const messages = parseChatMessages(body.messages);
   const text = pre.chatTemplate.render(messages, body.add_generation_prompt !== false);
   const tokens = checkedLength(pre.tokenizer.encode(text));
   if (needsEngineChat(body)) {
-    return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints };
+    return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints, verbatim: untouched };
   }
   return {
     clientRoute: route,
@@ -100,6 +104,7 @@ export function prepareRequest(
     stream,
     chatAsCompletions: true,
     hints,
+    verbatim: false,
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stringifyBody } from '../../src/engines/json.js';
+import { engineBody, markVerbatim, stringifyBody } from '../../src/engines/json.js';
 
 describe('stringifyBody', () => {
   it('is JSON.stringify when no bigint is present', () => {
@@ -18,5 +18,25 @@ describe('stringifyBody', () => {
 
   it('still refuses a nested bigint (JSON.stringify TypeError)', () => {
     expect(() => stringifyBody({ room: 1n, nested: { x: 2n } })).toThrow(TypeError);
+  });
+});
+
+describe('engineBody', () => {
+  it('is the JSON text of an unmarked body', () => {
+    expect(engineBody({ a: 1, room: 2n })).toBe('{"a":1,"room":2}');
+  });
+
+  it('is the client bytes of a body marked verbatim, which is frozen and whose copies are unmarked', () => {
+    const bytes = new TextEncoder().encode('{ "prompt": [1, 2],  "max_tokens": 4.0 }');
+    const body = markVerbatim({ prompt: [1, 2], max_tokens: 4 }, bytes);
+    expect(engineBody(body)).toBe(bytes);
+    expect(Object.isFrozen(body)).toBe(true);
+    expect(() => {
+      (body as Record<string, unknown>).max_tokens = 1;
+    }).toThrow(TypeError);
+    expect(Object.keys(body)).toEqual(['prompt', 'max_tokens']);
+    expect(JSON.stringify(body)).toBe('{"prompt":[1,2],"max_tokens":4}');
+    const copy = { ...body, max_tokens: 1 };
+    expect(engineBody(copy)).toBe('{"prompt":[1,2],"max_tokens":1}');
   });
 });

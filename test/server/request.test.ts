@@ -92,6 +92,21 @@ describe('prepareRequest', () => {
     expect(p.tokens.length).toBeGreaterThan(0);
   });
 
+  it('says when the engine body is exactly the client JSON (its bytes can be forwarded)', () => {
+    const ids = [5, 6, 7];
+    const same = prepareRequest('/v1/completions', { model: 'm1', prompt: ids, stream: true, stream_options: { include_usage: true } }, {}, pre);
+    expect(same.verbatim).toBe(true);
+    expect(same.body.prompt).toBe(ids);
+    const chat = { model: 'm1', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }] };
+    expect(prepareRequest('/v1/chat/completions', chat, {}, pre).verbatim).toBe(true);
+    // Anything the router adds, removes or replaces makes the body its own.
+    expect(prepareRequest('/v1/completions', { prompt: ids }, {}, pre).verbatim).toBe(false); // model filled in
+    expect(prepareRequest('/v1/completions', { model: 'm1', prompt: ids, nvext: {} }, {}, pre).verbatim).toBe(false);
+    expect(prepareRequest('/v1/completions', { model: 'm1', prompt: 'ab' }, {}, pre).verbatim).toBe(false); // text tokenized
+    expect(prepareRequest('/v1/completions', { model: 'm1', prompt: [ids] }, {}, pre).verbatim).toBe(false); // batch of one unwrapped
+    expect(prepareRequest('/v1/chat/completions', { model: 'm1', messages: [{ role: 'user', content: 'hi' }] }, {}, pre).verbatim).toBe(false);
+  });
+
   it('answers 404 for an unknown model', () => {
     const err = httpError(() => prepareRequest('/v1/completions', { model: 'gpt-9', prompt: 'x' }, {}, pre));
     expect(err.status).toBe(404);
