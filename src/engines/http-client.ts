@@ -5,6 +5,7 @@
 import { Pool } from 'undici';
 import { expectInteger, expectObject } from '../core/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
+import { EventCursor, type EventBatchSource } from './event-batch.js';
 import { engineBody } from './json.js';
 import { SseParser } from './sse.js';
 import type { SseEvent } from './types.js';
@@ -202,16 +203,17 @@ export function translateUndiciError(err: unknown, signal: AbortSignal | undefin
 }
 
 /**
- * The events of one engine response, pulled: each next() reads from the socket only when no parsed
- * event is waiting. Iterate once. cancel() (or breaking out of for-await) closes the connection,
- * which is how an engine learns that the request is abandoned.
+ * The events of one engine response, pulled: each nextBatch() reads one chunk from the socket and
+ * returns the events it completed (next() hands them out one at a time). Iterate once. cancel()
+ * (or breaking out of for-await) closes the connection, which is how an engine learns that the
+ * request is abandoned.
  */
-export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent> {
+export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent>, EventBatchSource {
   private readonly parser = new SseParser();
-  private readonly queue: SseEvent[] = [];
-  private queueHead = 0;
+  private readonly cursor = new EventCursor(() => this.readBatch());
   private readonly chunks: AsyncIterator<Buffer | Uint8Array>;
   private done = false;
+  private cancelled = false;
   private iterating = false;
 
   constructor(
@@ -235,17 +237,17 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
     return this.done;
   }
 
-  async next(): Promise<IteratorResult<SseEvent>> {
+  next(): Promise<IteratorResult<SseEvent>> {
+    return this.cursor.next();
+  }
+
+  nextBatch(): Promise<readonly SseEvent[] | null> {
+    return this.cursor.nextBatch();
+  }
+
+  private async readBatch(): Promise<readonly SseEvent[] | null> {
     for (;;) {
-      if (this.queueHead < this.queue.length) {
-        const ev = this.queue[this.queueHead++];
-        if (this.queueHead === this.queue.length) {
-          this.queue.length = 0;
-          this.queueHead = 0;
-        }
-        return { value: ev, done: false };
-      }
-      if (this.done) return { value: undefined, done: true };
+      if (this.done) return null;
       let r: IteratorResult<Buffer | Uint8Array>;
       try {
         r = await this.chunks.next();
@@ -253,17 +255,20 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
         this.done = true;
         throw translateUndiciError(err, this.signal, this.engine, true);
       }
+      let events: SseEvent[];
       try {
         if (r.done) {
           this.done = true;
-          for (const ev of this.parser.end()) this.queue.push(ev);
+          events = this.parser.end();
         } else {
-          for (const ev of this.parser.push(r.value)) this.queue.push(ev);
+          events = this.parser.push(r.value);
         }
       } catch (err) {
         this.cancel();
         throw transportError('engine_bad_response', this.engine, (err as Error).message);
       }
+      if (this.cancelled) return null; // cancel() while the read was pending drops what it brought
+      if (events.length > 0) return events;
     }
   }
 
@@ -275,8 +280,8 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
   /** Stops reading and closes the connection (idempotent). */
   cancel(): void {
     this.done = true;
-    this.queue.length = 0;
-    this.queueHead = 0;
+    this.cancelled = true;
+    this.cursor.clear();
     this.body.destroy();
   }
 }

@@ -4,6 +4,7 @@
 // for too long (never read at all, or stopped mid-stream), or is garbage-collected unfinished. The
 // last two also close the engine leg, so an abandoned stream cannot hold an engine slot either.
 import { abortError } from '../engines/errors.js';
+import { batchesOf, EventCursor, type EventBatchSource } from '../engines/event-batch.js';
 import type { SseEvent } from '../engines/types.js';
 
 export type FreeReason =
@@ -80,10 +81,15 @@ export interface GuardedStreamOptions {
  */
 class StreamState {
   finished: FreeReason | undefined;
-  timer: NodeJS.Timeout | undefined;
   /** The stream's key in `unfinished` and its finalization registration (see GuardedStream). */
   key: number | undefined;
   unregisterToken: object | undefined;
+  // Abandonment: one timer per stream, re-aimed only when it fires (a timer set and cleared per
+  // event cost an allocation each, the largest per-request garbage in a short stream). While
+  // `pulling`, the consumer is waiting for the engine, which never counts as abandonment.
+  private timer: NodeJS.Timeout | undefined;
+  private pulling = false;
+  private idleSince = 0;
 
   constructor(private readonly o: GuardedStreamOptions) {}
 
@@ -94,7 +100,8 @@ class StreamState {
   finish(reason: FreeReason, err?: unknown): boolean {
     if (this.finished !== undefined) return false;
     this.finished = reason;
-    this.disarm();
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
     this.o.signal?.removeEventListener('abort', this.onAbort);
     if (this.key !== undefined) {
       unfinished.delete(this.key);
@@ -114,16 +121,31 @@ class StreamState {
     this.o.onFinish?.(reason, err);
   }
 
-  arm(): void {
-    this.disarm();
-    this.timer = setTimeout(() => this.finish('abandoned'), this.o.abandonAfterMs);
+  /** The consumer asked for the next event. */
+  pullStarted(): void {
+    this.pulling = true;
+  }
+
+  /** An event was handed over (or the stream was created): the consumer's clock starts. */
+  pullEnded(): void {
+    this.pulling = false;
+    this.idleSince = performance.now();
+    if (this.timer === undefined && this.finished === undefined) this.schedule(this.o.abandonAfterMs);
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(this.check, ms);
     this.timer.unref();
   }
 
-  disarm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+  private readonly check = (): void => {
     this.timer = undefined;
-  }
+    if (this.finished !== undefined || this.pulling) return; // the next pullEnded() re-arms
+    const left = this.idleSince + this.o.abandonAfterMs - performance.now();
+    // Timers may fire up to a millisecond early: only a whole remaining millisecond re-aims.
+    if (left >= 1) this.schedule(left);
+    else this.finish('abandoned');
+  };
 }
 
 // The registry's holdings are a number, never the state: V8 allocates a registration's cell in
@@ -136,9 +158,11 @@ const unfinished = new Map<number, StreamState>();
 let nextKey = 0;
 const collected = new FinalizationRegistry<number>((key) => unfinished.get(key)?.finish('collected'));
 
-export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent> {
+export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent>, EventBatchSource {
   private readonly state: StreamState;
   private readonly o: GuardedStreamOptions;
+  private readonly source: EventBatchSource;
+  private readonly cursor = new EventCursor(() => this.readBatch());
   /** Collected exactly when this stream is: the finalization registry's target. */
   private readonly lifetime = {};
   private iterating = false;
@@ -146,6 +170,7 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
   constructor(o: GuardedStreamOptions) {
     if (!Number.isFinite(o.abandonAfterMs) || o.abandonAfterMs <= 0) throw new RangeError(`abandonAfterMs must be a positive number, got ${o.abandonAfterMs}`);
     this.o = o;
+    this.source = batchesOf(o.source);
     const state = new StreamState(o);
     this.state = state;
     const key = nextKey++;
@@ -158,7 +183,7 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
       return;
     }
     o.signal?.addEventListener('abort', state.onAbort, { once: true });
-    state.arm();
+    state.pullEnded();
   }
 
   /** Why the stream finished, or undefined while it runs. */
@@ -173,35 +198,51 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
   }
 
   async next(): Promise<IteratorResult<SseEvent>> {
+    if (this.state.finished !== undefined) return this.afterFinish();
+    return this.cursor.next();
+  }
+
+  async nextBatch(): Promise<readonly SseEvent[] | null> {
+    if (this.state.finished !== undefined) return this.afterFinishBatch();
+    return this.cursor.nextBatch();
+  }
+
+  private async readBatch(): Promise<readonly SseEvent[] | null> {
     const s = this.state;
-    s.disarm();
-    if (s.finished !== undefined) return this.afterFinish();
-    let r: IteratorResult<SseEvent>;
+    if (s.finished !== undefined) return this.afterFinishBatch();
+    let batch: readonly SseEvent[] | null;
+    s.pullStarted();
     try {
-      r = await this.o.source.next();
+      batch = await this.source.nextBatch();
     } catch (err) {
-      if (s.finished !== undefined) return this.afterFinish();
+      if (s.finished !== undefined) return this.afterFinishBatch();
       s.finish('error', err);
       throw err;
     }
-    if (s.finished !== undefined) return this.afterFinish();
-    if (r.done) {
+    if (s.finished !== undefined) return this.afterFinishBatch();
+    if (batch === null) {
       s.finish('end');
-      return { value: undefined, done: true };
+      return null;
     }
+    const onEvent = this.o.onEvent;
     try {
-      this.o.onEvent?.(r.value);
+      if (onEvent) for (const ev of batch) onEvent(ev);
     } catch (err) {
       s.finish('error', err);
       throw err;
     }
-    s.arm();
-    return r;
+    s.pullEnded();
+    return batch;
   }
 
   async return(): Promise<IteratorResult<SseEvent>> {
     this.state.finish('disconnect');
     return { value: undefined, done: true };
+  }
+
+  private afterFinishBatch(): null {
+    this.afterFinish();
+    return null;
   }
 
   private afterFinish(): IteratorResult<SseEvent> {
@@ -215,13 +256,17 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
 }
 
 /** A stream whose events pass through `map` (sync or async); return() reaches the source at once. */
-export class MappedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent> {
+export class MappedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent>, EventBatchSource {
   private iterating = false;
+  private readonly source: EventBatchSource;
+  private readonly cursor = new EventCursor(() => this.readBatch());
 
   constructor(
-    private readonly source: AsyncIterator<SseEvent>,
+    source: AsyncIterator<SseEvent> | EventBatchSource,
     private readonly map: (ev: SseEvent) => SseEvent | Promise<SseEvent>,
-  ) {}
+  ) {
+    this.source = batchesOf(source);
+  }
 
   [Symbol.asyncIterator](): AsyncIterator<SseEvent> {
     if (this.iterating) throw new TypeError('a routed stream can be iterated only once');
@@ -229,13 +274,28 @@ export class MappedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
     return this;
   }
 
-  async next(): Promise<IteratorResult<SseEvent>> {
-    const r = await this.source.next();
-    if (r.done) return r;
-    return { value: await this.map(r.value), done: false };
+  next(): Promise<IteratorResult<SseEvent>> {
+    return this.cursor.next();
+  }
+
+  nextBatch(): Promise<readonly SseEvent[] | null> {
+    return this.cursor.nextBatch();
+  }
+
+  private async readBatch(): Promise<readonly SseEvent[] | null> {
+    const batch = await this.source.nextBatch();
+    if (batch === null) return null;
+    let mapped: SseEvent[] | undefined; // copied on the first event the map changes
+    for (let i = 0; i < batch.length; i++) {
+      const m = this.map(batch[i]);
+      const ev = m instanceof Promise ? await m : m;
+      if (ev !== batch[i]) (mapped ??= batch.slice())[i] = ev;
+    }
+    return mapped ?? batch;
   }
 
   async return(): Promise<IteratorResult<SseEvent>> {
+    this.cursor.clear();
     await this.source.return?.();
     return { value: undefined, done: true };
   }

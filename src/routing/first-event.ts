@@ -3,10 +3,12 @@
 // pulled once it produced its first event, so a leg the client gave up on is kept running until
 // then, bounded by a release timeout, and only then closed: the blocks are released by the normal
 // pull instead of being stranded. FirstEventSource watches for that first event.
+import { EventCursor, type EventBatchSource } from '../engines/event-batch.js';
 import type { EngineStream } from '../engines/http-client.js';
 import type { SseEvent } from '../engines/types.js';
 
-export class FirstEventSource implements AsyncIterator<SseEvent> {
+export class FirstEventSource implements AsyncIterator<SseEvent>, EventBatchSource {
+  private readonly cursor = new EventCursor(() => this.readBatch());
   private seen = false;
   private ended = false;
   private readonly seenOrEnded: Promise<void>;
@@ -21,13 +23,21 @@ export class FirstEventSource implements AsyncIterator<SseEvent> {
     return this.seen || this.ended;
   }
 
-  async next(): Promise<IteratorResult<SseEvent>> {
+  next(): Promise<IteratorResult<SseEvent>> {
+    return this.cursor.next();
+  }
+
+  nextBatch(): Promise<readonly SseEvent[] | null> {
+    return this.cursor.nextBatch();
+  }
+
+  private async readBatch(): Promise<readonly SseEvent[] | null> {
     try {
-      const r = await this.engine.next();
-      if (r.done) this.ended = true;
+      const batch = await this.engine.nextBatch();
+      if (batch === null) this.ended = true;
       else this.seen = true;
-      if (this.started) this.signalSeen();
-      return r;
+      this.signalSeen();
+      return batch;
     } catch (err) {
       this.ended = true;
       this.signalSeen();

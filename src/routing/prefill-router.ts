@@ -249,12 +249,13 @@ export class PrefillRouter {
 
   /** The relayed stream: the prefill's cache details injected into the usage chunk, usage recorded. */
   relay(ctx: RequestContext, stream: AsyncIterator<SseEvent>, details: () => PromptTokensDetails | undefined | Promise<PromptTokensDetails | undefined>): AsyncIterable<SseEvent> {
-    return new MappedStream(stream, async (ev) => {
-      if (!usageOf(ev)) return ev;
+    const withDetails = async (ev: SseEvent) => {
       const out = withPromptTokensDetails(ev, await details());
       this.recordUsage(ctx, usageOf(out)!);
       return out;
-    });
+    };
+    // Token events pass through synchronously: only the usage chunk waits for the details.
+    return new MappedStream(stream, (ev) => (usageOf(ev) ? withDetails(ev) : ev));
   }
 
   recordUsage(ctx: RequestContext, usage: Record<string, unknown>): void {

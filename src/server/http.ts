@@ -23,7 +23,7 @@ export interface HttpCall {
  * after the previous one was accepted by its socket, so a slow client pauses the engine read.
  */
 export interface FrameStream {
-  /** The next frame, or null at the end. Never rejects: failures become an error frame. */
+  /** The next frame or frames (concatenated), or null at the end. Never rejects: failures become an error frame. */
   next(): Promise<string | null>;
   /** The client is gone or the frontend gives up: cancel engine legs, free the booking. Idempotent. */
   cancel(): void;

@@ -1,7 +1,8 @@
-// The SSE relay: the engine's events become frames for the client one at a time, pulled by the
+// The SSE relay: the engine's events become frames for the client a batch at a time, pulled by the
 // frontend (so a slow client pauses the engine read). Completions chunks are relayed verbatim,
 // chat-as-completions chunks are converted; usage is observed for metrics. The relay ends exactly
 // once: at the engine's end, on an engine failure (an error frame, then the end), or on cancel.
+import { batchesOf } from '../engines/event-batch.js';
 import { ChatChunkConverter } from './chat.js';
 import { errorEventFrame, errorReply } from './errors.js';
 import type { FrameStream } from './http.js';
@@ -36,7 +37,8 @@ export interface RelayOptions {
 const DONE_FRAME = 'data: [DONE]\n\n';
 
 export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): FrameStream {
-  const it = source[Symbol.asyncIterator]();
+  // Whole batches (every event one engine read produced) become one string of frames.
+  const batches = batchesOf(source[Symbol.asyncIterator]());
   const converter = o.chat ? new ChatChunkConverter() : undefined;
   let ended = false;
   let sawDone = false;
@@ -61,6 +63,40 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
     lastTokenAt = now;
   };
 
+  /** The frame for one engine event ('' when it is dropped); an in-stream error ends the relay. */
+  const frameOf = (ev: SseEvent): string => {
+    if (ev.data === '[DONE]') {
+      sawDone = true;
+      return DONE_FRAME;
+    }
+    const needJson = converter !== undefined || ev.data.includes('"usage"') || ev.data.includes('"error"');
+    if (!needJson) {
+      tokenArrived();
+      return `data: ${ev.data}\n\n`;
+    }
+    let json: unknown = ev.json;
+    if (json === undefined) {
+      try {
+        json = JSON.parse(ev.data);
+      } catch {
+        tokenArrived();
+        return `data: ${ev.data}\n\n`; // not JSON: relay untouched
+      }
+    }
+    const chunk = json as { choices?: unknown[]; usage?: unknown; error?: unknown };
+    if (chunk.error !== undefined && chunk.error !== null) {
+      // The engine reported a failure inside the stream: pass it on and end.
+      const status = Number((chunk.error as { code?: unknown }).code);
+      finish(Number.isInteger(status) && status >= 400 && status < 600 ? status : 502);
+      return `data: ${ev.data}\n\n`;
+    }
+    if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
+    const usageOnly = Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage;
+    if (usageOnly && !o.clientWantsUsage) return '';
+    if (!usageOnly) tokenArrived();
+    return converter ? `data: ${JSON.stringify(converter.convert(json))}\n\n` : `data: ${ev.data}\n\n`;
+  };
+
   return {
     async next(): Promise<string | null> {
       if (pendingEnd) {
@@ -68,9 +104,9 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
         finish(200);
       }
       while (!ended) {
-        let r: IteratorResult<SseEvent>;
+        let batch: readonly SseEvent[] | null;
         try {
-          r = await it.next();
+          batch = await batches.nextBatch();
         } catch (err) {
           if (ended) return null; // cancelled meanwhile: the failure is the abort itself
           const frame = errorEventFrame(err);
@@ -78,7 +114,7 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
           return frame;
         }
         if (ended) return null;
-        if (r.done) {
+        if (batch === null) {
           if (sawDone) {
             finish(200);
             return null;
@@ -87,37 +123,12 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
           pendingEnd = true;
           return DONE_FRAME;
         }
-        const ev = r.value;
-        if (ev.data === '[DONE]') {
-          sawDone = true;
-          return DONE_FRAME;
+        let frames = '';
+        for (const ev of batch) {
+          frames += frameOf(ev);
+          if (ended) break; // an error event ended the relay: nothing after it is sent
         }
-        const needJson = converter !== undefined || ev.data.includes('"usage"') || ev.data.includes('"error"');
-        if (!needJson) {
-          tokenArrived();
-          return `data: ${ev.data}\n\n`;
-        }
-        let json: unknown = ev.json;
-        if (json === undefined) {
-          try {
-            json = JSON.parse(ev.data);
-          } catch {
-            tokenArrived();
-            return `data: ${ev.data}\n\n`; // not JSON: relay untouched
-          }
-        }
-        const chunk = json as { choices?: unknown[]; usage?: unknown; error?: unknown };
-        if (chunk.error !== undefined && chunk.error !== null) {
-          // The engine reported a failure inside the stream: pass it on and end.
-          const status = Number((chunk.error as { code?: unknown }).code);
-          finish(Number.isInteger(status) && status >= 400 && status < 600 ? status : 502);
-          return `data: ${ev.data}\n\n`;
-        }
-        if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
-        const usageOnly = Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage;
-        if (usageOnly && !o.clientWantsUsage) continue;
-        if (!usageOnly) tokenArrived();
-        return converter ? `data: ${JSON.stringify(converter.convert(json))}\n\n` : `data: ${ev.data}\n\n`;
+        if (frames !== '') return frames;
       }
       return null;
     },
@@ -128,7 +139,7 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
       finish(499);
       o.abort();
       // Let the engine-side iterator run its cleanup (booking free) without waiting for it.
-      void it.return?.()?.catch(() => undefined);
+      void batches.return?.()?.catch(() => undefined);
     },
   };
 }

@@ -154,6 +154,20 @@ describe('EngineClient.postStream', () => {
     expect(events).toEqual([{ data: '{"i":0}', json: { i: 0 } }, { data: '{"i":1}', json: { i: 1 } }, { data: '[DONE]' }]);
   });
 
+  it('nextBatch() returns every event one read completed; next() and nextBatch() mix without loss', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: {"i":0}\n\ndata: {"i":1}\n\ndata: {"i":2}\n\ndata: [DONE]\n\n');
+    });
+    const stream = await client(s.url).postStream('/v1/completions', { stream: true }, { requestId: 'x' });
+    const first = await stream.next();
+    expect(first.value).toEqual({ data: '{"i":0}', json: { i: 0 } });
+    const seen: string[] = [];
+    for (let b = await stream.nextBatch(); b !== null; b = await stream.nextBatch()) seen.push(...b.map((e) => e.data));
+    expect(seen).toEqual(['{"i":1}', '{"i":2}', '[DONE]']);
+    expect(stream.finished).toBe(true);
+  });
+
   it('a slow consumer pauses the engine: the server cannot write ahead without bound', async () => {
     const total = 20_000;
     const payload = 'x'.repeat(1000);

@@ -2,6 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { isAbortError } from '../../src/engines/errors.js';
+import { EventCursor } from '../../src/engines/event-batch.js';
 import type { SseEvent } from '../../src/engines/types.js';
 import { BookingGuard, type FreeReason, GuardedStream, MappedStream, StreamAbandonedError } from '../../src/routing/booking-guard.js';
 
@@ -223,6 +224,40 @@ describe('GuardedStream frees exactly once on every path', () => {
     expect(finishes).toEqual(['disconnect']);
   });
 
+  it('batches: the events of one engine read pass in one pull, each seen by onEvent, and the end frees', async () => {
+    const core = new CountingCore();
+    const batches: SseEvent[][] = [[ev(1), ev(2), ev(3)], [ev(4)]];
+    let reads = 0;
+    const source = new EventCursor(async () => (reads < batches.length ? batches[reads++] : null));
+    const seen: SseEvent[] = [];
+    const finishes: FreeReason[] = [];
+    const stream = new GuardedStream({
+      source,
+      cancel: () => {},
+      guard: new BookingGuard(core, 'b'),
+      abandonAfterMs: 60_000,
+      onEvent: (e) => seen.push(e),
+      onFinish: (r) => finishes.push(r),
+    });
+    expect(await stream.nextBatch()).toEqual([ev(1), ev(2), ev(3)]);
+    expect(seen).toEqual([ev(1), ev(2), ev(3)]);
+    expect(await stream.next()).toEqual({ value: ev(4), done: false });
+    expect(await stream.nextBatch()).toBeNull();
+    expect(core.frees.get('b')).toBe(1);
+    expect(finishes).toEqual(['end']);
+    expect(await stream.nextBatch()).toBeNull();
+  });
+
+  it('batches: an abort while a batch read is pending rejects it with an AbortError', async () => {
+    const ac = new AbortController();
+    const { core, stream } = setup({ signal: ac.signal });
+    const pending = stream.nextBatch();
+    ac.abort();
+    await expect(pending).rejects.toSatisfy(isAbortError);
+    await expect(stream.nextBatch()).rejects.toSatisfy(isAbortError);
+    expect(core.frees.get('req')).toBe(1);
+  });
+
   it('iterates once and validates its limit', () => {
     const { stream } = setup();
     stream[Symbol.asyncIterator]();
@@ -243,5 +278,17 @@ describe('MappedStream', () => {
     await mapped.return();
     await expect(pending).resolves.toMatchObject({ done: true });
     expect(core.frees.get('req')).toBe(1);
+  });
+
+  it('maps a whole batch, copying it only when an event changes, sync maps included', async () => {
+    const batch = [ev(1), ev(2), ev(3)];
+    let served = false;
+    const source = new EventCursor(async () => (served ? null : ((served = true), batch)));
+    const same = new MappedStream(source, (e) => e);
+    expect(await same.nextBatch()).toBe(batch);
+    served = false;
+    const changed = new MappedStream(source, (e) => (e.data === '{"i":2}' ? Promise.resolve({ data: 'two' }) : e));
+    expect(await changed.nextBatch()).toEqual([ev(1), { data: 'two' }, ev(3)]);
+    expect(batch[1]).toEqual(ev(2)); // the source's batch is untouched
   });
 });

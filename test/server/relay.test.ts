@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { transportError } from '../../src/engines/errors.js';
+import { EventCursor } from '../../src/engines/event-batch.js';
 import { RouterMetrics } from '../../src/server/metrics.js';
 import { relayStream, type RelayOptions, type SseEvent } from '../../src/server/relay.js';
 
@@ -48,6 +49,19 @@ describe('relayStream', () => {
     expect(text).toMatch(/kvroute_output_tokens_total 2/);
     expect(text).toMatch(/kvroute_cached_tokens_total 4/);
     expect(text).toMatch(/kvroute_time_to_first_token_seconds_count\{route="\/v1\/completions"\} 1/);
+  });
+
+  it('relays a batch of events (one engine read) as one string of frames, stopping at an in-stream error', async () => {
+    const { o, ends } = options({ clientWantsUsage: false });
+    const a = chunk('a');
+    const b = chunk('b');
+    const failed = { data: JSON.stringify({ error: { message: 'out of memory', code: 507 } }) };
+    const batches: SseEvent[][] = [[a, usageChunk, b], [failed, chunk('never')]];
+    let reads = 0;
+    const source = { [Symbol.asyncIterator]: () => new EventCursor(async () => (reads < batches.length ? batches[reads++] : null)) };
+    const frames = await drain(relayStream(source, o));
+    expect(frames).toEqual([`data: ${a.data}\n\ndata: ${b.data}\n\n`, `data: ${failed.data}\n\n`]);
+    expect(ends).toEqual([507]);
   });
 
   it('drops the usage chunk the client did not ask for, and adds a missing [DONE]', async () => {
