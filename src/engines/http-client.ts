@@ -6,6 +6,7 @@ import { Pool } from 'undici';
 import { expectInteger, expectObject } from '../core/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
 import { EventCursor, type EventBatchSource } from './event-batch.js';
+import { dispatchRequest, type ResponseBody, type ResponseHead } from './engine-response.js';
 import { engineBody } from './json.js';
 import { SseParser } from './sse.js';
 import type { SseEvent } from './types.js';
@@ -77,8 +78,6 @@ export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string 
   return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
 }
 
-type ResponseBody = AsyncIterable<Buffer | Uint8Array> & { destroy(err?: Error): unknown; on(event: 'error', fn: (err: Error) => void): unknown };
-
 export class EngineClient {
   readonly baseUrl: string;
   private readonly pool: Pool;
@@ -129,20 +128,23 @@ export class EngineClient {
     await this.pool.destroy();
   }
 
-  private async send(route: string, body: Record<string, unknown>, call: EngineCallOptions, accept: string) {
+  private async send(route: string, body: Record<string, unknown>, call: EngineCallOptions, accept: string): Promise<ResponseHead> {
     const signal = call.signal;
     if (signal?.aborted) throw abortError(signal);
-    let res;
+    let res: ResponseHead;
     try {
-      res = await this.pool.request({
-        path: this.prefix + route,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept, 'x-request-id': call.requestId, ...call.headers },
-        body: engineBody(body),
+      res = await dispatchRequest(
+        this.pool,
+        {
+          path: this.prefix + route,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept, 'x-request-id': call.requestId, ...call.headers },
+          body: engineBody(body),
+          headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
+          bodyTimeout: this.opts.idleTimeoutMs,
+        },
         signal,
-        headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
-        bodyTimeout: this.opts.idleTimeoutMs,
-      });
+      );
     } catch (err) {
       throw this.translate(err, signal, false);
     }
@@ -158,18 +160,18 @@ export class EngineClient {
     const chunks: Buffer[] = [];
     let size = 0;
     try {
-      for await (const chunk of body) {
+      for (let chunk = await body.read(); chunk !== null; chunk = await body.read()) {
         size += chunk.byteLength;
         if (size > limit) {
           body.destroy();
           throw transportError('engine_bad_response', this.baseUrl, `response larger than ${limit} bytes`);
         }
-        chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        chunks.push(chunk);
       }
     } catch (err) {
       throw this.translate(err, signal, true);
     }
-    return Buffer.concat(chunks).toString('utf8');
+    return chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
   }
 
   private translate(err: unknown, signal: AbortSignal | undefined, inBody: boolean): unknown {
@@ -211,7 +213,6 @@ export function translateUndiciError(err: unknown, signal: AbortSignal | undefin
 export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent>, EventBatchSource {
   private readonly parser = new SseParser();
   private readonly cursor = new EventCursor(() => this.readBatch());
-  private readonly chunks: AsyncIterator<Buffer | Uint8Array>;
   private done = false;
   private cancelled = false;
   private iterating = false;
@@ -220,12 +221,7 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
     private readonly body: ResponseBody,
     readonly engine: string,
     private readonly signal?: AbortSignal,
-  ) {
-    // Errors surface through next(); a stream closed before its first read (destroy() makes undici
-    // emit an abort error) must not become an uncaught 'error' event.
-    body.on('error', () => {});
-    this.chunks = body[Symbol.asyncIterator]();
-  }
+  ) {}
 
   [Symbol.asyncIterator](): AsyncIterator<SseEvent> {
     if (this.iterating) throw new TypeError('an engine stream can be iterated only once');
@@ -248,20 +244,20 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
   private async readBatch(): Promise<readonly SseEvent[] | null> {
     for (;;) {
       if (this.done) return null;
-      let r: IteratorResult<Buffer | Uint8Array>;
+      let chunk: Buffer | null;
       try {
-        r = await this.chunks.next();
+        chunk = await this.body.read();
       } catch (err) {
         this.done = true;
         throw translateUndiciError(err, this.signal, this.engine, true);
       }
       let events: SseEvent[];
       try {
-        if (r.done) {
+        if (chunk === null) {
           this.done = true;
           events = this.parser.end();
         } else {
-          events = this.parser.push(r.value);
+          events = this.parser.push(chunk);
         }
       } catch (err) {
         this.cancel();
