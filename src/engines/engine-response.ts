@@ -3,6 +3,7 @@
 // bookkeeping; on a short streamed answer those were the largest part of the client's cost. Here a
 // handler queues the chunks and the reader pulls them; more than HIGH_WATER_BYTES unread pauses
 // the connection (the engine stops being read), and reading them resumes it.
+import type { SignalLike } from '../core/cancellation.js';
 import type { Dispatcher } from 'undici';
 
 const HIGH_WATER_BYTES = 64 * 1024;
@@ -96,7 +97,7 @@ export class ResponseBody {
  * Dispatches `opts` on `dispatcher`; resolves with the response head once it arrived (the body is
  * read on demand), rejects with the transport's error or, when `signal` fires first, its reason.
  */
-export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.DispatchOptions, signal?: AbortSignal): Promise<ResponseHead> {
+export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.DispatchOptions, signal?: SignalLike): Promise<ResponseHead> {
   return new Promise<ResponseHead>((resolve, reject) => {
     let controller: Dispatcher.DispatchController | undefined;
     let body: ResponseBody | undefined;

@@ -1,6 +1,7 @@
 // Engine failures as one error type the frontend maps to HTTP: the engine's own error answer
 // (its status and body), or a transport failure expressed as a gateway status (502 unreachable or
 // broken, 504 timed out) with an OpenAI-style body saying what happened.
+import type { SignalLike } from '../core/cancellation.js';
 
 export type EngineFailure =
   | 'engine_rejected' // the engine answered with a non-2xx status
@@ -54,7 +55,7 @@ function describeFailure(failure: EngineFailure): string {
 }
 
 /** The error a cancelled operation rejects with (what fetch and undici use: name 'AbortError'). */
-export function abortError(signal?: AbortSignal, what = 'the request was aborted'): Error {
+export function abortError(signal?: SignalLike, what = 'the request was aborted'): Error {
   const reason: unknown = signal?.reason;
   if (reason instanceof Error && reason.name === 'AbortError') return reason;
   const err = new DOMException(what, 'AbortError');

@@ -2,6 +2,7 @@
 // non-streamed answers) and an SSE call whose events are pulled one at a time, so a consumer that
 // stops pulling stops the socket read (undici pauses the connection once its buffer is full).
 // Every failure becomes an EngineError (or an AbortError when the caller's signal fired).
+import type { SignalLike } from '../core/cancellation.js';
 import { Pool } from 'undici';
 import { expectInteger, expectObject } from '../core/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
@@ -29,7 +30,7 @@ export interface EngineClientOptions {
 export interface EngineCallOptions {
   /** Sent as X-Request-Id (the same id on every leg of a request). */
   requestId: string;
-  signal?: AbortSignal;
+  signal?: SignalLike;
   headers?: Record<string, string>;
   /** Overrides the client's first-byte timeout for this call. */
   firstByteTimeoutMs?: number;
@@ -156,7 +157,7 @@ export class EngineClient {
     return res;
   }
 
-  private async readText(body: ResponseBody, limit: number, signal: AbortSignal | undefined): Promise<string> {
+  private async readText(body: ResponseBody, limit: number, signal: SignalLike | undefined): Promise<string> {
     const chunks: Buffer[] = [];
     let size = 0;
     try {
@@ -174,13 +175,13 @@ export class EngineClient {
     return chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
   }
 
-  private translate(err: unknown, signal: AbortSignal | undefined, inBody: boolean): unknown {
+  private translate(err: unknown, signal: SignalLike | undefined, inBody: boolean): unknown {
     return translateUndiciError(err, signal, this.baseUrl, inBody);
   }
 }
 
 /** Maps an undici/socket failure to an EngineError (or an AbortError when the caller aborted). */
-export function translateUndiciError(err: unknown, signal: AbortSignal | undefined, engine: string, inBody: boolean): unknown {
+export function translateUndiciError(err: unknown, signal: SignalLike | undefined, engine: string, inBody: boolean): unknown {
   if (err instanceof EngineError) return err;
   if (signal?.aborted) return abortError(signal);
   const code = (err as { code?: unknown } | null)?.code;
@@ -220,7 +221,7 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
   constructor(
     private readonly body: ResponseBody,
     readonly engine: string,
-    private readonly signal?: AbortSignal,
+    private readonly signal?: SignalLike,
   ) {}
 
   [Symbol.asyncIterator](): AsyncIterator<SseEvent> {

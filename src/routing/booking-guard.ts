@@ -3,6 +3,7 @@
 // ends, fails, is aborted (the client's signal), is closed by its consumer (return()), is not read
 // for too long (never read at all, or stopped mid-stream), or is garbage-collected unfinished. The
 // last two also close the engine leg, so an abandoned stream cannot hold an engine slot either.
+import type { SignalLike } from '../core/cancellation.js';
 import { abortError } from '../engines/errors.js';
 import { batchesOf, EventCursor, type EventBatchSource } from '../engines/event-batch.js';
 import type { SseEvent } from '../engines/types.js';
@@ -67,7 +68,7 @@ export interface GuardedStreamOptions {
   /** A consumer that does not pull for this long (from creation, or since the last event) abandons the stream. */
   abandonAfterMs: number;
   /** The client's signal: aborting frees the booking and closes the leg. */
-  signal?: AbortSignal;
+  signal?: SignalLike;
   /** Sees each event before the consumer does (first-token marking, metrics). */
   onEvent?(ev: SseEvent): void;
   /** Called once when the stream finishes, with why (and the error for 'error'). */

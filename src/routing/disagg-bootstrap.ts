@@ -6,6 +6,7 @@
 // found before the decode answer was handed to the client falls back to aggregated serving when
 // allowed; after that, the client's stream ends with the prefill's error. A client that leaves
 // cancels both legs: SGLang drops an aborted room's transfer on both sides.
+import { Cancellation } from '../core/cancellation.js';
 import { bootstrapRoom } from '../engines/bootstrap-room.js';
 import { isAbortError, abortError } from '../engines/errors.js';
 import { sglangHandoff } from '../engines/handoff/sglang.js';
@@ -29,7 +30,7 @@ export async function runBootstrap(router: PrefillRouter, ctx: RequestContext, p
   };
 
   // One controller for both legs: the client leaving, or either leg failing, cancels both.
-  const legs = new AbortController();
+  const legs = new Cancellation();
   const cancelLegs = () => legs.abort(req.signal.reason);
   req.signal.addEventListener('abort', cancelLegs, { once: true });
   let prefillError: unknown;

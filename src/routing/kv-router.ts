@@ -2,6 +2,7 @@
 // the leg to the chosen engine, marks the booking's prefill completed at the first token and frees
 // the booking exactly once when the leg ends, fails, is aborted or is abandoned. Streamed legs are
 // handed out as pull-based GuardedStreams, so a slow consumer pauses the engine read.
+import { Cancellation, type SignalLike } from '../core/cancellation.js';
 import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-core.js';
 import { expectInteger } from '../core/validate.js';
 import { abortError, isAbortError } from '../engines/errors.js';
@@ -37,7 +38,7 @@ export type LegRoute = Omit<RouteRequest, 'allowedWorkers'>;
 export interface LegOptions {
   requestId: string;
   /** The client's signal. */
-  signal: AbortSignal;
+  signal: SignalLike;
   /**
    * The leg completes a KV handoff (a decode leg after a vLLM/TensorRT-LLM prefill): if the client
    * leaves before the leg's first event, the leg runs on in the background until that event (or
@@ -149,7 +150,7 @@ export class KvRouter {
       }
     }
     // Held leg: runs on its own controller; the client's leaving only bounds it by the release timeout.
-    const leg = new AbortController();
+    const leg = new Cancellation();
     const settled = client.postJson(route, body, { ...call, signal: leg.signal }).then(
       (answer) => {
         b.firstToken();
@@ -177,7 +178,7 @@ export class KvRouter {
     const call = { requestId: o.requestId, headers: dpHeaders(b) };
     const hold = o.holdUntilFirstEvent === true;
     if (!hold && o.signal.aborted) return this.refuse(b, o.signal);
-    const leg = new AbortController();
+    const leg = new Cancellation();
     const opening = client.postStream(route, body, { ...call, signal: hold ? leg.signal : o.signal });
     let handedOver = false;
     let engine;
@@ -254,7 +255,7 @@ export class KvRouter {
    * `work`, unless the client's signal fires first: then `onLeave` takes the work over in the
    * background and the caller gets an AbortError at once.
    */
-  private unlessClientLeaves<T>(work: Promise<T>, signal: AbortSignal, onLeave: () => void): Promise<T> {
+  private unlessClientLeaves<T>(work: Promise<T>, signal: SignalLike, onLeave: () => void): Promise<T> {
     if (signal.aborted) {
       onLeave();
       return Promise.reject(abortError(signal));
@@ -278,7 +279,7 @@ export class KvRouter {
     });
   }
 
-  private refuse(b: Booking, signal: AbortSignal): never {
+  private refuse(b: Booking, signal: SignalLike): never {
     b.guard.free('abort');
     throw abortError(signal);
   }

@@ -4,6 +4,7 @@
 // never advances a round-robin rotation) and runs the handoff of that worker's engine kind:
 // sequential (vLLM NIXL, TensorRT-LLM; disagg-sequential.ts) or bootstrap (SGLang;
 // disagg-bootstrap.ts). A prefill that fails falls back to aggregated serving when allowed.
+import type { SignalLike } from '../core/cancellation.js';
 import type { RoutingDecision } from '../core/routing-core.js';
 import { describe } from '../core/validate.js';
 import { MissingRoutingHintError } from '../core/routing-errors.js';
@@ -235,7 +236,7 @@ export class PrefillRouter {
   }
 
   /** Leg options that feed the tracker and report the request's end. */
-  legOptions(ctx: RequestContext, mode: ServeMode, holdUntilFirstEvent: boolean, signal: AbortSignal = ctx.req.signal): LegOptions {
+  legOptions(ctx: RequestContext, mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = ctx.req.signal): LegOptions {
     return {
       requestId: ctx.req.requestId,
       signal,

@@ -3,6 +3,7 @@
 // takes the tracker's one permit, so a phase starts only after the previous one was recorded: the
 // bootstrap path hands the prefill's permit to its background task, which releases it once the
 // prefill worker is routed and recorded, and only then can the decode phase begin.
+import type { SignalLike } from '../core/cancellation.js';
 import { Permit, Semaphore } from './semaphore.js';
 
 export type Phase = 'prefill' | 'decode' | 'aggregated';
@@ -59,7 +60,7 @@ export class RequestTracker {
    * Enters `phase` once the one permit is free. The caller (or the task it hands the permit to)
    * releases it after recording the phase's worker.
    */
-  async setPhase(phase: Phase, signal?: AbortSignal): Promise<Permit> {
+  async setPhase(phase: Phase, signal?: SignalLike): Promise<Permit> {
     const p = await this.permit.acquire(signal);
     this.current = phase;
     this.order.push(phase);

@@ -1,5 +1,6 @@
 // The PrefillRouter's request and response: what a frontend hands over after parsing and
 // tokenizing, and what it relays back (status, headers, and a pull-based stream or a JSON body).
+import { isSignalLike, type SignalLike } from '../core/cancellation.js';
 import { describe, expectInteger, expectUint32Array } from '../core/validate.js';
 import { OPENAI_ROUTES, type OpenAiRoute, type SseEvent } from '../engines/types.js';
 import type { RoutingHints } from './hints.js';
@@ -14,7 +15,7 @@ export interface RouterRequest {
   requestId: string;
   hints: RoutingHints;
   /** The client's: aborting it (client disconnect) ends the request's legs and frees its bookings. */
-  signal: AbortSignal;
+  signal: SignalLike;
   loraName?: string;
 }
 
@@ -45,7 +46,7 @@ export function validateRouterRequest(value: unknown): RouterRequest {
   expectUint32Array(r.tokens, 'request.tokens');
   if (typeof r.requestId !== 'string') throw new TypeError(`request.requestId must be a string, got ${describe(r.requestId)}`);
   if (!REQUEST_ID_RE.test(r.requestId)) throw new RangeError('request.requestId must be 1 to 256 visible ASCII characters');
-  if (!(r.signal instanceof AbortSignal)) throw new TypeError(`request.signal must be an AbortSignal, got ${describe(r.signal)}`);
+  if (!isSignalLike(r.signal)) throw new TypeError(`request.signal must be an AbortSignal, got ${describe(r.signal)}`);
   if (r.loraName !== undefined && typeof r.loraName !== 'string') throw new TypeError(`request.loraName must be a string, got ${describe(r.loraName)}`);
   if (r.hints === null || typeof r.hints !== 'object') throw new TypeError(`request.hints must be an object, got ${describe(r.hints)}`);
   const h = r.hints;

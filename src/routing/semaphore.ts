@@ -1,5 +1,6 @@
 // A FIFO counting semaphore whose permits are objects released at most once, so a permit can be
 // handed to a background task and released there (or dropped on any path) without double counting.
+import type { SignalLike } from '../core/cancellation.js';
 import { abortError } from '../engines/errors.js';
 
 export class Permit {
@@ -47,7 +48,7 @@ export class Semaphore {
   }
 
   /** Waits for a permit in arrival order; rejects with an AbortError if `signal` fires first. */
-  acquire(signal?: AbortSignal): Promise<Permit> {
+  acquire(signal?: SignalLike): Promise<Permit> {
     const now = this.tryAcquire();
     if (now) return Promise.resolve(now);
     if (signal?.aborted) return Promise.reject(abortError(signal));

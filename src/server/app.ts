@@ -1,4 +1,5 @@
 // createRouter(config): the library entry. A Router answers HttpCalls (see http.ts) independent of
+import { Cancellation } from '../core/cancellation.js';
 // any HTTP server; the uWebSockets.js frontend and the adapters only translate to and from it.
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
@@ -170,7 +171,7 @@ export class RouterImpl implements Router {
     // Unchanged and valid UTF-8 (the parse replaced any invalid byte): engines get the client's bytes.
     else if (prepared.verbatim && isUtf8(bytes)) markVerbatim(prepared.body, bytes);
 
-    const controller = new AbortController();
+    const controller = new Cancellation();
     const onClientGone = () => controller.abort();
     call.signal?.addEventListener('abort', onClientGone, { once: true });
     if (call.signal?.aborted) controller.abort();

@@ -1,6 +1,7 @@
 // The server-neutral request and reply the Router speaks. Each frontend (uWebSockets.js,
 // node:http / Express, Fastify, Web fetch / Hono) only translates its own objects to these and
 // drives the reply stream with its own backpressure; all behaviour lives behind Router.handle.
+import type { SignalLike } from '../core/cancellation.js';
 import type { BodySource } from './body.js';
 
 export interface HttpCall {
@@ -15,7 +16,7 @@ export interface HttpCall {
   /** Peer address (the admin API without a token answers loopback peers only). */
   remoteAddress?: string;
   /** Aborted when the client goes away: engine legs are cancelled and bookings freed. */
-  signal?: AbortSignal;
+  signal?: SignalLike;
 }
 
 /**

@@ -1,4 +1,5 @@
 // The uWebSockets.js frontend. uWS rules this file keeps: an HttpResponse must never be touched
+import { Cancellation } from '../core/cancellation.js';
 // after onAborted fired or after it was ended; writes from async continuations go inside
 // res.cork(); write() returning false means "buffered, stop writing until onWritable" (the data is
 // kept by uWS and never resent). Every request is answered exactly once.
@@ -31,7 +32,7 @@ export interface RunningServer {
 interface ResponseState {
   aborted: boolean;
   ended: boolean;
-  controller: AbortController;
+  controller: Cancellation;
   resumeWritable?: () => void;
   stream?: FrameStream;
 }
@@ -72,7 +73,7 @@ function runningServer(app: TemplatedApp, token: us_listen_socket, host: string,
 }
 
 function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): void {
-  const state: ResponseState = { aborted: false, ended: false, controller: new AbortController() };
+  const state: ResponseState = { aborted: false, ended: false, controller: new Cancellation() };
   res.onAborted(() => {
     state.aborted = true;
     state.controller.abort();
