@@ -251,7 +251,9 @@ describe('startSimWorker options', () => {
       );
       if (/cannot bind the KV event publisher/.test(failure.message) && attempt < 5) continue;
       expect(failure.message).toMatch(/cannot bind the HTTP server/);
-      const again = await KvEventPublisher.open({ host: '127.0.0.1', port: zmqPort, topic: '', encoding: 'map', replayBufferSteps: 1 });
+      // libzmq unbinds in its I/O thread, a moment after close() returned: the port must come back
+      // soon, not necessarily at once.
+      const again = await retry(() => KvEventPublisher.open({ host: '127.0.0.1', port: zmqPort, topic: '', encoding: 'map', replayBufferSteps: 1 }), 2_000);
       await again.close();
       break;
     }
@@ -276,3 +278,16 @@ describe('startSimWorker options', () => {
     expect(names).toContain(null);
   });
 });
+
+/** `attempt` until it resolves, for at most `ms`; then its last failure. */
+async function retry<T>(attempt: () => Promise<T>, ms: number): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
