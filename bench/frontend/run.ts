@@ -8,6 +8,7 @@
 import { createRouter } from '../../src/server/app.js';
 import { listenUws } from '../../src/server/uws.js';
 import { percentile, type LoadOptions, type LoadResult } from './loadgen.js';
+import { threadCpuMicros } from './thread-cpu.js';
 import { inThread, stopThread } from './thread.js';
 
 export interface FrontendBenchOptions {
@@ -25,6 +26,8 @@ export interface ThroughputFigure {
   rps: number;
   p50_ms: number;
   p99_ms: number;
+  /** The router thread's own CPU time per request (Linux), the figure least disturbed by the machine's other work. */
+  router_cpu_us_per_request?: number;
 }
 
 export interface OverheadFigure {
@@ -75,7 +78,9 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         const body = requestBody(tokens, stream);
         // Warm up (JIT, connections to the engine) before anything is measured.
         await load({ url: server.url, path: '/v1/completions', body, concurrency: 64, requests: o.quick ? 1_000 : 5_000, maxMs: 5_000 });
+        const cpuBefore = threadCpuMicros();
         const r = await load({ url: server.url, path: '/v1/completions', body, concurrency: 64, requests: closedRequests, maxMs: closedMs });
+        const cpuAfter = threadCpuMicros();
         const fig: ThroughputFigure = {
           prompt_tokens: tokens,
           stream,
@@ -85,9 +90,12 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           rps: Math.round(r.rps),
           p50_ms: round(percentile(r.latenciesMs, 50)),
           p99_ms: round(percentile(r.latenciesMs, 99)),
+          ...(cpuBefore !== undefined && cpuAfter !== undefined && r.completed > 0
+            ? { router_cpu_us_per_request: Math.round(((cpuAfter - cpuBefore) / r.completed) * 10) / 10 }
+            : {}),
         };
         throughput.push(fig);
-        log(`frontend: ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: ${fig.rps} req/s (p50 ${fig.p50_ms} ms, p99 ${fig.p99_ms} ms${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''})`);
+        log(`frontend: ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: ${fig.rps} req/s (p50 ${fig.p50_ms} ms, p99 ${fig.p99_ms} ms, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''})`);
 
         const rate = 1000;
         const common = { path: '/v1/completions', body, concurrency: 32, requests: openRequests, maxMs: openRequests + 5_000, ratePerS: rate };

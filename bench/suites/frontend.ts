@@ -26,6 +26,15 @@ export const suite: BenchSuite = {
         headline,
         ...(t.failed ? { note: `${t.failed} failed` } : {}),
       });
+      if (t.router_cpu_us_per_request !== undefined) {
+        figures.push({
+          name: `router thread CPU per request, ${label(t.prompt_tokens, t.stream)}, closed loop`,
+          value: t.router_cpu_us_per_request,
+          unit: 'us',
+          better: 'lower',
+          note: 'the router thread alone (/proc/thread-self/stat, 10 ms ticks over the whole run)',
+        });
+      }
     }
     for (const o of r.overhead) {
       const headline = o.prompt_tokens === 1024 && o.stream;
@@ -41,7 +50,7 @@ export const suite: BenchSuite = {
     }
     const rows = r.overhead.map((o) => {
       const t = r.throughput.find((x) => x.prompt_tokens === o.prompt_tokens && x.stream === o.stream)!;
-      return `| ${label(o.prompt_tokens, o.stream)} | ${t.rps} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} |`;
+      return `| ${label(o.prompt_tokens, o.stream)} | ${t.rps} | ${t.router_cpu_us_per_request ?? 'n/a'} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} |`;
     });
     const markdown = [
       'The router (this process\'s main thread) relays to an OpenAI engine that answers at once with',
@@ -49,8 +58,8 @@ export const suite: BenchSuite = {
       'Throughput: closed loop, 64 requests in flight. Overhead: open loop at 1,000 req/s, latency',
       'through the router minus latency straight to the engine at the same rate (same percentile).',
       '',
-      '| request | req/s | latency p50 / p99 (ms), closed loop | direct p50 / p99 (ms) | routed p50 / p99 (ms) | overhead p50 / p99 (ms) |',
-      '|---|---|---|---|---|---|',
+      '| request | req/s | router thread CPU per request (us) | latency p50 / p99 (ms), closed loop | direct p50 / p99 (ms) | routed p50 / p99 (ms) | overhead p50 / p99 (ms) |',
+      '|---|---|---|---|---|---|---|',
       ...rows,
     ].join('\n');
     const cats = [1024, 8192].map((n) => `${n / 1024}k tokens`);
