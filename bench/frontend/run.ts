@@ -41,6 +41,13 @@ export interface OverheadFigure {
   routed_p99_ms: number;
   overhead_p50_ms: number;
   overhead_p99_ms: number;
+  /**
+   * The same routed load with direct requests sent beside it at a quarter of the rate, from the same
+   * thread in the same seconds: both paths meet the same machine stalls, so the difference is what
+   * the router adds under identical conditions (the sequential runs above give the direct path an
+   * idler machine).
+   */
+  beside: { direct_rate_per_s: number; direct_p50_ms: number; direct_p99_ms: number; routed_p50_ms: number; routed_p99_ms: number; overhead_p50_ms: number; overhead_p99_ms: number };
 }
 
 export interface FrontendBenchResult {
@@ -101,6 +108,12 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         const common = { path: '/v1/completions', body, concurrency: 32, requests: openRequests, maxMs: openRequests + 5_000, ratePerS: rate };
         const direct = await load({ ...common, url: engineUrl });
         const routed = await load({ ...common, url: server.url });
+        const besideRate = rate / 4;
+        const [besideRouted, besideDirect] = await loadTogether([
+          { ...common, url: server.url },
+          { ...common, url: engineUrl, ratePerS: besideRate, requests: Math.ceil(openRequests / 4), concurrency: 8 },
+        ]);
+        const pct = (r: LoadResult, q: number) => percentile(r.latenciesMs, q);
         const ov: OverheadFigure = {
           prompt_tokens: tokens,
           stream,
@@ -112,9 +125,18 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           routed_p99_ms: round(percentile(routed.latenciesMs, 99)),
           overhead_p50_ms: round(percentile(routed.latenciesMs, 50) - percentile(direct.latenciesMs, 50)),
           overhead_p99_ms: round(percentile(routed.latenciesMs, 99) - percentile(direct.latenciesMs, 99)),
+          beside: {
+            direct_rate_per_s: besideRate,
+            direct_p50_ms: round(pct(besideDirect, 50)),
+            direct_p99_ms: round(pct(besideDirect, 99)),
+            routed_p50_ms: round(pct(besideRouted, 50)),
+            routed_p99_ms: round(pct(besideRouted, 99)),
+            overhead_p50_ms: round(pct(besideRouted, 50) - pct(besideDirect, 50)),
+            overhead_p99_ms: round(pct(besideRouted, 99) - pct(besideDirect, 99)),
+          },
         };
         overhead.push(ov);
-        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms`);
+        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms; beside a direct baseline: p50 ${ov.beside.overhead_p50_ms} ms, p99 ${ov.beside.overhead_p99_ms} ms`);
       }
     }
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
@@ -134,6 +156,16 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
 
 async function load(opts: LoadOptions): Promise<LoadResult> {
   const t = inThread<LoadResult>(new URL('./loadgen-worker.ts', import.meta.url), opts);
+  try {
+    return await t.result;
+  } finally {
+    await t.worker.terminate();
+  }
+}
+
+/** Several loads at once, interleaved on one load-generator thread. */
+async function loadTogether(opts: LoadOptions[]): Promise<LoadResult[]> {
+  const t = inThread<LoadResult[]>(new URL('./loadgen-worker.ts', import.meta.url), { loads: opts });
   try {
     return await t.result;
   } finally {
