@@ -3,8 +3,8 @@
 // bookkeeping; on a short streamed answer those were the largest part of the client's cost. Here a
 // handler queues the chunks and the reader pulls them; more than HIGH_WATER_BYTES unread pauses
 // the connection (the engine stops being read), and reading them resumes it.
-import type { SignalLike } from '../core/cancellation.js';
 import type { Dispatcher } from 'undici';
+import type { SignalLike } from '../core/cancellation.js';
 
 const HIGH_WATER_BYTES = 64 * 1024;
 

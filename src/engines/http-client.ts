@@ -1,9 +1,9 @@
 // OpenAI-style HTTP calls to one engine over a keep-alive undici Pool: a JSON call (prefill legs,
-// non-streamed answers) and an SSE call whose events are pulled one at a time, so a consumer that
-// stops pulling stops the socket read (undici pauses the connection once its buffer is full).
+// non-streamed answers) and an SSE call whose events are pulled (a batch per socket read), so a
+// consumer that stops pulling stops the socket read (engine-response.ts pauses the connection).
 // Every failure becomes an EngineError (or an AbortError when the caller's signal fired).
-import type { SignalLike } from '../core/cancellation.js';
 import { Pool } from 'undici';
+import type { SignalLike } from '../core/cancellation.js';
 import { expectInteger, expectObject } from '../core/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
 import { EventCursor, type EventBatchSource } from './event-batch.js';

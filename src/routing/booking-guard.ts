@@ -82,9 +82,6 @@ export interface GuardedStreamOptions {
  */
 class StreamState {
   finished: FreeReason | undefined;
-  /** The stream's key in `unfinished` and its finalization registration (see GuardedStream). */
-  key: number | undefined;
-  unregisterToken: object | undefined;
   // Abandonment: one timer per stream, re-aimed only when it fires (a timer set and cleared per
   // event cost an allocation each, the largest per-request garbage in a short stream). While
   // `pulling`, the consumer is waiting for the engine, which never counts as abandonment.
@@ -92,7 +89,12 @@ class StreamState {
   private pulling = false;
   private idleSince = 0;
 
-  constructor(private readonly o: GuardedStreamOptions) {}
+  constructor(
+    private readonly o: GuardedStreamOptions,
+    /** The stream's key in `unfinished` and its finalization registration (see GuardedStream). */
+    readonly key: number,
+    readonly unregisterToken: object,
+  ) {}
 
   readonly onAbort = (): void => {
     this.finish('abort');
@@ -104,10 +106,8 @@ class StreamState {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.o.signal?.removeEventListener('abort', this.onAbort);
-    if (this.key !== undefined) {
-      unfinished.delete(this.key);
-      collected.unregister(this.unregisterToken!);
-    }
+    unfinished.delete(this.key);
+    collected.unregister(this.unregisterToken);
     const closing = reason === 'end' ? undefined : this.o.cancel();
     if (closing instanceof Promise) {
       void closing.catch(() => {}).finally(() => this.free(reason, err));
@@ -172,13 +172,10 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
     if (!Number.isFinite(o.abandonAfterMs) || o.abandonAfterMs <= 0) throw new RangeError(`abandonAfterMs must be a positive number, got ${o.abandonAfterMs}`);
     this.o = o;
     this.source = batchesOf(o.source);
-    const state = new StreamState(o);
+    const state = new StreamState(o, nextKey++, {});
     this.state = state;
-    const key = nextKey++;
-    state.key = key;
-    state.unregisterToken = {};
-    unfinished.set(key, state);
-    collected.register(this.lifetime, key, state.unregisterToken);
+    unfinished.set(state.key, state);
+    collected.register(this.lifetime, state.key, state.unregisterToken);
     if (o.signal?.aborted) {
       state.finish('abort');
       return;
@@ -208,9 +205,9 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
     return this.cursor.nextBatch();
   }
 
+  /** Pulled by the cursor, only after next()/nextBatch() found the stream unfinished. */
   private async readBatch(): Promise<readonly SseEvent[] | null> {
     const s = this.state;
-    if (s.finished !== undefined) return this.afterFinishBatch();
     let batch: readonly SseEvent[] | null;
     s.pullStarted();
     try {

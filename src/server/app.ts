@@ -1,8 +1,8 @@
 // createRouter(config): the library entry. A Router answers HttpCalls (see http.ts) independent of
-import { Cancellation } from '../core/cancellation.js';
 // any HTTP server; the uWebSockets.js frontend and the adapters only translate to and from it.
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
+import { Cancellation } from '../core/cancellation.js';
 import { markVerbatim } from '../engines/json.js';
 import { CHATML_TEMPLATE, ChatTemplate } from '../preprocess/chat-template.js';
 import type { TextTokenizer } from '../preprocess/types.js';

@@ -1,10 +1,10 @@
 // The uWebSockets.js frontend. uWS rules this file keeps: an HttpResponse must never be touched
-import { Cancellation } from '../core/cancellation.js';
 // after onAborted fired or after it was ended; writes from async continuations go inside
 // res.cork(); write() returning false means "buffered, stop writing until onWritable" (the data is
 // kept by uWS and never resent). Every request is answered exactly once.
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
+import { Cancellation } from '../core/cancellation.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { BoundedBodyBuffer } from './body.js';
 import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from './http.js';
