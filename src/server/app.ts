@@ -15,7 +15,7 @@ import { errorReply, HttpError, notFound } from './errors.js';
 import { HealthMonitor } from './health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from './http.js';
 import { RouterMetrics } from './metrics.js';
-import { parseJsonObject, prepareRequest, requestIdOf, type OpenAiRoute, type Preprocessor } from './request.js';
+import { parseJsonObject, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from './request.js';
 import { relayStream } from './relay.js';
 import { WorkerRegistry } from './registry.js';
 
@@ -159,10 +159,16 @@ export class RouterImpl implements Router {
 
   private async openai(route: OpenAiRoute, call: HttpCall, startedAt: number): Promise<HttpReply> {
     const requestId = requestIdOf(call.headers['x-request-id']);
-    const bytes = await this.readBody(call);
-    const prepared = prepareRequest(route, parseJsonObject(bytes), call.headers, this.pre);
-    if (!this.ready()) {
-      throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
+    let bytes: Uint8Array;
+    let prepared: PreparedRequest;
+    try {
+      bytes = await this.readBody(call);
+      prepared = prepareRequest(route, parseJsonObject(bytes), call.headers, this.pre);
+      if (!this.ready()) {
+        throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
+      }
+    } catch (err) {
+      throw withRequestId(err, requestId);
     }
     // The router asks engines for usage (token metrics); the relay drops it if the client did not.
     const so = prepared.body.stream_options as { include_usage?: boolean } | undefined;
@@ -188,8 +194,7 @@ export class RouterImpl implements Router {
       });
     } catch (err) {
       call.signal?.removeEventListener('abort', onClientGone);
-      (err as { requestId?: string }).requestId ??= requestId;
-      throw err;
+      throw withRequestId(err, requestId);
     }
     const headers = { ...routed.headers, 'x-request-id': requestId };
     if (routed.stream) {
@@ -218,10 +223,15 @@ export class RouterImpl implements Router {
   /** POST /v1/route: the same preprocessing as a real request, then a query that books nothing. */
   private async routeQuery(call: HttpCall): Promise<HttpReply> {
     const requestId = requestIdOf(call.headers['x-request-id']);
-    const body = await this.readJson(call);
-    const route: OpenAiRoute = body.messages !== undefined ? '/v1/chat/completions' : '/v1/completions';
-    const prepared = prepareRequest(route, body, call.headers, this.pre);
-    const explanation = this.backend.explain(prepared.tokens, prepared.hints, requestId);
+    let explanation: unknown;
+    try {
+      const body = await this.readJson(call);
+      const route: OpenAiRoute = body.messages !== undefined ? '/v1/chat/completions' : '/v1/completions';
+      const prepared = prepareRequest(route, body, call.headers, this.pre);
+      explanation = this.backend.explain(prepared.tokens, prepared.hints, requestId);
+    } catch (err) {
+      throw withRequestId(err, requestId);
+    }
     return { status: 200, headers: { 'content-type': 'application/json', 'x-request-id': requestId }, body: JSON.stringify(explanation) };
   }
 
@@ -277,4 +287,10 @@ function json(status: number, value: unknown): HttpReply {
 function modelsList(models: readonly string[]) {
   const created = Math.floor(Date.now() / 1000);
   return { object: 'list', data: models.map((id) => ({ id, object: 'model', created, owned_by: 'kvroute' })) };
+}
+
+/** Tags an error with the request's id, so its error reply echoes it (a generated id included). */
+function withRequestId(err: unknown, requestId: string): unknown {
+  if (typeof err === 'object' && err !== null) (err as { requestId?: string }).requestId ??= requestId;
+  return err;
 }

@@ -67,6 +67,18 @@ describe('router HTTP surface', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('puts the request id on error replies too, generated when the client sent none', async () => {
+    const unknownModel = await post(completions(), { model: 'no-such-model', prompt: 'hello' });
+    expect(unknownModel.status).toBe(404);
+    expect(unknownModel.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const badJson = await fetch(completions(), { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'mine-2' }, body: '{bad' });
+    expect(badJson.status).toBe(400);
+    expect(badJson.headers.get('x-request-id')).toBe('mine-2');
+    const badQuery = await post(`${t.url}/v1/route`, { model: MODEL, prompt: 7 });
+    expect(badQuery.status).toBe(400);
+    expect(badQuery.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('lists the models, says it is live and ready, and explains a routing decision without running it', async () => {
     const models = (await (await fetch(`${t.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
     expect(models.data.map((m) => m.id)).toEqual([MODEL]);
