@@ -61,6 +61,7 @@ export function expectObject(value: unknown, name: string): Record<string, unkno
 }
 
 export function describe(value: unknown): string {
+  if (value === undefined) return 'undefined';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;

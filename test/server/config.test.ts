@@ -43,6 +43,7 @@ describe('parseRouterConfig', () => {
     [{ workers: [{ id: 1, kind: 'tgi', baseUrl: 'http://h:1' }] }, TypeError, /workers\[0\]\.kind must be one of vllm, sglang, trtllm/],
     [{ workers: [{ id: -1, baseUrl: 'http://h:1' }] }, RangeError, /workers\[0\]\.id must be an integer/],
     [{ workers: [{ id: 1, baseUrl: 'ftp://h' }] }, TypeError, /workers\[0\]\.baseUrl must be an http\(s\) URL/],
+    [{ workers: [{ id: 1 }] }, TypeError, /workers\[0\]\.baseUrl must be a URL string, got undefined$/],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'http://h:5557' }] }, TypeError, /kvEvents must look like tcp:\/\/host:port/],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1', replayEndpoint: 'tcp://h:5600' }] }, TypeError, /replayEndpoint needs/],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1' }, { id: 1, baseUrl: 'http://h:2' }] }, RangeError, /worker id 1 appears twice/],
