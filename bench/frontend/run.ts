@@ -1,15 +1,19 @@
-// The frontend benchmark: the router (uWebSockets.js, this thread) in front of an engine that
-// answers at once (its own thread), loaded from a third thread over loopback.
-//  - throughput: closed loop, requests per second, streamed and not, 1k and 8k-token prompts;
+// The frontend benchmark: the router (uWebSockets.js, this process's main thread) in front of an
+// engine that answers at once, loaded over loopback; engine and load generator run in a process of
+// their own (world.ts), as other machines would in a deployment.
+//  - throughput: closed loop, requests per second, streamed and not, 1k and 8k-token prompts (the
+//    load generator on its own thread);
 //  - overhead: open loop at a fixed rate, latency through the router minus latency straight to
-//    the engine at the same rate (p50 and p99).
+//    the engine at the same rate (p50 and p99); the load generator shares the engine's thread, so
+//    the world keeps to one of the two cores and the router has the other.
 // Targets (reported, never asserted): >= 5,000 streamed req/s with short outputs; overhead p99
 // < 1 ms at 1,000 req/s.
 import { createRouter } from '../../src/server/app.js';
 import { listenUws } from '../../src/server/uws.js';
 import { percentile, type LoadOptions, type LoadResult } from './loadgen.js';
+import { overheadFromRounds, type OverheadRounds, type RoundLatencies } from './overhead.js';
 import { threadCpuMicros } from './thread-cpu.js';
-import { inThread, stopThread } from './thread.js';
+import { startWorld, type World } from './world-process.js';
 
 export interface FrontendBenchOptions {
   quick?: boolean;
@@ -30,22 +34,16 @@ export interface ThroughputFigure {
   router_cpu_us_per_request?: number;
 }
 
-export interface OverheadFigure {
+export interface OverheadFigure extends OverheadRounds {
   prompt_tokens: number;
   stream: boolean;
   rate_per_s: number;
+  /** Routed requests over all rounds. */
   requests: number;
-  direct_p50_ms: number;
-  direct_p99_ms: number;
-  routed_p50_ms: number;
-  routed_p99_ms: number;
-  overhead_p50_ms: number;
-  overhead_p99_ms: number;
   /**
    * The same routed load with direct requests sent beside it at a quarter of the rate, from the same
    * thread in the same seconds: both paths meet the same machine stalls, so the difference is what
-   * the router adds under identical conditions (the sequential runs above give the direct path an
-   * idler machine).
+   * the router adds under identical conditions.
    */
   beside: { direct_rate_per_s: number; direct_p50_ms: number; direct_p99_ms: number; routed_p50_ms: number; routed_p99_ms: number; overhead_p50_ms: number; overhead_p99_ms: number };
 }
@@ -62,8 +60,8 @@ const MODEL = 'bench';
 
 export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<FrontendBenchResult> {
   const log = o.log ?? (() => undefined);
-  const engine = inThread<string>(new URL('./engine-worker.ts', import.meta.url), { outputTokens: OUTPUT_TOKENS });
-  const engineUrl = await engine.result;
+  const world = await startWorld(OUTPUT_TOKENS);
+  const engineUrl = world.engineUrl;
   const router = await createRouter({
     port: 0,
     model: MODEL,
@@ -80,13 +78,15 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
     const closedRequests = o.quick ? 2_000 : 30_000;
     const closedMs = o.quick ? 2_000 : 15_000;
     const openRequests = o.quick ? 500 : 10_000;
+    const overheadRounds = o.quick ? 2 : 5;
+    const warmupOpenRequests = o.quick ? 200 : 1_000;
     for (const tokens of sizes) {
       for (const stream of [true, false]) {
         const body = requestBody(tokens, stream);
         // Warm up (JIT, connections to the engine) before anything is measured.
-        await load({ url: server.url, path: '/v1/completions', body, concurrency: 64, requests: o.quick ? 1_000 : 5_000, maxMs: 5_000 });
+        await closedLoop(world, { url: server.url, path: '/v1/completions', body, concurrency: 64, requests: o.quick ? 1_000 : 5_000, maxMs: 5_000 });
         const cpuBefore = threadCpuMicros();
-        const r = await load({ url: server.url, path: '/v1/completions', body, concurrency: 64, requests: closedRequests, maxMs: closedMs });
+        const r = await closedLoop(world, { url: server.url, path: '/v1/completions', body, concurrency: 64, requests: closedRequests, maxMs: closedMs });
         const cpuAfter = threadCpuMicros();
         const fig: ThroughputFigure = {
           prompt_tokens: tokens,
@@ -105,26 +105,41 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         log(`frontend: ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: ${fig.rps} req/s (p50 ${fig.p50_ms} ms, p99 ${fig.p99_ms} ms, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''})`);
 
         const rate = 1000;
-        const common = { path: '/v1/completions', body, concurrency: 32, requests: openRequests, maxMs: openRequests + 5_000, ratePerS: rate };
-        const direct = await load({ ...common, url: engineUrl });
-        const routed = await load({ ...common, url: server.url });
+        const common = { path: '/v1/completions', body, concurrency: 32, maxMs: openRequests + 5_000, ratePerS: rate };
+        const rounds: RoundLatencies[] = [];
+        const perRound = Math.ceil(openRequests / overheadRounds);
+        let routedCompleted = 0;
+        const runDirect = async (requests = perRound) => (await world.load([{ ...common, requests, url: engineUrl }], { ownThread: false }))[0];
+        const runRouted = async (requests = perRound) => (await world.load([{ ...common, requests, url: server.url }], { ownThread: false }))[0];
+        // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
+        await runDirect(warmupOpenRequests);
+        await runRouted(warmupOpenRequests);
+        for (let i = 0; i < overheadRounds; i++) {
+          // Alternate which path goes first, so neither always meets the machine right after the other.
+          let direct: LoadResult;
+          let routed: LoadResult;
+          if (i % 2 === 0) {
+            direct = await runDirect();
+            routed = await runRouted();
+          } else {
+            routed = await runRouted();
+            direct = await runDirect();
+          }
+          rounds.push({ direct: direct.latenciesMs, routed: routed.latenciesMs });
+          routedCompleted += routed.completed;
+        }
         const besideRate = rate / 4;
-        const [besideRouted, besideDirect] = await loadTogether([
-          { ...common, url: server.url },
+        const [besideRouted, besideDirect] = await world.load([
+          { ...common, requests: openRequests, url: server.url },
           { ...common, url: engineUrl, ratePerS: besideRate, requests: Math.ceil(openRequests / 4), concurrency: 8 },
-        ]);
+        ], { ownThread: false });
         const pct = (r: LoadResult, q: number) => percentile(r.latenciesMs, q);
         const ov: OverheadFigure = {
           prompt_tokens: tokens,
           stream,
           rate_per_s: rate,
-          requests: routed.completed,
-          direct_p50_ms: round(percentile(direct.latenciesMs, 50)),
-          direct_p99_ms: round(percentile(direct.latenciesMs, 99)),
-          routed_p50_ms: round(percentile(routed.latenciesMs, 50)),
-          routed_p99_ms: round(percentile(routed.latenciesMs, 99)),
-          overhead_p50_ms: round(percentile(routed.latenciesMs, 50) - percentile(direct.latenciesMs, 50)),
-          overhead_p99_ms: round(percentile(routed.latenciesMs, 99) - percentile(direct.latenciesMs, 99)),
+          requests: routedCompleted,
+          ...overheadFromRounds(rounds),
           beside: {
             direct_rate_per_s: besideRate,
             direct_p50_ms: round(pct(besideDirect, 50)),
@@ -136,7 +151,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           },
         };
         overhead.push(ov);
-        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms; beside a direct baseline: p50 ${ov.beside.overhead_p50_ms} ms, p99 ${ov.beside.overhead_p99_ms} ms`);
+        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}); beside a direct baseline: p50 ${ov.beside.overhead_p50_ms} ms, p99 ${ov.beside.overhead_p99_ms} ms`);
       }
     }
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
@@ -150,27 +165,13 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
   } finally {
     await server.close();
     await router.close();
-    await stopThread(engine.worker);
+    await world.close();
   }
 }
 
-async function load(opts: LoadOptions): Promise<LoadResult> {
-  const t = inThread<LoadResult>(new URL('./loadgen-worker.ts', import.meta.url), opts);
-  try {
-    return await t.result;
-  } finally {
-    await t.worker.terminate();
-  }
-}
-
-/** Several loads at once, interleaved on one load-generator thread. */
-async function loadTogether(opts: LoadOptions[]): Promise<LoadResult[]> {
-  const t = inThread<LoadResult[]>(new URL('./loadgen-worker.ts', import.meta.url), { loads: opts });
-  try {
-    return await t.result;
-  } finally {
-    await t.worker.terminate();
-  }
+async function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {
+  const [r] = await world.load([opts], { ownThread: true });
+  return r;
 }
 
 function requestBody(tokens: number, stream: boolean): string {

@@ -1,7 +1,7 @@
 // CPU time of the calling thread alone (Linux: /proc/thread-self/stat). process.cpuUsage() counts
-// every thread of the process, and the frontend bench runs the engine and the load generator as
-// threads beside the router: the router thread's own CPU per request is the stable figure (requests
-// per second also depend on what the machine's other work leaves to the three threads).
+// every thread of the process (GC helpers, libuv's pool): the router thread's own CPU per request
+// is the frontend bench's stable figure (requests per second also depend on what the machine's
+// other work, the engine and the load generator included, leaves to the router).
 import { readFileSync } from 'node:fs';
 
 const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux architecture Node supports

@@ -1,5 +1,5 @@
-// Runs a bench module's function in a worker thread (so the load generator and the engine do not
-// share the router's event loop). The worker loads TypeScript through tsx (see ts-worker.mjs).
+// Runs a bench module's function in a worker thread (the bench world's closed-loop load generator,
+// beside the engine's thread). The worker loads TypeScript through tsx (see ts-worker.mjs).
 import { Worker } from 'node:worker_threads';
 
 /** Starts `file` in a worker with `data`; resolves with the first message it posts. */
@@ -12,16 +12,4 @@ export function inThread<T>(file: URL, data: unknown): { result: Promise<T>; wor
     worker.once('exit', (code) => reject(new Error(`bench worker exited with code ${code} before answering`)));
   });
   return { result, worker };
-}
-
-/** Asks a worker to stop (any message) and waits for it to exit on its own: uWebSockets.js must
- * close its sockets inside the thread, a terminate() with them open aborts the process. */
-export async function stopThread(worker: Worker, timeoutMs = 5_000): Promise<void> {
-  if (worker.threadId === -1) return;
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-  worker.postMessage('close');
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
-  if ((await Promise.race([exited, late])) === 'late') await worker.terminate();
-  clearTimeout(timer);
 }

@@ -1,0 +1,75 @@
+// Starts the frontend benchmark's world (world.ts: the instant engine and the load generator) as a
+// child process and drives it. A separate process keeps the router's process as it runs in
+// production: alone on its heap, its GC helper threads and its V8 flags. The world runs with V8's
+// allocation-site pretenuring off: after the closed-loop warm-up, V8 otherwise moved the load
+// generator's per-request objects to the old generation and ran a full GC there every ~350 ms
+// (54 in 25 s, measured), stalls of 10-15 ms that landed in the latencies of both paths.
+import { fork, type ChildProcess } from 'node:child_process';
+import type { LoadOptions, LoadResult } from './loadgen.js';
+import type { WorldReply, WorldRequest } from './world.js';
+
+export interface World {
+  engineUrl: string;
+  /**
+   * Runs the loads at once and returns their results in order. `ownThread`: the load generator
+   * gets its own thread (closed loop: as fast as possible); otherwise it shares the engine's.
+   */
+  load(loads: LoadOptions[], o: { ownThread: boolean }): Promise<LoadResult[]>;
+  close(): Promise<void>;
+}
+
+export async function startWorld(outputTokens: number): Promise<World> {
+  const child = fork(new URL('./world.ts', import.meta.url), [], {
+    execArgv: ['--import', 'tsx', '--no-allocation-site-pretenuring'],
+    env: { ...process.env, KVROUTE_BENCH_OUTPUT_TOKENS: String(outputTokens) },
+    serialization: 'advanced', // the latency arrays cross as Float64Arrays
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const pending = new Map<number, { resolve: (r: LoadResult[]) => void; reject: (e: Error) => void }>();
+  let nextId = 0;
+  let exited: Error | undefined;
+  const engineUrl = await new Promise<string>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the bench world exited with code ${code} before it was ready`)));
+    child.once('message', (m: WorldReply) => (m.op === 'ready' ? resolve(m.engineUrl) : reject(new Error(`unexpected ${m.op}`))));
+  });
+  child.removeAllListeners('exit');
+  child.on('exit', (code) => {
+    exited = new Error(`the bench world exited with code ${code}`);
+    for (const p of pending.values()) p.reject(exited);
+    pending.clear();
+  });
+  child.on('message', (m: WorldReply) => {
+    if (m.op !== 'loaded') return;
+    const p = pending.get(m.id);
+    pending.delete(m.id);
+    if (m.error !== undefined) p?.reject(new Error(`bench world: ${m.error}`));
+    else p?.resolve(m.results!);
+  });
+  return {
+    engineUrl,
+    load(loads, o) {
+      if (exited) return Promise.reject(exited);
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        request(child, { op: 'load', id, loads, ownThread: o.ownThread });
+      });
+    },
+    close: () => closeWorld(child),
+  };
+}
+
+function request(child: ChildProcess, m: WorldRequest): void {
+  child.send(m);
+}
+
+async function closeWorld(child: ChildProcess, timeoutMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  request(child, { op: 'close' });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+  if ((await Promise.race([exited, late])) === 'late') child.kill('SIGKILL');
+  clearTimeout(timer);
+}

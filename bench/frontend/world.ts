@@ -1,0 +1,42 @@
+// The frontend benchmark's "world": everything that is not the router (the instant engine and the
+// load generator), in a process of its own, as clients and engines are other machines in a real
+// deployment. The engine runs on this process's main thread. An open-loop load (the overhead
+// figure) runs on the same thread, so the world keeps to one core and the router has the other;
+// a closed-loop load (throughput) gets a worker thread, so the load generator never limits it.
+// Driven over IPC by world-process.ts.
+import { startInstantEngine } from './instant-engine.js';
+import { runLoad, type LoadOptions, type LoadResult } from './loadgen.js';
+import { inThread } from './thread.js';
+
+export type WorldRequest =
+  | { op: 'load'; id: number; loads: LoadOptions[]; ownThread: boolean }
+  | { op: 'close' };
+
+export type WorldReply = { op: 'ready'; engineUrl: string } | { op: 'loaded'; id: number; results?: LoadResult[]; error?: string };
+
+const outputTokens = Number(process.env.KVROUTE_BENCH_OUTPUT_TOKENS ?? 4);
+const engine = await startInstantEngine(outputTokens);
+const send = (m: WorldReply) => process.send!(m);
+
+process.on('message', (m: WorldRequest) => {
+  if (m.op === 'close') {
+    engine.close();
+    process.disconnect();
+    return;
+  }
+  void runLoads(m).then(
+    (results) => send({ op: 'loaded', id: m.id, results }),
+    (err: unknown) => send({ op: 'loaded', id: m.id, error: String((err as Error)?.stack ?? err) }),
+  );
+});
+send({ op: 'ready', engineUrl: engine.url });
+
+async function runLoads(m: { loads: LoadOptions[]; ownThread: boolean }): Promise<LoadResult[]> {
+  if (!m.ownThread) return Promise.all(m.loads.map(runLoad));
+  const t = inThread<LoadResult[]>(new URL('./loadgen-worker.ts', import.meta.url), { loads: m.loads });
+  try {
+    return await t.result;
+  } finally {
+    await t.worker.terminate();
+  }
+}
