@@ -4,13 +4,14 @@
 import { isPlainObject } from './handoff/common.js';
 import { DONE_EVENT, jsonEvent } from './sse.js';
 import type { OpenAiRoute, SseEvent } from './types.js';
+import { withFields } from '../core/objects.js';
 
 export function completionAsEvents(route: OpenAiRoute, answer: Record<string, unknown>, includeUsage: boolean): SseEvent[] {
   const chat = route === '/v1/chat/completions';
   const head = { id: answer.id, object: chat ? 'chat.completion.chunk' : 'text_completion', created: answer.created, model: answer.model };
   const choices = Array.isArray(answer.choices) ? answer.choices.filter(isPlainObject) : [];
-  const events: SseEvent[] = [jsonEvent({ ...head, choices: choices.map((c) => (chat ? chatDelta(c) : completionChoice(c))) })];
-  if (includeUsage && isPlainObject(answer.usage)) events.push(jsonEvent({ ...head, choices: [], usage: answer.usage }));
+  const events: SseEvent[] = [jsonEvent(withFields(head, { choices: choices.map((c) => (chat ? chatDelta(c) : completionChoice(c))) }))];
+  if (includeUsage && isPlainObject(answer.usage)) events.push(jsonEvent(withFields(head, { choices: [], usage: answer.usage })));
   events.push(DONE_EVENT);
   return events;
 }

@@ -10,7 +10,7 @@ const VERBATIM = Symbol('kvroute.verbatimJson');
  * Marks `body` as the parse of `bytes` (a client's request that routing left unchanged), so engine
  * calls send those bytes instead of serialising the body again (a 1k-token prompt cost about 20 us
  * to stringify and encode, on the router's one thread). The body is frozen: an edit would make
- * the bytes lie, so it throws instead. Copies ({ ...body }, as every handoff makes) are unmarked.
+ * the bytes lie, so it throws instead. Copies (copyFields, withFields, as every handoff makes) are unmarked.
  */
 export function markVerbatim<T extends Record<string, unknown>>(body: T, bytes: Uint8Array): T {
   Object.defineProperty(body, VERBATIM, { value: bytes, enumerable: false });

@@ -12,6 +12,7 @@ import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js
 import { FirstEventSource, releaseThenClose } from './first-event.js';
 import { UnknownWorkerHintError } from './errors.js';
 import type { WorkerPool } from './worker-pool.js';
+import { copyFields, withFields } from '../core/objects.js';
 
 /** What KvRouter needs from the pool's RoutingCore. */
 export interface KvRouterCore {
@@ -112,13 +113,13 @@ export class KvRouter {
   /** What route() would choose now: books nothing, advances no rotation. */
   query(tokens: Uint32Array, leg: Omit<LegRoute, 'requestId'> & { requestId?: string }): RoutingDecision {
     this.checkPinned(leg.pinnedWorker);
-    return this.core.query(tokens, { ...leg, allowedWorkers: this.pool.allowedWorkers() });
+    return this.core.query(tokens, withFields(leg, { allowedWorkers: this.pool.allowedWorkers() }));
   }
 
   /** Routes and books (one native call); throws the core's RoutingError when nothing fits. */
   book(tokens: Uint32Array, leg: LegRoute): Booking {
     this.checkPinned(leg.pinnedWorker);
-    const decision = this.core.route(tokens, { ...leg, allowedWorkers: this.pool.allowedWorkers() });
+    const decision = this.core.route(tokens, withFields(leg, { allowedWorkers: this.pool.allowedWorkers() }));
     const worker = this.pool.get(decision.worker);
     if (!worker) {
       // The core and the pool always hold the same workers; free rather than leak if they ever differ.
@@ -137,7 +138,7 @@ export class KvRouter {
     if (!o.holdUntilFirstEvent) {
       if (o.signal.aborted) return this.refuse(b, o.signal);
       try {
-        const answer = await client.postJson(route, body, { ...call, signal: o.signal });
+        const answer = await client.postJson(route, body, withFields(call, { signal: o.signal }));
         b.firstToken();
         b.guard.free('end');
         o.onFinish?.('end');
@@ -151,7 +152,7 @@ export class KvRouter {
     }
     // Held leg: runs on its own controller; the client's leaving only bounds it by the release timeout.
     const leg = new Cancellation();
-    const settled = client.postJson(route, body, { ...call, signal: leg.signal }).then(
+    const settled = client.postJson(route, body, withFields(call, { signal: leg.signal })).then(
       (answer) => {
         b.firstToken();
         b.guard.free('end');
@@ -179,7 +180,7 @@ export class KvRouter {
     const hold = o.holdUntilFirstEvent === true;
     if (!hold && o.signal.aborted) return this.refuse(b, o.signal);
     const leg = new Cancellation();
-    const opening = client.postStream(route, body, { ...call, signal: hold ? leg.signal : o.signal });
+    const opening = client.postStream(route, body, withFields(call, { signal: hold ? leg.signal : o.signal }));
     let handedOver = false;
     let engine;
     try {
@@ -231,7 +232,7 @@ export class KvRouter {
   }
 
   stats(): KvRouterStats {
-    return { ...this.counts, finished: { ...this.counts.finished }, releasing: this.releases.size };
+    return withFields(this.counts, { finished: copyFields(this.counts.finished), releasing: this.releases.size });
   }
 
   /** Resolves when no leg is being kept running for a KV handoff. */

@@ -22,6 +22,7 @@ import { type Booking, KvRouter, type LegOptions, type LegRoute, carriesToken } 
 import { type PhaseRouting, RequestTracker, type TrackerSummary, defaultClock } from './request-tracker.js';
 import { type RoutedResponse, type RouterRequest, expectedOutputTokens, validateRouterRequest } from './router-request.js';
 import { type PromptTokensDetails, cachedTokensOf, usageOf, withPromptTokensDetails } from './usage.js';
+import { withFields } from '../core/objects.js';
 
 export type ServeMode = 'aggregated' | 'disaggregated' | 'fallback';
 
@@ -165,13 +166,13 @@ export class PrefillRouter {
     const base = { requestId: opts.requestId, loraName: opts.loraName };
     if (!this.active) {
       if (this.enforceDisagg) throw new DisaggregationRequiredError();
-      return { mode: 'aggregated', decode: this.decode.query(tokens, { ...base, pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank }) };
+      return { mode: 'aggregated', decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
     }
     this.requirePrefillHint(hints);
     return {
       mode: 'disaggregated',
-      prefill: this.prefill.query(tokens, { ...base, pinnedWorker: hints.prefillWorkerId, pinnedDpRank: hints.prefillDpRank }),
-      decode: this.decode.query(tokens, { ...base, pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank, overlapScoreCredit: 0 }),
+      prefill: this.prefill.query(tokens, withFields(base, { pinnedWorker: hints.prefillWorkerId, pinnedDpRank: hints.prefillDpRank })),
+      decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank, overlapScoreCredit: 0 })),
     };
   }
 
@@ -339,7 +340,7 @@ export class PrefillRouter {
     }
     // Round robin books the peeked worker by itself (nothing ran in between); other policies are
     // pinned to it so that random tie-breaks cannot choose differently.
-    const pinned = this.prefill.policy === 'round_robin' ? leg : { ...leg, pinnedWorker: peek.worker, pinnedDpRank: peek.dpRank };
+    const pinned = this.prefill.policy === 'round_robin' ? leg : withFields(leg, { pinnedWorker: peek.worker, pinnedDpRank: peek.dpRank });
     return this.prefill.book(req.tokens, pinned);
   }
 

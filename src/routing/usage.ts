@@ -5,6 +5,7 @@
 import { isPlainObject } from '../engines/handoff/common.js';
 import { jsonEvent } from '../engines/sse.js';
 import type { SseEvent } from '../engines/types.js';
+import { withFields } from '../core/objects.js';
 
 export type PromptTokensDetails = Record<string, unknown>;
 
@@ -18,13 +19,13 @@ export function usageOf(ev: SseEvent): Record<string, unknown> | undefined {
 export function withPromptTokensDetails(ev: SseEvent, details: PromptTokensDetails | undefined): SseEvent {
   if (!details || !usageOf(ev)) return ev;
   const json = ev.json as Record<string, unknown> & { usage: Record<string, unknown> };
-  return jsonEvent({ ...json, usage: { ...json.usage, prompt_tokens_details: details } });
+  return jsonEvent(withFields(json, { usage: withFields(json.usage, { prompt_tokens_details: details }) }));
 }
 
 /** A non-streamed answer with usage.prompt_tokens_details replaced (a copy). */
 export function answerWithPromptTokensDetails(answer: unknown, details: PromptTokensDetails | undefined): unknown {
   if (!details || !isPlainObject(answer) || !isPlainObject(answer.usage)) return answer;
-  return { ...answer, usage: { ...answer.usage, prompt_tokens_details: details } };
+  return withFields(answer, { usage: withFields(answer.usage, { prompt_tokens_details: details }) });
 }
 
 /** prompt_tokens and cached_tokens of a usage object, for the request's hit rate. */

@@ -18,6 +18,7 @@ import { RouterMetrics } from './metrics.js';
 import { parseJsonObject, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from './request.js';
 import { relayStream } from './relay.js';
 import { WorkerRegistry } from './registry.js';
+import { copyFields, withFields } from '../core/objects.js';
 
 export interface CreateRouterOptions {
   /** Tokenizer overriding config.tokenizer (e.g. an already loaded one). */
@@ -173,7 +174,7 @@ export class RouterImpl implements Router {
     // The router asks engines for usage (token metrics); the relay drops it if the client did not.
     const so = prepared.body.stream_options as { include_usage?: boolean } | undefined;
     const clientWantsUsage = so?.include_usage === true;
-    if (prepared.stream && !clientWantsUsage) prepared.body.stream_options = { ...so, include_usage: true };
+    if (prepared.stream && !clientWantsUsage) prepared.body.stream_options = withFields(so ?? {}, { include_usage: true });
     // Unchanged and valid UTF-8 (the parse replaced any invalid byte): engines get the client's bytes.
     else if (prepared.verbatim && isUtf8(bytes)) markVerbatim(prepared.body, bytes);
 
@@ -196,11 +197,11 @@ export class RouterImpl implements Router {
       call.signal?.removeEventListener('abort', onClientGone);
       throw withRequestId(err, requestId);
     }
-    const headers = { ...routed.headers, 'x-request-id': requestId };
+    const headers = withFields(routed.headers, { 'x-request-id': requestId });
     if (routed.stream) {
       return {
         status: routed.status,
-        headers: { ...headers, ...SSE_HEADERS },
+        headers: withFields(headers, SSE_HEADERS),
         stream: relayStream(routed.stream, {
           route,
           chat: prepared.chatAsCompletions,
@@ -217,7 +218,7 @@ export class RouterImpl implements Router {
     const usage = (routed.body as { usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } } | undefined)?.usage;
     if (usage) this.metrics.usage(usage.prompt_tokens ?? 0, usage.completion_tokens ?? 0, usage.prompt_tokens_details?.cached_tokens ?? 0);
     this.metrics.request(route, routed.status);
-    return { status: routed.status, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(out) };
+    return { status: routed.status, headers: withFields(headers, { 'content-type': 'application/json' }), body: JSON.stringify(out) };
   }
 
   /** POST /v1/route: the same preprocessing as a real request, then a query that books nothing. */
@@ -266,7 +267,7 @@ export class RouterImpl implements Router {
     const r = errorReply(err);
     if (r.status === 429) this.metrics.backpressureRefusal();
     this.metrics.request(label, r.status);
-    const headers: Record<string, string> = { ...r.headers };
+    const headers: Record<string, string> = copyFields(r.headers);
     const id = (err as { requestId?: unknown } | null)?.requestId ?? call.headers['x-request-id'];
     if (typeof id === 'string' && /^[\x21-\x7e]{1,256}$/.test(id)) headers['x-request-id'] = id;
     return { status: r.status, headers, body: r.body };

@@ -4,6 +4,7 @@
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import type { SimWorker } from '../sim/worker/worker.js';
 import type { EngineKind, WorkerInput } from './config.js';
+import { withFields } from '../core/objects.js';
 
 export interface EmbeddedFleetOptions {
   /** Prefill workers; 0 gives aggregated workers only. */
@@ -34,14 +35,14 @@ export async function startEmbeddedFleet(o: EmbeddedFleetOptions): Promise<Embed
   const shared = { host: '127.0.0.1', pdStyle: o.style, model: o.model, engine };
   const fleets: SimFleet[] = [];
   try {
-    if (o.prefill > 0) fleets.push(await startSimFleet({ ...shared, workers: o.prefill, id: 0, role: 'prefill' }));
+    if (o.prefill > 0) fleets.push(await startSimFleet(withFields(shared, { workers: o.prefill, id: 0, role: 'prefill' as const })));
     fleets.push(
       await startSimFleet({
         ...shared,
         workers: o.decode,
         id: o.prefill,
         role: o.prefill > 0 ? 'decode' : 'aggregated',
-        engine: { ...engine, seed: engine.seed + o.prefill },
+        engine: withFields(engine, { seed: engine.seed + o.prefill }),
       }),
     );
   } catch (err) {

@@ -5,6 +5,7 @@
 import type { WorkerConfig, WorkerRole } from './config.js';
 import { checkUniqueIds } from './config.js';
 import { HealthTracker } from './health.js';
+import { withFields } from '../core/objects.js';
 
 export type WorkerState = 'healthy' | 'unhealthy' | 'draining';
 export type PoolName = 'prefill' | 'decode';
@@ -123,7 +124,7 @@ export class WorkerRegistry {
     pool.remove(id);
     this.health.remove(id);
     this.entries.delete(id);
-    return { ...status, state: 'draining', inSelection: false };
+    return withFields(status, { state: 'draining' as const, inSelection: false });
   }
 
   /** A health check result: unhealthy leaves selection at once, healthy comes back. */

@@ -14,6 +14,7 @@ import { parseRoutingHints, type RoutingHints } from '../routing/hints.js';
 import { badRequest, HttpError, notFound } from './errors.js';
 
 import type { OpenAiRoute } from '../engines/types.js';
+import { copyFields } from '../core/objects.js';
 export type { OpenAiRoute };
 
 export type { RoutingHints };
@@ -77,7 +78,7 @@ export function prepareRequest(
   checkCommonFields(body);
   const hints = routingHints(headers, body.nvext);
   const stream = body.stream === true;
-  const forEngine: Record<string, unknown> = { ...body };
+  const forEngine: Record<string, unknown> = copyFields(body);
   delete forEngine.nvext; // addressed to the router, not the engine
   if (forEngine.model === undefined) forEngine.model = pre.models[0];
   const untouched = !Object.hasOwn(body, 'nvext') && body.model !== undefined;
@@ -196,7 +197,7 @@ function needsEngineChat(body: Record<string, unknown>): boolean {
 const CHAT_ONLY_FIELDS = ['messages', 'max_completion_tokens', 'add_generation_prompt', 'parallel_tool_calls', 'logprobs', 'top_logprobs', 'store', 'metadata', 'reasoning_effort', 'service_tier', 'prediction', 'web_search_options'];
 
 function chatToCompletionsBody(chat: Record<string, unknown>, tokens: Uint32Array): Record<string, unknown> {
-  const body: Record<string, unknown> = { ...chat };
+  const body: Record<string, unknown> = copyFields(chat);
   const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
   for (const f of CHAT_ONLY_FIELDS) delete body[f];
   if (maxTokens !== undefined && maxTokens !== null) body.max_tokens = maxTokens;

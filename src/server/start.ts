@@ -6,6 +6,7 @@ import { configToInput } from './config.js';
 import { createRouter, type Router } from './app.js';
 import { startEmbeddedFleet, type EmbeddedFleet, type EmbeddedFleetOptions } from './embedded.js';
 import { listenUws, type RunningServer } from './uws.js';
+import { withFields } from '../core/objects.js';
 
 export interface StartOptions {
   config: RouterConfig;
@@ -27,7 +28,7 @@ export async function startServer(opts: StartOptions): Promise<StartedServer> {
   try {
     const input: RouterConfigInput = configToInput(opts.config);
     if (opts.embedded) {
-      fleet = await startEmbeddedFleet({ ...opts.embedded, blockSize: opts.config.blockSize, model: opts.config.models[0] });
+      fleet = await startEmbeddedFleet(withFields(opts.embedded, { blockSize: opts.config.blockSize, model: opts.config.models[0] }));
       input.workers = fleet.workers;
     }
     router = await createRouter(input);

@@ -1,6 +1,7 @@
 // Body edits and answer readings that several handoff adapters share.
 import { transportError } from '../errors.js';
 import type { Body } from './types.js';
+import { withFields } from '../../core/objects.js';
 
 /**
  * The client's body made into a one-token, non-streamed prefill: max_tokens 1 (and
@@ -8,7 +9,7 @@ import type { Body } from './types.js';
  * min_tokens (a floor above the cap would be refused). The client's body is not modified.
  */
 export function oneTokenPrefill(client: Body): Body {
-  const body: Body = { ...client, stream: false, max_tokens: 1 };
+  const body: Body = withFields(client, { stream: false, max_tokens: 1 });
   if ('max_completion_tokens' in client) body.max_completion_tokens = 1;
   delete body.stream_options;
   delete body.min_tokens;

@@ -2,6 +2,7 @@
 // bootstrap_room (one room per item of a batched prompt) and run at once. The prefill leg's
 // answer is drained, never relayed, so it is asked for as one JSON answer (stream false, no
 // stream_options): its usage then carries the prefill's cached tokens for the client's usage.
+import { withFields } from '../../core/objects.js';
 import { isPlainObject, promptTokensDetailsOf } from './common.js';
 import type { BootstrapAddress, BootstrapHandoff, Body } from './types.js';
 
@@ -15,13 +16,13 @@ export const sglangHandoff: BootstrapHandoff = {
   },
 
   prefillBody(client: Body, bootstrap: BootstrapAddress): Body {
-    const body: Body = { ...client, ...bootstrapFields(client, bootstrap), stream: false };
+    const body: Body = withFields(withFields(client, bootstrapFields(client, bootstrap)), { stream: false });
     delete body.stream_options;
     return body;
   },
 
   decodeBody(client: Body, bootstrap: BootstrapAddress): Body {
-    return { ...client, ...bootstrapFields(client, bootstrap) };
+    return withFields(client, bootstrapFields(client, bootstrap));
   },
 
   promptTokensDetails(result: unknown) {

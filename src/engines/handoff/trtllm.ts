@@ -4,20 +4,21 @@
 import { transportError } from '../errors.js';
 import { expectCompletion, isPlainObject, oneTokenPrefill, promptTokensDetailsOf } from './common.js';
 import type { Body, PrefillOutcome, SequentialHandoff } from './types.js';
+import { copyFields, withFields } from '../../core/objects.js';
 
 export const trtllmHandoff: SequentialHandoff = {
   kind: 'trtllm',
   mode: 'sequential',
 
   prefillBody(client: Body): Body {
-    return { ...oneTokenPrefill(client), disaggregated_params: { request_type: 'context_only' } };
+    return withFields(oneTokenPrefill(client), { disaggregated_params: { request_type: 'context_only' } });
   },
 
   interpretPrefill(result: unknown, engine: string): PrefillOutcome {
     const answer = expectCompletion(result, engine, 'TensorRT-LLM context');
     const choice = answer.choices[0];
     if (choice.finish_reason !== 'length') {
-      const response: Body = { ...answer, choices: answer.choices.map(stripDisaggregated) };
+      const response: Body = withFields(answer, { choices: answer.choices.map(stripDisaggregated) });
       return { kind: 'finished', response };
     }
     const params = choice.disaggregated_params;
@@ -28,13 +29,13 @@ export const trtllmHandoff: SequentialHandoff = {
   },
 
   decodeBody(client: Body, outcome): Body {
-    return { ...client, disaggregated_params: { ...outcome.params, request_type: 'generation_only' } };
+    return withFields(client, { disaggregated_params: withFields(outcome.params, { request_type: 'generation_only' }) });
   },
 };
 
 function stripDisaggregated(choice: Body): Body {
   if (!('disaggregated_params' in choice)) return choice;
-  const copy = { ...choice };
+  const copy = copyFields(choice);
   delete copy.disaggregated_params;
   return copy;
 }

@@ -4,6 +4,7 @@
 import { transportError } from '../errors.js';
 import { expectCompletion, isPlainObject, oneTokenPrefill, promptTokensDetailsOf } from './common.js';
 import type { Body, PrefillOutcome, SequentialHandoff } from './types.js';
+import { copyFields, withFields } from '../../core/objects.js';
 
 /** What the prefill leg asks for: "compute, keep the blocks for a remote decode". */
 export function remoteDecodeParams(): Record<string, unknown> {
@@ -22,7 +23,7 @@ export const vllmHandoff: SequentialHandoff = {
   mode: 'sequential',
 
   prefillBody(client: Body): Body {
-    return { ...oneTokenPrefill(client), kv_transfer_params: remoteDecodeParams() };
+    return withFields(oneTokenPrefill(client), { kv_transfer_params: remoteDecodeParams() });
   },
 
   interpretPrefill(result: unknown, engine: string): PrefillOutcome {
@@ -38,12 +39,12 @@ export const vllmHandoff: SequentialHandoff = {
       // Stopped on the one-token cap yet nothing to hand off: the engine is not a NIXL prefill worker.
       throw transportError('engine_bad_response', engine, 'the vLLM prefill answer has no kv_transfer_params (is the worker started with a NIXL kv-transfer config?)');
     }
-    const response: Body = { ...answer };
+    const response: Body = copyFields(answer);
     delete response.kv_transfer_params;
     return { kind: 'finished', response };
   },
 
   decodeBody(client: Body, outcome): Body {
-    return { ...client, kv_transfer_params: outcome.params };
+    return withFields(client, { kv_transfer_params: outcome.params });
   },
 };

@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BodySource } from '../body.js';
 import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from '../http.js';
+import { withFields } from '../../core/objects.js';
 
 export interface NodeCallHandler {
   handle(call: HttpCall): Promise<HttpReply>;
@@ -64,7 +65,7 @@ function send(res: ServerResponse, reply: HttpReply, conn: Connection): void {
   }
   if (!reply.stream) {
     const body = reply.body ?? '';
-    res.writeHead(reply.status, { ...reply.headers, 'content-length': String(Buffer.byteLength(body)) });
+    res.writeHead(reply.status, withFields(reply.headers, { 'content-length': String(Buffer.byteLength(body)) }));
     res.end(body);
     return;
   }
