@@ -11,6 +11,7 @@
 import { createRouter } from '../../src/server/app.js';
 import { listenUws } from '../../src/server/uws.js';
 import { percentile, type LoadOptions, type LoadResult } from './loadgen.js';
+import { recordGcPauses, type GcPauses } from './gc-pauses.js';
 import { overheadFromRounds, type OverheadRounds, type RoundLatencies } from './overhead.js';
 import { threadCpuMicros } from './thread-cpu.js';
 import { startWorld, type World } from './world-process.js';
@@ -46,6 +47,8 @@ export interface OverheadFigure extends OverheadRounds {
    * the router adds under identical conditions.
    */
   beside: { direct_rate_per_s: number; direct_p50_ms: number; direct_p99_ms: number; routed_p50_ms: number; routed_p99_ms: number; overhead_p50_ms: number; overhead_p99_ms: number };
+  /** The router process's GC pauses over the rounds (direct runs included: the router idles then). */
+  router_gc: GcPauses;
 }
 
 export interface FrontendBenchResult {
@@ -114,6 +117,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
         await runDirect(warmupOpenRequests);
         await runRouted(warmupOpenRequests);
+        const gc = recordGcPauses();
         for (let i = 0; i < overheadRounds; i++) {
           // Alternate which path goes first, so neither always meets the machine right after the other.
           let direct: LoadResult;
@@ -128,6 +132,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           rounds.push({ direct: direct.latenciesMs, routed: routed.latenciesMs });
           routedCompleted += routed.completed;
         }
+        const routerGc = gc.stop();
         const besideRate = rate / 4;
         const [besideRouted, besideDirect] = await world.load([
           { ...common, requests: openRequests, url: server.url },
@@ -140,6 +145,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           rate_per_s: rate,
           requests: routedCompleted,
           ...overheadFromRounds(rounds),
+          router_gc: routerGc,
           beside: {
             direct_rate_per_s: besideRate,
             direct_p50_ms: round(pct(besideDirect, 50)),
@@ -151,7 +157,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           },
         };
         overhead.push(ov);
-        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}); beside a direct baseline: p50 ${ov.beside.overhead_p50_ms} ms, p99 ${ov.beside.overhead_p99_ms} ms`);
+        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}; router scavenges ${ov.router_gc.scavenge_p50_ms} ms median, ${ov.router_gc.scavenge_max_ms} max, ${ov.router_gc.full_gcs} full GCs); beside a direct baseline: p50 ${ov.beside.overhead_p50_ms} ms, p99 ${ov.beside.overhead_p99_ms} ms`);
       }
     }
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
