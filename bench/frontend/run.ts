@@ -41,12 +41,6 @@ export interface OverheadFigure extends OverheadRounds {
   rate_per_s: number;
   /** Routed requests over all rounds. */
   requests: number;
-  /**
-   * The same routed load with direct requests sent beside it at a quarter of the rate, from the same
-   * thread in the same seconds: both paths meet the same machine stalls, so the difference is what
-   * the router adds under identical conditions.
-   */
-  beside: { direct_rate_per_s: number; direct_p50_ms: number; direct_p99_ms: number; routed_p50_ms: number; routed_p99_ms: number; overhead_p50_ms: number; overhead_p99_ms: number };
   /** The router process's GC pauses over the rounds (direct runs included: the router idles then). */
   router_gc: GcPauses;
 }
@@ -133,12 +127,6 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           routedCompleted += routed.completed;
         }
         const routerGc = gc.stop();
-        const besideRate = rate / 4;
-        const [besideRouted, besideDirect] = await world.load([
-          { ...common, requests: openRequests, url: server.url },
-          { ...common, url: engineUrl, ratePerS: besideRate, requests: Math.ceil(openRequests / 4), concurrency: 8 },
-        ], { ownThread: false });
-        const pct = (r: LoadResult, q: number) => percentile(r.latenciesMs, q);
         const ov: OverheadFigure = {
           prompt_tokens: tokens,
           stream,
@@ -146,18 +134,9 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           requests: routedCompleted,
           ...overheadFromRounds(rounds),
           router_gc: routerGc,
-          beside: {
-            direct_rate_per_s: besideRate,
-            direct_p50_ms: round(pct(besideDirect, 50)),
-            direct_p99_ms: round(pct(besideDirect, 99)),
-            routed_p50_ms: round(pct(besideRouted, 50)),
-            routed_p99_ms: round(pct(besideRouted, 99)),
-            overhead_p50_ms: round(pct(besideRouted, 50) - pct(besideDirect, 50)),
-            overhead_p99_ms: round(pct(besideRouted, 99) - pct(besideDirect, 99)),
-          },
         };
         overhead.push(ov);
-        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}; router scavenges ${ov.router_gc.scavenge_p50_ms} ms median, ${ov.router_gc.scavenge_max_ms} max, ${ov.router_gc.full_gcs} full GCs); beside a direct baseline: p50 ${ov.beside.overhead_p50_ms} ms, p99 ${ov.beside.overhead_p99_ms} ms`);
+        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}; router scavenges ${ov.router_gc.scavenge_p50_ms} ms median, ${ov.router_gc.scavenge_max_ms} max, ${ov.router_gc.full_gcs} full GCs)`);
       }
     }
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;

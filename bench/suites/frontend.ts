@@ -55,18 +55,10 @@ export const suite: BenchSuite = {
         better: 'lower',
         note: `${o.router_gc.scavenges_per_s} scavenges/s over the rounds, longest ${o.router_gc.scavenge_max_ms} ms, ${o.router_gc.full_gcs} full GCs`,
       });
-      figures.push({
-        name: `router overhead p99 at ${o.rate_per_s} req/s beside a concurrent direct baseline, ${label(o.prompt_tokens, o.stream)}`,
-        value: o.beside.overhead_p99_ms,
-        unit: 'ms',
-        better: 'lower',
-        note: `direct requests at ${o.beside.direct_rate_per_s} req/s sent in the same seconds from the same thread: routed p99 ${o.beside.routed_p99_ms} ms, direct p99 ${o.beside.direct_p99_ms} ms`,
-      });
     }
     const rows = r.overhead.map((o) => {
       const t = r.throughput.find((x) => x.prompt_tokens === o.prompt_tokens && x.stream === o.stream)!;
-      const b = o.beside;
-      return `| ${label(o.prompt_tokens, o.stream)} | ${t.rps} | ${t.router_cpu_us_per_request ?? 'n/a'} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} | ${o.round_overhead_p99_ms.join(', ')} | ${o.pooled_overhead_p99_ms} | ${o.router_gc.scavenges_per_s}, ${o.router_gc.scavenge_p50_ms} / ${o.router_gc.scavenge_max_ms} | ${b.direct_p50_ms} / ${b.direct_p99_ms} | ${b.routed_p50_ms} / ${b.routed_p99_ms} | ${b.overhead_p50_ms} / ${b.overhead_p99_ms} |`;
+      return `| ${label(o.prompt_tokens, o.stream)} | ${t.rps} | ${t.router_cpu_us_per_request ?? 'n/a'} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} | ${o.round_overhead_p99_ms.join(', ')} | ${o.pooled_overhead_p99_ms} | ${o.router_gc.scavenges_per_s}, ${o.router_gc.scavenge_p50_ms} / ${o.router_gc.scavenge_max_ms} |`;
     });
     const markdown = [
       "The router runs alone in this process's main thread; the engine (an OpenAI server that answers",
@@ -77,11 +69,10 @@ export const suite: BenchSuite = {
       'one of the two cores, the router has the other); latency through the router minus latency',
       `straight to the engine at the same percentile, in ${r.overhead[0]?.rounds ?? 0} alternating rounds (direct then routed, then routed`,
       'then direct, ...); the figure is the median over the rounds, so a stall of the shared machine',
-      'that hits one run moves one round. Pooled: all rounds\' latencies together. Beside: direct',
-      'requests at a quarter of the rate sent in the same seconds as the routed ones.',
+      'that hits one run moves one round. Pooled: all rounds\' latencies together.',
       '',
-      '| request | req/s | router thread CPU per request (us) | latency p50 / p99 (ms), closed loop | direct p50 / p99 (ms), pooled | routed p50 / p99 (ms), pooled | overhead p50 / p99 (ms), median of rounds | overhead p99 per round (ms) | pooled overhead p99 (ms) | router scavenges: per s, p50 / max (ms) | beside: direct p50 / p99 (ms) | beside: routed p50 / p99 (ms) | beside: overhead p50 / p99 (ms) |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      '| request | req/s | router thread CPU per request (us) | latency p50 / p99 (ms), closed loop | direct p50 / p99 (ms), pooled | routed p50 / p99 (ms), pooled | overhead p50 / p99 (ms), median of rounds | overhead p99 per round (ms) | pooled overhead p99 (ms) | router scavenges: per s, p50 / max (ms) |',
+      '|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
     ].join('\n');
     const cats = [1024, 8192].map((n) => `${n / 1024}k tokens`);
