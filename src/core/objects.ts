@@ -11,9 +11,12 @@ export function copyFields<T extends object>(base: T): T {
   return assignOwn({}, base) as T;
 }
 
-/** `{ ...base, ...extra }`. */
-export function withFields<A extends object, B extends object>(base: A, extra: B): Omit<A, keyof B> & B {
-  return assignOwn(assignOwn({}, base), extra) as Omit<A, keyof B> & B;
+/** `{ ...base, ...extra }` (and `...more` after it). */
+export function withFields<A extends object, B extends object>(base: A, extra: B): Omit<A, keyof B> & B;
+export function withFields<A extends object, B extends object, C extends object>(base: A, extra: B, more: C): Omit<Omit<A, keyof B> & B, keyof C> & C;
+export function withFields(base: object, extra: object, more?: object): object {
+  const out = assignOwn(assignOwn({}, base), extra);
+  return more === undefined ? out : assignOwn(out, more);
 }
 
 function assignOwn(target: object, source: object): object {

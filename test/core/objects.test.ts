@@ -27,6 +27,7 @@ describe('copyFields / withFields', () => {
     expect(out).toEqual({ a: 1, b: 3, c: 4 });
     expect(Object.keys(out)).toEqual(Object.keys({ ...base, ...{ b: 3, c: 4 } }));
     expect(base).toEqual({ a: 1, b: 2 }); // the base is not touched
+    expect(withFields(base, { b: 3 }, { b: 4, d: 5 })).toEqual({ a: 1, b: 4, d: 5 });
   });
 
   it("keep a JSON '__proto__' key an own property and the prototype Object.prototype", () => {

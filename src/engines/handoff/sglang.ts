@@ -16,7 +16,7 @@ export const sglangHandoff: BootstrapHandoff = {
   },
 
   prefillBody(client: Body, bootstrap: BootstrapAddress): Body {
-    const body: Body = withFields(withFields(client, bootstrapFields(client, bootstrap)), { stream: false });
+    const body: Body = withFields(client, bootstrapFields(client, bootstrap), { stream: false });
     delete body.stream_options;
     return body;
   },
