@@ -19,9 +19,15 @@ export function startInstantEngine(outputTokens = 4): Promise<InstantEngine> {
     res.onAborted(() => (aborted = true));
     const parts: Buffer[] = [];
     res.onData((chunk, isLast) => {
-      parts.push(Buffer.from(new Uint8Array(chunk).slice()));
-      if (!isLast || aborted) return;
-      const body = JSON.parse(Buffer.concat(parts).toString()) as { prompt?: unknown[]; stream?: boolean; max_tokens?: number };
+      // uWS's chunk is valid only during this call. A body in one chunk is read in place; only a
+      // split body is copied (fresh ArrayBuffers per request drove this process into full GCs).
+      if (!isLast) {
+        parts.push(Buffer.from(new Uint8Array(chunk)));
+        return;
+      }
+      if (aborted) return;
+      const text = parts.length === 0 ? Buffer.from(chunk).toString() : Buffer.concat([...parts, Buffer.from(chunk)]).toString();
+      const body = JSON.parse(text) as { prompt?: unknown[]; stream?: boolean; max_tokens?: number };
       const promptTokens = Array.isArray(body.prompt) ? body.prompt.length : 0;
       const id = `cmpl-${n++}`;
       const created = Math.floor(Date.now() / 1000);
