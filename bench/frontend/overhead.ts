@@ -63,6 +63,7 @@ function pooled(parts: readonly Float64Array[]): Float64Array {
   return all.sort();
 }
 
-function round3(x: number): number {
+/** Milliseconds to the microsecond, as the report prints them. */
+export function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
 }

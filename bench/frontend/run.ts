@@ -12,7 +12,7 @@ import { createRouter } from '../../src/server/app.js';
 import { listenUws } from '../../src/server/uws.js';
 import { percentile, type LoadOptions, type LoadResult } from './loadgen.js';
 import { recordGcPauses, type GcPauses } from './gc-pauses.js';
-import { overheadFromRounds, type OverheadRounds, type RoundLatencies } from './overhead.js';
+import { overheadFromRounds, round3, type OverheadRounds, type RoundLatencies } from './overhead.js';
 import { threadCpuMicros } from './thread-cpu.js';
 import { startWorld, type World } from './world-process.js';
 
@@ -92,8 +92,8 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           requests: r.completed,
           failed: r.failed,
           rps: Math.round(r.rps),
-          p50_ms: round(percentile(r.latenciesMs, 50)),
-          p99_ms: round(percentile(r.latenciesMs, 99)),
+          p50_ms: round3(percentile(r.latenciesMs, 50)),
+          p99_ms: round3(percentile(r.latenciesMs, 99)),
           ...(cpuBefore !== undefined && cpuAfter !== undefined && r.completed > 0
             ? { router_cpu_us_per_request: Math.round(((cpuAfter - cpuBefore) / r.completed) * 10) / 10 }
             : {}),
@@ -106,8 +106,8 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         const rounds: RoundLatencies[] = [];
         const perRound = Math.ceil(openRequests / overheadRounds);
         let routedCompleted = 0;
-        const runDirect = async (requests = perRound) => (await world.load([{ ...common, requests, url: engineUrl }], { ownThread: false }))[0];
-        const runRouted = async (requests = perRound) => (await world.load([{ ...common, requests, url: server.url }], { ownThread: false }))[0];
+        const runDirect = (requests = perRound) => world.load({ ...common, requests, url: engineUrl }, { ownThread: false });
+        const runRouted = (requests = perRound) => world.load({ ...common, requests, url: server.url }, { ownThread: false });
         // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
         await runDirect(warmupOpenRequests);
         await runRouted(warmupOpenRequests);
@@ -154,16 +154,11 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
   }
 }
 
-async function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {
-  const [r] = await world.load([opts], { ownThread: true });
-  return r;
+function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {
+  return world.load(opts, { ownThread: true });
 }
 
 function requestBody(tokens: number, stream: boolean): string {
   const prompt = Array.from({ length: tokens }, (_, i) => (i * 7919) % 50_000);
   return JSON.stringify({ model: MODEL, prompt, max_tokens: OUTPUT_TOKENS, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) });
-}
-
-function round(x: number): number {
-  return Math.round(x * 1000) / 1000;
 }

@@ -11,10 +11,10 @@ import type { WorldReply, WorldRequest } from './world.js';
 export interface World {
   engineUrl: string;
   /**
-   * Runs the loads at once and returns their results in order. `ownThread`: the load generator
-   * gets its own thread (closed loop: as fast as possible); otherwise it shares the engine's.
+   * Runs a load. `ownThread`: the load generator gets its own thread (closed loop: as fast as
+   * possible); otherwise it shares the engine's.
    */
-  load(loads: LoadOptions[], o: { ownThread: boolean }): Promise<LoadResult[]>;
+  load(load: LoadOptions, o: { ownThread: boolean }): Promise<LoadResult>;
   close(): Promise<void>;
 }
 
@@ -25,7 +25,7 @@ export async function startWorld(outputTokens: number): Promise<World> {
     serialization: 'advanced', // the latency arrays cross as Float64Arrays
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const pending = new Map<number, { resolve: (r: LoadResult[]) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let exited: Error | undefined;
   const engineUrl = await new Promise<string>((resolve, reject) => {
@@ -44,16 +44,16 @@ export async function startWorld(outputTokens: number): Promise<World> {
     const p = pending.get(m.id);
     pending.delete(m.id);
     if (m.error !== undefined) p?.reject(new Error(`bench world: ${m.error}`));
-    else p?.resolve(m.results!);
+    else p?.resolve(m.result!);
   });
   return {
     engineUrl,
-    load(loads, o) {
+    load(load, o) {
       if (exited) return Promise.reject(exited);
       const id = nextId++;
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve, reject });
-        request(child, { op: 'load', id, loads, ownThread: o.ownThread });
+        request(child, { op: 'load', id, load, ownThread: o.ownThread });
       });
     },
     close: () => closeWorld(child),

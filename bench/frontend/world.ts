@@ -9,10 +9,10 @@ import { runLoad, type LoadOptions, type LoadResult } from './loadgen.js';
 import { inThread } from './thread.js';
 
 export type WorldRequest =
-  | { op: 'load'; id: number; loads: LoadOptions[]; ownThread: boolean }
+  | { op: 'load'; id: number; load: LoadOptions; ownThread: boolean }
   | { op: 'close' };
 
-export type WorldReply = { op: 'ready'; engineUrl: string } | { op: 'loaded'; id: number; results?: LoadResult[]; error?: string };
+export type WorldReply = { op: 'ready'; engineUrl: string } | { op: 'loaded'; id: number; result?: LoadResult; error?: string };
 
 const outputTokens = Number(process.env.KVROUTE_BENCH_OUTPUT_TOKENS ?? 4);
 const engine = await startInstantEngine(outputTokens);
@@ -24,16 +24,16 @@ process.on('message', (m: WorldRequest) => {
     process.disconnect();
     return;
   }
-  void runLoads(m).then(
-    (results) => send({ op: 'loaded', id: m.id, results }),
+  void runLoadHere(m).then(
+    (result) => send({ op: 'loaded', id: m.id, result }),
     (err: unknown) => send({ op: 'loaded', id: m.id, error: String((err as Error)?.stack ?? err) }),
   );
 });
 send({ op: 'ready', engineUrl: engine.url });
 
-async function runLoads(m: { loads: LoadOptions[]; ownThread: boolean }): Promise<LoadResult[]> {
-  if (!m.ownThread) return Promise.all(m.loads.map(runLoad));
-  const t = inThread<LoadResult[]>(new URL('./loadgen-worker.ts', import.meta.url), { loads: m.loads });
+async function runLoadHere(m: { load: LoadOptions; ownThread: boolean }): Promise<LoadResult> {
+  if (!m.ownThread) return runLoad(m.load);
+  const t = inThread<LoadResult>(new URL('./loadgen-worker.ts', import.meta.url), m.load);
   try {
     return await t.result;
   } finally {

@@ -197,11 +197,11 @@ export class RouterImpl implements Router {
       call.signal?.removeEventListener('abort', onClientGone);
       throw withRequestId(err, requestId);
     }
-    const headers = withFields(routed.headers, { 'x-request-id': requestId });
+    const idHeader = { 'x-request-id': requestId };
     if (routed.stream) {
       return {
         status: routed.status,
-        headers: withFields(headers, SSE_HEADERS),
+        headers: withFields(routed.headers, idHeader, SSE_HEADERS),
         stream: relayStream(routed.stream, {
           route,
           chat: prepared.chatAsCompletions,
@@ -218,7 +218,7 @@ export class RouterImpl implements Router {
     const usage = (routed.body as { usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } } | undefined)?.usage;
     if (usage) this.metrics.usage(usage.prompt_tokens ?? 0, usage.completion_tokens ?? 0, usage.prompt_tokens_details?.cached_tokens ?? 0);
     this.metrics.request(route, routed.status);
-    return { status: routed.status, headers: withFields(headers, { 'content-type': 'application/json' }), body: JSON.stringify(out) };
+    return { status: routed.status, headers: withFields(routed.headers, idHeader, { 'content-type': 'application/json' }), body: JSON.stringify(out) };
   }
 
   /** POST /v1/route: the same preprocessing as a real request, then a query that books nothing. */
