@@ -2,6 +2,7 @@
 // lines end with \n, \r\n or \r (possibly split across chunks); `data:` lines accumulate (joined
 // by \n) until a blank line dispatches the event; comments (":") and other fields are skipped.
 // The payload is kept verbatim in `data` so the relay never re-frames what the engine wrote.
+import { chunkShape, SHAPE_ERROR, SHAPE_TOKEN, SHAPE_USAGE, UNKNOWN_SHAPE } from './chunk-shape.js';
 import { SSE_DONE, type SseEvent } from './types.js';
 
 /** Refuse an event larger than this instead of buffering without bound. */
@@ -106,17 +107,66 @@ export class SseParser {
   }
 }
 
-/** An SseEvent with `json` when the payload is a JSON object or array. */
+/** An engine event; `json` (when the payload is a JSON object or array) is parsed on first use. */
 export function makeEvent(data: string): SseEvent {
-  const first = data.charCodeAt(0);
-  if (first === 123 /* { */ || (first === 91 /* [ */ && data !== SSE_DONE)) {
-    try {
-      return { data, json: JSON.parse(data) as unknown };
-    } catch {
-      return { data };
-    }
+  return new EngineEvent(data);
+}
+
+const UNREAD = Symbol('unread');
+
+/**
+ * Most relayed chunks are never looked into beyond their shape (chunk-shape.ts), so neither the
+ * parse nor the shape scan runs until someone asks, and each runs at most once.
+ */
+class EngineEvent implements SseEvent {
+  private parsed: unknown = UNREAD;
+  private scanned = UNKNOWN_SHAPE - 1;
+
+  constructor(readonly data: string) {}
+
+  get json(): unknown {
+    if (this.parsed === UNREAD) this.parsed = parsePayload(this.data);
+    return this.parsed;
   }
-  return { data };
+
+  get shape(): number {
+    if (this.scanned < UNKNOWN_SHAPE) this.scanned = chunkShape(this.data);
+    return this.scanned;
+  }
+}
+
+function parsePayload(data: string): unknown {
+  const first = data.charCodeAt(0);
+  if (first !== 123 /* { */ && (first !== 91 /* [ */ || data === SSE_DONE)) return undefined;
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * SHAPE_* flags of an event (see chunk-shape.ts): TOKEN is exact, USAGE and ERROR say the field
+ * is there and not null (read the parsed chunk for its value).
+ */
+export function shapeOf(ev: SseEvent): number {
+  const shape = ev instanceof EngineEvent ? ev.shape : chunkShape(ev.data);
+  return shape !== UNKNOWN_SHAPE ? shape : shapeOfParsed(ev.json);
+}
+
+function shapeOfParsed(json: unknown): number {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return 0;
+  const { choices, usage, error } = json as { choices?: unknown; usage?: unknown; error?: unknown };
+  return (
+    (Array.isArray(choices) && choices.length > 0 ? SHAPE_TOKEN : 0) |
+    (usage !== undefined && usage !== null ? SHAPE_USAGE : 0) |
+    (error !== undefined && error !== null ? SHAPE_ERROR : 0)
+  );
+}
+
+/** The event carries output: its chunk's top-level `choices` is a non-empty array. */
+export function carriesToken(ev: SseEvent): boolean {
+  return (shapeOf(ev) & SHAPE_TOKEN) !== 0;
 }
 
 /** An event whose payload is `value` serialised (for chunks the router writes itself). */

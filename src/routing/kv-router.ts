@@ -7,6 +7,7 @@ import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-
 import { expectInteger } from '../core/validate.js';
 import { abortError, isAbortError } from '../engines/errors.js';
 import type { EngineClients } from '../engines/http-client.js';
+import { carriesToken } from '../engines/sse.js';
 import type { OpenAiRoute, SseEvent, WorkerInfo } from '../engines/types.js';
 import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js';
 import { FirstEventSource, releaseThenClose } from './first-event.js';
@@ -295,10 +296,4 @@ export class KvRouter {
 /** Engines with data parallelism take the rank in a header (vLLM's X-data-parallel-rank). */
 function dpHeaders(b: Booking): Record<string, string> | undefined {
   return b.worker.dpSize > 1 ? { 'x-data-parallel-rank': String(b.decision.dpRank) } : undefined;
-}
-
-/** A chunk with at least one choice carries output (the role-only chat chunk arrives with the first token). */
-export function carriesToken(ev: SseEvent): boolean {
-  const choices = (ev.json as { choices?: unknown } | undefined)?.choices;
-  return Array.isArray(choices) && choices.length > 0;
 }

@@ -3,7 +3,8 @@
 // the decode answer's, as Dynamo carries it in its prefill result. Only the usage chunk is
 // re-serialised; every other event is relayed byte for byte.
 import { isPlainObject } from '../engines/handoff/common.js';
-import { jsonEvent } from '../engines/sse.js';
+import { SHAPE_USAGE } from '../engines/chunk-shape.js';
+import { jsonEvent, shapeOf } from '../engines/sse.js';
 import type { SseEvent } from '../engines/types.js';
 import { withFields } from '../core/objects.js';
 
@@ -11,6 +12,7 @@ export type PromptTokensDetails = Record<string, unknown>;
 
 /** The event's usage object, when it carries one (the final usage chunk). */
 export function usageOf(ev: SseEvent): Record<string, unknown> | undefined {
+  if ((shapeOf(ev) & SHAPE_USAGE) === 0) return undefined; // most chunks: no parse
   const usage = (ev.json as { usage?: unknown } | undefined)?.usage;
   return isPlainObject(usage) ? usage : undefined;
 }

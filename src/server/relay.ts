@@ -2,7 +2,9 @@
 // frontend (so a slow client pauses the engine read). Completions chunks are relayed verbatim,
 // chat-as-completions chunks are converted; usage is observed for metrics. The relay ends exactly
 // once: at the engine's end, on an engine failure (an error frame, then the end), or on cancel.
+import { SHAPE_ERROR, SHAPE_USAGE } from '../engines/chunk-shape.js';
 import { batchesOf } from '../engines/event-batch.js';
+import { shapeOf } from '../engines/sse.js';
 import { ChatChunkConverter } from './chat.js';
 import { errorEventFrame, errorReply } from './errors.js';
 import type { FrameStream } from './http.js';
@@ -69,7 +71,7 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
       sawDone = true;
       return DONE_FRAME;
     }
-    const needJson = converter !== undefined || ev.data.includes('"usage"') || ev.data.includes('"error"');
+    const needJson = converter !== undefined || (shapeOf(ev) & (SHAPE_USAGE | SHAPE_ERROR)) !== 0;
     if (!needJson) {
       tokenArrived();
       return `data: ${ev.data}\n\n`;

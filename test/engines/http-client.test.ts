@@ -151,7 +151,7 @@ describe('EngineClient.postStream', () => {
       res.end();
     });
     const events = await collect(await client(s.url).postStream('/v1/completions', { stream: true }, { requestId: 'x' }));
-    expect(events).toEqual([{ data: '{"i":0}', json: { i: 0 } }, { data: '{"i":1}', json: { i: 1 } }, { data: '[DONE]' }]);
+    expect(events.map((e) => ({ data: e.data, json: e.json }))).toEqual([{ data: '{"i":0}', json: { i: 0 } }, { data: '{"i":1}', json: { i: 1 } }, { data: '[DONE]' }]);
   });
 
   it('nextBatch() returns every event one read completed; next() and nextBatch() mix without loss', async () => {
@@ -161,7 +161,7 @@ describe('EngineClient.postStream', () => {
     });
     const stream = await client(s.url).postStream('/v1/completions', { stream: true }, { requestId: 'x' });
     const first = await stream.next();
-    expect(first.value).toEqual({ data: '{"i":0}', json: { i: 0 } });
+    expect({ data: first.value.data, json: first.value.json }).toEqual({ data: '{"i":0}', json: { i: 0 } });
     const seen: string[] = [];
     for (let b = await stream.nextBatch(); b !== null; b = await stream.nextBatch()) seen.push(...b.map((e) => e.data));
     expect(seen).toEqual(['{"i":1}', '{"i":2}', '[DONE]']);

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { SseParseError, SseParser, isDone, makeEvent, parseSseText } from '../../src/engines/sse.js';
+import type { SseEvent } from '../../src/engines/types.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
+/** What an event says (its payload, and the parse of it when it is JSON). */
+const said = (e: SseEvent) => ({ data: e.data, json: e.json });
+const allSaid = (events: SseEvent[]) => events.map(said);
 
 describe('SseParser', () => {
   it('keeps each payload verbatim and parses JSON payloads', () => {
@@ -27,12 +31,12 @@ describe('SseParser', () => {
     const p = new SseParser();
     const events = [];
     for (const b of bytes) events.push(...p.push(Uint8Array.of(b)));
-    expect(events).toEqual([{ data: '{"t":"héllo ✓"}', json: { t: 'héllo ✓' } }]);
+    expect(allSaid(events)).toEqual([{ data: '{"t":"héllo ✓"}', json: { t: 'héllo ✓' } }]);
   });
 
   it('joins multi-line data with \\n, skips comments and other fields, takes data without a space', () => {
     const events = parseSseText(': keep-alive\nevent: message\nid: 7\ndata:first\ndata: second\nretry: 10\n\n');
-    expect(events).toEqual([{ data: 'first\nsecond' }]);
+    expect(allSaid(events)).toEqual([{ data: 'first\nsecond' }]);
   });
 
   it('dispatches nothing for a blank line without data', () => {
@@ -42,15 +46,15 @@ describe('SseParser', () => {
   it('at the end, dispatches complete data lines but drops a truncated last line', () => {
     const p = new SseParser();
     expect(p.push(enc('data: a\n'))).toEqual([]);
-    expect(p.end()).toEqual([{ data: 'a' }]);
+    expect(allSaid(p.end())).toEqual([{ data: 'a' }]);
     const q = new SseParser();
     q.push(enc('data: {"trunc'));
     expect(q.end()).toEqual([]);
   });
 
   it('keeps non-JSON payloads as text and never throws on bad JSON', () => {
-    expect(makeEvent('{not json')).toEqual({ data: '{not json' });
-    expect(makeEvent('hello')).toEqual({ data: 'hello' });
+    expect(said(makeEvent('{not json'))).toEqual({ data: '{not json' });
+    expect(said(makeEvent('hello'))).toEqual({ data: 'hello' });
   });
 
   it('refuses an event that grows past the limit', () => {
