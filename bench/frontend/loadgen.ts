@@ -2,6 +2,8 @@
 // as fast as the server answers) or open loop (a fixed arrival rate), always bounded by a request
 // count and a time limit. Latency is measured from send to the last byte of the response.
 import { Pool } from 'undici';
+import { arrivalOffsetsMs, type ArrivalProcess } from './arrivals.js';
+import { pace } from './pacer.js';
 
 export interface LoadOptions {
   /** http://127.0.0.1:port: loopback only. */
@@ -16,6 +18,8 @@ export interface LoadOptions {
   maxMs: number;
   /** Open loop: requests per second; absent: closed loop. */
   ratePerS?: number;
+  /** Open loop: evenly spaced sends (the default) or a Poisson process. */
+  arrivals?: ArrivalProcess;
   headers?: Record<string, string>;
 }
 
@@ -80,17 +84,19 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       };
       await Promise.all(Array.from({ length: o.concurrency }, worker));
     } else {
-      // Open loop: arrivals follow the clock, not the answers (so queueing shows in latency).
-      const gapMs = 1000 / o.ratePerS;
+      // Open loop: arrivals follow the schedule, not the answers (so queueing shows in latency).
       const inFlight = new Set<Promise<void>>();
-      while (issued < o.requests && performance.now() < deadline) {
-        const due = started + issued * gapMs;
-        const wait = due - performance.now();
-        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+      const offsets = arrivalOffsetsMs(o.requests, o.ratePerS, o.arrivals ?? 'uniform');
+      const pacer = pace(offsets, () => {
+        if (performance.now() >= deadline) return;
         issued++;
         const p = one().finally(() => inFlight.delete(p));
         inFlight.add(p);
-      }
+      });
+      const timeLimit = setTimeout(() => void pacer.stop(), Math.max(0, deadline - performance.now()));
+      await pacer.done;
+      clearTimeout(timeLimit);
+      await pacer.stop();
       await Promise.all(inFlight);
     }
   } finally {
