@@ -10,6 +10,7 @@
 // < 1 ms at 1,000 req/s.
 import { createRouter } from '../../src/server/app.js';
 import { listenUws } from '../../src/server/uws.js';
+import type { ArrivalProcess } from './arrivals.js';
 import { percentile, type LoadOptions, type LoadResult } from './loadgen.js';
 import { recordGcPauses, type GcPauses } from './gc-pauses.js';
 import { overheadFromRounds, round3, type OverheadRounds, type RoundLatencies } from './overhead.js';
@@ -39,6 +40,8 @@ export interface OverheadFigure extends OverheadRounds {
   prompt_tokens: number;
   stream: boolean;
   rate_per_s: number;
+  /** How sends were spaced: evenly (the target's load) or as a Poisson process. */
+  arrivals: ArrivalProcess;
   /** Routed requests over all rounds. */
   requests: number;
   /** The router process's GC pauses over the rounds (direct runs included: the router idles then). */
@@ -101,46 +104,15 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         throughput.push(fig);
         log(`frontend: ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: ${fig.rps} req/s (p50 ${fig.p50_ms} ms, p99 ${fig.p99_ms} ms, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''})`);
 
-        const rate = 1000;
-        const common = { path: '/v1/completions', body, concurrency: 32, maxMs: openRequests + 5_000, ratePerS: rate };
-        const rounds: RoundLatencies[] = [];
-        const perRound = Math.ceil(openRequests / overheadRounds);
-        let routedCompleted = 0;
-        const runDirect = (requests = perRound) => world.load({ ...common, requests, url: engineUrl }, { ownThread: false });
-        const runRouted = (requests = perRound) => world.load({ ...common, requests, url: server.url }, { ownThread: false });
-        // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
-        await runDirect(warmupOpenRequests);
-        await runRouted(warmupOpenRequests);
-        const gc = recordGcPauses();
-        for (let i = 0; i < overheadRounds; i++) {
-          // Alternate which path goes first, so neither always meets the machine right after the other.
-          let direct: LoadResult;
-          let routed: LoadResult;
-          if (i % 2 === 0) {
-            direct = await runDirect();
-            routed = await runRouted();
-          } else {
-            routed = await runRouted();
-            direct = await runDirect();
-          }
-          rounds.push({ direct: direct.latenciesMs, routed: routed.latenciesMs });
-          routedCompleted += routed.completed;
+        for (const arrivals of tokens === 1024 ? (['uniform', 'poisson'] as const) : (['uniform'] as const)) {
+          const ov = await measureOverhead(world, { routedUrl: server.url, engineUrl, body, arrivals, requests: openRequests, rounds: overheadRounds, warmup: warmupOpenRequests });
+          overhead.push({ prompt_tokens: tokens, stream, ...ov });
+          log(`frontend: overhead at ${ov.rate_per_s} req/s (${arrivals} arrivals), ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}; router scavenges ${ov.router_gc.scavenge_p50_ms} ms median, ${ov.router_gc.scavenge_max_ms} max, ${ov.router_gc.full_gcs} full GCs)`);
         }
-        const routerGc = gc.stop();
-        const ov: OverheadFigure = {
-          prompt_tokens: tokens,
-          stream,
-          rate_per_s: rate,
-          requests: routedCompleted,
-          ...overheadFromRounds(rounds),
-          router_gc: routerGc,
-        };
-        overhead.push(ov);
-        log(`frontend: overhead at ${rate} req/s, ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}; router scavenges ${ov.router_gc.scavenge_p50_ms} ms median, ${ov.router_gc.scavenge_max_ms} max, ${ov.router_gc.full_gcs} full GCs)`);
       }
     }
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
-    const o1k = overhead.find((t) => t.prompt_tokens === 1024 && t.stream)!;
+    const o1k = overhead.find((t) => t.prompt_tokens === 1024 && t.stream && t.arrivals === 'uniform')!;
     return {
       output_tokens: OUTPUT_TOKENS,
       throughput,
@@ -152,6 +124,42 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
     await router.close();
     await world.close();
   }
+}
+
+const OVERHEAD_RATE_PER_S = 1000;
+
+/**
+ * Router overhead at a fixed rate: alternating rounds of direct and routed runs (see overhead.ts),
+ * the load generator on the engine's thread, after an open-loop warm-up of both paths.
+ */
+async function measureOverhead(
+  world: World,
+  o: { routedUrl: string; engineUrl: string; body: string; arrivals: ArrivalProcess; requests: number; rounds: number; warmup: number },
+): Promise<Omit<OverheadFigure, 'prompt_tokens' | 'stream'>> {
+  const common = { path: '/v1/completions', body: o.body, concurrency: 32, maxMs: o.requests + 5_000, ratePerS: OVERHEAD_RATE_PER_S, arrivals: o.arrivals };
+  const perRound = Math.ceil(o.requests / o.rounds);
+  const run = (url: string, requests = perRound) => world.load({ ...common, requests, url }, { ownThread: false });
+  // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
+  await run(o.engineUrl, o.warmup);
+  await run(o.routedUrl, o.warmup);
+  const gc = recordGcPauses();
+  const rounds: RoundLatencies[] = [];
+  let routedCompleted = 0;
+  for (let i = 0; i < o.rounds; i++) {
+    // Alternate which path goes first, so neither always meets the machine right after the other.
+    let direct: LoadResult;
+    let routed: LoadResult;
+    if (i % 2 === 0) {
+      direct = await run(o.engineUrl);
+      routed = await run(o.routedUrl);
+    } else {
+      routed = await run(o.routedUrl);
+      direct = await run(o.engineUrl);
+    }
+    rounds.push({ direct: direct.latenciesMs, routed: routed.latenciesMs });
+    routedCompleted += routed.completed;
+  }
+  return { rate_per_s: OVERHEAD_RATE_PER_S, arrivals: o.arrivals, requests: routedCompleted, ...overheadFromRounds(rounds), router_gc: gc.stop() };
 }
 
 function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {
