@@ -5,6 +5,7 @@
 pub mod hash;
 pub mod indexer;
 pub mod load;
+pub mod prompt;
 pub mod select;
 
 mod bindings;

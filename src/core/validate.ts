@@ -11,6 +11,13 @@ export function expectUint32Array(value: unknown, name: string): Uint32Array {
   return value;
 }
 
+export function expectUint8Array(value: unknown, name: string): Uint8Array {
+  if (!(value instanceof Uint8Array)) {
+    throw new TypeError(`${name} must be a Uint8Array, got ${describe(value)}`);
+  }
+  return value;
+}
+
 export function expectBigUint64Array(value: unknown, name: string): BigUint64Array {
   if (!(value instanceof BigUint64Array)) {
     throw new TypeError(`${name} must be a BigUint64Array, got ${describe(value)}`);

@@ -1,8 +1,49 @@
 // JSON text for engine request bodies. Bodies may carry 64-bit integers the router generates
 // (SGLang's bootstrap_room goes up to 2^63-1, which a double cannot hold): those are bigints,
-// written as exact decimal digits. Only top-level values (a bigint, or an array of bigints for
-// batched rooms) can be bigints; anywhere else JSON.stringify's own TypeError stands.
-// A body the router did not change goes out as the client's own bytes (see markVerbatim).
+// written as exact decimal digits. A prompt's token ids travel as RawJson: their text as the
+// client wrote it (or as the router joined them), written as is. Only top-level values (a
+// bigint, an array of bigints for batched rooms, a RawJson) are special; anywhere else
+// JSON.stringify's own TypeError stands. A body the router did not change goes out as the
+// client's own bytes (see markVerbatim).
+
+/**
+ * A body field whose JSON text is already written: a long token-id prompt is never rebuilt as
+ * an array of numbers and serialised again. Top-level body fields only (stringifyBody).
+ */
+export class RawJson {
+  private decoded: string | undefined;
+
+  private constructor(
+    private readonly bytes: Uint8Array | undefined,
+    text: string | undefined,
+  ) {
+    this.decoded = text;
+  }
+
+  static ofText(text: string): RawJson {
+    return new RawJson(undefined, text);
+  }
+
+  /** UTF-8 JSON text in `bytes` (kept, not copied: the caller never changes them). */
+  static ofBytes(bytes: Uint8Array): RawJson {
+    return new RawJson(bytes, undefined);
+  }
+
+  get text(): string {
+    this.decoded ??= Buffer.from(this.bytes!.buffer, this.bytes!.byteOffset, this.bytes!.byteLength).toString('utf8');
+    return this.decoded;
+  }
+
+  /** Nested, it would serialise as `{}`: refuse loudly instead. */
+  toJSON(): never {
+    throw new TypeError('a RawJson value can only be a top-level field of an engine body');
+  }
+}
+
+/** Token ids as a JSON array (what JSON.stringify of the ids as numbers writes). */
+export function tokenIdsJson(tokens: Uint32Array): RawJson {
+  return RawJson.ofText(`[${tokens.join(',')}]`);
+}
 
 const VERBATIM = Symbol('kvroute.verbatimJson');
 
@@ -23,19 +64,20 @@ export function engineBody(body: Record<string, unknown>): string | Uint8Array {
 }
 
 export function stringifyBody(body: Record<string, unknown>): string {
-  let hasBigint = false;
+  let special = false;
   for (const key in body) {
-    if (isBigintValue(body[key])) {
-      hasBigint = true;
+    if (isSpecialValue(body[key])) {
+      special = true;
       break;
     }
   }
-  if (!hasBigint) return JSON.stringify(body);
+  if (!special) return JSON.stringify(body);
   const parts: string[] = [];
   for (const key of Object.keys(body)) {
     const value = body[key];
     let text: string | undefined;
-    if (typeof value === 'bigint') text = value.toString();
+    if (value instanceof RawJson) text = value.text;
+    else if (typeof value === 'bigint') text = value.toString();
     else if (isBigintArray(value)) text = `[${value.join(',')}]`;
     else text = JSON.stringify(value);
     if (text !== undefined) parts.push(`${JSON.stringify(key)}:${text}`); // undefined/functions are skipped, as JSON.stringify does
@@ -43,8 +85,8 @@ export function stringifyBody(body: Record<string, unknown>): string {
   return `{${parts.join(',')}}`;
 }
 
-function isBigintValue(v: unknown): boolean {
-  return typeof v === 'bigint' || isBigintArray(v);
+function isSpecialValue(v: unknown): boolean {
+  return v instanceof RawJson || typeof v === 'bigint' || isBigintArray(v);
 }
 
 function isBigintArray(v: unknown): v is bigint[] {

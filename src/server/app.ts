@@ -15,7 +15,7 @@ import { errorReply, HttpError, notFound } from './errors.js';
 import { HealthMonitor } from './health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from './http.js';
 import { RouterMetrics } from './metrics.js';
-import { parseJsonObject, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from './request.js';
+import { parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from './request.js';
 import { relayStream } from './relay.js';
 import { WorkerRegistry } from './registry.js';
 import { copyFields, withFields } from '../core/objects.js';
@@ -164,7 +164,8 @@ export class RouterImpl implements Router {
     let prepared: PreparedRequest;
     try {
       bytes = await this.readBody(call);
-      prepared = prepareRequest(route, parseJsonObject(bytes), call.headers, this.pre);
+      const parsed = parseRequestBody(route, bytes);
+      prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.tokens);
       if (!this.ready()) {
         throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
       }

@@ -15,6 +15,8 @@ import { badRequest, HttpError, notFound } from './errors.js';
 
 import type { OpenAiRoute } from '../engines/types.js';
 import { copyFields } from '../core/objects.js';
+import { scanTokenPrompt } from '../core/prompt-scan.js';
+import { RawJson, tokenIdsJson } from '../engines/json.js';
 export type { OpenAiRoute };
 
 export type { RoutingHints };
@@ -55,9 +57,13 @@ export function requestIdOf(header: string | undefined): string {
 
 export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   if (bytes.byteLength === 0) throw badRequest('request body is empty; expected a JSON object', 'invalid_json');
+  return parseJsonText(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+}
+
+function parseJsonText(text: string): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    value = JSON.parse(text);
   } catch (err) {
     throw badRequest(`request body is not valid JSON: ${(err as Error).message}`, 'invalid_json');
   }
@@ -67,12 +73,36 @@ export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+export interface RequestBody {
+  /** The parsed body. With `tokens`, its `prompt` is a RawJson of the prompt's bytes. */
+  json: Record<string, unknown>;
+  /** A completions prompt of token ids, read from the bytes without parsing it in JavaScript. */
+  tokens?: Uint32Array;
+}
+
+/**
+ * Parses a request body. A completions body whose prompt is a plain array of token ids has the
+ * ids read natively (core/prompt-scan.ts) and only the rest parsed here; any other body is
+ * parsed whole, so every error reads as before.
+ */
+export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array): RequestBody {
+  const scanned = route === '/v1/completions' && bytes.byteLength > 0 ? scanTokenPrompt(bytes) : undefined;
+  if (!scanned) return { json: parseJsonObject(bytes) };
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // The body with a placeholder where the prompt's array stood (the native scan validated it all).
+  const json = parseJsonText(`${text.toString('utf8', 0, scanned.start)}0${text.toString('utf8', scanned.end)}`);
+  json.prompt = RawJson.ofBytes(bytes.subarray(scanned.start, scanned.end));
+  return { json, tokens: scanned.tokens };
+}
+
 /** Parses, checks and preprocesses an OpenAI request body. */
 export function prepareRequest(
   route: OpenAiRoute,
   body: Record<string, unknown>,
   headers: Record<string, string | undefined>,
   pre: Preprocessor,
+  /** The prompt's ids when parseRequestBody read them (body.prompt is then their RawJson). */
+  scannedTokens?: Uint32Array,
 ): PreparedRequest {
   checkModel(body.model, pre.models);
   checkCommonFields(body);
@@ -84,9 +114,9 @@ export function prepareRequest(
   const untouched = !Object.hasOwn(body, 'nvext') && body.model !== undefined;
 
   if (route === '/v1/completions') {
-    const tokens = completionPrompt(body.prompt, pre.tokenizer);
+    const tokens = scannedTokens ? checkedLength(scannedTokens) : completionPrompt(body.prompt, pre.tokenizer);
     // Token ids the client sent are already what the engine needs (the checks above passed).
-    forEngine.prompt = clientIds(body.prompt) ?? Array.from(tokens);
+    forEngine.prompt = scannedTokens ? body.prompt : (clientIds(body.prompt) ?? tokenIdsJson(tokens));
     const verbatim = untouched && forEngine.prompt === body.prompt;
     return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints, verbatim };
   }
@@ -201,7 +231,7 @@ function chatToCompletionsBody(chat: Record<string, unknown>, tokens: Uint32Arra
   const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
   for (const f of CHAT_ONLY_FIELDS) delete body[f];
   if (maxTokens !== undefined && maxTokens !== null) body.max_tokens = maxTokens;
-  body.prompt = Array.from(tokens);
+  body.prompt = tokenIdsJson(tokens);
   return body;
 }
 

@@ -74,7 +74,7 @@ describe('results from the shared slab', () => {
       expect(sequences[k + 1]).toEqual(computeSequenceHashes(r));
     });
     // Large results get a buffer of their own.
-    const big = computeBlockHashes(range(0, 16 * 1024), 16);
+    const big = computeBlockHashes(range(0, 64 * 1024), 16);
     expect(big.byteOffset).toBe(0);
     expect(big.buffer.byteLength).toBe(big.byteLength);
   });

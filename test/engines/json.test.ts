@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { engineBody, markVerbatim, stringifyBody } from '../../src/engines/json.js';
+import { RawJson, engineBody, markVerbatim, stringifyBody, tokenIdsJson } from '../../src/engines/json.js';
 
 describe('stringifyBody', () => {
   it('is JSON.stringify when no bigint is present', () => {
@@ -18,6 +18,20 @@ describe('stringifyBody', () => {
 
   it('still refuses a nested bigint (JSON.stringify TypeError)', () => {
     expect(() => stringifyBody({ room: 1n, nested: { x: 2n } })).toThrow(TypeError);
+  });
+});
+
+describe('RawJson', () => {
+  it('is written as is, from text or from bytes, beside bigints and plain values', () => {
+    const body = { model: 'm', prompt: RawJson.ofBytes(new TextEncoder().encode('[1, 2,3]')), room: 7n, n: 1 };
+    expect(stringifyBody(body)).toBe('{"model":"m","prompt":[1, 2,3],"room":7,"n":1}');
+    expect(stringifyBody({ prompt: tokenIdsJson(Uint32Array.of(4, 4294967295)) })).toBe('{"prompt":[4,4294967295]}');
+    expect(tokenIdsJson(Uint32Array.of(1, 2)).text).toBe(JSON.stringify([1, 2]));
+  });
+
+  it('refuses to be nested, where it would serialise as {}', () => {
+    expect(() => stringifyBody({ a: { prompt: RawJson.ofText('[1]') } })).toThrow(TypeError);
+    expect(() => stringifyBody({ a: [RawJson.ofText('[1]')], room: 1n })).toThrow(TypeError);
   });
 });
 

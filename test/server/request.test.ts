@@ -2,10 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { CHATML_TEMPLATE, ChatTemplate } from '../../src/preprocess/chat-template.js';
 import { byteTokenizer } from '../../src/preprocess/byte-tokenizer.js';
 import { HttpError } from '../../src/server/errors.js';
-import { completionPrompt, routingHints as hintsOf, parseJsonObject, prepareRequest, requestIdOf, type Preprocessor } from '../../src/server/request.js';
+import { RawJson, stringifyBody } from '../../src/engines/json.js';
+import { completionPrompt, routingHints as hintsOf, parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type Preprocessor } from '../../src/server/request.js';
+import fc from 'fast-check';
 
 const pre: Preprocessor = { tokenizer: byteTokenizer, chatTemplate: new ChatTemplate(CHATML_TEMPLATE), models: ['m1', 'm2'] };
 const bytes = (s: string) => new TextEncoder().encode(s);
+/** The JSON an engine receives for `body`. */
+const sent = (body: Record<string, unknown>) => JSON.parse(stringifyBody(body)) as unknown;
 
 function httpError(fn: () => unknown): HttpError {
   try {
@@ -64,11 +68,58 @@ describe('completionPrompt', () => {
   });
 });
 
+describe('parseRequestBody', () => {
+  it('reads a token-id prompt natively and parses the rest, keeping the prompt as the client wrote it', () => {
+    const text = '{"model":"m1", "prompt" : [5, 6,7], "max_tokens":4,"stream":true}';
+    const r = parseRequestBody('/v1/completions', bytes(text));
+    expect(Array.from(r.tokens!)).toEqual([5, 6, 7]);
+    expect(r.json.prompt).toBeInstanceOf(RawJson);
+    expect((r.json.prompt as RawJson).text).toBe('[5, 6,7]');
+    expect(Object.keys(r.json)).toEqual(['model', 'prompt', 'max_tokens', 'stream']);
+    expect(sent(r.json)).toEqual(JSON.parse(text));
+  });
+
+  it('parses whole what it does not read natively: text, batches, non-plain numbers, chat', () => {
+    for (const text of ['{"prompt":"hi"}', '{"prompt":[[1,2]]}', '{"prompt":[1.0,2]}', '{"prompt":[-0]}', '{"prompt":[1],"prompt":[2]}', '{"model":"m1"}']) {
+      const r = parseRequestBody('/v1/completions', bytes(text));
+      expect(r.tokens, text).toBeUndefined();
+      expect(r.json, text).toEqual(JSON.parse(text));
+    }
+    const chat = parseRequestBody('/v1/chat/completions', bytes('{"messages":[],"prompt":[1]}'));
+    expect(chat.tokens).toBeUndefined();
+    expect(chat.json).toEqual({ messages: [], prompt: [1] });
+  });
+
+  it('gives malformed bodies the same errors as parseJsonObject', () => {
+    for (const text of ['', '{"prompt":[1,2]', '[1,2]', '{"prompt":[1,2]} trailing', '{"prompt":[1,2],}']) {
+      const err = httpError(() => parseRequestBody('/v1/completions', bytes(text)));
+      expect(err.status).toBe(400);
+      expect(err.message).toBe(httpError(() => parseJsonObject(bytes(text))).message);
+    }
+  });
+
+  it('sends engines the same JSON for any body, read natively or not', () => {
+    const other = fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => k !== 'prompt' && k !== '__proto__'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
+    const ids = fc.array(fc.integer({ min: 0, max: 0xffffffff }), { minLength: 1, maxLength: 40 });
+    fc.assert(
+      fc.property(other, ids, fc.nat(4), fc.integer({ min: 0, max: 2 }), (rest, prompt, at, indent) => {
+        const entries = Object.entries(rest);
+        entries.splice(Math.min(at, entries.length), 0, ['prompt', prompt]);
+        const text = JSON.stringify(Object.fromEntries(entries), null, indent);
+        const r = parseRequestBody('/v1/completions', bytes(text));
+        expect(Array.from(r.tokens!)).toEqual(prompt);
+        expect(sent(r.json)).toEqual(JSON.parse(text));
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
 describe('prepareRequest', () => {
   it('sends completions with the prompt as token ids and the default model filled in', () => {
     const p = prepareRequest('/v1/completions', { prompt: 'ab', max_tokens: 3, stream: true, nvext: { backend_instance_id: 4 } }, {}, pre);
     expect(p.engineRoute).toBe('/v1/completions');
-    expect(p.body).toEqual({ prompt: [97, 98], max_tokens: 3, stream: true, model: 'm1' });
+    expect(sent(p.body)).toEqual({ prompt: [97, 98], max_tokens: 3, stream: true, model: 'm1' });
     expect(p.stream).toBe(true);
     expect(p.hints).toEqual({ workerId: 4 });
     expect(Array.from(p.tokens)).toEqual([97, 98]);
@@ -79,7 +130,7 @@ describe('prepareRequest', () => {
     const text = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n';
     expect(p.engineRoute).toBe('/v1/completions');
     expect(p.chatAsCompletions).toBe(true);
-    expect(p.body).toEqual({ model: 'm2', max_tokens: 5, temperature: 0, prompt: Array.from(byteTokenizer.encode(text)) });
+    expect(sent(p.body)).toEqual({ model: 'm2', max_tokens: 5, temperature: 0, prompt: Array.from(byteTokenizer.encode(text)) });
     expect(byteTokenizer.decode(p.tokens)).toBe(text);
   });
 
@@ -105,6 +156,19 @@ describe('prepareRequest', () => {
     expect(prepareRequest('/v1/completions', { model: 'm1', prompt: 'ab' }, {}, pre).verbatim).toBe(false); // text tokenized
     expect(prepareRequest('/v1/completions', { model: 'm1', prompt: [ids] }, {}, pre).verbatim).toBe(false); // batch of one unwrapped
     expect(prepareRequest('/v1/chat/completions', { model: 'm1', messages: [{ role: 'user', content: 'hi' }] }, {}, pre).verbatim).toBe(false);
+  });
+
+  it('keeps a natively read prompt as the client wrote it, verbatim or re-serialised', () => {
+    const text = '{"model":"m1","prompt":[9, 8, 7],"stream":true}';
+    const r = parseRequestBody('/v1/completions', bytes(text));
+    const p = prepareRequest('/v1/completions', r.json, {}, pre, r.tokens);
+    expect(p.verbatim).toBe(true);
+    expect(Array.from(p.tokens)).toEqual([9, 8, 7]);
+    // The router changes the body (here: the default model): the prompt's own text is spliced in.
+    const q = parseRequestBody('/v1/completions', bytes('{"prompt":[9, 8, 7]}'));
+    const changed = prepareRequest('/v1/completions', q.json, {}, pre, q.tokens);
+    expect(changed.verbatim).toBe(false);
+    expect(stringifyBody(changed.body)).toBe('{"prompt":[9, 8, 7],"model":"m1"}');
   });
 
   it('answers 404 for an unknown model', () => {

@@ -4,4 +4,5 @@ mod errors;
 mod hash;
 mod hash_batch;
 mod indexer;
+mod prompt;
 mod routing;

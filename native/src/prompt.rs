@@ -1,0 +1,207 @@
+//! Token-id prompts read straight from a request body's bytes. Parsing a completions body in
+//! JavaScript builds a string of the whole body and one array element per token before the
+//! router copies the ids into a Uint32Array; here serde_json validates the body once and
+//! locates the top-level `prompt`, whose digits become u32s directly. The caller then parses
+//! only the rest of the body, and engines still receive the prompt's own bytes.
+//!
+//! Only the plain case is taken: one valid JSON object with exactly one `prompt` key (escaped
+//! spellings included, as JSON.parse reads them) whose value is a non-empty array of integers
+//! in u32 range written as plain digits. Anything else (text prompts, batches, `1.0`, `-0`,
+//! duplicate keys, invalid JSON) returns None, and the caller parses the whole body as before.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// Where the prompt's array stands in the body, and how many ids it held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenPrompt {
+  /// Byte offset of the array's `[`.
+  pub start: usize,
+  /// Byte offset just past its `]`.
+  pub end: usize,
+  pub count: usize,
+}
+
+/// Room `out` needs for any body of `body_len` bytes: every id takes at least a digit and a
+/// separator.
+pub fn max_tokens_in(body_len: usize) -> usize {
+  body_len / 2 + 1
+}
+
+/// The body's token-id prompt, its ids written to `out[..count]` (see the module comment for
+/// when it is None). `out` shorter than `max_tokens_in(body.len())` may make it None.
+pub fn scan_token_prompt(body: &[u8], out: &mut [u32]) -> Option<TokenPrompt> {
+  let top: TopLevel = serde_json::from_slice(body).ok()?;
+  if top.prompts != 1 {
+    return None;
+  }
+  let raw = top.prompt?.get().as_bytes();
+  let start = raw.as_ptr() as usize - body.as_ptr() as usize;
+  let count = parse_flat_ids(raw, out)?;
+  Some(TokenPrompt { start, end: start + raw.len(), count })
+}
+
+/// The ids of `[d, d, ...]` (already valid JSON): None unless every element is plain digits in
+/// u32 range, or when the array is empty or `out` too short.
+fn parse_flat_ids(text: &[u8], out: &mut [u32]) -> Option<usize> {
+  let mut i = skip_space(text, 0);
+  if text.get(i) != Some(&b'[') {
+    return None;
+  }
+  i = skip_space(text, i + 1);
+  let mut n = 0;
+  loop {
+    let digits_start = i;
+    let mut value: u64 = 0;
+    while let Some(&c) = text.get(i) {
+      if !c.is_ascii_digit() {
+        break;
+      }
+      value = value * 10 + u64::from(c - b'0');
+      if value > u64::from(u32::MAX) {
+        return None;
+      }
+      i += 1;
+    }
+    if i == digits_start || n >= out.len() {
+      return None; // not a plain non-negative integer (or no room)
+    }
+    out[n] = value as u32;
+    n += 1;
+    i = skip_space(text, i);
+    match text.get(i) {
+      Some(b',') => i = skip_space(text, i + 1),
+      Some(b']') => return Some(n),
+      _ => return None, // a fraction or an exponent
+    }
+  }
+}
+
+fn skip_space(text: &[u8], mut i: usize) -> usize {
+  while matches!(text.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+    i += 1;
+  }
+  i
+}
+
+/// The top-level object, reduced to its `prompt` values (raw text, borrowed from the body).
+struct TopLevel<'a> {
+  prompt: Option<&'a RawValue>,
+  prompts: u32,
+}
+
+impl<'de> Deserialize<'de> for TopLevel<'de> {
+  fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    d.deserialize_map(TopLevelVisitor)
+  }
+}
+
+struct TopLevelVisitor;
+
+impl<'de> Visitor<'de> for TopLevelVisitor {
+  type Value = TopLevel<'de>;
+
+  fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    f.write_str("a JSON object")
+  }
+
+  fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    let mut top = TopLevel { prompt: None, prompts: 0 };
+    while let Some(IsPrompt(is_prompt)) = map.next_key()? {
+      // Every value is validated and skipped without being built.
+      let value: &'de RawValue = map.next_value()?;
+      if is_prompt {
+        top.prompts += 1;
+        top.prompt = Some(value);
+      }
+    }
+    Ok(top)
+  }
+}
+
+/// Whether a key is `prompt`, however it was escaped.
+struct IsPrompt(bool);
+
+impl<'de> Deserialize<'de> for IsPrompt {
+  fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    d.deserialize_str(IsPromptVisitor)
+  }
+}
+
+struct IsPromptVisitor;
+
+impl Visitor<'_> for IsPromptVisitor {
+  type Value = IsPrompt;
+
+  fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    f.write_str("a key")
+  }
+
+  fn visit_str<E: de::Error>(self, key: &str) -> Result<IsPrompt, E> {
+    Ok(IsPrompt(key == "prompt"))
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn scan(body: &str) -> Option<(Vec<u32>, &str)> {
+    let mut out = vec![0; max_tokens_in(body.len())];
+    scan_token_prompt(body.as_bytes(), &mut out).map(|p| (out[..p.count].to_vec(), &body[p.start..p.end]))
+  }
+
+  #[test]
+  fn reads_a_flat_prompt_and_its_span() {
+    let body = r#"{"model":"m","prompt":[1, 2,3 ,4294967295],"max_tokens":4}"#;
+    assert_eq!(scan(body), Some((vec![1, 2, 3, 4_294_967_295], "[1, 2,3 ,4294967295]")));
+    let spaced = "{ \"prompt\" :\n [ 0 ] }";
+    assert_eq!(scan(spaced), Some((vec![0], "[ 0 ]")));
+  }
+
+  #[test]
+  fn an_escaped_key_is_still_the_prompt() {
+    assert_eq!(scan(r#"{"pr\u006fmpt":[7,8]}"#), Some((vec![7, 8], "[7,8]")));
+  }
+
+  #[test]
+  fn leaves_every_other_case_to_the_caller() {
+    for body in [
+      r#"{"prompt":"text"}"#,
+      r#"{"prompt":[[1,2]]}"#,
+      r#"{"prompt":[]}"#,
+      r#"{"prompt":[1.0]}"#,
+      r#"{"prompt":[1e3]}"#,
+      r#"{"prompt":[-0]}"#,
+      r#"{"prompt":[-1]}"#,
+      r#"{"prompt":[4294967296]}"#,
+      r#"{"prompt":[1,"2"]}"#,
+      r#"{"prompt":[1],"prompt":[2]}"#,
+      r#"{"model":"m"}"#,
+      r#"[{"prompt":[1]}]"#,
+      r#"{"prompt":[1]} x"#,
+      r#"{"prompt":[1],}"#,
+      r#"{"prompt":[01]}"#,
+      "{\"prompt\":[1],\"s\":\"\u{0}\"}",
+    ] {
+      assert_eq!(scan(body), None, "{body}");
+    }
+    // Invalid UTF-8 anywhere: JavaScript's decoder would replace it, so the caller decides.
+    let mut out = [0u32; 8];
+    assert_eq!(scan_token_prompt(b"{\"s\":\"\xff\",\"prompt\":[1]}", &mut out), None);
+  }
+
+  #[test]
+  fn a_nested_prompt_is_not_the_prompt() {
+    assert_eq!(scan(r#"{"nvext":{"prompt":[9]},"prompt":[1]}"#), Some((vec![1], "[1]")));
+    assert_eq!(scan(r#"{"nvext":{"prompt":[9]}}"#), None);
+  }
+
+  #[test]
+  fn needs_room_for_every_id() {
+    let mut out = [0u32; 2];
+    assert_eq!(scan_token_prompt(br#"{"prompt":[1,2,3]}"#, &mut out), None);
+  }
+}

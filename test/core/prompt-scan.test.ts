@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { scanTokenPrompt } from '../../src/core/prompt-scan.js';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+
+describe('scanTokenPrompt', () => {
+  it('reads the ids and the span of the prompt array', () => {
+    const body = enc('{"model":"m","prompt":[1,2,4294967295]}');
+    const r = scanTokenPrompt(body)!;
+    expect(Array.from(r.tokens)).toEqual([1, 2, 4294967295]);
+    expect(new TextDecoder().decode(body.subarray(r.start, r.end))).toBe('[1,2,4294967295]');
+  });
+
+  it('reads a body that is a view into a larger buffer (a pooled Buffer)', () => {
+    const big = Buffer.from('xxxx{"prompt":[3,4]}yyyy');
+    const r = scanTokenPrompt(big.subarray(4, big.length - 4))!;
+    expect(Array.from(r.tokens)).toEqual([3, 4]);
+    expect([r.start, r.end]).toEqual([10, 15]);
+  });
+
+  it('handles prompts far larger than its kept scratch, and results stay independent', () => {
+    const ids = Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 100_000);
+    const a = scanTokenPrompt(enc(JSON.stringify({ prompt: ids })))!;
+    const b = scanTokenPrompt(enc('{"prompt":[5]}'))!;
+    expect(a.tokens.length).toBe(ids.length);
+    expect(Array.from(a.tokens.subarray(0, 5))).toEqual(ids.slice(0, 5));
+    expect(a.tokens[199_999]).toBe(ids[199_999]);
+    expect(Array.from(b.tokens)).toEqual([5]);
+  });
+
+  it('is undefined for bodies it leaves to JSON.parse', () => {
+    for (const text of ['', 'null', '{"prompt":"text"}', '{"prompt":[]}', '{"prompt":[1.5]}', '{"prompt":[1]', '{"a":1}']) {
+      expect(scanTokenPrompt(enc(text)), text).toBeUndefined();
+    }
+  });
+
+  it('refuses a body that is not bytes', () => {
+    expect(() => scanTokenPrompt('{"prompt":[1]}' as unknown as Uint8Array)).toThrow(TypeError);
+  });
+});
