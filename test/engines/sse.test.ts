@@ -34,6 +34,19 @@ describe('SseParser', () => {
     expect(allSaid(events)).toEqual([{ data: '{"t":"héllo ✓"}', json: { t: 'héllo ✓' } }]);
   });
 
+  it('decodes like a streaming TextDecoder wherever chunks split, invalid bytes included', () => {
+    const text = enc('data: {"t":"a"}\n\ndata: {"t":"é✓😀"}\n\ndata: ascii again\n\n');
+    const bytes = new Uint8Array([...text, ...enc('data: bad '), 0xff, 0xc3, ...enc('\n\n')]);
+    const whole = new TextDecoder().decode(bytes).split('\n\n').filter(Boolean).map((line) => line.slice(6));
+    for (let a = 1; a < bytes.length; a += 3) {
+      for (let b = a + 1; b < bytes.length; b += 5) {
+        const p = new SseParser();
+        const events = [...p.push(bytes.subarray(0, a)), ...p.push(bytes.subarray(a, b)), ...p.push(bytes.subarray(b)), ...p.end()];
+        expect(events.map((e) => e.data), `cuts at ${a}, ${b}`).toEqual(whole);
+      }
+    }
+  });
+
   it('joins multi-line data with \\n, skips comments and other fields, takes data without a space', () => {
     const events = parseSseText(': keep-alive\nevent: message\nid: 7\ndata:first\ndata: second\nretry: 10\n\n');
     expect(allSaid(events)).toEqual([{ data: 'first\nsecond' }]);
