@@ -24,7 +24,8 @@ export class SseParser {
   private partialChars = 0;
   /** The last text ended with \r: a \n starting the next one belongs to the same line end. */
   private sawCR = false;
-  private data: string[] = [];
+  /** The event's data lines so far: most events have one, which needs no array. */
+  private data: string | string[] | undefined;
   private dataChars = 0;
   private ended = false;
 
@@ -45,9 +46,7 @@ export class SseParser {
     if (this.ended) return [];
     this.ended = true;
     const events = this.feed(this.decoder?.end() ?? '');
-    if (this.data.length > 0) events.push(makeEvent(this.data.join('\n')));
-    this.data = [];
-    this.dataChars = 0;
+    this.dispatch(events);
     this.partial = [];
     this.partialChars = 0;
     return events;
@@ -75,14 +74,15 @@ export class SseParser {
     while (nextLF >= 0 || nextCR >= 0) {
       const isCR = nextCR >= 0 && (nextLF < 0 || nextCR < nextLF);
       const i = isCR ? nextCR : nextLF;
-      let line = text.slice(start, i);
       if (this.partial.length > 0) {
-        this.partial.push(line);
-        line = this.partial.join('');
+        this.partial.push(text.slice(start, i));
+        const line = this.partial.join('');
         this.partial = [];
         this.partialChars = 0;
+        this.line(line, 0, line.length, events);
+      } else {
+        this.line(text, start, i, events);
       }
-      this.line(line, events);
       start = i + 1;
       if (isCR) {
         if (start === n) this.sawCR = true;
@@ -101,23 +101,30 @@ export class SseParser {
     return events;
   }
 
-  private line(line: string, events: SseEvent[]): void {
-    if (line.length === 0) {
-      if (this.data.length > 0) {
-        events.push(makeEvent(this.data.length === 1 ? this.data[0] : this.data.join('\n')));
-        this.data = [];
-        this.dataChars = 0;
-      }
+  /** One line, text[start, end): a data line adds to the event, a blank line dispatches it. */
+  private line(text: string, start: number, end: number, events: SseEvent[]): void {
+    if (start === end) {
+      this.dispatch(events);
       return;
     }
-    if (line.charCodeAt(0) === 58 /* ':' comment */) return;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    if (field !== 'data') return; // event, id, retry: nothing the relay needs
-    let value = colon < 0 ? '' : line.slice(colon + 1);
-    if (value.charCodeAt(0) === 32) value = value.slice(1);
-    this.data.push(value);
+    // Only `data` matters (event, id, retry and ":" comments are skipped): the field is the line
+    // up to its first colon, or the whole line.
+    const len = end - start;
+    if (len < 4 || !text.startsWith('data', start) || (len > 4 && text.charCodeAt(start + 4) !== 58 /* : */)) return;
+    let from = start + 5;
+    if (from < end && text.charCodeAt(from) === 32) from++;
+    const value = from >= end ? '' : text.slice(from, end);
+    if (this.data === undefined) this.data = value;
+    else if (typeof this.data === 'string') this.data = [this.data, value];
+    else this.data.push(value);
     this.dataChars += value.length;
+  }
+
+  private dispatch(events: SseEvent[]): void {
+    if (this.data === undefined) return;
+    events.push(makeEvent(typeof this.data === 'string' ? this.data : this.data.join('\n')));
+    this.data = undefined;
+    this.dataChars = 0;
   }
 }
 

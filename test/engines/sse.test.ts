@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SseParseError, SseParser, isDone, makeEvent, parseSseText } from '../../src/engines/sse.js';
 import type { SseEvent } from '../../src/engines/types.js';
@@ -45,6 +46,36 @@ describe('SseParser', () => {
         expect(events.map((e) => e.data), `cuts at ${a}, ${b}`).toEqual(whole);
       }
     }
+  });
+
+  it('reads any stream of events, fields, comments and line ends, however it is chunked', () => {
+    const lineText = fc.string({ unit: fc.constantFrom('a', 'b', ' ', ':', 'é', '{', '}'), maxLength: 8 });
+    const field = fc.oneof(
+      lineText.map((v) => ({ data: v, text: `data: ${v}` })),
+      lineText.map((v) => ({ data: v.startsWith(' ') ? v.slice(1) : v, text: `data:${v}` })), // one leading space is dropped
+      fc.constant({ data: '', text: 'data' }),
+      lineText.map((v) => ({ text: `:${v}` })),
+      fc.constantFrom('event: x', 'id: 7', 'retry: 10', 'dataX: no', 'datum: no').map((text) => ({ text })),
+    );
+    const event = fc.array(field, { minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(fc.array(event, { maxLength: 5 }), fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 4 }), (evs, eol, cuts) => {
+        const text = evs.map((ev) => ev.map((f) => f.text + eol).join('') + eol).join('');
+        const expected = evs.map((ev) => ev.filter((f) => f.data !== undefined).map((f) => f.data)).filter((d) => d.length > 0).map((d) => d.join('\n'));
+        const bytes = enc(text);
+        const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+        const p = new SseParser();
+        const got: string[] = [];
+        let at = 0;
+        for (const c of [...points, bytes.length]) {
+          got.push(...p.push(bytes.subarray(at, c)).map((e) => e.data));
+          at = c;
+        }
+        got.push(...p.end().map((e) => e.data));
+        expect(got).toEqual(expected);
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it('joins multi-line data with \\n, skips comments and other fields, takes data without a space', () => {
