@@ -50,7 +50,7 @@ describe('SseParser', () => {
 
   it('reads any stream of events, fields, comments and line ends, however it is chunked', () => {
     const lineText = fc.string({ unit: fc.constantFrom('a', 'b', ' ', ':', 'é', '{', '}'), maxLength: 8 });
-    const field = fc.oneof(
+    const field: fc.Arbitrary<{ data?: string; text: string }> = fc.oneof(
       lineText.map((v) => ({ data: v, text: `data: ${v}` })),
       lineText.map((v) => ({ data: v.startsWith(' ') ? v.slice(1) : v, text: `data:${v}` })), // one leading space is dropped
       fc.constant({ data: '', text: 'data' }),
