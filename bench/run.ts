@@ -122,7 +122,7 @@ function runSuite(entry: SuiteEntry, quick: boolean, timeoutS: number): Promise<
   return new Promise((resolve) => {
     const child = fork(CHILD, [entry.file, quick ? 'quick' : 'full'], {
       cwd: ROOT,
-      execArgv: ['--import', import.meta.resolve('tsx'), '--expose-gc'],
+      execArgv: ['--import', import.meta.resolve('tsx'), '--expose-gc', ...(suite.nodeFlags ?? [])],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // Structured clone, not JSON: NaN and Infinity figures survive the trip.
       serialization: 'advanced',

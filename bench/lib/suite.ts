@@ -60,6 +60,8 @@ export interface BenchSuite {
   title: string;
   /** Order in the report (lower first; default 100). */
   order?: number;
+  /** Node/V8 flags for the suite's process (the frontend suite runs the router as deployed). */
+  nodeFlags?: readonly string[];
   run(ctx: BenchContext): Promise<SuiteResult>;
 }
 
@@ -88,6 +90,9 @@ export function expectSuite(value: unknown, file: string): BenchSuite {
   if (typeof s.title !== 'string') throw new TypeError(`${file}: suite.title must be a string`);
   if (typeof s.run !== 'function') throw new TypeError(`${file}: suite.run must be a function`);
   if (s.order !== undefined && typeof s.order !== 'number') throw new TypeError(`${file}: suite.order must be a number`);
+  if (s.nodeFlags !== undefined && (!Array.isArray(s.nodeFlags) || !s.nodeFlags.every((f) => typeof f === 'string' && f.startsWith('--')))) {
+    throw new TypeError(`${file}: suite.nodeFlags must be an array of --flags`);
+  }
   return s as BenchSuite;
 }
 

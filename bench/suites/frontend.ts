@@ -2,6 +2,7 @@
 // front of an engine that answers at once, for streamed and non-streamed requests with 1k and
 // 8k-token prompts (see bench/frontend/run.ts for the method). Targets: >= 5,000 streamed req/s
 // with short outputs; router overhead p99 < 1 ms at 1,000 req/s.
+import { ROUTER_NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { runFrontendBench } from '../frontend/run.js';
 import type { BenchContext, BenchSuite, Figure, SuiteResult } from '../lib/suite.js';
 import { barChart } from '../lib/svg.js';
@@ -12,6 +13,8 @@ export const suite: BenchSuite = {
   name: 'frontend',
   title: 'Frontend: requests per second and router overhead (uWebSockets.js, instant engine)',
   order: 60,
+  // The router's process runs with the flags npm start gives it (src/cli/node-flags.ts).
+  nodeFlags: ROUTER_NODE_FLAGS,
   async run(ctx: BenchContext): Promise<SuiteResult> {
     const r = await runFrontendBench({ quick: ctx.quick, log: (line) => ctx.progress(line) });
     const figures: Figure[] = [];

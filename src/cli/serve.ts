@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { configToInput, loadConfigFile, parseRouterConfig, parseWorkerFlag, POLICY_NAMES, workerToInput, type RouterConfig } from '../server/config.js';
 import type { StartOptions } from '../server/start.js';
+import { missingRouterFlags } from './node-flags.js';
 import { intFlag, UsageError } from './usage.js';
 
 const HELP = `usage: kvroute serve [options]
@@ -159,6 +160,11 @@ export async function run(argv: string[]): Promise<number> {
   if (opts === 'help') {
     console.log(HELP);
     return 0;
+  }
+  const missing = missingRouterFlags();
+  if (missing.length > 0) {
+    // A suggestion, not a requirement: the router works without them (see node-flags.ts for why).
+    console.error(`kvroute: for steady latency, run the router with NODE_OPTIONS='${missing.join(' ')}' (npm start does)`);
   }
   const { startServer } = await import('../server/start.js');
   const server = await startServer(opts);

@@ -46,6 +46,7 @@ describe('npm run bench', () => {
     expect(json.machine.cpus).toBeGreaterThan(0);
     const [suite] = json.suites;
     expect(suite).toMatchObject({ name: 'fine', ok: true, data: { quick: false } });
+    expect(suite.data.execArgv).toContain('--max-semi-space-size=8'); // the suite's nodeFlags
     expect(suite.figures[0]).toMatchObject({ ratio: 0.25, better: 'lower', met: true });
     expect(suite.figures[1]).toMatchObject({ met: false, better: 'higher' });
     expect(suite.charts[0].file).toBe(`${stamp}/fine-bars.svg`);

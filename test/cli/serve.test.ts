@@ -103,6 +103,8 @@ describe('kvroute serve as a process', () => {
       expect(res.headers.get('x-kvroute-decode-worker')).toMatch(/^[23]$/);
       const text = await res.text();
       expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+      // Started without the router's V8 flags: it says which to set.
+      expect(stdout).toMatch(/run the router with NODE_OPTIONS='--max-semi-space-size=8'/);
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toMatch(/kvroute_requests_total\{route="\/v1\/chat\/completions",status="200"\} 1/);
     } finally {
