@@ -79,6 +79,11 @@ fn parse_flat_ids(text: &[u8], out: &mut [u32]) -> Option<usize> {
   }
 }
 
+/// `[` then a digit (after spaces): the only start parse_flat_ids can accept.
+fn starts_flat_array(text: &[u8]) -> bool {
+  text.first() == Some(&b'[') && text.get(skip_space(text, 1)).is_some_and(u8::is_ascii_digit)
+}
+
 fn skip_space(text: &[u8], mut i: usize) -> usize {
   while matches!(text.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
     i += 1;
@@ -113,6 +118,10 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
       // Every value is validated and skipped without being built.
       let value: &'de RawValue = map.next_value()?;
       if is_prompt {
+        // Not an array of numbers (a text prompt, a batch): stop here, the caller parses it all.
+        if !starts_flat_array(value.get().as_bytes()) {
+          return Err(de::Error::custom("not a flat token-id array"));
+        }
         top.prompts += 1;
         top.prompt = Some(value);
       }

@@ -86,13 +86,32 @@ export interface RequestBody {
  * parsed whole, so every error reads as before.
  */
 export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array): RequestBody {
-  const scanned = route === '/v1/completions' && bytes.byteLength > 0 ? scanTokenPrompt(bytes) : undefined;
+  const scanned = route === '/v1/completions' && mayHoldTokenIds(bytes) ? scanTokenPrompt(bytes) : undefined;
   if (!scanned) return { json: parseJsonObject(bytes) };
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // The body with a placeholder where the prompt's array stood (the native scan validated it all).
   const json = parseJsonText(`${text.toString('utf8', 0, scanned.start)}0${text.toString('utf8', scanned.end)}`);
   json.prompt = RawJson.ofBytes(bytes.subarray(scanned.start, scanned.end));
   return { json, tokens: scanned.tokens };
+}
+
+const PROMPT_KEY = Buffer.from('"prompt"');
+
+/**
+ * False when the body's first `"prompt"` is followed by a string: a text prompt, which the
+ * native scan would read to its end only to hand the body back. A guess that can only skip the
+ * fast path, never change a result.
+ */
+function mayHoldTokenIds(bytes: Uint8Array): boolean {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const at = buf.indexOf(PROMPT_KEY);
+  if (at < 0) return false;
+  for (let i = at + PROMPT_KEY.length; i < buf.length; i++) {
+    const c = buf[i];
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09 || c === 0x3a /* : */) continue;
+    return c !== 0x22; /* " */
+  }
+  return false;
 }
 
 /** Parses, checks and preprocesses an OpenAI request body. */

@@ -80,7 +80,8 @@ describe('parseRequestBody', () => {
   });
 
   it('parses whole what it does not read natively: text, batches, non-plain numbers, chat', () => {
-    for (const text of ['{"prompt":"hi"}', '{"prompt":[[1,2]]}', '{"prompt":[1.0,2]}', '{"prompt":[-0]}', '{"prompt":[1],"prompt":[2]}', '{"model":"m1"}']) {
+    // (A nested "prompt" holding text ahead of the real one only skips the native path.)
+    for (const text of ['{"prompt":"hi"}', '{"prompt":[[1,2]]}', '{"prompt":[1.0,2]}', '{"prompt":[-0]}', '{"prompt":[1],"prompt":[2]}', '{"model":"m1"}', '{"nvext":{"prompt":"x"},"prompt":[1,2]}']) {
       const r = parseRequestBody('/v1/completions', bytes(text));
       expect(r.tokens, text).toBeUndefined();
       expect(r.json, text).toEqual(JSON.parse(text));
