@@ -27,7 +27,11 @@ export interface WorkerInfo {
 /** One server-sent event from an engine: `data` is the raw payload after "data: "; relay it as is. */
 export interface SseEvent {
   data: string;
-  /** The parsed payload, when it is JSON (absent for `[DONE]` and non-JSON payloads). */
+  /**
+   * The parsed payload, when it is JSON (undefined for `[DONE]` and non-JSON payloads). Engine
+   * events parse it on first read: ask only when the chunk's shape (engines/sse.ts shapeOf) is
+   * not enough.
+   */
   json?: unknown;
 }
 
