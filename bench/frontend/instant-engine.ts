@@ -1,5 +1,7 @@
 // An OpenAI-compatible engine that answers at once (fixed short output, no model time), so the
-// frontend benchmark measures the router and not the engine. uWebSockets.js keeps it cheap.
+// frontend benchmark measures the router and not the engine. uWebSockets.js keeps it cheap. With
+// `tokenGapMs`, a streamed answer is written a token at a time (a write per token, as real engines
+// stream), for the router's cost per streamed token.
 import uWS from 'uWebSockets.js';
 
 export interface InstantEngine {
@@ -7,7 +9,13 @@ export interface InstantEngine {
   close(): void;
 }
 
-export function startInstantEngine(outputTokens = 4): Promise<InstantEngine> {
+export interface InstantEngineOptions {
+  /** Streamed answers: wait this long between token writes (0: the whole answer in one write). */
+  tokenGapMs?: number;
+}
+
+export function startInstantEngine(outputTokens = 4, o: InstantEngineOptions = {}): Promise<InstantEngine> {
+  const gapMs = o.tokenGapMs ?? 0;
   const app = uWS.App();
   let n = 0;
   const usage = (promptTokens: number) => ({ prompt_tokens: promptTokens, completion_tokens: outputTokens, total_tokens: promptTokens + outputTokens, prompt_tokens_details: { cached_tokens: 0 } });
@@ -39,13 +47,26 @@ export function startInstantEngine(outputTokens = 4): Promise<InstantEngine> {
           return;
         }
         res.writeHeader('content-type', 'text/event-stream');
-        let out = '';
-        for (let i = 0; i < tokens; i++) {
-          out += `data: ${JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: i === tokens - 1 ? 'length' : null }] })}\n\n`;
+        const chunk = (i: number) => `data: ${JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: i === tokens - 1 ? 'length' : null }] })}\n\n`;
+        const last = `data: ${JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [], usage: usage(promptTokens) })}\n\ndata: [DONE]\n\n`;
+        if (gapMs === 0) {
+          let out = '';
+          for (let i = 0; i < tokens; i++) out += chunk(i);
+          res.end(out + last);
+          return;
         }
-        out += `data: ${JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [], usage: usage(promptTokens) })}\n\n`;
-        out += 'data: [DONE]\n\n';
-        res.end(out);
+        // A write per token; the response is touched only while the router is still reading.
+        let i = 0;
+        const next = () => {
+          if (aborted) return;
+          if (i === tokens) {
+            res.cork(() => res.end(last));
+            return;
+          }
+          res.cork(() => res.write(chunk(i++)));
+          setTimeout(next, gapMs);
+        };
+        setTimeout(next, 0);
       });
     });
   });

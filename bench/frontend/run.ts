@@ -48,28 +48,40 @@ export interface OverheadFigure extends OverheadRounds {
   router_gc: GcPauses;
 }
 
+/** Long streams, a write per token: what one streamed token costs the router. */
+export interface PerTokenFigure {
+  stream_tokens: number;
+  token_gap_ms: number;
+  concurrency: number;
+  requests: number;
+  failed: number;
+  tokens_per_s: number;
+  router_cpu_us_per_request?: number;
+  /** The request's CPU over its tokens (its own routing and setup included). */
+  router_cpu_us_per_token?: number;
+}
+
 export interface FrontendBenchResult {
   output_tokens: number;
   throughput: ThroughputFigure[];
   overhead: OverheadFigure[];
+  per_token: PerTokenFigure;
   targets: { streamed_rps_1k: number; streamed_rps_target: number; overhead_p99_ms_1k: number; overhead_p99_target_ms: number };
 }
 
 const OUTPUT_TOKENS = 4;
+const STREAM_TOKENS = 64;
 const MODEL = 'bench';
+
+function routerConfig(baseUrl: string) {
+  return { port: 0, model: MODEL, blockSize: 16, health: { intervalMs: 0 }, maxBodyBytes: 16 << 20, workers: [{ id: 0, role: 'aggregated' as const, kind: 'vllm' as const, baseUrl }] };
+}
 
 export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<FrontendBenchResult> {
   const log = o.log ?? (() => undefined);
-  const world = await startWorld(OUTPUT_TOKENS);
+  const world = await startWorld(OUTPUT_TOKENS, STREAM_TOKENS);
   const engineUrl = world.engineUrl;
-  const router = await createRouter({
-    port: 0,
-    model: MODEL,
-    blockSize: 16,
-    health: { intervalMs: 0 },
-    maxBodyBytes: 16 << 20,
-    workers: [{ id: 0, role: 'aggregated', kind: 'vllm', baseUrl: engineUrl }],
-  });
+  const router = await createRouter(routerConfig(engineUrl));
   const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
   try {
     const sizes = [1024, 8192];
@@ -111,12 +123,15 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         }
       }
     }
+    const perToken = await measurePerToken(world, o.quick ? 300 : 3_000);
+    log(`frontend: ${STREAM_TOKENS}-token streams, a write per token: ${perToken.tokens_per_s} tokens/s, router CPU ${perToken.router_cpu_us_per_token ?? '?'} us per token (${perToken.router_cpu_us_per_request ?? '?'} us per request)${perToken.failed ? `, ${perToken.failed} failed` : ''}`);
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
     const o1k = overhead.find((t) => t.prompt_tokens === 1024 && t.stream && t.arrivals === 'uniform')!;
     return {
       output_tokens: OUTPUT_TOKENS,
       throughput,
       overhead,
+      per_token: perToken,
       targets: { streamed_rps_1k: s1k.rps, streamed_rps_target: 5000, overhead_p99_ms_1k: o1k.overhead_p99_ms, overhead_p99_target_ms: 1 },
     };
   } finally {
@@ -162,11 +177,37 @@ async function measureOverhead(
   return { rate_per_s: OVERHEAD_RATE_PER_S, arrivals: o.arrivals, requests: routedCompleted, ...overheadFromRounds(rounds), router_gc: gc.stop() };
 }
 
+/** A router in front of the world's streaming engine, loaded closed-loop with 64 long streams. */
+async function measurePerToken(world: World, requests: number): Promise<PerTokenFigure> {
+  const router = await createRouter(routerConfig(world.streamingEngineUrl));
+  const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
+  try {
+    const load = { url: server.url, path: '/v1/completions', body: requestBody(1024, true, STREAM_TOKENS), concurrency: 64, maxMs: 30_000 };
+    await closedLoop(world, { ...load, requests: Math.ceil(requests / 5) });
+    const cpuBefore = threadCpuMicros();
+    const r = await closedLoop(world, { ...load, requests });
+    const cpuAfter = threadCpuMicros();
+    const perRequest = cpuBefore !== undefined && cpuAfter !== undefined && r.completed > 0 ? (cpuAfter - cpuBefore) / r.completed : undefined;
+    return {
+      stream_tokens: STREAM_TOKENS,
+      token_gap_ms: 1,
+      concurrency: load.concurrency,
+      requests: r.completed,
+      failed: r.failed,
+      tokens_per_s: Math.round(r.rps * STREAM_TOKENS),
+      ...(perRequest !== undefined ? { router_cpu_us_per_request: Math.round(perRequest), router_cpu_us_per_token: Math.round((perRequest / STREAM_TOKENS) * 10) / 10 } : {}),
+    };
+  } finally {
+    await server.close();
+    await router.close();
+  }
+}
+
 function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {
   return world.load(opts, { ownThread: true });
 }
 
-function requestBody(tokens: number, stream: boolean): string {
+function requestBody(tokens: number, stream: boolean, maxTokens = OUTPUT_TOKENS): string {
   const prompt = Array.from({ length: tokens }, (_, i) => (i * 7919) % 50_000);
-  return JSON.stringify({ model: MODEL, prompt, max_tokens: OUTPUT_TOKENS, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) });
+  return JSON.stringify({ model: MODEL, prompt, max_tokens: maxTokens, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) });
 }

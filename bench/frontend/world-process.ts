@@ -10,6 +10,8 @@ import type { WorldReply, WorldRequest } from './world.js';
 
 export interface World {
   engineUrl: string;
+  /** An engine that streams `streamTokens` tokens a write per token, 1 ms apart. */
+  streamingEngineUrl: string;
   /**
    * Runs a load. `ownThread`: the load generator gets its own thread (closed loop: as fast as
    * possible); otherwise it shares the engine's.
@@ -18,20 +20,20 @@ export interface World {
   close(): Promise<void>;
 }
 
-export async function startWorld(outputTokens: number): Promise<World> {
+export async function startWorld(outputTokens: number, streamTokens = 64): Promise<World> {
   const child = fork(new URL('./world.ts', import.meta.url), [], {
     execArgv: ['--import', 'tsx', '--no-allocation-site-pretenuring'],
-    env: { ...process.env, KVROUTE_BENCH_OUTPUT_TOKENS: String(outputTokens) },
+    env: { ...process.env, KVROUTE_BENCH_OUTPUT_TOKENS: String(outputTokens), KVROUTE_BENCH_STREAM_TOKENS: String(streamTokens) },
     serialization: 'advanced', // the latency arrays cross as Float64Arrays
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let exited: Error | undefined;
-  const engineUrl = await new Promise<string>((resolve, reject) => {
+  const { engineUrl, streamingEngineUrl } = await new Promise<{ engineUrl: string; streamingEngineUrl: string }>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`the bench world exited with code ${code} before it was ready`)));
-    child.once('message', (m: WorldReply) => (m.op === 'ready' ? resolve(m.engineUrl) : reject(new Error(`unexpected ${m.op}`))));
+    child.once('message', (m: WorldReply) => (m.op === 'ready' ? resolve(m) : reject(new Error(`unexpected ${m.op}`))));
   });
   child.removeAllListeners('exit');
   child.on('exit', (code) => {
@@ -48,6 +50,7 @@ export async function startWorld(outputTokens: number): Promise<World> {
   });
   return {
     engineUrl,
+    streamingEngineUrl,
     load(load, o) {
       if (exited) return Promise.reject(exited);
       const id = nextId++;

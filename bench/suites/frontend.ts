@@ -61,6 +61,23 @@ export const suite: BenchSuite = {
         note: `${o.router_gc.scavenges_per_s} scavenges/s over the rounds, longest ${o.router_gc.scavenge_max_ms} ms, ${o.router_gc.full_gcs} full GCs`,
       });
     }
+    const pt = r.per_token;
+    figures.push({
+      name: `streamed tokens per second, ${pt.stream_tokens}-token streams written a token at a time, ${pt.concurrency} in flight`,
+      value: pt.tokens_per_s,
+      unit: 'tokens/s',
+      better: 'higher',
+      note: `the engine writes a token every ${pt.token_gap_ms} ms per stream, so this is bounded by the engine, not the router${pt.failed ? `; ${pt.failed} failed` : ''}`,
+    });
+    if (pt.router_cpu_us_per_token !== undefined) {
+      figures.push({
+        name: `router thread CPU per streamed token, ${pt.stream_tokens}-token streams written a token at a time`,
+        value: pt.router_cpu_us_per_token,
+        unit: 'us',
+        better: 'lower',
+        note: `a request's CPU over its tokens, its routing included (${pt.router_cpu_us_per_request} us per request)`,
+      });
+    }
     const rows = r.overhead.map((o) => {
       const t = r.throughput.find((x) => x.prompt_tokens === o.prompt_tokens && x.stream === o.stream)!;
       return `| ${label(o.prompt_tokens, o.stream)} | ${o.arrivals} | ${t.rps} | ${t.router_cpu_us_per_request ?? 'n/a'} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} | ${o.round_overhead_p99_ms.join(', ')} | ${o.pooled_overhead_p99_ms} | ${o.router_gc.scavenges_per_s}, ${o.router_gc.scavenge_p50_ms} / ${o.router_gc.scavenge_max_ms} |`;
@@ -77,6 +94,10 @@ export const suite: BenchSuite = {
       `straight to the engine at the same percentile, in ${r.overhead[0]?.rounds ?? 0} alternating rounds (direct then routed, then routed`,
       'then direct, ...); the figure is the median over the rounds, so a stall of the shared machine',
       'that hits one run moves one round. Pooled: all rounds\' latencies together.',
+      '',
+      `Long streams: ${pt.stream_tokens}-token answers that the engine writes a token at a time (${pt.token_gap_ms} ms apart, a socket read`,
+      `and a client write per token at the router), ${pt.concurrency} in flight: ${pt.tokens_per_s} tokens/s, router CPU ${pt.router_cpu_us_per_token ?? 'n/a'} us per token`,
+      `(${pt.router_cpu_us_per_request ?? 'n/a'} us per request).`,
       '',
       '| request | arrivals (overhead) | req/s | router thread CPU per request (us) | latency p50 / p99 (ms), closed loop | direct p50 / p99 (ms), pooled | routed p50 / p99 (ms), pooled | overhead p50 / p99 (ms), median of rounds | overhead p99 per round (ms) | pooled overhead p99 (ms) | router scavenges: per s, p50 / max (ms) |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
