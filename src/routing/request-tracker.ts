@@ -31,7 +31,9 @@ export interface TrackerSummary {
   engineKvHitRate?: number;
 }
 
-export const defaultClock = (): number => performance.timeOrigin + performance.now();
+// Read once: the getter validates its receiver on every call, and this clock runs per token.
+const TIME_ORIGIN = performance.timeOrigin;
+export const defaultClock = (): number => TIME_ORIGIN + performance.now();
 
 export class RequestTracker {
   private readonly permit = new Semaphore(1);

@@ -46,6 +46,28 @@ describe('FrameBatcher', () => {
     expect(await b.nextBatch()).toEqual({ text: '', done: true });
   });
 
+  it('batchers of the same turn each end their batch at its end, and start afresh in the next', async () => {
+    const s1 = pushed();
+    const s2 = pushed();
+    const b1 = new FrameBatcher(s1.stream);
+    const b2 = new FrameBatcher(s2.stream);
+    s1.push('a');
+    s2.push('b');
+    s2.push('c');
+    expect(await Promise.all([b1.nextBatch(), b2.nextBatch()])).toEqual([
+      { text: 'a', done: false },
+      { text: 'bc', done: false },
+    ]);
+    const next1 = b1.nextBatch();
+    const next2 = b2.nextBatch();
+    await new Promise((r) => setImmediate(r));
+    s1.push('d');
+    s1.push('e');
+    s2.push(null);
+    expect(await next1).toEqual({ text: 'de', done: false });
+    expect(await next2).toEqual({ text: '', done: true });
+  });
+
   it('pulls nothing while nobody asks for a batch (backpressure)', async () => {
     const s = pushed();
     const b = new FrameBatcher(s.stream);
