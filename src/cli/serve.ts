@@ -44,6 +44,10 @@ Routing:
   --max-queued-prefill-tokens N   backpressure: refuse (429) above this many queued prompt tokens
   --enforce-disagg        fail requests instead of serving them aggregated without prefill workers
   --no-fallback           fail a request whose prefill leg fails instead of serving it aggregated
+  --session-header NAME   session affinity: requests with this header (e.g. x-session-id) go to
+                          the workers their session's earlier requests went to, while those can
+                          serve (explicit worker hints win)
+  --session-ttl-ms N      a session unused this long is forgotten (default 600000)
 
 Operations:
   --admin-token TOKEN     bearer token of /admin (env KVROUTE_ADMIN_TOKEN); without one, the admin
@@ -83,6 +87,8 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
       'max-queued-prefill-tokens': { type: 'string' },
       'enforce-disagg': { type: 'boolean', default: false },
       'no-fallback': { type: 'boolean', default: false },
+      'session-header': { type: 'string' },
+      'session-ttl-ms': { type: 'string' },
       'admin-token': { type: 'string' },
       'max-body-bytes': { type: 'string' },
       'health-interval-ms': { type: 'string' },
@@ -118,6 +124,12 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
   if (values['prefill-policy']) raw.prefillRouting = { ...((raw.prefillRouting as object | undefined) ?? routing), policy: checkPolicy(values['prefill-policy'], '--prefill-policy') };
   if (values['enforce-disagg']) raw.enforceDisagg = true;
   if (values['no-fallback']) raw.fallbackToAggregated = false;
+  if (values['session-header'] !== undefined || values['session-ttl-ms'] !== undefined) {
+    const session = { ...(typeof raw.sessionAffinity === 'object' ? raw.sessionAffinity : {}) } as Record<string, unknown>;
+    if (values['session-header'] !== undefined) session.header = values['session-header'];
+    if (values['session-ttl-ms'] !== undefined) session.ttlMs = intFlag(values['session-ttl-ms'], '--session-ttl-ms', 1, 86_400_000);
+    raw.sessionAffinity = session;
+  }
   const adminToken = values['admin-token'] ?? env.KVROUTE_ADMIN_TOKEN;
   if (adminToken) raw.adminToken = adminToken;
   if (values['max-body-bytes']) raw.maxBodyBytes = intFlag(values['max-body-bytes'], '--max-body-bytes', 1024, 1 << 30);

@@ -1,7 +1,8 @@
 // Routing hints a client or an upstream endpoint picker sends (PROTOCOLS.md section 4): the
-// headers x-worker-instance-id, x-prefill-instance-id, x-dp-rank and x-prefill-dp-rank, and the
-// same hints in the body's `nvext` object (Dynamo's extension). A malformed hint is the client's
-// mistake: InvalidRoutingHintError (a RangeError, so frontends answer 400) says which and why.
+// headers x-worker-instance-id, x-prefill-instance-id, x-dp-rank and x-prefill-dp-rank, the same
+// hints in the body's `nvext` object (Dynamo's extension), and, when session affinity is on, the
+// session id header. A malformed hint is the client's mistake: InvalidRoutingHintError (a
+// RangeError, so frontends answer 400) says which and why.
 
 export interface RoutingHints {
   /** Pin the decode (or aggregated) worker. */
@@ -10,6 +11,13 @@ export interface RoutingHints {
   prefillWorkerId?: number;
   dpRank?: number;
   prefillDpRank?: number;
+  /** Session affinity: requests of one session go where its earlier requests went. */
+  sessionId?: string;
+}
+
+export interface HintOptions {
+  /** The session id header (lower case); absent: session affinity is off. */
+  sessionHeader?: string;
 }
 
 export class InvalidRoutingHintError extends RangeError {
@@ -23,7 +31,7 @@ const WORKER_MAX = Number.MAX_SAFE_INTEGER;
 const RANK_MAX = 0xffff;
 
 interface HintSpec {
-  key: keyof RoutingHints;
+  key: 'workerId' | 'prefillWorkerId' | 'dpRank' | 'prefillDpRank';
   header: string;
   /** nvext field names, first present wins (Dynamo's aliases). */
   nvext: readonly string[];
@@ -43,8 +51,12 @@ export const HINT_HEADERS: readonly string[] = SPECS.map((s) => s.header);
  * Hints from request headers (names matched case-insensitively) and the body's `nvext`. A hint
  * given both ways must agree. Empty headers count as absent.
  */
-export function parseRoutingHints(headers: HeaderBag | undefined, nvext?: unknown): RoutingHints {
+export function parseRoutingHints(headers: HeaderBag | undefined, nvext?: unknown, opts: HintOptions = {}): RoutingHints {
   const hints: RoutingHints = {};
+  if (opts.sessionHeader !== undefined) {
+    const id = headerText(headers, opts.sessionHeader);
+    if (id !== undefined) hints.sessionId = checkSessionId(id, opts.sessionHeader);
+  }
   const ext = nvextObject(nvext);
   for (const spec of SPECS) {
     const fromHeader = headerValue(headers, spec);
@@ -69,22 +81,36 @@ function nvextObject(nvext: unknown): Record<string, unknown> | undefined {
 }
 
 function headerValue(headers: HeaderBag | undefined, spec: HintSpec): number | undefined {
+  const text = headerText(headers, spec.header);
+  if (text === undefined) return undefined;
+  if (!/^\d{1,16}$/.test(text) || Number(text) > spec.max) {
+    throw new InvalidRoutingHintError(`header ${spec.header} must be an integer in [0, ${spec.max}], got '${text.slice(0, 64)}'`);
+  }
+  return Number(text);
+}
+
+/** A header's trimmed value (undefined when absent or empty); repeated, its copies must agree. */
+function headerText(headers: HeaderBag | undefined, name: string): string | undefined {
   if (!headers) return undefined;
   let raw: string | string[] | null | undefined;
-  if (typeof (headers as { get?: unknown }).get === 'function') raw = (headers as { get(n: string): string | null }).get(spec.header);
-  else raw = lookup(headers as Record<string, string | string[] | undefined>, spec.header);
+  if (typeof (headers as { get?: unknown }).get === 'function') raw = (headers as { get(n: string): string | null }).get(name);
+  else raw = lookup(headers as Record<string, string | string[] | undefined>, name);
   if (Array.isArray(raw)) {
     const distinct = [...new Set(raw.map((r) => r.trim()))];
-    if (distinct.length > 1) throw new InvalidRoutingHintError(`header ${spec.header} was sent ${raw.length} times with different values`);
+    if (distinct.length > 1) throw new InvalidRoutingHintError(`header ${name} was sent ${raw.length} times with different values`);
     raw = distinct[0];
   }
   if (raw === undefined || raw === null) return undefined;
   const text = raw.trim();
-  if (text === '') return undefined;
-  if (!/^\d{1,16}$/.test(text) || Number(text) > spec.max) {
-    throw new InvalidRoutingHintError(`header ${spec.header} must be an integer in [0, ${spec.max}], got '${raw.slice(0, 64)}'`);
-  }
-  return Number(text);
+  return text === '' ? undefined : text;
+}
+
+const SESSION_ID_RE = /^[\x21-\x7e]{1,256}$/;
+
+/** A session id: 1 to 256 visible ASCII characters (it is a map key, and echoed in errors). */
+export function checkSessionId(id: string, where = 'session id'): string {
+  if (!SESSION_ID_RE.test(id)) throw new InvalidRoutingHintError(`${where} must be 1 to 256 visible ASCII characters`);
+  return id;
 }
 
 function lookup(headers: Record<string, string | string[] | undefined>, name: string): string | string[] | undefined {

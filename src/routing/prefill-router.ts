@@ -19,6 +19,7 @@ import { runBootstrap } from './disagg-bootstrap.js';
 import { runSequential } from './disagg-sequential.js';
 import { DisaggregationRequiredError, PrefillUnusableError } from './errors.js';
 import type { RoutingHints } from './hints.js';
+import { type BoundWorker, type SessionBinding, SessionAffinity } from './session-affinity.js';
 import { type Booking, KvRouter, type LegOptions, type LegRoute } from './kv-router.js';
 import { type PhaseRouting, RequestTracker, type TrackerSummary, defaultClock } from './request-tracker.js';
 import { type RoutedResponse, type RouterRequest, expectedOutputTokens, validateRouterRequest } from './router-request.js';
@@ -39,6 +40,8 @@ export interface PrefillRouterOptions {
   /** Source of 63-bit random room values (tests pin it). */
   randomRoom?: () => bigint;
   clock?: () => number;
+  /** Session affinity: requests with a session id go where the session's earlier requests went. */
+  sessions?: SessionAffinity;
   /** Called once per request when its last leg finished, with its tracker's summary. */
   onRequestDone?(done: RequestDone): void;
   onEvent?(event: PrefillRouterEvent): void;
@@ -85,6 +88,7 @@ export class PrefillRouter {
   readonly enforceDisagg: boolean;
   readonly fallbackToAggregated: boolean;
   readonly randomRoom: () => bigint;
+  readonly sessions?: SessionAffinity;
   private readonly clock: () => number;
   private readonly onRequestDone?: (done: RequestDone) => void;
   private readonly onEvent?: (event: PrefillRouterEvent) => void;
@@ -117,6 +121,8 @@ export class PrefillRouter {
     this.fallbackToAggregated = o.fallbackToAggregated ?? true;
     this.randomRoom = o.randomRoom ?? randomRoomValue;
     this.clock = o.clock ?? defaultClock;
+    if (o.sessions !== undefined && !(o.sessions instanceof SessionAffinity)) throw new TypeError(`options.sessions must be a SessionAffinity, got ${describe(o.sessions)}`);
+    this.sessions = o.sessions;
     this.onRequestDone = o.onRequestDone;
     this.onEvent = o.onEvent;
     this.wasActive = this.active;
@@ -141,7 +147,7 @@ export class PrefillRouter {
    * client's signal fired, or a TypeError/RangeError for a malformed request.
    */
   async handle(request: RouterRequest): Promise<RoutedResponse> {
-    const req = validateRouterRequest(request);
+    const req = this.withSessionPins(validateRouterRequest(request));
     if (req.signal.aborted) throw abortError(req.signal);
     this.counts.requests++;
     const ctx: RequestContext = { req, tracker: new RequestTracker(req.requestId, this.clock), stream: req.body.stream === true };
@@ -163,8 +169,10 @@ export class PrefillRouter {
   }
 
   /** What handle() would choose now, without booking or advancing anything (for explanations). */
-  query(tokens: Uint32Array, hints: RoutingHints = {}, opts: { requestId?: string; loraName?: string } = {}): RouteQuery {
+  query(tokens: Uint32Array, clientHints: RoutingHints = {}, opts: { requestId?: string; loraName?: string } = {}): RouteQuery {
     const base = { requestId: opts.requestId, loraName: opts.loraName };
+    const sessionId = clientHints.sessionId;
+    const hints = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.usable(this.sessions.peek(sessionId) ?? {}));
     if (!this.active) {
       if (this.enforceDisagg) throw new DisaggregationRequiredError();
       return { mode: 'aggregated', decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
@@ -277,6 +285,11 @@ export class PrefillRouter {
     decode: Booking | undefined,
     payload: { stream?: AsyncIterable<SseEvent>; body?: unknown },
   ): RoutedResponse {
+    const sessionId = ctx.req.hints.sessionId;
+    if (sessionId !== undefined && this.sessions) {
+      const at = (b: Booking | undefined) => b && { worker: b.decision.worker, dpRank: b.decision.dpRank };
+      this.sessions.bind(sessionId, { decode: at(decode), prefill: mode === 'disaggregated' ? at(prefill) : undefined });
+    }
     const headers: Record<string, string> = { 'x-request-id': ctx.req.requestId, 'x-kvroute-mode': mode };
     const direct = ctx.req.hints.prefillWorkerId === undefined ? undefined : { worker: ctx.req.hints.prefillWorkerId, dpRank: ctx.req.hints.prefillDpRank };
     const booked = prefill && { worker: prefill.decision.worker, dpRank: prefill.decision.dpRank };
@@ -295,6 +308,36 @@ export class PrefillRouter {
   }
 
   // ---- private ----
+
+  /** The request with its session's workers pinned where the client pinned nothing itself. */
+  private withSessionPins(req: RouterRequest): RouterRequest {
+    const sessionId = req.hints.sessionId;
+    if (sessionId === undefined || !this.sessions) return req;
+    const bound = this.sessions.resolve(sessionId, (pool, worker) => (pool === 'decode' ? this.decode : this.prefill).pool.isSelectable(worker));
+    const hints = this.pinned(req.hints, bound);
+    return hints === req.hints ? req : withFields(req, { hints });
+  }
+
+  /** The bound workers that can serve now (a worker that left, drained or failed is routed anew). */
+  private usable(b: SessionBinding): SessionBinding {
+    const ok = (router: KvRouter, w: BoundWorker | undefined) => (w && router.pool.isSelectable(w.worker) ? w : undefined);
+    return { decode: ok(this.decode, b.decode), prefill: ok(this.prefill, b.prefill) };
+  }
+
+  /** `hints` with the bound workers (and their ranks, while still in range) filling what is unset. */
+  private pinned(hints: RoutingHints, bound: SessionBinding): RoutingHints {
+    const pins: RoutingHints = {};
+    const rankOf = (router: KvRouter, w: BoundWorker) => (w.dpRank < (router.pool.get(w.worker)?.dpSize ?? 1) ? w.dpRank : undefined);
+    if (hints.workerId === undefined && bound.decode) {
+      pins.workerId = bound.decode.worker;
+      if (hints.dpRank === undefined) pins.dpRank = rankOf(this.decode, bound.decode);
+    }
+    if (hints.prefillWorkerId === undefined && bound.prefill) {
+      pins.prefillWorkerId = bound.prefill.worker;
+      if (hints.prefillDpRank === undefined) pins.prefillDpRank = rankOf(this.prefill, bound.prefill);
+    }
+    return pins.workerId === undefined && pins.prefillWorkerId === undefined ? hints : withFields(hints, pins);
+  }
 
   private servePassThrough(ctx: RequestContext): Promise<RoutedResponse> {
     if (this.enforceDisagg) throw new DisaggregationRequiredError();

@@ -3,7 +3,7 @@
 import { isSignalLike, type SignalLike } from '../core/cancellation.js';
 import { describe, expectInteger, expectUint32Array } from '../core/validate.js';
 import { OPENAI_ROUTES, type OpenAiRoute, type SseEvent } from '../engines/types.js';
-import type { RoutingHints } from './hints.js';
+import { checkSessionId, type RoutingHints } from './hints.js';
 
 export interface RouterRequest {
   route: OpenAiRoute;
@@ -54,6 +54,10 @@ export function validateRouterRequest(value: unknown): RouterRequest {
   if (h.prefillWorkerId !== undefined) expectInteger(h.prefillWorkerId, 'hints.prefillWorkerId', 0, Number.MAX_SAFE_INTEGER);
   if (h.dpRank !== undefined) expectInteger(h.dpRank, 'hints.dpRank', 0, 0xffff);
   if (h.prefillDpRank !== undefined) expectInteger(h.prefillDpRank, 'hints.prefillDpRank', 0, 0xffff);
+  if (h.sessionId !== undefined) {
+    if (typeof h.sessionId !== 'string') throw new TypeError(`hints.sessionId must be a string, got ${describe(h.sessionId)}`);
+    checkSessionId(h.sessionId, 'hints.sessionId');
+  }
   if (r.body.stream !== undefined && typeof r.body.stream !== 'boolean') throw new TypeError(`body.stream must be a boolean, got ${describe(r.body.stream)}`);
   return r as RouterRequest;
 }

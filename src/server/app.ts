@@ -60,7 +60,7 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
   const metrics = new RouterMetrics();
   const { createBackend } = await import('./wiring.js');
   const backend = await createBackend(config, { metrics, clock: opts.clock });
-  return new RouterImpl(config, metrics, backend, { tokenizer, chatTemplate, models: config.models }, opts.clock);
+  return new RouterImpl(config, metrics, backend, { tokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header }, opts.clock);
 }
 
 async function loadPreprocessing(config: RouterConfig, opts: CreateRouterOptions): Promise<{ tokenizer: TextTokenizer; chatTemplate: ChatTemplate }> {

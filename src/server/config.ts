@@ -47,6 +47,14 @@ export interface HealthConfig {
   blockGraceMs: number;
 }
 
+export interface SessionAffinityConfig {
+  /** The request header carrying the session id (lower case). */
+  header: string;
+  /** A session unused this long is forgotten. */
+  ttlMs: number;
+  maxSessions: number;
+}
+
 export type TokenizerConfig = { type: 'byte' } | { type: 'huggingface'; path: string };
 
 export interface RouterConfig {
@@ -67,6 +75,8 @@ export interface RouterConfig {
   enforceDisagg: boolean;
   /** Serve on the decode worker alone when the prefill leg fails. */
   fallbackToAggregated: boolean;
+  /** Requests with the session header go where the session's earlier requests went (off when absent). */
+  sessionAffinity?: SessionAffinityConfig;
   maxBodyBytes: number;
   /** Bearer token of the admin API; without one the admin API answers loopback clients only. */
   adminToken?: string;
@@ -106,6 +116,8 @@ export interface RouterConfigInput {
   prefillRouting?: Partial<PoolRoutingConfig>;
   enforceDisagg?: boolean;
   fallbackToAggregated?: boolean;
+  /** true (header x-session-id, 10 minutes, 100,000 sessions) or the settings to change. */
+  sessionAffinity?: boolean | Partial<SessionAffinityConfig>;
   maxBodyBytes?: number;
   adminToken?: string;
   health?: Partial<HealthConfig>;
@@ -140,7 +152,7 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   const c = obj(raw, 'config');
   knownKeys(c, 'config', [
     'host', 'port', 'model', 'models', 'tokenizer', 'chatTemplate', 'blockSize', 'indexerMode', 'maxIndexedBlocks',
-    'routing', 'prefillRouting', 'enforceDisagg', 'fallbackToAggregated', 'maxBodyBytes', 'adminToken', 'health',
+    'routing', 'prefillRouting', 'enforceDisagg', 'fallbackToAggregated', 'sessionAffinity', 'maxBodyBytes', 'adminToken', 'health',
     'seed', 'workers',
   ]);
   const decode = parsePoolRouting(c.routing, 'routing', defaultPoolRouting());
@@ -158,6 +170,7 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
     prefill: parsePoolRouting(c.prefillRouting, 'prefillRouting', decode),
     enforceDisagg: bool(c.enforceDisagg ?? false, 'enforceDisagg'),
     fallbackToAggregated: bool(c.fallbackToAggregated ?? true, 'fallbackToAggregated'),
+    sessionAffinity: parseSessionAffinity(c.sessionAffinity),
     maxBodyBytes: int(c.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, 'maxBodyBytes', 1024, 1 << 30),
     adminToken: c.adminToken === undefined || c.adminToken === '' ? undefined : str(c.adminToken, 'adminToken'),
     health: parseHealth(c.health),
@@ -169,6 +182,21 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   config.workers = workers.map((w, i) => parseWorkerConfig(w, `workers[${i}]`));
   checkUniqueIds(config.workers);
   return config;
+}
+
+export const DEFAULT_SESSION_HEADER = 'x-session-id';
+
+function parseSessionAffinity(raw: unknown): SessionAffinityConfig | undefined {
+  if (raw === undefined || raw === false) return undefined;
+  const s = raw === true ? {} : obj(raw, 'sessionAffinity');
+  knownKeys(s, 'sessionAffinity', ['header', 'ttlMs', 'maxSessions']);
+  const header = str(s.header ?? DEFAULT_SESSION_HEADER, 'sessionAffinity.header').toLowerCase();
+  if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(header)) throw new TypeError(`sessionAffinity.header must be an HTTP header name, got '${header}'`);
+  return {
+    header,
+    ttlMs: int(s.ttlMs ?? 600_000, 'sessionAffinity.ttlMs', 1, 86_400_000),
+    maxSessions: int(s.maxSessions ?? 100_000, 'sessionAffinity.maxSessions', 1, 10_000_000),
+  };
 }
 
 export function defaultPoolRouting(): PoolRoutingConfig {
@@ -255,6 +283,7 @@ export function configToInput(c: RouterConfig): RouterConfigInput {
     prefillRouting: c.prefill,
     enforceDisagg: c.enforceDisagg,
     fallbackToAggregated: c.fallbackToAggregated,
+    sessionAffinity: c.sessionAffinity,
     maxBodyBytes: c.maxBodyBytes,
     adminToken: c.adminToken,
     health: c.health,

@@ -3,6 +3,7 @@
 // as they happen; state owned by other parts (bookings, event ingest, the registry) is read at
 // scrape time through MetricsSources, so the hot path pays nothing for it.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { SessionAffinityStats } from '../routing/session-affinity.js';
 
 export interface WorkerLoadSample {
   pool: string;
@@ -29,6 +30,8 @@ export interface MetricsSources {
   eventStats(): EventStatsSample[];
   indexStats(): Array<{ pool: string; blocks: number; workers: number }>;
   fallbacksToAggregated(): number;
+  /** Session affinity's counts, when it is on. */
+  sessionStats?(): SessionAffinityStats | undefined;
 }
 
 interface Observer {
@@ -199,6 +202,28 @@ export class RouterMetrics {
             if (n > 0) this.inc({ worker: String(s.worker), reason }, n);
           }
         }
+      },
+    });
+    new Gauge({
+      name: 'kvroute_sessions',
+      help: 'Sessions remembered by session affinity',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = self.sources?.sessionStats?.();
+        if (s) this.set(s.sessions);
+      },
+    });
+    new Counter({
+      name: 'kvroute_session_requests_total',
+      help: "Requests with a session id, by result: hit (sent to the session's workers), bound (a new session), rebound (its worker could no longer serve)",
+      labelNames: ['result'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = self.sources?.sessionStats?.();
+        if (!s) return;
+        for (const result of ['hit', 'bound', 'rebound'] as const) this.inc({ result }, s[result === 'hit' ? 'hits' : result]);
       },
     });
     new Counter({

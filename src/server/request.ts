@@ -41,6 +41,8 @@ export interface Preprocessor {
   tokenizer: TextTokenizer;
   chatTemplate: ChatTemplate;
   models: readonly string[];
+  /** The session affinity header, when affinity is on. */
+  sessionHeader?: string;
 }
 
 const MAX_PROMPT_TOKENS = 1 << 22;
@@ -125,7 +127,7 @@ export function prepareRequest(
 ): PreparedRequest {
   checkModel(body.model, pre.models);
   checkCommonFields(body);
-  const hints = routingHints(headers, body.nvext);
+  const hints = routingHints(headers, body.nvext, pre.sessionHeader);
   const stream = body.stream === true;
   const forEngine: Record<string, unknown> = copyFields(body);
   delete forEngine.nvext; // addressed to the router, not the engine
@@ -255,9 +257,9 @@ function chatToCompletionsBody(chat: Record<string, unknown>, tokens: Uint32Arra
 }
 
 /** Routing hints (PROTOCOLS.md section 4 headers, or Dynamo's `nvext`), parsed by the routing layer; a bad one is a 400. */
-export function routingHints(headers: Record<string, string | undefined>, nvext: unknown): RoutingHints {
+export function routingHints(headers: Record<string, string | undefined>, nvext: unknown, sessionHeader?: string): RoutingHints {
   try {
-    return parseRoutingHints(headers, nvext);
+    return parseRoutingHints(headers, nvext, { sessionHeader });
   } catch (err) {
     if (err instanceof RangeError) throw badRequest(err.message, 'invalid_routing_hint');
     throw err;

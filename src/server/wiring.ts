@@ -9,6 +9,7 @@ import type { WorkerInfo } from '../engines/types.js';
 import { EventIngest } from '../events/ingest.js';
 import { KvRouter, type KvRouterCore } from '../routing/kv-router.js';
 import { PrefillRouter } from '../routing/prefill-router.js';
+import { SessionAffinity } from '../routing/session-affinity.js';
 import { WorkerPool } from '../routing/worker-pool.js';
 import type { Backend, LegExplanation, RouteExplanation } from './backend.js';
 import type { PoolRoutingConfig, RouterConfig, WorkerConfig, WorkerRole } from './config.js';
@@ -44,9 +45,11 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     prefill: buildPool('prefill', config, config.prefill, ['prefill'], clients, o),
     decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], clients, o),
   };
+  const sessions = config.sessionAffinity && new SessionAffinity({ ttlMs: config.sessionAffinity.ttlMs, maxSessions: config.sessionAffinity.maxSessions, clock: o.clock });
   const router = new PrefillRouter({
     prefill: parts.prefill.router,
     decode: parts.decode.router,
+    sessions,
     enforceDisagg: config.enforceDisagg,
     fallbackToAggregated: config.fallbackToAggregated,
     clock: o.clock,
@@ -137,6 +140,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         ),
       indexStats: () => [parts.prefill, parts.decode].map((p) => ({ pool: p.name, ...p.indexer.stats() })),
       fallbacksToAggregated: () => router.stats().fallbacks,
+      sessionStats: () => sessions?.stats(),
     },
     async close() {
       clearInterval(sweep);

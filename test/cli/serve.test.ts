@@ -39,6 +39,14 @@ describe('kvroute serve options', () => {
     expect(o.config.adminToken).toBe('t0k');
   });
 
+  it('turns session affinity on with --session-header (and --session-ttl-ms)', async () => {
+    expect((await opts([])).config.sessionAffinity).toBeUndefined();
+    expect((await opts(['--session-header', 'X-Conversation'])).config.sessionAffinity).toEqual({ header: 'x-conversation', ttlMs: 600_000, maxSessions: 100_000 });
+    expect((await opts(['--session-ttl-ms', '5000'])).config.sessionAffinity).toMatchObject({ header: 'x-session-id', ttlMs: 5000 });
+    await expect(serveOptions(['--session-ttl-ms', '0'], {})).rejects.toThrow(/--session-ttl-ms/);
+    await expect(serveOptions(['--session-header', 'bad header'], {})).rejects.toThrow(/sessionAffinity.header must be an HTTP header name/);
+  });
+
   it('adds --worker flags to the fleet', async () => {
     const o = await opts(['--worker', 'id=1,role=aggregated,url=http://127.0.0.1:9001,events=tcp://127.0.0.1:5557', '--worker', 'id=2,url=http://127.0.0.1:9002']);
     expect(o.embedded).toBeUndefined();

@@ -28,6 +28,16 @@ describe('parseRoutingHints', () => {
     expect(() => parseRoutingHints({ 'x-worker-instance-id': '4' }, { backend_instance_id: 5 })).toThrow(/x-worker-instance-id \(4\) disagrees with nvext.backend_instance_id \(5\)/);
   });
 
+  it('reads the session id header only when session affinity names one', () => {
+    const h = { 'X-Session-Id': ' conv-42 ', 'x-worker-instance-id': '3' };
+    expect(parseRoutingHints(h)).toEqual({ workerId: 3 });
+    expect(parseRoutingHints(h, undefined, { sessionHeader: 'x-session-id' })).toEqual({ workerId: 3, sessionId: 'conv-42' });
+    expect(parseRoutingHints({ 'x-session-id': '' }, undefined, { sessionHeader: 'x-session-id' })).toEqual({});
+    expect(() => parseRoutingHints({ 'x-session-id': 'a b' }, undefined, { sessionHeader: 'x-session-id' })).toThrow(InvalidRoutingHintError);
+    expect(() => parseRoutingHints({ 'x-session-id': 'x'.repeat(257) }, undefined, { sessionHeader: 'x-session-id' })).toThrow(/1 to 256 visible ASCII/);
+    expect(() => parseRoutingHints({ 'x-session-id': ['a', 'b'] }, undefined, { sessionHeader: 'x-session-id' })).toThrow(/sent 2 times/);
+  });
+
   it('refuses malformed values with a clear RangeError naming the hint', () => {
     const bad: Array<[Record<string, string | string[]>, RegExp]> = [
       [{ 'x-worker-instance-id': 'abc' }, /x-worker-instance-id must be an integer in \[0, 9007199254740991\], got 'abc'/],

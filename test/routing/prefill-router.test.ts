@@ -4,6 +4,7 @@ import { EngineError } from '../../src/engines/errors.js';
 import type { EngineKind } from '../../src/engines/types.js';
 import { DisaggregationRequiredError, UnknownWorkerHintError } from '../../src/routing/errors.js';
 import { PrefillRouter } from '../../src/routing/prefill-router.js';
+import { SessionAffinity } from '../../src/routing/session-affinity.js';
 import { startFakeEngine } from '../engines/fake-engine.js';
 import { type Fleet, type FleetOptions, collect, request, startFleet, zeroTotals } from './harness.js';
 
@@ -256,6 +257,34 @@ describe('choosing workers', () => {
     } finally {
       await agg.close();
     }
+  });
+
+  it('session affinity: a session keeps its workers while they can serve; explicit hints win', async () => {
+    const sessions = new SessionAffinity();
+    const f = await start({ kind: 'vllm', prefill: 2, decode: 3, prefillPolicy: 'round_robin', decodePolicy: 'round_robin', router: { sessions } });
+    const where = (h: Record<string, string>) => [h['x-kvroute-prefill-worker'], h['x-kvroute-decode-worker']];
+    // Without a session, round robin moves every request on.
+    const free = new Set<string>();
+    for (let i = 0; i < 3; i++) free.add(where((await f.router.handle(request({ body: plain() }))).headers)[1]);
+    expect(free.size).toBe(3);
+    const first = where((await f.router.handle(request({ body: plain(), hints: { sessionId: 's1' } }))).headers);
+    for (let i = 0; i < 3; i++) {
+      expect(where((await f.router.handle(request({ body: plain(), hints: { sessionId: 's1' } }))).headers)).toEqual(first);
+    }
+    expect(sessions.stats()).toMatchObject({ sessions: 1, bound: 1, hits: 3, rebound: 0 });
+    // The session's decode worker stops serving: routed anew, then kept on the new one.
+    f.decodePool.setHealthy(Number(first[1]), false);
+    const moved = where((await f.router.handle(request({ body: plain(), hints: { sessionId: 's1' } }))).headers);
+    expect(moved[0]).toBe(first[0]);
+    expect(moved[1]).not.toBe(first[1]);
+    expect(f.router.query(Uint32Array.of(1, 2, 3, 4), { sessionId: 's1' }).decode.worker).toBe(Number(moved[1]));
+    expect(where((await f.router.handle(request({ body: plain(), hints: { sessionId: 's1' } }))).headers)).toEqual(moved);
+    expect(sessions.stats()).toMatchObject({ hits: 4, rebound: 1 });
+    // A client's own pin overrides the session (and the session follows it).
+    const pinned = String(f.decodeEngines.map((e) => e.id).find((id) => id !== Number(first[1]) && id !== Number(moved[1])));
+    expect(where((await f.router.handle(request({ body: plain(), hints: { sessionId: 's1', workerId: Number(pinned) } }))).headers)[1]).toBe(pinned);
+    expect(where((await f.router.handle(request({ body: plain(), hints: { sessionId: 's1' } }))).headers)[1]).toBe(pinned);
+    await drained(f);
   });
 
   it('decode is routed with overlap credit 0: a decode worker holding the prompt gains nothing', async () => {

@@ -18,6 +18,17 @@ describe('parseRouterConfig', () => {
     expect(c.workers).toEqual([]);
   });
 
+  it('reads session affinity: off by default, true for the defaults, or its settings', () => {
+    expect(parseRouterConfig({}).sessionAffinity).toBeUndefined();
+    expect(parseRouterConfig({ sessionAffinity: false }).sessionAffinity).toBeUndefined();
+    expect(parseRouterConfig({ sessionAffinity: true }).sessionAffinity).toEqual({ header: 'x-session-id', ttlMs: 600_000, maxSessions: 100_000 });
+    expect(parseRouterConfig({ sessionAffinity: { header: 'X-Chat', maxSessions: 10 } }).sessionAffinity).toEqual({ header: 'x-chat', ttlMs: 600_000, maxSessions: 10 });
+    expect(() => parseRouterConfig({ sessionAffinity: { header: 'a:b' } })).toThrow(/sessionAffinity.header/);
+    expect(() => parseRouterConfig({ sessionAffinity: { ttl: 5 } })).toThrow(/unknown field 'ttl'/);
+    expect(() => parseRouterConfig({ sessionAffinity: { ttlMs: -1 } })).toThrow(/sessionAffinity.ttlMs/);
+    expect(() => parseRouterConfig({ sessionAffinity: 'yes' })).toThrow(TypeError);
+  });
+
   it('expands a single KV event endpoint to one per dp rank (port + rank)', () => {
     const c = parseRouterConfig({
       workers: [{ id: 7, role: 'prefill', kind: 'sglang', baseUrl: 'http://10.0.0.1:30000/', dpSize: 3, kvEvents: 'tcp://10.0.0.1:5557', replayEndpoint: 'tcp://10.0.0.1:5600', bootstrap: { host: '10.0.0.1', port: 8998 } }],
