@@ -51,7 +51,9 @@ Routing:
 
 Operations:
   --admin-token TOKEN     bearer token of /admin (env KVROUTE_ADMIN_TOKEN); without one, the admin
-                          API answers loopback clients only
+                          API answers loopback clients only, and when --host is not a loopback
+                          address it is served on its own listener on 127.0.0.1 instead
+  --admin-port PORT       port of that loopback admin listener (default: --port + 1; 0 = any)
   --max-body-bytes N      request body limit, 413 above (default 4194304)
   --health-interval-ms N  period of worker health checks, 0 = off (default 5000)
   -h, --help              this help
@@ -90,6 +92,7 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
       'session-header': { type: 'string' },
       'session-ttl-ms': { type: 'string' },
       'admin-token': { type: 'string' },
+      'admin-port': { type: 'string' },
       'max-body-bytes': { type: 'string' },
       'health-interval-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -132,6 +135,7 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
   }
   const adminToken = values['admin-token'] ?? env.KVROUTE_ADMIN_TOKEN;
   if (adminToken) raw.adminToken = adminToken;
+  if (values['admin-port'] !== undefined) raw.adminPort = intFlag(values['admin-port'], '--admin-port', 0, 65535);
   if (values['max-body-bytes']) raw.maxBodyBytes = intFlag(values['max-body-bytes'], '--max-body-bytes', 1024, 1 << 30);
   if (values['health-interval-ms']) raw.health = { ...((raw.health as object | undefined) ?? {}), intervalMs: intFlag(values['health-interval-ms'], '--health-interval-ms', 0, 3_600_000) };
   const flagWorkers = (values.worker ?? []).map((spec) => {

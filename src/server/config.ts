@@ -78,8 +78,13 @@ export interface RouterConfig {
   /** Requests with the session header go where the session's earlier requests went (off when absent). */
   sessionAffinity?: SessionAffinityConfig;
   maxBodyBytes: number;
-  /** Bearer token of the admin API; without one the admin API answers loopback clients only. */
+  /**
+   * Bearer token of the admin API. Without one the admin API answers loopback clients only, and
+   * when the router listens beyond loopback it is served on a listener of its own on 127.0.0.1.
+   */
   adminToken?: string;
+  /** That loopback admin listener's port (default: port + 1; 0 = any free one). */
+  adminPort?: number;
   health: HealthConfig;
   /** Seed of routing ties (reproducible runs). */
   seed?: number;
@@ -120,6 +125,7 @@ export interface RouterConfigInput {
   sessionAffinity?: boolean | Partial<SessionAffinityConfig>;
   maxBodyBytes?: number;
   adminToken?: string;
+  adminPort?: number;
   health?: Partial<HealthConfig>;
   seed?: number;
   workers?: WorkerInput[];
@@ -152,7 +158,7 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   const c = obj(raw, 'config');
   knownKeys(c, 'config', [
     'host', 'port', 'model', 'models', 'tokenizer', 'chatTemplate', 'blockSize', 'indexerMode', 'maxIndexedBlocks',
-    'routing', 'prefillRouting', 'enforceDisagg', 'fallbackToAggregated', 'sessionAffinity', 'maxBodyBytes', 'adminToken', 'health',
+    'routing', 'prefillRouting', 'enforceDisagg', 'fallbackToAggregated', 'sessionAffinity', 'maxBodyBytes', 'adminToken', 'adminPort', 'health',
     'seed', 'workers',
   ]);
   const decode = parsePoolRouting(c.routing, 'routing', defaultPoolRouting());
@@ -173,6 +179,7 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
     sessionAffinity: parseSessionAffinity(c.sessionAffinity),
     maxBodyBytes: int(c.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, 'maxBodyBytes', 1024, 1 << 30),
     adminToken: c.adminToken === undefined || c.adminToken === '' ? undefined : str(c.adminToken, 'adminToken'),
+    adminPort: c.adminPort === undefined ? undefined : int(c.adminPort, 'adminPort', 0, 65535),
     health: parseHealth(c.health),
     seed: c.seed === undefined ? undefined : int(c.seed, 'seed', 0, 2 ** 32 - 1),
     workers: [],
@@ -286,6 +293,7 @@ export function configToInput(c: RouterConfig): RouterConfigInput {
     sessionAffinity: c.sessionAffinity,
     maxBodyBytes: c.maxBodyBytes,
     adminToken: c.adminToken,
+    adminPort: c.adminPort,
     health: c.health,
     seed: c.seed,
     workers: c.workers.map(workerToInput),

@@ -108,9 +108,9 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-cache',
 };
 
-/** Normalises a peer address for the loopback check (IPv4-mapped IPv6 included). */
+/** A loopback peer or bind address, in its usual spellings (IPv4-mapped IPv6 included). */
 export function isLoopback(address: string | undefined): boolean {
   if (!address) return false;
   const a = address.toLowerCase();
-  return a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.') || a === '0000:0000:0000:0000:0000:0000:0000:0001';
+  return a === 'localhost' || a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.') || a === '0000:0000:0000:0000:0000:0000:0000:0001';
 }

@@ -2,6 +2,7 @@
 // after onAborted fired or after it was ended; writes from async continuations go inside
 // res.cork(); write() returning false means "buffered, stop writing until onWritable" (the data is
 // kept by uWS and never resent). Every request is answered exactly once.
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { Cancellation } from '../core/cancellation.js';
@@ -19,6 +20,13 @@ export interface ListenOptions {
   host?: string;
   /** 0 lets the OS choose. */
   port?: number;
+  /**
+   * What this listener answers: every route (the default), every route but the admin API
+   * ('public', whose admin requests get a 403 saying `adminElsewhere`), or the admin API alone.
+   */
+  routes?: 'all' | 'public' | 'admin';
+  /** With routes 'public': where the admin API is served instead. */
+  adminElsewhere?: string;
 }
 
 export interface RunningServer {
@@ -41,8 +49,18 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 export function listenUws(handler: CallHandler, opts: ListenOptions = {}): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
+  const routes = opts.routes ?? 'all';
+  if (routes !== 'all' && routes !== 'public' && routes !== 'admin') throw new TypeError(`routes must be 'all', 'public' or 'admin', got '${String(routes)}'`);
+  const refusal = routes === 'all' ? undefined : refusalReply(routes, opts.adminElsewhere);
   const app = uWS.App();
-  app.any('/*', (res, req) => onRequest(handler, res, req));
+  app.any('/*', (res, req) => {
+    if (refusal) {
+      const path = req.getUrl();
+      const admin = path === '/admin' || path.startsWith('/admin/');
+      if (admin !== (routes === 'admin')) return refuse(res, req, refusal);
+    }
+    onRequest(handler, res, req);
+  });
   return new Promise((resolve, reject) => {
     app.listen(host, opts.port ?? 0, (token) => {
       if (!token) {
@@ -202,6 +220,28 @@ function remoteAddressOf(res: HttpResponse): string {
   if (text === '0000:0000:0000:0000:0000:ffff:7f00:0001') return '127.0.0.1';
   return text;
 }
+
+function refusalReply(routes: 'public' | 'admin', adminElsewhere: string | undefined): HttpReply {
+  const [status, code, message] =
+    routes === 'public'
+      ? [403, 'admin_not_here', `the admin API is not served on this listener${adminElsewhere ? `: ${adminElsewhere}` : ''}`]
+      : [404, 'unknown_route', 'this listener serves the admin API (/admin) only'];
+  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message, type: routes === 'public' ? 'permission_error' : 'invalid_request_error', code } }) };
+}
+
+/** Answers at once; a request body still arriving is not read (the connection is closed after). */
+function refuse(res: HttpResponse, req: HttpRequest, reply: HttpReply): void {
+  const bodyless = BODYLESS.has(req.getMethod().toUpperCase());
+  const id = req.getHeader('x-request-id');
+  const requestId = REQUEST_ID_RE.test(id) ? id : randomUUID();
+  res.cork(() => {
+    writeHead(res, reply);
+    res.writeHeader('x-request-id', requestId);
+    res.end(reply.body, !bodyless);
+  });
+}
+
+const REQUEST_ID_RE = /^[\x21-\x7e]{1,256}$/;
 
 function internalErrorReply(err: unknown): HttpReply {
   const message = err instanceof Error ? err.message : String(err);

@@ -37,6 +37,8 @@ describe('kvroute serve options', () => {
     expect(o.config.decode.policy).toBe('round_robin');
     expect(o.config.decode.maxQueuedPrefillTokens).toBe(262144);
     expect(o.config.adminToken).toBe('t0k');
+    expect((await opts(['--admin-port', '9300'])).config.adminPort).toBe(9300);
+    await expect(serveOptions(['--admin-port', '70000'], {})).rejects.toThrow(/--admin-port/);
   });
 
   it('turns session affinity on with --session-header (and --session-ttl-ms)', async () => {
