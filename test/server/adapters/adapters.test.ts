@@ -14,10 +14,13 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
   let router: Router;
   let server: Frontend;
   let client: OpenAI;
+  const post = (body: object, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+    fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal });
 
   beforeAll(async () => {
     fleet = await startEmbeddedFleet({ prefill: 1, decode: 1, style: 'vllm', speedup: 200, blockSize: BLOCK_SIZE, kvBlocks: 1024, model: MODEL });
-    router = await createRouter({ blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, maxBodyBytes: 4096, workers: fleet.workers });
+    // Queued prefill work is capped, so the backpressure test can fill it with one request.
+    router = await createRouter({ blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, maxBodyBytes: 4096, routing: { maxQueuedPrefillTokens: 150 }, workers: fleet.workers });
     server = await startFrontend(name, router);
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
   });
@@ -50,6 +53,48 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
     const big = await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: prompt(6000) }) });
     expect(big.status).toBe(413);
     await expect(client.completions.create({ model: 'unknown-model', prompt: 'x' })).rejects.toMatchObject({ status: 404 });
+    const wrongType = await post({ model: MODEL, prompt: 'x', max_tokens: 'eight' });
+    expect(wrongType.status).toBe(400);
+    expect(((await wrongType.json()) as ErrorBody).error.code).toBe('invalid_type');
+  });
+
+  it('echoes X-Request-Id, or generates one, on answers and errors alike', async () => {
+    const mine = await post({ model: MODEL, prompt: 'hello', max_tokens: 2 }, { 'x-request-id': `mine-${name}` });
+    expect(mine.status).toBe(200);
+    expect(mine.headers.get('x-request-id')).toBe(`mine-${name}`);
+    const failed = await post({ model: 'unknown-model', prompt: 'x' });
+    expect(failed.status).toBe(404);
+    expect(failed.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers 503 with Retry-After and an error body when no worker can serve', async () => {
+    router.registry.drain(1);
+    try {
+      const r = await post({ model: MODEL, prompt: 'nobody', max_tokens: 2 });
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(((await r.json()) as ErrorBody).error).toMatchObject({ code: 'no_workers', type: 'service_unavailable' });
+    } finally {
+      router.registry.activate(1);
+    }
+  });
+
+  it('refuses with 429 and Retry-After when queued prefill work passes its cap', async () => {
+    fleet.sim[0].faults.hang(true); // the prefill worker stops answering: its booking stays
+    const controller = new AbortController();
+    const stuck = post({ model: MODEL, prompt: prompt(120, 3), max_tokens: 2 }, {}, controller.signal).catch((err: unknown) => err);
+    try {
+      await waitFor(async () => (await metricSum(server.url, 'kvroute_worker_active_prefill_tokens')) === 120, 'the first request to be booked');
+      const r = await post({ model: MODEL, prompt: prompt(60, 4), max_tokens: 2 });
+      expect(r.status).toBe(429);
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(((await r.json()) as ErrorBody).error.code).toBe('backpressure');
+    } finally {
+      controller.abort();
+      await stuck;
+      fleet.sim[0].faults.hang(false);
+    }
+    await waitForNoLoad(server.url);
   });
 
   it('frees the booking when the client disconnects mid-stream', async () => {
@@ -66,4 +111,19 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
     await waitFor(async () => (await metricSum(server.url, 'kvroute_client_disconnects_total')) > before, 'the disconnect');
     await waitForNoLoad(server.url);
   });
+
+  // Last: it kills the fleet's decode worker.
+  it('gives the client a clean error when its worker dies mid-stream, and frees the booking', async () => {
+    const stream = await client.completions.create({ model: MODEL, prompt: prompt(40, 5), max_tokens: 100_000, stream: true });
+    let seen = 0;
+    const consumed = (async () => {
+      for await (const _chunk of stream) {
+        if (++seen === 3) void fleet.sim[1].close();
+      }
+    })();
+    await expect(consumed).rejects.toThrow(/engine/i);
+    await waitForNoLoad(server.url);
+  });
 });
+
+type ErrorBody = { error: { code: string; type: string; message: string } };
