@@ -1,6 +1,7 @@
 // Chat templates are Jinja, as HuggingFace defines them (tokenizer_config.json's chat_template),
 // rendered with @huggingface/jinja.
 import { Template } from '@huggingface/jinja';
+import { withFields } from '../core/objects.js';
 import { describe } from '../core/validate.js';
 import type { ChatMessage } from './types.js';
 
@@ -30,8 +31,9 @@ export class ChatTemplate {
 }
 
 /**
- * Checks an OpenAI `messages` array and flattens content parts to text. Throws TypeError with a
- * message fit for a 400 response.
+ * Checks an OpenAI `messages` array and flattens content parts to text; the messages' other
+ * fields go to the template as they are (as HuggingFace's apply_chat_template passes them).
+ * Throws TypeError with a message fit for a 400 response.
  */
 export function parseChatMessages(value: unknown): ChatMessage[] {
   if (!Array.isArray(value) || value.length === 0) {
@@ -41,7 +43,7 @@ export function parseChatMessages(value: unknown): ChatMessage[] {
     if (!m || typeof m !== 'object' || Array.isArray(m)) throw new TypeError(`messages[${i}] must be an object`);
     const { role, content } = m as { role?: unknown; content?: unknown };
     if (typeof role !== 'string' || role.length === 0) throw new TypeError(`messages[${i}].role must be a non-empty string`);
-    return { role, content: contentText(content, i) };
+    return withFields(m as Record<string, unknown>, { role, content: contentText(content, i) });
   });
 }
 

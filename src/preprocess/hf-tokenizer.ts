@@ -45,7 +45,12 @@ export class HfTokenizer implements TextTokenizer {
 
 /** Loads tokenizer.json and, when present, tokenizer_config.json from a model directory. */
 export async function loadHfTokenizer(dir: string): Promise<HfTokenizer> {
-  const tokenizer = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8')) as object;
+  let tokenizer: object;
+  try {
+    tokenizer = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8')) as object;
+  } catch (err) {
+    throw new Error(`cannot load the tokenizer of ${dir}: ${(err as Error).message}`);
+  }
   let config: Record<string, unknown> | undefined;
   try {
     config = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;

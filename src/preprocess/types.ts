@@ -5,7 +5,12 @@ export interface TextTokenizer {
   decode(ids: ArrayLike<number>): string;
 }
 
+/**
+ * An OpenAI chat message as the chat template sees it: content flattened to text, every other
+ * field (name, tool_calls, tool_call_id, ...) as the client sent it, since templates render them.
+ */
 export interface ChatMessage {
   role: string;
   content: string;
+  [field: string]: unknown;
 }
