@@ -7,7 +7,7 @@ import type { StartOptions } from '../server/start.js';
 import { missingRouterFlags } from './node-flags.js';
 import { intFlag, UsageError } from './usage.js';
 
-const HELP = `usage: kvroute serve [options]
+export const HELP = `usage: kvroute serve [options]
 
 Runs the KV-aware router with its OpenAI-compatible API (POST /v1/completions,
 POST /v1/chat/completions, GET /v1/models), POST /v1/route, GET /metrics, GET /health, GET /live
@@ -63,40 +63,43 @@ Ctrl-C (SIGINT) or SIGTERM stops the server, the event subscribers and any embed
 
 export type ServeOptions = StartOptions;
 
+/** The flags `kvroute serve` takes (each documented in HELP, which a test checks). */
+export const SERVE_OPTIONS = {
+  config: { type: 'string' },
+  worker: { type: 'string', multiple: true },
+  embedded: { type: 'boolean', default: false },
+  'embedded-prefill': { type: 'string', default: '2' },
+  'embedded-decode': { type: 'string', default: '2' },
+  'embedded-style': { type: 'string', default: 'vllm' },
+  speedup: { type: 'string', default: '1' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  model: { type: 'string', multiple: true },
+  tokenizer: { type: 'string' },
+  'chat-template': { type: 'string' },
+  'block-size': { type: 'string' },
+  policy: { type: 'string' },
+  'prefill-policy': { type: 'string' },
+  approximate: { type: 'boolean', default: false },
+  'max-queued-prefill-tokens': { type: 'string' },
+  'enforce-disagg': { type: 'boolean', default: false },
+  'no-fallback': { type: 'boolean', default: false },
+  'session-header': { type: 'string' },
+  'session-ttl-ms': { type: 'string' },
+  'admin-token': { type: 'string' },
+  'admin-port': { type: 'string' },
+  'max-body-bytes': { type: 'string' },
+  'health-interval-ms': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
 /** Reads flags, env and the config file into what `serve` runs (exported for tests). */
 export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServeOptions | 'help'> {
   const { values } = parseArgs({
     args: argv,
     strict: true,
     allowPositionals: false,
-    options: {
-      config: { type: 'string' },
-      worker: { type: 'string', multiple: true },
-      embedded: { type: 'boolean', default: false },
-      'embedded-prefill': { type: 'string', default: '2' },
-      'embedded-decode': { type: 'string', default: '2' },
-      'embedded-style': { type: 'string', default: 'vllm' },
-      speedup: { type: 'string', default: '1' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      model: { type: 'string', multiple: true },
-      tokenizer: { type: 'string' },
-      'chat-template': { type: 'string' },
-      'block-size': { type: 'string' },
-      policy: { type: 'string' },
-      'prefill-policy': { type: 'string' },
-      approximate: { type: 'boolean', default: false },
-      'max-queued-prefill-tokens': { type: 'string' },
-      'enforce-disagg': { type: 'boolean', default: false },
-      'no-fallback': { type: 'boolean', default: false },
-      'session-header': { type: 'string' },
-      'session-ttl-ms': { type: 'string' },
-      'admin-token': { type: 'string' },
-      'admin-port': { type: 'string' },
-      'max-body-bytes': { type: 'string' },
-      'health-interval-ms': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
+    options: SERVE_OPTIONS,
   });
   if (values.help) return 'help';
 

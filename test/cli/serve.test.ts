@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { serveOptions } from '../../src/cli/serve.js';
+import { HELP, SERVE_OPTIONS, serveOptions } from '../../src/cli/serve.js';
 import { UsageError } from '../../src/cli/usage.js';
 
 const example = fileURLToPath(new URL('../../examples/fleet.json', import.meta.url));
@@ -86,6 +86,10 @@ describe('kvroute serve options', () => {
   it('refuses unknown flags and answers --help', async () => {
     await expect(serveOptions(['--colour'], {})).rejects.toThrow(/Unknown option '--colour'/);
     expect(await serveOptions(['--help'], {})).toBe('help');
+  });
+
+  it('documents every flag it takes in --help', () => {
+    for (const flag of Object.keys(SERVE_OPTIONS)) expect(HELP, flag).toMatch(new RegExp(`^  (-\\w, )?--${flag}\\b`, 'm'));
   });
 });
 

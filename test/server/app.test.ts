@@ -197,6 +197,36 @@ describe('router HTTP surface', () => {
   });
 });
 
+describe('event ingestion and routing phases in /metrics', () => {
+  let t: TestRouter;
+  beforeAll(async () => {
+    t = await startTestRouter({ prefill: 0, decode: 1 });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('counts each routing phase, event gaps and their replays, and engine restarts, per worker', async () => {
+    await post(`${t.url}/v1/completions`, { model: MODEL, prompt: prompt(64, 21), max_tokens: 2 });
+    for (const phase of ['hash', 'match', 'select', 'total']) {
+      expect(await metricSum(t.url, 'kvroute_routing_overhead_microseconds_count', `phase="${phase}"`), phase).toBeGreaterThan(0);
+    }
+    const worker = 'worker="0"';
+    expect(await metricSum(t.url, 'kvroute_kv_event_gaps_total', worker)).toBe(0);
+    // A lost event batch: the next one reveals the gap, which a replay repairs.
+    t.fleet.sim[0].faults.dropEvents(1);
+    await post(`${t.url}/v1/completions`, { model: MODEL, prompt: prompt(64, 22), max_tokens: 2 });
+    await post(`${t.url}/v1/completions`, { model: MODEL, prompt: prompt(64, 23), max_tokens: 2 });
+    await waitFor(async () => (await metricSum(t.url, 'kvroute_kv_event_replays_total', worker)) > 0, 'a replay');
+    expect(await metricSum(t.url, 'kvroute_kv_event_gaps_total', worker)).toBeGreaterThan(0);
+    // The engine restarts (its sequence starts over): the worker's blocks are dropped, counted.
+    await t.fleet.sim[0].faults.restart();
+    await post(`${t.url}/v1/completions`, { model: MODEL, prompt: prompt(64, 24), max_tokens: 2 });
+    await waitFor(async () => (await metricSum(t.url, 'kvroute_kv_event_restarts_total', worker)) > 0, 'the restart to be seen');
+    for (const name of ['kvroute_kv_event_decode_errors_total', 'kvroute_kv_events_rejected_total']) expect(await (await fetch(`${t.url}/metrics`)).text()).toContain(`# TYPE ${name} counter`);
+  });
+});
+
 describe('backpressure', () => {
   let t: TestRouter;
   beforeAll(async () => {
