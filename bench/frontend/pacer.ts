@@ -2,7 +2,7 @@
 // setTimeout fires 1 to 2 ms late here (libuv counts whole milliseconds), so an open loop paced by
 // timers at 1,000 req/s sent its requests in pairs 2 ms apart. A pacer thread wakes this thread
 // at each send time instead.
-import { Worker } from 'node:worker_threads';
+import { startTsWorker } from './thread.js';
 
 export interface Pacer {
   /** Resolves after `onTick` ran for every send time, or once stop() was called. */
@@ -12,9 +12,7 @@ export interface Pacer {
 
 /** Calls `onTick(i)` at offsetsMs[i] after the pacer thread started, for each i in order. */
 export function pace(offsetsMs: Float64Array, onTick: (i: number) => void): Pacer {
-  const worker = new Worker(new URL('./ts-worker.mjs', import.meta.url), {
-    workerData: { entry: new URL('./pacer-worker.ts', import.meta.url).href, offsetsMs },
-  });
+  const worker = startTsWorker(new URL('./pacer-worker.ts', import.meta.url), { offsetsMs });
   let stopped = false;
   const done = new Promise<void>((resolve, reject) => {
     worker.on('message', (i: number) => {

@@ -97,9 +97,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         const body = requestBody(tokens, stream);
         // Warm up (JIT, connections to the engine) before anything is measured.
         await closedLoop(world, { url: server.url, path: '/v1/completions', body, concurrency: 64, requests: o.quick ? 1_000 : 5_000, maxMs: 5_000 });
-        const cpuBefore = threadCpuMicros();
-        const r = await closedLoop(world, { url: server.url, path: '/v1/completions', body, concurrency: 64, requests: closedRequests, maxMs: closedMs });
-        const cpuAfter = threadCpuMicros();
+        const { r, cpuPerRequest } = await closedLoopWithCpu(world, { url: server.url, path: '/v1/completions', body, concurrency: 64, requests: closedRequests, maxMs: closedMs });
         const fig: ThroughputFigure = {
           prompt_tokens: tokens,
           stream,
@@ -109,9 +107,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           rps: Math.round(r.rps),
           p50_ms: round3(percentile(r.latenciesMs, 50)),
           p99_ms: round3(percentile(r.latenciesMs, 99)),
-          ...(cpuBefore !== undefined && cpuAfter !== undefined && r.completed > 0
-            ? { router_cpu_us_per_request: Math.round(((cpuAfter - cpuBefore) / r.completed) * 10) / 10 }
-            : {}),
+          ...(cpuPerRequest !== undefined ? { router_cpu_us_per_request: Math.round(cpuPerRequest * 10) / 10 } : {}),
         };
         throughput.push(fig);
         log(`frontend: ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: ${fig.rps} req/s (p50 ${fig.p50_ms} ms, p99 ${fig.p99_ms} ms, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''})`);
@@ -184,10 +180,7 @@ async function measurePerToken(world: World, requests: number): Promise<PerToken
   try {
     const load = { url: server.url, path: '/v1/completions', body: requestBody(1024, true, STREAM_TOKENS), concurrency: 64, maxMs: 30_000 };
     await closedLoop(world, { ...load, requests: Math.ceil(requests / 5) });
-    const cpuBefore = threadCpuMicros();
-    const r = await closedLoop(world, { ...load, requests });
-    const cpuAfter = threadCpuMicros();
-    const perRequest = cpuBefore !== undefined && cpuAfter !== undefined && r.completed > 0 ? (cpuAfter - cpuBefore) / r.completed : undefined;
+    const { r, cpuPerRequest: perRequest } = await closedLoopWithCpu(world, { ...load, requests });
     return {
       stream_tokens: STREAM_TOKENS,
       token_gap_ms: 1,
@@ -205,6 +198,14 @@ async function measurePerToken(world: World, requests: number): Promise<PerToken
 
 function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {
   return world.load(opts, { ownThread: true });
+}
+
+/** A closed loop, with the router thread's CPU per completed request over it (Linux; else undefined). */
+async function closedLoopWithCpu(world: World, opts: LoadOptions): Promise<{ r: LoadResult; cpuPerRequest?: number }> {
+  const before = threadCpuMicros();
+  const r = await closedLoop(world, opts);
+  const after = threadCpuMicros();
+  return { r, cpuPerRequest: before !== undefined && after !== undefined && r.completed > 0 ? (after - before) / r.completed : undefined };
 }
 
 function requestBody(tokens: number, stream: boolean, maxTokens = OUTPUT_TOKENS): string {

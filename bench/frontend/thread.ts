@@ -2,10 +2,14 @@
 // beside the engine's thread). The worker loads TypeScript through tsx (see ts-worker.mjs).
 import { Worker } from 'node:worker_threads';
 
+/** Starts the TypeScript module `file` in a worker thread, `data` as its workerData. */
+export function startTsWorker(file: URL, data: object): Worker {
+  return new Worker(new URL('./ts-worker.mjs', import.meta.url), { workerData: { ...data, entry: file.href } });
+}
+
 /** Starts `file` in a worker with `data`; resolves with the first message it posts. */
 export function inThread<T>(file: URL, data: unknown): { result: Promise<T>; worker: Worker } {
-  const bootstrap = new URL('./ts-worker.mjs', import.meta.url);
-  const worker = new Worker(bootstrap, { workerData: { ...(data as object), entry: file.href } });
+  const worker = startTsWorker(file, data as object);
   const result = new Promise<T>((resolve, reject) => {
     worker.once('message', (m: T) => resolve(m));
     worker.once('error', reject);

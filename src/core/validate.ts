@@ -11,6 +11,11 @@ export function expectUint32Array(value: unknown, name: string): Uint32Array {
   return value;
 }
 
+/** 1 to 256 visible ASCII characters: the shape of request and session ids (header values, map keys). */
+export function isShortVisibleAscii(value: unknown): value is string {
+  return typeof value === 'string' && /^[\x21-\x7e]{1,256}$/.test(value);
+}
+
 export function expectUint8Array(value: unknown, name: string): Uint8Array {
   if (!(value instanceof Uint8Array)) {
     throw new TypeError(`${name} must be a Uint8Array, got ${describe(value)}`);

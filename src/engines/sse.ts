@@ -134,6 +134,7 @@ export function makeEvent(data: string): SseEvent {
 }
 
 const UNREAD = Symbol('unread');
+const UNSCANNED = UNKNOWN_SHAPE - 1;
 
 /**
  * Most relayed chunks are never looked into beyond their shape (chunk-shape.ts), so neither the
@@ -141,7 +142,7 @@ const UNREAD = Symbol('unread');
  */
 class EngineEvent implements SseEvent {
   private parsed: unknown = UNREAD;
-  private scanned = UNKNOWN_SHAPE - 1;
+  private scanned = UNSCANNED;
 
   constructor(readonly data: string) {}
 
@@ -151,7 +152,7 @@ class EngineEvent implements SseEvent {
   }
 
   get shape(): number {
-    if (this.scanned < UNKNOWN_SHAPE) this.scanned = chunkShape(this.data);
+    if (this.scanned === UNSCANNED) this.scanned = chunkShape(this.data);
     return this.scanned;
   }
 }

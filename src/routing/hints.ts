@@ -4,6 +4,8 @@
 // session id header. A malformed hint is the client's mistake: InvalidRoutingHintError (a
 // RangeError, so frontends answer 400) says which and why.
 
+import { isShortVisibleAscii } from '../core/validate.js';
+
 export interface RoutingHints {
   /** Pin the decode (or aggregated) worker. */
   workerId?: number;
@@ -105,11 +107,9 @@ function headerText(headers: HeaderBag | undefined, name: string): string | unde
   return text === '' ? undefined : text;
 }
 
-const SESSION_ID_RE = /^[\x21-\x7e]{1,256}$/;
-
 /** A session id: 1 to 256 visible ASCII characters (it is a map key, and echoed in errors). */
 export function checkSessionId(id: string, where = 'session id'): string {
-  if (!SESSION_ID_RE.test(id)) throw new InvalidRoutingHintError(`${where} must be 1 to 256 visible ASCII characters`);
+  if (!isShortVisibleAscii(id)) throw new InvalidRoutingHintError(`${where} must be 1 to 256 visible ASCII characters`);
   return id;
 }
 

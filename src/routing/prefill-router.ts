@@ -172,7 +172,7 @@ export class PrefillRouter {
   query(tokens: Uint32Array, clientHints: RoutingHints = {}, opts: { requestId?: string; loraName?: string } = {}): RouteQuery {
     const base = { requestId: opts.requestId, loraName: opts.loraName };
     const sessionId = clientHints.sessionId;
-    const hints = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.usable(this.sessions.peek(sessionId) ?? {}));
+    const hints = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
     if (!this.active) {
       if (this.enforceDisagg) throw new DisaggregationRequiredError();
       return { mode: 'aggregated', decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
@@ -313,16 +313,12 @@ export class PrefillRouter {
   private withSessionPins(req: RouterRequest): RouterRequest {
     const sessionId = req.hints.sessionId;
     if (sessionId === undefined || !this.sessions) return req;
-    const bound = this.sessions.resolve(sessionId, (pool, worker) => (pool === 'decode' ? this.decode : this.prefill).pool.isSelectable(worker));
-    const hints = this.pinned(req.hints, bound);
+    const hints = this.pinned(req.hints, this.sessions.resolve(sessionId, this.canServe));
     return hints === req.hints ? req : withFields(req, { hints });
   }
 
-  /** The bound workers that can serve now (a worker that left, drained or failed is routed anew). */
-  private usable(b: SessionBinding): SessionBinding {
-    const ok = (router: KvRouter, w: BoundWorker | undefined) => (w && router.pool.isSelectable(w.worker) ? w : undefined);
-    return { decode: ok(this.decode, b.decode), prefill: ok(this.prefill, b.prefill) };
-  }
+  /** A session's bound worker is used while selectable (one that left, drained or failed is routed anew). */
+  private readonly canServe = (pool: keyof SessionBinding, worker: number): boolean => (pool === 'decode' ? this.decode : this.prefill).pool.isSelectable(worker);
 
   /** `hints` with the bound workers (and their ranks, while still in range) filling what is unset. */
   private pinned(hints: RoutingHints, bound: SessionBinding): RoutingHints {

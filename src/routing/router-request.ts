@@ -1,7 +1,7 @@
 // The PrefillRouter's request and response: what a frontend hands over after parsing and
 // tokenizing, and what it relays back (status, headers, and a pull-based stream or a JSON body).
 import { isSignalLike, type SignalLike } from '../core/cancellation.js';
-import { describe, expectInteger, expectUint32Array } from '../core/validate.js';
+import { describe, expectInteger, expectUint32Array, isShortVisibleAscii } from '../core/validate.js';
 import { OPENAI_ROUTES, type OpenAiRoute, type SseEvent } from '../engines/types.js';
 import { checkSessionId, type RoutingHints } from './hints.js';
 
@@ -33,8 +33,6 @@ export interface RoutedResponse {
   body?: unknown;
 }
 
-const REQUEST_ID_RE = /^[\x21-\x7e]{1,256}$/;
-
 /** Checks a RouterRequest from a frontend: TypeError/RangeError naming the bad field. */
 export function validateRouterRequest(value: unknown): RouterRequest {
   if (value === null || typeof value !== 'object') throw new TypeError(`request must be an object, got ${describe(value)}`);
@@ -45,7 +43,7 @@ export function validateRouterRequest(value: unknown): RouterRequest {
   if (r.body === null || typeof r.body !== 'object' || Array.isArray(r.body)) throw new TypeError(`request.body must be an object, got ${describe(r.body)}`);
   expectUint32Array(r.tokens, 'request.tokens');
   if (typeof r.requestId !== 'string') throw new TypeError(`request.requestId must be a string, got ${describe(r.requestId)}`);
-  if (!REQUEST_ID_RE.test(r.requestId)) throw new RangeError('request.requestId must be 1 to 256 visible ASCII characters');
+  if (!isShortVisibleAscii(r.requestId)) throw new RangeError('request.requestId must be 1 to 256 visible ASCII characters');
   if (!isSignalLike(r.signal)) throw new TypeError(`request.signal must be an AbortSignal, got ${describe(r.signal)}`);
   if (r.loraName !== undefined && typeof r.loraName !== 'string') throw new TypeError(`request.loraName must be a string, got ${describe(r.loraName)}`);
   if (r.hints === null || typeof r.hints !== 'object') throw new TypeError(`request.hints must be an object, got ${describe(r.hints)}`);

@@ -37,6 +37,16 @@ export interface SessionAffinityStats {
   expired: number;
 }
 
+/** Whether a bound worker of a pool can take requests now. */
+export type CanServe = (pool: keyof SessionBinding, worker: number) => boolean;
+
+function usable(b: SessionBinding, canServe: CanServe): SessionBinding {
+  return {
+    decode: b.decode && canServe('decode', b.decode.worker) ? b.decode : undefined,
+    prefill: b.prefill && canServe('prefill', b.prefill.worker) ? b.prefill : undefined,
+  };
+}
+
 interface Entry {
   binding: SessionBinding;
   expiresAt: number;
@@ -60,10 +70,14 @@ export class SessionAffinity {
     this.clock = o.clock ?? Date.now;
   }
 
-  /** The session's live binding, without counting or refreshing it (explanations). */
-  peek(sessionId: string): SessionBinding | undefined {
+  /**
+   * The session's live binding, without counting or refreshing it (explanations); with
+   * `canServe`, only the bound workers it accepts.
+   */
+  peek(sessionId: string, canServe?: CanServe): SessionBinding | undefined {
     const e = this.entries.get(sessionId);
-    return e && e.expiresAt > this.clock() ? e.binding : undefined;
+    if (!e || e.expiresAt <= this.clock()) return undefined;
+    return canServe ? usable(e.binding, canServe) : e.binding;
   }
 
   /**
@@ -71,18 +85,16 @@ export class SessionAffinity {
    * (the others are left for routing to choose anew). Counts the request as a hit, or as
    * (re)bound when some bound worker could not serve or nothing was bound.
    */
-  resolve(sessionId: string, canServe: (pool: keyof SessionBinding, worker: number) => boolean): SessionBinding {
+  resolve(sessionId: string, canServe: CanServe): SessionBinding {
     const binding = this.peek(sessionId);
     if (!binding) {
       this.counts.bound++;
       return {};
     }
-    const usable: SessionBinding = {};
-    if (binding.decode && canServe('decode', binding.decode.worker)) usable.decode = binding.decode;
-    if (binding.prefill && canServe('prefill', binding.prefill.worker)) usable.prefill = binding.prefill;
-    if (usable.decode === binding.decode && usable.prefill === binding.prefill) this.counts.hits++;
+    const ok = usable(binding, canServe);
+    if (ok.decode === binding.decode && ok.prefill === binding.prefill) this.counts.hits++;
     else this.counts.rebound++;
-    return usable;
+    return ok;
   }
 
   /** Binds the session to where its request went (a missing pool keeps its earlier binding). */

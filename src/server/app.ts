@@ -19,6 +19,7 @@ import { parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type Op
 import { relayStream } from './relay.js';
 import { WorkerRegistry } from './registry.js';
 import { copyFields, withFields } from '../core/objects.js';
+import { isShortVisibleAscii } from '../core/validate.js';
 
 export interface CreateRouterOptions {
   /** Tokenizer overriding config.tokenizer (e.g. an already loaded one). */
@@ -270,7 +271,7 @@ export class RouterImpl implements Router {
     this.metrics.request(label, r.status);
     const headers: Record<string, string> = copyFields(r.headers);
     const id = (err as { requestId?: unknown } | null)?.requestId ?? call.headers['x-request-id'];
-    if (typeof id === 'string' && /^[\x21-\x7e]{1,256}$/.test(id)) headers['x-request-id'] = id;
+    if (isShortVisibleAscii(id)) headers['x-request-id'] = id;
     return { status: r.status, headers, body: r.body };
   }
 

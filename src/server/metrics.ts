@@ -223,7 +223,8 @@ export class RouterMetrics {
         this.reset();
         const s = self.sources?.sessionStats?.();
         if (!s) return;
-        for (const result of ['hit', 'bound', 'rebound'] as const) this.inc({ result }, s[result === 'hit' ? 'hits' : result]);
+        const byResult = { hit: s.hits, bound: s.bound, rebound: s.rebound };
+        for (const [result, n] of Object.entries(byResult)) this.inc({ result }, n);
       },
     });
     new Counter({

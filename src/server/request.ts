@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseChatMessages, type ChatTemplate } from '../preprocess/chat-template.js';
 import type { TextTokenizer } from '../preprocess/types.js';
-import { describe } from '../core/validate.js';
+import { describe, isShortVisibleAscii } from '../core/validate.js';
 import { parseRoutingHints, type RoutingHints } from '../routing/hints.js';
 import { badRequest, HttpError, notFound } from './errors.js';
 
@@ -46,12 +46,11 @@ export interface Preprocessor {
 }
 
 const MAX_PROMPT_TOKENS = 1 << 22;
-const REQUEST_ID_RE = /^[\x21-\x7e]{1,256}$/;
 
 /** The client's X-Request-Id when well-formed, otherwise a new one; a malformed id is a 400. */
 export function requestIdOf(header: string | undefined): string {
   if (header === undefined || header === '') return randomUUID();
-  if (!REQUEST_ID_RE.test(header)) {
+  if (!isShortVisibleAscii(header)) {
     throw badRequest('X-Request-Id must be 1 to 256 visible ASCII characters', 'invalid_request_id');
   }
   return header;
@@ -88,11 +87,11 @@ export interface RequestBody {
  * parsed whole, so every error reads as before.
  */
 export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array): RequestBody {
-  const scanned = route === '/v1/completions' && mayHoldTokenIds(bytes) ? scanTokenPrompt(bytes) : undefined;
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const scanned = route === '/v1/completions' && mayHoldTokenIds(buf) ? scanTokenPrompt(bytes) : undefined;
   if (!scanned) return { json: parseJsonObject(bytes) };
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // The body with a placeholder where the prompt's array stood (the native scan validated it all).
-  const json = parseJsonText(`${text.toString('utf8', 0, scanned.start)}0${text.toString('utf8', scanned.end)}`);
+  const json = parseJsonText(`${buf.toString('utf8', 0, scanned.start)}0${buf.toString('utf8', scanned.end)}`);
   json.prompt = RawJson.ofBytes(bytes.subarray(scanned.start, scanned.end));
   return { json, tokens: scanned.tokens };
 }
@@ -104,8 +103,7 @@ const PROMPT_KEY = Buffer.from('"prompt"');
  * native scan would read to its end only to hand the body back. A guess that can only skip the
  * fast path, never change a result.
  */
-function mayHoldTokenIds(bytes: Uint8Array): boolean {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+function mayHoldTokenIds(buf: Buffer): boolean {
   const at = buf.indexOf(PROMPT_KEY);
   if (at < 0) return false;
   for (let i = at + PROMPT_KEY.length; i < buf.length; i++) {

@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { Cancellation } from '../core/cancellation.js';
+import { isShortVisibleAscii } from '../core/validate.js';
+import { errorReply, HttpError, notFound } from './errors.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { BoundedBodyBuffer } from './body.js';
 import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from './http.js';
@@ -222,26 +224,24 @@ function remoteAddressOf(res: HttpResponse): string {
 }
 
 function refusalReply(routes: 'public' | 'admin', adminElsewhere: string | undefined): HttpReply {
-  const [status, code, message] =
+  return errorReply(
     routes === 'public'
-      ? [403, 'admin_not_here', `the admin API is not served on this listener${adminElsewhere ? `: ${adminElsewhere}` : ''}`]
-      : [404, 'unknown_route', 'this listener serves the admin API (/admin) only'];
-  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message, type: routes === 'public' ? 'permission_error' : 'invalid_request_error', code } }) };
+      ? new HttpError(403, 'permission_error', 'admin_not_here', `the admin API is not served on this listener${adminElsewhere ? `: ${adminElsewhere}` : ''}`)
+      : notFound('this listener serves the admin API (/admin) only', 'unknown_route'),
+  );
 }
 
 /** Answers at once; a request body still arriving is not read (the connection is closed after). */
 function refuse(res: HttpResponse, req: HttpRequest, reply: HttpReply): void {
   const bodyless = BODYLESS.has(req.getMethod().toUpperCase());
   const id = req.getHeader('x-request-id');
-  const requestId = REQUEST_ID_RE.test(id) ? id : randomUUID();
+  const requestId = isShortVisibleAscii(id) ? id : randomUUID();
   res.cork(() => {
     writeHead(res, reply);
     res.writeHeader('x-request-id', requestId);
     res.end(reply.body, !bodyless);
   });
 }
-
-const REQUEST_ID_RE = /^[\x21-\x7e]{1,256}$/;
 
 function internalErrorReply(err: unknown): HttpReply {
   const message = err instanceof Error ? err.message : String(err);
