@@ -8,8 +8,8 @@
 //    the world keeps to one of the two cores and the router has the other.
 // Targets (reported, never asserted): >= 5,000 streamed req/s with short outputs; overhead p99
 // < 1 ms at 1,000 req/s.
-import { createRouter } from '../../src/server/app.js';
-import { listenUws } from '../../src/server/uws.js';
+import { createRouter } from '../../src/server/app/router.js';
+import { listenUws } from '../../src/server/http/uws.js';
 import type { ArrivalProcess } from './arrivals.js';
 import { percentile, type LoadOptions, type LoadResult } from './loadgen.js';
 import { recordGcPauses, type GcPauses } from './gc-pauses.js';

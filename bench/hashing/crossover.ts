@@ -4,7 +4,7 @@
 // loop utilisation), which is what the pool is for. Also the pool's round trip and how much
 // faster its threads hash together than one alone (the parallelism the machine really offers).
 import { availableParallelism } from 'node:os';
-import { DEFAULT_POOL_THRESHOLD_TOKENS, HashPool } from '../../src/core/hash-pool.js';
+import { DEFAULT_POOL_THRESHOLD_TOKENS, HashPool } from '../../src/hash-pool/hash-pool.js';
 import { formatCount, formatNumber } from '../lib/format.js';
 import { median, summarize } from '../lib/stats.js';
 import type { BenchContext, Chart, Figure } from '../lib/suite.js';

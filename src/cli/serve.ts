@@ -2,8 +2,8 @@
 // by default, an embedded simulated fleet so `npm start` works with no engines and no model files.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { configToInput, loadConfigFile, parseRouterConfig, parseWorkerFlag, POLICY_NAMES, workerToInput, type RouterConfig } from '../server/config.js';
-import type { StartOptions } from '../server/start.js';
+import { configToInput, loadConfigFile, parseRouterConfig, parseWorkerFlag, POLICY_NAMES, workerToInput, type RouterConfig } from '../server/app/config.js';
+import type { StartOptions } from '../server/app/start.js';
 import { missingRouterFlags } from './node-flags.js';
 import { intFlag, UsageError } from './usage.js';
 
@@ -185,7 +185,7 @@ export async function run(argv: string[]): Promise<number> {
     // A suggestion, not a requirement: the router works without them (see node-flags.ts for why).
     console.error(`kvroute: for steady latency, run the router with NODE_OPTIONS='${missing.join(' ')}' (npm start does)`);
   }
-  const { startServer } = await import('../server/start.js');
+  const { startServer } = await import('../server/app/start.js');
   const server = await startServer(opts);
 
   // Handlers first, then the banner: a Ctrl-C sent as soon as it is printed must be caught.

@@ -9,7 +9,7 @@ import {
   expectObject,
   expectOptionalString,
   expectUint32Array,
-} from './validate.js';
+} from '../util/validate.js';
 
 /** A multimodal content identifier: a u64 hash, or a string (64-hex digest or any other id). */
 export type MultimodalId = bigint | string;

@@ -16,7 +16,7 @@ import {
   expectU64,
   expectUint32Array,
   expectWorkerId,
-} from './validate.js';
+} from '../util/validate.js';
 
 export type IndexerMode = 'events' | 'approximate';
 

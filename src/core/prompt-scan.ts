@@ -3,7 +3,7 @@
 // the body, so a 1k-token prompt no longer becomes a 6 KB string and a 1,024-element array first.
 import { native } from './binding.js';
 import { allocU32 } from './result-slab.js';
-import { expectUint8Array } from './validate.js';
+import { expectUint8Array } from '../util/validate.js';
 
 export interface ScannedPrompt {
   tokens: Uint32Array;

@@ -10,7 +10,7 @@ import {
   expectOptionalString,
   expectUint32Array,
   expectWorkerId,
-} from './validate.js';
+} from '../util/validate.js';
 
 export const POLICY_NAMES = ['kv', 'round_robin', 'random', 'least_loaded', 'direct'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];

@@ -15,7 +15,7 @@ import {
   type WorkerSpec,
 } from './routing-config.js';
 import { translateRoutingError } from './routing-errors.js';
-import { describe, expectInteger, expectWorkerId } from './validate.js';
+import { describe, expectInteger, expectWorkerId } from '../util/validate.js';
 
 export { POLICY_NAMES, type PolicyName, type RoutingConfig, type WorkerSpec } from './routing-config.js';
 

@@ -3,7 +3,7 @@
 // rank: room mod dpSize must equal dpRank, and the room must stay <= 2^63-1 for every rank and size.
 // Rooms are bigints: 2^63-1 does not fit a double (see json.ts for how they reach the wire).
 import { randomBytes } from 'node:crypto';
-import { expectInteger } from '../core/validate.js';
+import { expectInteger } from '../util/validate.js';
 
 export const MAX_BOOTSTRAP_ROOM = (1n << 63n) - 1n;
 

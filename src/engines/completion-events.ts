@@ -4,7 +4,7 @@
 import { isPlainObject } from './handoff/common.js';
 import { DONE_EVENT, jsonEvent } from './sse.js';
 import type { OpenAiRoute, SseEvent } from './types.js';
-import { withFields } from '../core/objects.js';
+import { withFields } from '../util/objects.js';
 
 export function completionAsEvents(route: OpenAiRoute, answer: Record<string, unknown>, includeUsage: boolean): SseEvent[] {
   const chat = route === '/v1/chat/completions';

@@ -4,7 +4,7 @@
 // handler queues the chunks and the reader pulls them; more than HIGH_WATER_BYTES unread pauses
 // the connection (the engine stops being read), and reading them resumes it.
 import type { Dispatcher } from 'undici';
-import type { SignalLike } from '../core/cancellation.js';
+import type { SignalLike } from '../util/cancellation.js';
 
 const HIGH_WATER_BYTES = 64 * 1024;
 

@@ -1,7 +1,7 @@
 // Engine failures as one error type the frontend maps to HTTP: the engine's own error answer
 // (its status and body), or a transport failure expressed as a gateway status (502 unreachable or
 // broken, 504 timed out) with an OpenAI-style body saying what happened.
-import type { SignalLike } from '../core/cancellation.js';
+import type { SignalLike } from '../util/cancellation.js';
 
 export type EngineFailure =
   | 'engine_rejected' // the engine answered with a non-2xx status

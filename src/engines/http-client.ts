@@ -3,8 +3,8 @@
 // consumer that stops pulling stops the socket read (engine-response.ts pauses the connection).
 // Every failure becomes an EngineError (or an AbortError when the caller's signal fired).
 import { Pool } from 'undici';
-import type { SignalLike } from '../core/cancellation.js';
-import { expectInteger, expectObject } from '../core/validate.js';
+import type { SignalLike } from '../util/cancellation.js';
+import { expectInteger, expectObject } from '../util/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
 import { EventCursor, type EventBatchSource } from './event-batch.js';
 import { dispatchRequest, type ResponseBody, type ResponseHead } from './engine-response.js';

@@ -5,7 +5,7 @@
 import { BatchApplier, type IndexerPort } from './apply.js';
 import { addCounters, newCounters, type IngestCounters } from './counters.js';
 import { EventSubscriber, type SubscriberState } from './subscriber.js';
-import { describe, expectDpRank, expectInteger, expectWorkerId } from '../core/validate.js';
+import { describe, expectDpRank, expectInteger, expectWorkerId } from '../util/validate.js';
 
 export interface EventIngestOptions {
   /** The index events are applied to (a KvIndexer in 'events' mode). */

@@ -1,8 +1,8 @@
 // Chat templates are Jinja, as HuggingFace defines them (tokenizer_config.json's chat_template),
 // rendered with @huggingface/jinja.
 import { Template } from '@huggingface/jinja';
-import { withFields } from '../core/objects.js';
-import { describe } from '../core/validate.js';
+import { withFields } from '../util/objects.js';
+import { describe } from '../util/validate.js';
 import type { ChatMessage } from './types.js';
 
 /** The built-in template of the simulated fleet: ChatML, which many open models use. */

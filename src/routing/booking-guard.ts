@@ -3,7 +3,7 @@
 // ends, fails, is aborted (the client's signal), is closed by its consumer (return()), is not read
 // for too long (never read at all, or stopped mid-stream), or is garbage-collected unfinished. The
 // last two also close the engine leg, so an abandoned stream cannot hold an engine slot either.
-import type { SignalLike } from '../core/cancellation.js';
+import type { SignalLike } from '../util/cancellation.js';
 import { abortError } from '../engines/errors.js';
 import { batchesOf, EventCursor, type EventBatchSource } from '../engines/event-batch.js';
 import type { SseEvent } from '../engines/types.js';

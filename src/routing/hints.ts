@@ -4,7 +4,7 @@
 // session id header. A malformed hint is the client's mistake: InvalidRoutingHintError (a
 // RangeError, so frontends answer 400) says which and why.
 
-import { isShortVisibleAscii } from '../core/validate.js';
+import { isShortVisibleAscii } from '../util/validate.js';
 
 export interface RoutingHints {
   /** Pin the decode (or aggregated) worker. */

@@ -2,9 +2,9 @@
 // the leg to the chosen engine, marks the booking's prefill completed at the first token and frees
 // the booking exactly once when the leg ends, fails, is aborted or is abandoned. Streamed legs are
 // handed out as pull-based GuardedStreams, so a slow consumer pauses the engine read.
-import { Cancellation, type SignalLike } from '../core/cancellation.js';
+import { Cancellation, type SignalLike } from '../util/cancellation.js';
 import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-core.js';
-import { expectInteger } from '../core/validate.js';
+import { expectInteger } from '../util/validate.js';
 import { abortError, isAbortError } from '../engines/errors.js';
 import type { EngineClients } from '../engines/http-client.js';
 import { carriesToken } from '../engines/sse.js';
@@ -13,7 +13,7 @@ import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js
 import { FirstEventSource, releaseThenClose } from './first-event.js';
 import { UnknownWorkerHintError } from './errors.js';
 import type { WorkerPool } from './worker-pool.js';
-import { copyFields, withFields } from '../core/objects.js';
+import { copyFields, withFields } from '../util/objects.js';
 
 /** What KvRouter needs from the pool's RoutingCore. */
 export interface KvRouterCore {

@@ -2,11 +2,11 @@
 // workers it serves aggregated, straight to the decode pool (or refuses, when disaggregation is
 // enforced). With them it books a prefill worker (peeked first, so a worker that cannot be used
 // never advances a round-robin rotation) and runs the handoff of that worker's engine kind:
-// sequential (vLLM NIXL, TensorRT-LLM; disagg-sequential.ts) or bootstrap (SGLang;
-// disagg-bootstrap.ts). A prefill that fails falls back to aggregated serving when allowed.
-import type { SignalLike } from '../core/cancellation.js';
+// sequential (vLLM NIXL, TensorRT-LLM; prefill/sequential.ts) or bootstrap (SGLang;
+// prefill/bootstrap.ts). A prefill that fails falls back to aggregated serving when allowed.
+import type { SignalLike } from '../util/cancellation.js';
 import type { RoutingDecision } from '../core/routing-core.js';
-import { describe } from '../core/validate.js';
+import { describe } from '../util/validate.js';
 import { MissingRoutingHintError } from '../core/routing-errors.js';
 import { completionAsEvents, wantsUsage } from '../engines/completion-events.js';
 import { EngineError, abortError } from '../engines/errors.js';
@@ -15,8 +15,8 @@ import { carriesToken } from '../engines/sse.js';
 import type { SseEvent } from '../engines/types.js';
 import { attributePrefillWorker } from './attribution.js';
 import { type FreeReason, MappedStream } from './booking-guard.js';
-import { runBootstrap } from './disagg-bootstrap.js';
-import { runSequential } from './disagg-sequential.js';
+import { runBootstrap } from './prefill/bootstrap.js';
+import { runSequential } from './prefill/sequential.js';
 import { DisaggregationRequiredError, PrefillUnusableError } from './errors.js';
 import type { RoutingHints } from './hints.js';
 import { type BoundWorker, type SessionBinding, SessionAffinity } from './session-affinity.js';
@@ -24,7 +24,7 @@ import { type Booking, KvRouter, type LegOptions, type LegRoute } from './kv-rou
 import { type PhaseRouting, RequestTracker, type TrackerSummary, defaultClock } from './request-tracker.js';
 import { type RoutedResponse, type RouterRequest, expectedOutputTokens, validateRouterRequest } from './router-request.js';
 import { type PromptTokensDetails, cachedTokensOf, usageOf, withPromptTokensDetails } from './usage.js';
-import { withFields } from '../core/objects.js';
+import { withFields } from '../util/objects.js';
 
 export type ServeMode = 'aggregated' | 'disaggregated' | 'fallback';
 

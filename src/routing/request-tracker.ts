@@ -3,7 +3,7 @@
 // takes the tracker's one permit, so a phase starts only after the previous one was recorded: the
 // bootstrap path hands the prefill's permit to its background task, which releases it once the
 // prefill worker is routed and recorded, and only then can the decode phase begin.
-import type { SignalLike } from '../core/cancellation.js';
+import type { SignalLike } from '../util/cancellation.js';
 import { Permit, Semaphore } from './semaphore.js';
 
 export type Phase = 'prefill' | 'decode' | 'aggregated';

@@ -1,7 +1,7 @@
 // The PrefillRouter's request and response: what a frontend hands over after parsing and
 // tokenizing, and what it relays back (status, headers, and a pull-based stream or a JSON body).
-import { isSignalLike, type SignalLike } from '../core/cancellation.js';
-import { describe, expectInteger, expectUint32Array, isShortVisibleAscii } from '../core/validate.js';
+import { isSignalLike, type SignalLike } from '../util/cancellation.js';
+import { describe, expectInteger, expectUint32Array, isShortVisibleAscii } from '../util/validate.js';
 import { OPENAI_ROUTES, type OpenAiRoute, type SseEvent } from '../engines/types.js';
 import { checkSessionId, type RoutingHints } from './hints.js';
 

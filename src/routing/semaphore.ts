@@ -1,6 +1,6 @@
 // A FIFO counting semaphore whose permits are objects released at most once, so a permit can be
 // handed to a background task and released there (or dropped on any path) without double counting.
-import type { SignalLike } from '../core/cancellation.js';
+import type { SignalLike } from '../util/cancellation.js';
 import { abortError } from '../engines/errors.js';
 
 export class Permit {

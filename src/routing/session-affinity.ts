@@ -3,7 +3,7 @@
 // conversation's next turn then finds its prefix in the same KV cache even when the router's own
 // cost would pick elsewhere. Bindings are bounded in number (the least recently used go first)
 // and in time (a session idle for ttlMs is forgotten).
-import { describe, expectInteger } from '../core/validate.js';
+import { describe, expectInteger } from '../util/validate.js';
 
 export interface BoundWorker {
   worker: number;

@@ -6,7 +6,7 @@ import { isPlainObject } from '../engines/handoff/common.js';
 import { SHAPE_USAGE } from '../engines/chunk-shape.js';
 import { jsonEvent, shapeOf } from '../engines/sse.js';
 import type { SseEvent } from '../engines/types.js';
-import { withFields } from '../core/objects.js';
+import { withFields } from '../util/objects.js';
 
 export type PromptTokensDetails = Record<string, unknown>;
 

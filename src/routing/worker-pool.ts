@@ -4,7 +4,7 @@
 // leaves unhealthy and draining workers out of selection while their requests in flight finish.
 import { parseBaseUrl } from '../engines/http-client.js';
 import { ENGINE_KINDS, WORKER_ROLES, type WorkerInfo, type WorkerRole } from '../engines/types.js';
-import { describe, expectInteger, expectObject, expectWorkerId } from '../core/validate.js';
+import { describe, expectInteger, expectObject, expectWorkerId } from '../util/validate.js';
 
 /** What the pool needs from its RoutingCore. */
 export interface PoolCore {

@@ -1,13 +1,13 @@
 // The server's public surface: createRouter (the library entry), its frontends and adapters, and
 // the configuration it reads.
-export { createRouter, type CreateRouterOptions, type Router } from './app.js';
-export { loadConfigFile, parseRouterConfig, parseWorkerConfig, type RouterConfig, type RouterConfigInput, type WorkerConfig, type WorkerInput } from './config.js';
-export { listenUws, type ListenOptions, type RunningServer } from './uws.js';
-export { nodeHandler, type NodeHandler } from './adapters/node-http.js';
-export { fetchHandler, type FetchHandler, type FetchInfo } from './adapters/fetch.js';
-export { fastifyPlugin } from './adapters/fastify.js';
-export type { FrameStream, HttpCall, HttpReply } from './http.js';
-export { RouterMetrics } from './metrics.js';
-export type { WorkerRegistry, WorkerStatus } from './registry.js';
-export { startServer, type StartedServer, type StartOptions } from './start.js';
-export { startEmbeddedFleet, type EmbeddedFleet, type EmbeddedFleetOptions } from './embedded.js';
+export { createRouter, type CreateRouterOptions, type Router } from './app/router.js';
+export { loadConfigFile, parseRouterConfig, parseWorkerConfig, type RouterConfig, type RouterConfigInput, type WorkerConfig, type WorkerInput } from './app/config.js';
+export { listenUws, type ListenOptions, type RunningServer } from './http/uws.js';
+export { nodeHandler, type NodeHandler } from './http/adapters/node-http.js';
+export { fetchHandler, type FetchHandler, type FetchInfo } from './http/adapters/fetch.js';
+export { fastifyPlugin } from './http/adapters/fastify.js';
+export type { FrameStream, HttpCall, HttpReply } from './http/call.js';
+export { RouterMetrics } from './observability/metrics.js';
+export type { WorkerRegistry, WorkerStatus } from './fleet/registry.js';
+export { startServer, type StartedServer, type StartOptions } from './app/start.js';
+export { startEmbeddedFleet, type EmbeddedFleet, type EmbeddedFleetOptions } from './app/embedded.js';

@@ -1,6 +1,6 @@
 // Several simulated workers in this process: ids and ports count up from the first worker's, each
 // engine gets its own seed (base seed + index) so workers do not generate identical streams.
-import { expectInteger } from '../core/validate.js';
+import { expectInteger } from '../util/validate.js';
 import { type SimWorker, type SimWorkerOptions, startSimWorker } from './worker/worker.js';
 
 export interface SimFleetOptions extends Omit<SimWorkerOptions, 'id' | 'httpPort' | 'zmqPort' | 'replayPort' | 'bootstrapPort'> {

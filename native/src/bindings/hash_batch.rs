@@ -1,4 +1,4 @@
-//! Bulk hashing for the hashing pool (src/core/hash-pool.ts): many prompts per call, the results
+//! Bulk hashing for the hashing pool (src/hash-pool/hash-pool.ts): many prompts per call, the results
 //! written into buffers the caller allocated. No external ArrayBuffers: V8 frees those only once
 //! their thread's event loop turns, which a busy pool worker (or any synchronous hot loop) may
 //! not do for a long time, so their memory piles up.

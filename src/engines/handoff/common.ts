@@ -1,7 +1,7 @@
 // Body edits and answer readings that several handoff adapters share.
 import { transportError } from '../errors.js';
 import type { Body } from './types.js';
-import { withFields } from '../../core/objects.js';
+import { withFields } from '../../util/objects.js';
 
 /**
  * The client's body made into a one-token, non-streamed prefill: max_tokens 1 (and

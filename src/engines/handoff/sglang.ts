@@ -2,7 +2,7 @@
 // bootstrap_room (one room per item of a batched prompt) and run at once. The prefill leg's
 // answer is drained, never relayed, so it is asked for as one JSON answer (stream false, no
 // stream_options): its usage then carries the prefill's cached tokens for the client's usage.
-import { withFields } from '../../core/objects.js';
+import { withFields } from '../../util/objects.js';
 import { isPlainObject, promptTokensDetailsOf } from './common.js';
 import type { BootstrapAddress, BootstrapHandoff, Body } from './types.js';
 

@@ -4,7 +4,7 @@
 import { transportError } from '../errors.js';
 import { expectCompletion, isPlainObject, oneTokenPrefill, promptTokensDetailsOf } from './common.js';
 import type { Body, PrefillOutcome, SequentialHandoff } from './types.js';
-import { copyFields, withFields } from '../../core/objects.js';
+import { copyFields, withFields } from '../../util/objects.js';
 
 /** What the prefill leg asks for: "compute, keep the blocks for a remote decode". */
 export function remoteDecodeParams(): Record<string, unknown> {

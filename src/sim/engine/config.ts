@@ -1,6 +1,6 @@
 // Engine model configuration: defaults (those of Dynamo's mocker for timing, vLLM's for the
 // scheduler) and validation. A bad option is a TypeError/RangeError at construction, never later.
-import { describe, expectBlockSize, expectInteger } from '../../core/validate.js';
+import { describe, expectBlockSize, expectInteger } from '../../util/validate.js';
 
 export interface PrefillTiming {
   a: number;

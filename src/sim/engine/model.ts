@@ -2,7 +2,7 @@
 // forward pass, computes its modelled duration, and returns the tokens and KV events that pass
 // produces. The caller (a real-time driver or a virtual-time simulator) waits durationMs and then
 // delivers them. No clocks, no I/O, no randomness but the seeded hashes: same inputs, same outputs.
-import { expectInteger, expectUint32Array, describe } from '../../core/validate.js';
+import { expectInteger, expectUint32Array, describe } from '../../util/validate.js';
 import { BlockTables } from './block-table.js';
 import { type ResolvedEngineConfig, type EngineConfig, resolveEngineConfig } from './config.js';
 import type { KvEvent } from './events.js';

@@ -1,7 +1,7 @@
 // A simulated engine worker: the pure EngineModel driven in real time behind the protocols of a
 // real engine: OpenAI HTTP, ZeroMQ KV events with a replay socket, a prefill/decode handoff in the
 // style of vLLM, SGLang or TensorRT-LLM, /metrics, and fault switches for tests.
-import { expectInteger, expectWorkerId } from '../../core/validate.js';
+import { expectInteger, expectWorkerId } from '../../util/validate.js';
 import { EngineModel, type EngineConfig, type KvEvent, type SimRequest, type TokenOutput } from '../engine/index.js';
 import { EngineDriver, type SteppableModel } from './driver.js';
 import { FaultState, expectCount, parseFaultCommand } from './faults.js';

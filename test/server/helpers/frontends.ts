@@ -6,11 +6,11 @@ import { serve } from '@hono/node-server';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
-import { fastifyPlugin } from '../../../src/server/adapters/fastify.js';
-import { fetchHandler } from '../../../src/server/adapters/fetch.js';
-import { nodeHandler } from '../../../src/server/adapters/node-http.js';
-import type { HttpCall, HttpReply } from '../../../src/server/http.js';
-import { listenUws } from '../../../src/server/uws.js';
+import { fastifyPlugin } from '../../../src/server/http/adapters/fastify.js';
+import { fetchHandler } from '../../../src/server/http/adapters/fetch.js';
+import { nodeHandler } from '../../../src/server/http/adapters/node-http.js';
+import type { HttpCall, HttpReply } from '../../../src/server/http/call.js';
+import { listenUws } from '../../../src/server/http/uws.js';
 
 export interface TestHandler {
   handle(call: HttpCall): Promise<HttpReply>;

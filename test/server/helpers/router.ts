@@ -1,10 +1,10 @@
 // A router in front of an embedded simulated fleet, on loopback ports chosen by the OS, for the
 // end-to-end server tests. Engines run at a high speedup (tests never assert timings).
 import OpenAI from 'openai';
-import { createRouter, type Router } from '../../../src/server/app.js';
-import type { EngineKind, RouterConfigInput } from '../../../src/server/config.js';
-import { startEmbeddedFleet, type EmbeddedFleet } from '../../../src/server/embedded.js';
-import { listenUws, type RunningServer } from '../../../src/server/uws.js';
+import { createRouter, type Router } from '../../../src/server/app/router.js';
+import type { EngineKind, RouterConfigInput } from '../../../src/server/app/config.js';
+import { startEmbeddedFleet, type EmbeddedFleet } from '../../../src/server/app/embedded.js';
+import { listenUws, type RunningServer } from '../../../src/server/http/uws.js';
 
 export const MODEL = 'kvroute-sim';
 export const BLOCK_SIZE = 16;

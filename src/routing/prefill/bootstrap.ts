@@ -1,0 +1,127 @@
+// The bootstrap handoff (SGLang; PROTOCOLS.md 3b): both legs carry the prefill worker's bootstrap
+// host and port and a room whose residue selects the prefill DP rank, and run at once. The
+// prefill leg runs in the background carrying the request's phase permit, released once it is
+// routed and recorded; the decode phase starts after that. If either leg fails, the other is
+// cancelled (a lone decode leg would wait for a bootstrap that never comes). A prefill failure
+// found before the decode answer was handed to the client falls back to aggregated serving when
+// allowed; after that, the client's stream ends with the prefill's error. A client that leaves
+// cancels both legs: SGLang drops an aborted room's transfer on both sides.
+import { Cancellation } from '../../util/cancellation.js';
+import { bootstrapRoom } from '../../engines/bootstrap-room.js';
+import { isAbortError, abortError } from '../../engines/errors.js';
+import { sglangHandoff } from '../../engines/handoff/sglang.js';
+import type { SseEvent } from '../../engines/types.js';
+import type { FreeReason } from '../booking-guard.js';
+import type { Booking } from '../kv-router.js';
+import type { PrefillRouter, RequestContext } from '../prefill-router.js';
+import type { RoutedResponse } from '../router-request.js';
+import type { Permit } from '../semaphore.js';
+import { type PromptTokensDetails, answerWithPromptTokensDetails } from '../usage.js';
+
+type PrefillResult = { ok: true; details: PromptTokensDetails | undefined } | { ok: false };
+
+export async function runBootstrap(router: PrefillRouter, ctx: RequestContext, prefill: Booking, permit: Permit): Promise<RoutedResponse> {
+  const { req } = ctx;
+  const w = prefill.worker;
+  const address = {
+    host: w.bootstrapHost as string,
+    port: w.bootstrapPort as number,
+    room: sglangHandoff.rooms(req.body, () => bootstrapRoom(w.dpSize, prefill.decision.dpRank, router.randomRoom)),
+  };
+
+  // One controller for both legs: the client leaving, or either leg failing, cancels both.
+  const legs = new Cancellation();
+  const cancelLegs = () => legs.abort(req.signal.reason);
+  req.signal.addEventListener('abort', cancelLegs, { once: true });
+  let prefillError: unknown;
+
+  const prefillLeg = (async () => {
+    router.recordRouting(ctx, 'prefill', prefill);
+    permit.release();
+    return router.prefill.json(prefill, req.route, sglangHandoff.prefillBody(req.body, address), {
+      requestId: req.requestId,
+      signal: legs.signal,
+    });
+  })();
+  const prefillResult: Promise<PrefillResult> = prefillLeg.then(
+    (answer) => ({ ok: true, details: sglangHandoff.promptTokensDetails(answer) }),
+    (err: unknown) => {
+      if (!legs.signal.aborted) {
+        prefillError = err;
+        legs.abort();
+      }
+      return { ok: false };
+    },
+  );
+
+  let legsOpen = 2;
+  const legDone = () => {
+    if (--legsOpen === 0) req.signal.removeEventListener('abort', cancelLegs);
+  };
+  void prefillResult.then(legDone);
+
+  (await ctx.tracker.setPhase('decode')).release(); // waits for the prefill to be routed
+  let decode: Booking;
+  try {
+    decode = router.decode.book(req.tokens, router.decodeLeg(ctx));
+  } catch (err) {
+    legs.abort();
+    legDone();
+    throw err;
+  }
+  router.recordRouting(ctx, 'decode', decode);
+  const base = router.legOptions(ctx, 'disaggregated', false, legs.signal);
+  const opts = {
+    ...base,
+    onFinish: (reason: FreeReason, err?: unknown) => {
+      if (reason !== 'end') legs.abort(); // the decode leg failed or was closed: cancel the prefill
+      legDone();
+      base.onFinish?.(reason, err);
+    },
+  };
+  const details = async () => {
+    const r = await prefillResult;
+    return r.ok ? r.details : undefined;
+  };
+  try {
+    if (ctx.stream) {
+      const stream = await router.decode.stream(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts);
+      return router.respond(ctx, 'disaggregated', prefill, decode, { stream: router.relay(ctx, new PrefillErrorFirst(stream, () => prefillError), details) });
+    }
+    const answer = answerWithPromptTokensDetails(await router.decode.json(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts), await details());
+    const usage = (answer as { usage?: unknown } | null)?.usage;
+    if (usage && typeof usage === 'object') router.recordUsage(ctx, usage as Record<string, unknown>);
+    return router.respond(ctx, 'disaggregated', prefill, decode, { body: answer });
+  } catch (err) {
+    legs.abort();
+    if (req.signal.aborted) throw abortError(req.signal);
+    await prefillResult;
+    if (prefillError !== undefined) return router.prefillFailed(ctx, prefillError);
+    throw err;
+  }
+}
+
+/**
+ * The decode stream, except that when it fails because the prefill leg failed (and cancelled it),
+ * the consumer sees the prefill's error rather than a cancellation.
+ */
+class PrefillErrorFirst implements AsyncIterator<SseEvent> {
+  constructor(
+    private readonly source: AsyncIterator<SseEvent>,
+    private readonly prefillError: () => unknown,
+  ) {}
+
+  async next(): Promise<IteratorResult<SseEvent>> {
+    try {
+      return await this.source.next();
+    } catch (err) {
+      const p = this.prefillError();
+      throw p !== undefined && isAbortError(err) ? p : err;
+    }
+  }
+
+  async return(): Promise<IteratorResult<SseEvent>> {
+    await this.source.return?.();
+    return { value: undefined, done: true };
+  }
+}

@@ -1,0 +1,52 @@
+// What the HTTP layer needs from the routing layer, in one interface. wiring.ts builds it from the
+// indexers, routing cores, prefill router and event ingest; app.ts only sees this.
+import type { MetricsSources } from '../observability/metrics.js';
+import type { RoutingHints } from '../openai/request.js';
+import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';
+import type { RoutedResponse, RouterRequest } from '../../routing/router-request.js';
+
+/** One request as the prefill router takes it, and its answer. */
+export type DispatchRequest = RouterRequest;
+export type DispatchResponse = RoutedResponse;
+
+export interface CandidateExplanation {
+  worker: number;
+  dp_rank: number;
+  overlap_blocks: number;
+  prefill_blocks: number;
+  decode_blocks: number;
+  cost: number;
+}
+
+export interface LegExplanation {
+  worker: number;
+  dp_rank: number;
+  policy: string;
+  overlap_blocks: number;
+  cached_tokens: number;
+  prefill_tokens: number;
+  candidates: CandidateExplanation[];
+  timings_us: { hash: number; match: number; select: number; total: number };
+}
+
+/** POST /v1/route: what the router would do, without doing it. */
+export interface RouteExplanation {
+  request_id: string;
+  prompt_tokens: number;
+  block_size: number;
+  mode: 'aggregated' | 'disaggregated';
+  prefill: LegExplanation | null;
+  decode: LegExplanation;
+}
+
+export interface Backend {
+  dispatch(req: DispatchRequest): Promise<DispatchResponse>;
+  /** A routing query on the live state: books nothing, advances nothing. */
+  explain(tokens: Uint32Array, hints: RoutingHints, requestId: string): RouteExplanation;
+  pools: Record<PoolName, PoolPort>;
+  ingest: IngestPort;
+  /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
+  canServe(): boolean;
+  metricsSources: Omit<MetricsSources, 'workerStates'>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,240 @@
+// Assembles the routing layer behind the HTTP layer: per pool (prefill; decode and aggregated) a
+// KvIndexer, its RoutingCore, a WorkerPool and a KvRouter; one PrefillRouter over both; one
+// EventIngest per pool feeding its index; shared engine clients. The result is the Backend that
+// app.ts speaks to, so the HTTP layer never reaches into routing internals.
+import { KvIndexer } from '../../core/indexer.js';
+import { RoutingCore, type RoutingDecision } from '../../core/routing-core.js';
+import { EngineClients, type EngineClientOptions } from '../../engines/http-client.js';
+import type { WorkerInfo } from '../../engines/types.js';
+import { EventIngest } from '../../events/ingest.js';
+import { KvRouter, type KvRouterCore } from '../../routing/kv-router.js';
+import { PrefillRouter } from '../../routing/prefill-router.js';
+import { SessionAffinity } from '../../routing/session-affinity.js';
+import { WorkerPool } from '../../routing/worker-pool.js';
+import type { Backend, LegExplanation, RouteExplanation } from './backend.js';
+import type { PoolRoutingConfig, RouterConfig, WorkerConfig, WorkerRole } from './config.js';
+import type { RouterMetrics } from '../observability/metrics.js';
+import type { PoolName, PoolPort } from '../fleet/registry.js';
+
+export interface BackendOptions {
+  metrics: RouterMetrics;
+  clock?: () => number;
+  engineClient?: EngineClientOptions;
+  /** A stream nobody pulls for this long is abandoned (booking freed). */
+  abandonAfterMs?: number;
+  /** Longest a decode leg is kept running after its client left, to pull the prefill's KV. */
+  releaseTimeoutMs?: number;
+}
+
+interface PoolParts {
+  name: PoolName;
+  indexer: KvIndexer;
+  core: RoutingCore;
+  pool: WorkerPool;
+  router: KvRouter;
+  ingest?: EventIngest;
+}
+
+const STALE_SWEEP_MS = 30_000;
+/** Shutdown waits this long for legs finishing a KV handoff, then closes anyway. */
+const SHUTDOWN_GRACE_MS = 2_000;
+
+export async function createBackend(config: RouterConfig, o: BackendOptions): Promise<Backend> {
+  const clients = new EngineClients(o.engineClient);
+  const parts: Record<PoolName, PoolParts> = {
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], clients, o),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], clients, o),
+  };
+  const sessions = config.sessionAffinity && new SessionAffinity({ ttlMs: config.sessionAffinity.ttlMs, maxSessions: config.sessionAffinity.maxSessions, clock: o.clock });
+  const router = new PrefillRouter({
+    prefill: parts.prefill.router,
+    decode: parts.decode.router,
+    sessions,
+    enforceDisagg: config.enforceDisagg,
+    fallbackToAggregated: config.fallbackToAggregated,
+    clock: o.clock,
+    onRequestDone: (done) => o.metrics.served(done.mode),
+  });
+  // Bookings whose requests vanished without ending (should not happen; bounded if it does).
+  const sweep = setInterval(() => {
+    parts.prefill.core.expireStale();
+    parts.decode.core.expireStale();
+  }, STALE_SWEEP_MS);
+  sweep.unref();
+
+  const poolPort = (p: PoolParts): PoolPort => ({
+    enable(w) {
+      if (!p.pool.has(w.id)) {
+        p.pool.add(workerInfo(w));
+        return;
+      }
+      p.pool.setDraining(w.id, false);
+      p.pool.setHealthy(w.id, true);
+    },
+    disable(id) {
+      if (p.pool.has(id)) p.pool.setHealthy(id, false);
+    },
+    remove(id) {
+      const info = p.pool.get(id);
+      p.pool.remove(id);
+      // Close the engine's connections unless another worker shares its URL.
+      const shared = [...parts.prefill.pool.workers(), ...parts.decode.pool.workers()].some((w) => w.baseUrl === info?.baseUrl);
+      if (info && !shared) void clients.drop(info.baseUrl);
+    },
+    dropBlocks(id) {
+      p.indexer.removeWorker(id);
+    },
+    activeRequests(id) {
+      return p.pool.has(id) ? p.pool.activeRequests(id) : 0;
+    },
+  });
+
+  return {
+    dispatch: (req) => router.handle(req),
+    explain(tokens, hints, requestId): RouteExplanation {
+      const q = router.query(tokens, hints, { requestId });
+      return {
+        request_id: requestId,
+        prompt_tokens: tokens.length,
+        block_size: config.blockSize,
+        mode: q.mode,
+        prefill: q.prefill ? explainLeg(q.prefill) : null,
+        decode: explainLeg(q.decode),
+      };
+    },
+    pools: { prefill: poolPort(parts.prefill), decode: poolPort(parts.decode) },
+    ingest: {
+      subscribe(w, pool) {
+        const ingest = parts[pool].ingest;
+        // Approximate indexing (or a worker without events) learns from routing decisions instead.
+        if (!ingest || w.kvEvents.length === 0) return;
+        ingest.addWorker({
+          worker: w.id,
+          endpoints: w.kvEvents,
+          replayEndpoints: w.replayEndpoints.length > 0 ? w.replayEndpoints : undefined,
+          blockSize: config.blockSize,
+        });
+      },
+      unsubscribe(id) {
+        parts.prefill.ingest?.removeWorker(id);
+        parts.decode.ingest?.removeWorker(id);
+      },
+    },
+    canServe: () => router.canServeRequests(),
+    metricsSources: {
+      workerLoads: () =>
+        [parts.prefill, parts.decode].flatMap((p) =>
+          p.core.load().map((l) => ({ pool: p.name, worker: l.worker, dpRank: l.dpRank, prefillTokens: l.prefillTokens, decodeBlocks: l.decodeBlocks, requests: l.requests })),
+        ),
+      eventStats: () =>
+        [parts.prefill, parts.decode].flatMap((p) =>
+          (p.ingest?.stats() ?? []).map((s) => ({
+            worker: s.worker,
+            applied: s.applied,
+            rejected: s.rejected,
+            gaps: s.gaps,
+            replays: s.replays,
+            decodeErrors: s.decodeErrors,
+            restarts: s.restarts,
+          })),
+        ),
+      indexStats: () => [parts.prefill, parts.decode].map((p) => ({ pool: p.name, ...p.indexer.stats() })),
+      fallbacksToAggregated: () => router.stats().fallbacks,
+      sessionStats: () => sessions?.stats(),
+    },
+    async close() {
+      clearInterval(sweep);
+      router.close();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([router.idle(), new Promise<void>((r) => (timer = setTimeout(r, SHUTDOWN_GRACE_MS)))]);
+      clearTimeout(timer);
+      await Promise.all([parts.prefill.ingest?.close(), parts.decode.ingest?.close()]);
+      await clients.close();
+    },
+  };
+}
+
+function buildPool(
+  name: PoolName,
+  config: RouterConfig,
+  routing: PoolRoutingConfig,
+  roles: WorkerRole[],
+  clients: EngineClients,
+  o: BackendOptions,
+): PoolParts {
+  const approximate = config.indexerMode === 'approximate';
+  const indexer = new KvIndexer({
+    blockSize: config.blockSize,
+    mode: config.indexerMode,
+    ...(config.maxIndexedBlocks !== undefined && !approximate ? { maxBlocks: config.maxIndexedBlocks } : {}),
+    clock: o.clock,
+  });
+  const core = new RoutingCore(indexer, {
+    blockSize: config.blockSize,
+    policy: routing.policy,
+    overlapScoreCredit: routing.overlapScoreCredit,
+    prefillLoadScale: routing.prefillLoadScale,
+    temperature: routing.temperature,
+    busyDecodeFraction: routing.busyDecodeFraction,
+    busyPrefillTokens: routing.busyPrefillTokens,
+    maxQueuedPrefillTokens: routing.maxQueuedPrefillTokens,
+    seed: config.seed,
+    clock: o.clock,
+    approximate,
+  });
+  const pool = new WorkerPool(name, core, roles);
+  const router = new KvRouter({
+    core: observed(core, name, o.metrics),
+    pool,
+    clients,
+    abandonAfterMs: o.abandonAfterMs,
+    releaseTimeoutMs: o.releaseTimeoutMs,
+  });
+  const ingest = approximate ? undefined : new EventIngest({ indexer });
+  return { name, indexer, core, pool, router, ingest };
+}
+
+/** The core as KvRouter sees it, with every booked decision observed by the metrics. */
+function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics): KvRouterCore {
+  return {
+    config: core.config,
+    route(tokens, req) {
+      const d = core.route(tokens, req);
+      metrics.decision(pool, d.promptTokens, d.cachedTokens, d.timingsUs);
+      return d;
+    },
+    query: (tokens, req) => core.query(tokens, req),
+    markPrefillCompleted: (id) => core.markPrefillCompleted(id),
+    free: (id) => core.free(id),
+  };
+}
+
+function workerInfo(w: WorkerConfig): WorkerInfo {
+  const info: WorkerInfo = { id: w.id, role: w.role, kind: w.kind, baseUrl: w.baseUrl, dpSize: w.dpSize };
+  if (w.kvCapacityBlocks !== undefined) info.kvCapacityBlocks = w.kvCapacityBlocks;
+  if (w.bootstrap) {
+    info.bootstrapHost = w.bootstrap.host;
+    info.bootstrapPort = w.bootstrap.port;
+  }
+  return info;
+}
+
+function explainLeg(d: RoutingDecision): LegExplanation {
+  return {
+    worker: d.worker,
+    dp_rank: d.dpRank,
+    policy: d.policy,
+    overlap_blocks: d.overlapBlocks,
+    cached_tokens: d.cachedTokens,
+    prefill_tokens: d.prefillTokens,
+    candidates: d.candidates.map((c) => ({
+      worker: c.worker,
+      dp_rank: c.dpRank,
+      overlap_blocks: c.overlapBlocks,
+      prefill_blocks: c.prefillBlocks,
+      decode_blocks: c.decodeBlocks,
+      cost: c.cost,
+    })),
+    timings_us: d.timingsUs,
+  };
+}

@@ -1,0 +1,212 @@
+// The worker registry: which workers exist, their state, and the one place that moves a worker in
+// and out of the parts that use it: the routing pool of its role (selection), the KV event ingest
+// (its index), and health checking. Admin calls (add, drain, activate, remove) and health verdicts
+// both come through here, so the pools never disagree with the registry.
+import type { WorkerConfig, WorkerRole } from '../app/config.js';
+import { checkUniqueIds } from '../app/config.js';
+import { HealthTracker } from './health.js';
+import { withFields } from '../../util/objects.js';
+
+export type WorkerState = 'healthy' | 'unhealthy' | 'draining';
+export type PoolName = 'prefill' | 'decode';
+
+/** A routing pool as the registry drives it (the wiring adapts E's routers to this). */
+export interface PoolPort {
+  /** Puts the worker into selection (idempotent). */
+  enable(worker: WorkerConfig): void;
+  /** Takes it out of selection; requests in flight finish normally (idempotent). */
+  disable(worker: number): void;
+  /** Forgets the worker (it was removed from the registry). */
+  remove(worker: number): void;
+  /** Drops everything the pool's index holds for the worker. */
+  dropBlocks(worker: number): void;
+  /** Booked requests on the worker (drain progress). */
+  activeRequests(worker: number): number;
+}
+
+/** KV event subscriptions (the wiring adapts F's ingest to this). */
+export interface IngestPort {
+  subscribe(worker: WorkerConfig, pool: PoolName): void;
+  unsubscribe(worker: number): void;
+}
+
+export interface WorkerStatus {
+  id: number;
+  role: WorkerRole;
+  kind: WorkerConfig['kind'];
+  baseUrl: string;
+  dpSize: number;
+  state: WorkerState;
+  inSelection: boolean;
+  activeRequests: number;
+  lastHealthError?: string;
+  unhealthySince?: number;
+}
+
+export interface RegistryOptions {
+  pools: Record<PoolName, PoolPort>;
+  ingest: IngestPort;
+  healthGraceMs: number;
+  clock?: () => number;
+}
+
+interface Entry {
+  config: WorkerConfig;
+  draining: boolean;
+  inSelection: boolean;
+}
+
+export class UnknownWorkerError extends Error {
+  override name = 'UnknownWorkerError';
+  constructor(readonly worker: number) {
+    super(`no worker with id ${worker}`);
+  }
+}
+
+export class WorkerExistsError extends Error {
+  override name = 'WorkerExistsError';
+  constructor(readonly worker: number) {
+    super(`a worker with id ${worker} is already registered`);
+  }
+}
+
+/** Prefill workers serve the prefill pool; aggregated and decode workers the decode pool. */
+export function poolOf(role: WorkerRole): PoolName {
+  return role === 'prefill' ? 'prefill' : 'decode';
+}
+
+export class WorkerRegistry {
+  private readonly entries = new Map<number, Entry>();
+  private readonly health: HealthTracker;
+  private readonly clock: () => number;
+
+  constructor(private readonly opts: RegistryOptions) {
+    this.health = new HealthTracker(opts.healthGraceMs);
+    this.clock = opts.clock ?? Date.now;
+  }
+
+  /** Registers a worker: healthy until a check says otherwise, in selection, events subscribed. */
+  add(config: WorkerConfig): void {
+    if (this.entries.has(config.id)) throw new WorkerExistsError(config.id);
+    checkUniqueIds([...[...this.entries.values()].map((e) => e.config), config]);
+    const entry: Entry = { config, draining: false, inSelection: false };
+    this.entries.set(config.id, entry);
+    this.health.add(config.id);
+    this.opts.ingest.subscribe(config, poolOf(config.role));
+    this.sync(entry);
+  }
+
+  /** Stops new requests from going to the worker; requests in flight finish. */
+  drain(id: number): WorkerStatus {
+    const entry = this.get(id);
+    entry.draining = true;
+    this.sync(entry);
+    return this.status(entry);
+  }
+
+  /** Undoes drain: the worker takes requests again once healthy. */
+  activate(id: number): WorkerStatus {
+    const entry = this.get(id);
+    entry.draining = false;
+    this.sync(entry);
+    return this.status(entry);
+  }
+
+  /** Forgets the worker: out of selection, events unsubscribed, its blocks dropped from the index. */
+  remove(id: number): WorkerStatus {
+    const entry = this.get(id);
+    const status = this.status(entry);
+    entry.draining = true;
+    this.sync(entry);
+    this.opts.ingest.unsubscribe(id);
+    const pool = this.opts.pools[poolOf(entry.config.role)];
+    pool.dropBlocks(id);
+    pool.remove(id);
+    this.health.remove(id);
+    this.entries.delete(id);
+    return withFields(status, { state: 'draining' as const, inSelection: false });
+  }
+
+  /** A health check result: unhealthy leaves selection at once, healthy comes back. */
+  recordHealth(id: number, ok: boolean, error?: string): void {
+    const entry = this.entries.get(id);
+    if (!entry) return;
+    const verdict = this.health.record(id, ok, this.clock(), error);
+    if (verdict === 'became_unhealthy' || verdict === 'became_healthy') this.sync(entry);
+    this.expireGrace();
+  }
+
+  /** Drops the blocks of workers unhealthy for longer than the grace period. */
+  expireGrace(): number[] {
+    const expired = this.health.expired(this.clock());
+    for (const id of expired) {
+      const entry = this.entries.get(id);
+      if (entry) this.opts.pools[poolOf(entry.config.role)].dropBlocks(id);
+    }
+    return expired;
+  }
+
+  has(id: number): boolean {
+    return this.entries.has(id);
+  }
+
+  config(id: number): WorkerConfig | undefined {
+    return this.entries.get(id)?.config;
+  }
+
+  list(): WorkerStatus[] {
+    return [...this.entries.values()].map((e) => this.status(e));
+  }
+
+  /** Workers currently in selection, by pool. */
+  selectable(pool: PoolName): WorkerConfig[] {
+    return [...this.entries.values()].filter((e) => e.inSelection && poolOf(e.config.role) === pool).map((e) => e.config);
+  }
+
+  /** At least one decode or aggregated worker can take a request. */
+  canServe(): boolean {
+    return this.selectable('decode').length > 0;
+  }
+
+  healthTargets(): Array<{ id: number; baseUrl: string }> {
+    return [...this.entries.values()].map((e) => ({ id: e.config.id, baseUrl: e.config.baseUrl }));
+  }
+
+  private get(id: number): Entry {
+    const entry = this.entries.get(id);
+    if (!entry) throw new UnknownWorkerError(id);
+    return entry;
+  }
+
+  private stateOf(entry: Entry): WorkerState {
+    if (entry.draining) return 'draining';
+    return this.health.isHealthy(entry.config.id) ? 'healthy' : 'unhealthy';
+  }
+
+  private status(entry: Entry): WorkerStatus {
+    const h = this.health.status(entry.config.id);
+    const c = entry.config;
+    return {
+      id: c.id,
+      role: c.role,
+      kind: c.kind,
+      baseUrl: c.baseUrl,
+      dpSize: c.dpSize,
+      state: this.stateOf(entry),
+      inSelection: entry.inSelection,
+      activeRequests: this.opts.pools[poolOf(c.role)].activeRequests(c.id),
+      ...(h?.lastError ? { lastHealthError: h.lastError } : {}),
+      ...(h?.unhealthySince !== undefined ? { unhealthySince: h.unhealthySince } : {}),
+    };
+  }
+
+  /** Puts the worker in or out of selection according to its state. */
+  private sync(entry: Entry): void {
+    const want = this.stateOf(entry) === 'healthy';
+    if (want === entry.inSelection) return;
+    const pool = this.opts.pools[poolOf(entry.config.role)];
+    if (want) pool.enable(entry.config);
+    else pool.disable(entry.config.id);
+    entry.inSelection = want;
+  }
+}

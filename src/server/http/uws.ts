@@ -1,0 +1,253 @@
+// The uWebSockets.js frontend. uWS rules this file keeps: an HttpResponse must never be touched
+// after onAborted fired or after it was ended; writes from async continuations go inside
+// res.cork(); write() returning false means "buffered, stop writing until onWritable" (the data is
+// kept by uWS and never resent). Every request is answered exactly once.
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import uWS from 'uWebSockets.js';
+import { Cancellation } from '../../util/cancellation.js';
+import { isShortVisibleAscii } from '../../util/validate.js';
+import { errorReply, HttpError, notFound } from '../openai/errors.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { BoundedBodyBuffer } from './body.js';
+import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from './call.js';
+
+/** What the frontend needs from the router. */
+export interface CallHandler {
+  handle(call: HttpCall): Promise<HttpReply>;
+  readonly config: { readonly maxBodyBytes: number };
+}
+
+export interface ListenOptions {
+  host?: string;
+  /** 0 lets the OS choose. */
+  port?: number;
+  /**
+   * What this listener answers: every route (the default), every route but the admin API
+   * ('public', whose admin requests get a 403 saying `adminElsewhere`), or the admin API alone.
+   */
+  routes?: 'all' | 'public' | 'admin';
+  /** With routes 'public': where the admin API is served instead. */
+  adminElsewhere?: string;
+}
+
+export interface RunningServer {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Per-response state shared by the handler, the pump and the uWS callbacks. */
+interface ResponseState {
+  aborted: boolean;
+  ended: boolean;
+  controller: Cancellation;
+  resumeWritable?: () => void;
+  stream?: FrameStream;
+}
+
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+export function listenUws(handler: CallHandler, opts: ListenOptions = {}): Promise<RunningServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const routes = opts.routes ?? 'all';
+  if (routes !== 'all' && routes !== 'public' && routes !== 'admin') throw new TypeError(`routes must be 'all', 'public' or 'admin', got '${String(routes)}'`);
+  const refusal = routes === 'all' ? undefined : refusalReply(routes, opts.adminElsewhere);
+  const app = uWS.App();
+  app.any('/*', (res, req) => {
+    if (refusal) {
+      const path = req.getUrl();
+      const admin = path === '/admin' || path.startsWith('/admin/');
+      if (admin !== (routes === 'admin')) return refuse(res, req, refusal);
+    }
+    onRequest(handler, res, req);
+  });
+  return new Promise((resolve, reject) => {
+    app.listen(host, opts.port ?? 0, (token) => {
+      if (!token) {
+        reject(new Error(`cannot listen on ${host}:${opts.port ?? 0} (address in use or not permitted)`));
+        return;
+      }
+      const port = uWS.us_socket_local_port(token as unknown as Parameters<typeof uWS.us_socket_local_port>[0]);
+      resolve(runningServer(app, token, host, port));
+    });
+  });
+}
+
+function runningServer(app: TemplatedApp, token: us_listen_socket, host: string, port: number): RunningServer {
+  let closed = false;
+  return {
+    host,
+    port,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    async close() {
+      if (closed) return;
+      closed = true;
+      uWS.us_listen_socket_close(token);
+      // close() (present at runtime, absent from the typings) also drops keep-alive connections,
+      // whose onAborted handlers cancel any stream still running.
+      (app as unknown as { close?: () => void }).close?.();
+    },
+  };
+}
+
+function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): void {
+  const state: ResponseState = { aborted: false, ended: false, controller: new Cancellation() };
+  res.onAborted(() => {
+    state.aborted = true;
+    state.controller.abort();
+    state.stream?.cancel();
+    state.resumeWritable?.();
+  });
+
+  // HttpRequest is only valid during this callback: copy what the router needs now.
+  const method = req.getMethod().toUpperCase();
+  const query = req.getQuery();
+  const headers: Record<string, string> = {};
+  req.forEach((k, v) => {
+    headers[k] = v;
+  });
+  const path = req.getUrl();
+  const call: HttpCall = {
+    method,
+    url: query ? `${path}?${query}` : path,
+    headers,
+    // Only the admin API looks at the peer (reading it costs a native call per request).
+    remoteAddress: path.startsWith('/admin') ? remoteAddressOf(res) : undefined,
+    signal: state.controller.signal,
+  };
+
+  if (BODYLESS.has(method)) {
+    dispatch(handler, call, res, state);
+    return;
+  }
+  const body = new BoundedBodyBuffer(handler.config.maxBodyBytes);
+  let dispatched = false;
+  res.onData((chunk, isLast) => {
+    if (dispatched) return;
+    const withinLimit = body.push(chunk);
+    // Over the limit: answer 413 now (the router sees limit + 1 bytes) instead of buffering more.
+    if (isLast || !withinLimit) {
+      dispatched = true;
+      call.body = body.bytes();
+      dispatch(handler, call, res, state);
+    }
+  });
+}
+
+function dispatch(handler: CallHandler, call: HttpCall, res: HttpResponse, state: ResponseState): void {
+  handler.handle(call).then(
+    (reply) => send(res, reply, state),
+    (err: unknown) => send(res, internalErrorReply(err), state),
+  );
+}
+
+function send(res: HttpResponse, reply: HttpReply, state: ResponseState): void {
+  if (state.aborted) {
+    reply.stream?.cancel();
+    return;
+  }
+  if (!reply.stream) {
+    res.cork(() => {
+      writeHead(res, reply);
+      state.ended = true;
+      // A 413 answered before the upload finished: close the connection rather than read the rest.
+      res.end(reply.body ?? '', reply.status === 413);
+    });
+    return;
+  }
+  state.stream = reply.stream;
+  res.onWritable(() => {
+    const resume = state.resumeWritable;
+    state.resumeWritable = undefined;
+    resume?.();
+    return true;
+  });
+  void pump(res, reply, reply.stream, state);
+}
+
+async function pump(res: HttpResponse, reply: HttpReply, stream: FrameStream, state: ResponseState): Promise<void> {
+  const batcher = new FrameBatcher(stream);
+  let headWritten = false;
+  try {
+    for (;;) {
+      const { text, done } = await batcher.nextBatch();
+      if (state.aborted) return;
+      let accepted = true;
+      // One cork per batch: the head (first time), the frames and, at the end, the last chunk.
+      res.cork(() => {
+        if (!headWritten) writeHead(res, reply);
+        headWritten = true;
+        if (done) {
+          state.ended = true;
+          res.end(text);
+        } else {
+          accepted = res.write(text);
+        }
+      });
+      if (done) return;
+      if (!accepted) {
+        // Slow client: stop pulling from the engine until the socket drains.
+        await new Promise<void>((resolve) => {
+          state.resumeWritable = resolve;
+        });
+        if (state.aborted) return;
+      }
+    }
+  } finally {
+    // Normal end: a no-op; any other exit (abort, failure) cancels the engine legs.
+    stream.cancel();
+    if (!state.aborted && !state.ended) {
+      state.ended = true;
+      res.cork(() => {
+        if (!headWritten) writeHead(res, reply);
+        res.end();
+      });
+    }
+  }
+}
+
+function writeHead(res: HttpResponse, reply: HttpReply): void {
+  res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
+  for (const [k, v] of Object.entries(reply.headers)) {
+    // uWS computes content-length itself on end(); a duplicate would corrupt the response.
+    if (k !== 'content-length') res.writeHeader(k, v);
+  }
+}
+
+function remoteAddressOf(res: HttpResponse): string {
+  const text = Buffer.from(res.getRemoteAddressAsText()).toString();
+  // uWS prints IPv4-mapped IPv6 peers in full hex form; normalise loopback to the dotted form.
+  if (text === '0000:0000:0000:0000:0000:ffff:7f00:0001') return '127.0.0.1';
+  return text;
+}
+
+function refusalReply(routes: 'public' | 'admin', adminElsewhere: string | undefined): HttpReply {
+  return errorReply(
+    routes === 'public'
+      ? new HttpError(403, 'permission_error', 'admin_not_here', `the admin API is not served on this listener${adminElsewhere ? `: ${adminElsewhere}` : ''}`)
+      : notFound('this listener serves the admin API (/admin) only', 'unknown_route'),
+  );
+}
+
+/** Answers at once; a request body still arriving is not read (the connection is closed after). */
+function refuse(res: HttpResponse, req: HttpRequest, reply: HttpReply): void {
+  const bodyless = BODYLESS.has(req.getMethod().toUpperCase());
+  const id = req.getHeader('x-request-id');
+  const requestId = isShortVisibleAscii(id) ? id : randomUUID();
+  res.cork(() => {
+    writeHead(res, reply);
+    res.writeHeader('x-request-id', requestId);
+    res.end(reply.body, !bodyless);
+  });
+}
+
+function internalErrorReply(err: unknown): HttpReply {
+  const message = err instanceof Error ? err.message : String(err);
+  return {
+    status: 500,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ error: { message: `internal error: ${message}`, type: 'internal_error', code: 'internal_error' } }),
+  };
+}

@@ -1,0 +1,315 @@
+// Prometheus metrics on a registry of kvroute's own (never prom-client's global one, so a host
+// application embedding the router keeps its metrics separate). Request-path figures are recorded
+// as they happen; state owned by other parts (bookings, event ingest, the registry) is read at
+// scrape time through MetricsSources, so the hot path pays nothing for it.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { SessionAffinityStats } from '../../routing/session-affinity.js';
+
+export interface WorkerLoadSample {
+  pool: string;
+  worker: number;
+  dpRank: number;
+  prefillTokens: number;
+  decodeBlocks: number;
+  requests: number;
+}
+
+export interface EventStatsSample {
+  worker: number;
+  applied: number;
+  rejected: Record<string, number>;
+  gaps: number;
+  replays: number;
+  decodeErrors: number;
+  restarts: number;
+}
+
+export interface MetricsSources {
+  workerLoads(): WorkerLoadSample[];
+  workerStates(): Array<{ worker: number; role: string; state: string }>;
+  eventStats(): EventStatsSample[];
+  indexStats(): Array<{ pool: string; blocks: number; workers: number }>;
+  fallbacksToAggregated(): number;
+  /** Session affinity's counts, when it is on. */
+  sessionStats?(): SessionAffinityStats | undefined;
+}
+
+interface Observer {
+  observe(value: number): void;
+}
+
+export interface RoutingTimingsUs {
+  hash: number;
+  match: number;
+  select: number;
+  total: number;
+}
+
+// Microsecond buckets: a decision takes single-digit microseconds, a slow one hundreds.
+const OVERHEAD_BUCKETS_US = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 50_000];
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const RATIO_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1];
+
+export class RouterMetrics {
+  readonly registry = new Registry();
+  private sources?: MetricsSources;
+
+  private readonly requests = new Counter({
+    name: 'kvroute_requests_total',
+    help: 'HTTP requests answered, by route and status code',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly ttft = new Histogram({
+    name: 'kvroute_time_to_first_token_seconds',
+    help: 'Time from request arrival to the first streamed token chunk',
+    labelNames: ['route'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  });
+  private readonly itl = new Histogram({
+    name: 'kvroute_inter_token_latency_seconds',
+    help: 'Time between consecutive streamed token chunks',
+    labelNames: ['route'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  });
+  private readonly inputTokens = new Counter({
+    name: 'kvroute_input_tokens_total',
+    help: 'Prompt tokens of routed requests',
+    registers: [this.registry],
+  });
+  private readonly outputTokens = new Counter({
+    name: 'kvroute_output_tokens_total',
+    help: 'Generated tokens reported by engines (usage.completion_tokens)',
+    registers: [this.registry],
+  });
+  private readonly cachedTokens = new Counter({
+    name: 'kvroute_cached_tokens_total',
+    help: "Prompt tokens engines served from their prefix cache (usage.prompt_tokens_details.cached_tokens)",
+    registers: [this.registry],
+  });
+  private readonly hitRate = new Histogram({
+    name: 'kvroute_kv_hit_rate',
+    help: "Per request: the router's predicted overlap (cached tokens / prompt tokens) on the chosen worker",
+    labelNames: ['pool'] as const,
+    buckets: RATIO_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly overhead = new Histogram({
+    name: 'kvroute_routing_overhead_microseconds',
+    help: 'Routing decision time by phase (hash, match, select, total)',
+    labelNames: ['phase'] as const,
+    buckets: OVERHEAD_BUCKETS_US,
+    registers: [this.registry],
+  });
+  private readonly frontendOverhead = new Histogram({
+    name: 'kvroute_frontend_overhead_microseconds',
+    help: 'Router time from request arrival to the engine request (parse, preprocess, route)',
+    buckets: OVERHEAD_BUCKETS_US,
+    registers: [this.registry],
+  });
+  private readonly refusals = new Counter({
+    name: 'kvroute_backpressure_refusals_total',
+    help: 'Requests refused with 429 because queued prefill work passed its cap',
+    registers: [this.registry],
+  });
+  private readonly modes = new Counter({
+    name: 'kvroute_requests_served_total',
+    help: 'Requests served, by mode (aggregated, disaggregated, fallback: aggregated after a failed prefill)',
+    labelNames: ['mode'] as const,
+    registers: [this.registry],
+  });
+  private readonly aborted = new Counter({
+    name: 'kvroute_client_disconnects_total',
+    help: 'Requests whose client went away before the response ended',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    const self = this;
+    const perWorker = (name: string, help: string, pick: (s: WorkerLoadSample) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['pool', 'worker', 'dp_rank'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const s of self.sources?.workerLoads() ?? []) {
+            this.set({ pool: s.pool, worker: String(s.worker), dp_rank: String(s.dpRank) }, pick(s));
+          }
+        },
+      });
+    perWorker('kvroute_worker_active_prefill_tokens', 'Booked prefill tokens per worker and dp rank', (s) => s.prefillTokens);
+    perWorker('kvroute_worker_active_decode_blocks', 'Booked decode KV blocks per worker and dp rank', (s) => s.decodeBlocks);
+    perWorker('kvroute_worker_active_requests', 'Booked requests per worker and dp rank', (s) => s.requests);
+
+    new Gauge({
+      name: 'kvroute_workers',
+      help: 'Registered workers by role and state (healthy, unhealthy, draining)',
+      labelNames: ['role', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const counts = new Map<string, number>();
+        for (const w of self.sources?.workerStates() ?? []) {
+          const key = `${w.role}\u0000${w.state}`;
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+        for (const [key, n] of counts) {
+          const [role, state] = key.split('\u0000');
+          this.set({ role, state }, n);
+        }
+      },
+    });
+    new Gauge({
+      name: 'kvroute_indexed_blocks',
+      help: 'KV blocks in the radix index, per pool',
+      labelNames: ['pool'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of self.sources?.indexStats() ?? []) this.set({ pool: s.pool }, s.blocks);
+      },
+    });
+
+    const perWorkerCounter = (name: string, help: string, pick: (s: EventStatsSample) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['worker'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const s of self.sources?.eventStats() ?? []) this.inc({ worker: String(s.worker) }, pick(s));
+        },
+      });
+    perWorkerCounter('kvroute_kv_events_applied_total', 'KV events applied to the index', (s) => s.applied);
+    perWorkerCounter('kvroute_kv_event_gaps_total', 'Sequence gaps in KV event streams', (s) => s.gaps);
+    perWorkerCounter('kvroute_kv_event_replays_total', 'Replay requests sent after gaps', (s) => s.replays);
+    perWorkerCounter('kvroute_kv_event_decode_errors_total', 'KV event messages that could not be decoded', (s) => s.decodeErrors);
+    perWorkerCounter('kvroute_kv_event_restarts_total', 'Engine restarts seen (sequence went back): blocks cleared', (s) => s.restarts);
+    new Counter({
+      name: 'kvroute_kv_events_rejected_total',
+      help: 'KV events rejected by the index, by reason',
+      labelNames: ['worker', 'reason'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of self.sources?.eventStats() ?? []) {
+          for (const [reason, n] of Object.entries(s.rejected)) {
+            if (n > 0) this.inc({ worker: String(s.worker), reason }, n);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: 'kvroute_sessions',
+      help: 'Sessions remembered by session affinity',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = self.sources?.sessionStats?.();
+        if (s) this.set(s.sessions);
+      },
+    });
+    new Counter({
+      name: 'kvroute_session_requests_total',
+      help: "Requests with a session id, by result: hit (sent to the session's workers), bound (a new session), rebound (its worker could no longer serve)",
+      labelNames: ['result'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = self.sources?.sessionStats?.();
+        if (!s) return;
+        const byResult = { hit: s.hits, bound: s.bound, rebound: s.rebound };
+        for (const [result, n] of Object.entries(byResult)) this.inc({ result }, n);
+      },
+    });
+    new Counter({
+      name: 'kvroute_fallbacks_to_aggregated_total',
+      help: 'Requests served aggregated on the decode worker after their prefill leg failed',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(self.sources?.fallbacksToAggregated() ?? 0);
+      },
+    });
+  }
+
+  // Labelled children resolved once: observe() with a label object hashes the labels every call.
+  private readonly ttftByRoute = new Map<string, Observer>();
+  private readonly itlByRoute = new Map<string, Observer>();
+  private readonly hitRateByPool = new Map<string, Observer>();
+  private readonly overheadByPhase = {
+    hash: this.overhead.labels({ phase: 'hash' }),
+    match: this.overhead.labels({ phase: 'match' }),
+    select: this.overhead.labels({ phase: 'select' }),
+    total: this.overhead.labels({ phase: 'total' }),
+  };
+
+  private child<L extends string>(cache: Map<string, Observer>, h: Histogram<L>, label: L, value: string): Observer {
+    let c = cache.get(value);
+    if (!c) {
+      c = h.labels({ [label]: value } as Record<L, string>);
+      cache.set(value, c);
+    }
+    return c;
+  }
+
+  /** Connects the scrape-time readers (the router does this once it is assembled). */
+  attach(sources: MetricsSources): void {
+    this.sources = sources;
+  }
+
+  request(route: string, status: number): void {
+    this.requests.inc({ route, status: String(status) });
+  }
+
+  firstToken(route: string, seconds: number): void {
+    this.child(this.ttftByRoute, this.ttft, 'route', route).observe(seconds);
+  }
+
+  interToken(route: string, seconds: number): void {
+    this.child(this.itlByRoute, this.itl, 'route', route).observe(seconds);
+  }
+
+  usage(promptTokens: number, completionTokens: number, cachedTokens: number): void {
+    if (promptTokens > 0) this.inputTokens.inc(promptTokens);
+    if (completionTokens > 0) this.outputTokens.inc(completionTokens);
+    if (cachedTokens > 0) this.cachedTokens.inc(cachedTokens);
+  }
+
+  decision(pool: string, promptTokens: number, cachedTokens: number, timingsUs: RoutingTimingsUs): void {
+    if (promptTokens > 0) this.child(this.hitRateByPool, this.hitRate, 'pool', pool).observe(Math.min(1, cachedTokens / promptTokens));
+    this.overheadByPhase.hash.observe(timingsUs.hash);
+    this.overheadByPhase.match.observe(timingsUs.match);
+    this.overheadByPhase.select.observe(timingsUs.select);
+    this.overheadByPhase.total.observe(timingsUs.total);
+  }
+
+  frontend(microseconds: number): void {
+    this.frontendOverhead.observe(microseconds);
+  }
+
+  served(mode: string): void {
+    this.modes.inc({ mode });
+  }
+
+  backpressureRefusal(): void {
+    this.refusals.inc();
+  }
+
+  clientDisconnect(): void {
+    this.aborted.inc();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

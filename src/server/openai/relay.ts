@@ -1,0 +1,157 @@
+// The SSE relay: the engine's events become frames for the client a batch at a time, pulled by the
+// frontend (so a slow client pauses the engine read). Completions chunks are relayed verbatim,
+// chat-as-completions chunks are converted; usage is observed for metrics. The relay ends exactly
+// once: at the engine's end, on an engine failure (an error frame, then the end), or on cancel.
+import { SHAPE_ERROR, SHAPE_USAGE } from '../../engines/chunk-shape.js';
+import { batchesOf } from '../../engines/event-batch.js';
+import { shapeOf } from '../../engines/sse.js';
+import { ChatChunkConverter } from './chat.js';
+import { errorEventFrame, errorReply } from './errors.js';
+import type { FrameStream } from '../http/call.js';
+import type { RouterMetrics } from '../observability/metrics.js';
+import type { SseEvent } from '../../engines/types.js';
+
+/** One server-sent event from an engine: `data` is the raw payload after "data: ". */
+export type { SseEvent };
+
+export interface UsageSeen {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+}
+
+export interface RelayOptions {
+  /** Metrics label: the route the client called. */
+  route: string;
+  /** Convert completions chunks to chat.completion.chunk. */
+  chat: boolean;
+  /** The client asked for the usage chunk; when false, usage chunks the router asked for are dropped. */
+  clientWantsUsage: boolean;
+  /** performance.now() at request arrival. */
+  startedAt: number;
+  metrics: RouterMetrics;
+  /** Aborts the engine legs (the router's own controller for this request). */
+  abort(): void;
+  /** Called once with the request's final HTTP-equivalent status (499 when the client left). */
+  onEnd?(status: number, usage: UsageSeen | undefined): void;
+}
+
+const DONE_FRAME = 'data: [DONE]\n\n';
+
+export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): FrameStream {
+  // Whole batches (every event one engine read produced) become one string of frames.
+  const batches = batchesOf(source[Symbol.asyncIterator]());
+  const converter = o.chat ? new ChatChunkConverter() : undefined;
+  let ended = false;
+  let sawDone = false;
+  let pendingEnd = false; // [DONE] was synthesised: the next call ends the stream
+  let tokenFrames = 0;
+  let lastTokenAt = 0;
+  let usage: UsageSeen | undefined;
+
+  const finish = (status: number) => {
+    if (ended) return;
+    ended = true;
+    if (usage) o.metrics.usage(usage.promptTokens, usage.completionTokens, usage.cachedTokens);
+    o.metrics.request(o.route, status);
+    o.onEnd?.(status, usage);
+  };
+
+  const tokenArrived = () => {
+    const now = performance.now();
+    if (tokenFrames === 0) o.metrics.firstToken(o.route, (now - o.startedAt) / 1000);
+    else o.metrics.interToken(o.route, (now - lastTokenAt) / 1000);
+    tokenFrames++;
+    lastTokenAt = now;
+  };
+
+  /** The frame for one engine event ('' when it is dropped); an in-stream error ends the relay. */
+  const frameOf = (ev: SseEvent): string => {
+    if (ev.data === '[DONE]') {
+      sawDone = true;
+      return DONE_FRAME;
+    }
+    const needJson = converter !== undefined || (shapeOf(ev) & (SHAPE_USAGE | SHAPE_ERROR)) !== 0;
+    if (!needJson) {
+      tokenArrived();
+      return `data: ${ev.data}\n\n`;
+    }
+    let json: unknown = ev.json;
+    if (json === undefined) {
+      try {
+        json = JSON.parse(ev.data);
+      } catch {
+        tokenArrived();
+        return `data: ${ev.data}\n\n`; // not JSON: relay untouched
+      }
+    }
+    const chunk = json as { choices?: unknown[]; usage?: unknown; error?: unknown };
+    if (chunk.error !== undefined && chunk.error !== null) {
+      // The engine reported a failure inside the stream: pass it on and end.
+      const status = Number((chunk.error as { code?: unknown }).code);
+      finish(Number.isInteger(status) && status >= 400 && status < 600 ? status : 502);
+      return `data: ${ev.data}\n\n`;
+    }
+    if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
+    const usageOnly = Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage;
+    if (usageOnly && !o.clientWantsUsage) return '';
+    if (!usageOnly) tokenArrived();
+    return converter ? `data: ${JSON.stringify(converter.convert(json))}\n\n` : `data: ${ev.data}\n\n`;
+  };
+
+  return {
+    async next(): Promise<string | null> {
+      if (pendingEnd) {
+        pendingEnd = false;
+        finish(200);
+      }
+      while (!ended) {
+        let batch: readonly SseEvent[] | null;
+        try {
+          batch = await batches.nextBatch();
+        } catch (err) {
+          if (ended) return null; // cancelled meanwhile: the failure is the abort itself
+          const frame = errorEventFrame(err);
+          finish(errorReply(err).status);
+          return frame;
+        }
+        if (ended) return null;
+        if (batch === null) {
+          if (sawDone) {
+            finish(200);
+            return null;
+          }
+          // Engines end with [DONE]; an engine stream that lacked it still ends properly here.
+          pendingEnd = true;
+          return DONE_FRAME;
+        }
+        let frames = '';
+        for (const ev of batch) {
+          frames += frameOf(ev);
+          if (ended) break; // an error event ended the relay: nothing after it is sent
+        }
+        if (frames !== '') return frames;
+      }
+      return null;
+    },
+
+    cancel(): void {
+      if (ended) return;
+      o.metrics.clientDisconnect();
+      finish(499);
+      o.abort();
+      // Let the engine-side iterator run its cleanup (booking free) without waiting for it.
+      void batches.return?.()?.catch(() => undefined);
+    },
+  };
+}
+
+function usageOf(u: unknown): UsageSeen {
+  const x = u as { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null };
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
+  return {
+    promptTokens: n(x.prompt_tokens),
+    completionTokens: n(x.completion_tokens),
+    cachedTokens: n(x.prompt_tokens_details?.cached_tokens),
+  };
+}

@@ -1,0 +1,121 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfigFile, parseRouterConfig, parseWorkerConfig, parseWorkerFlag } from '../../../src/server/app/config.js';
+
+describe('parseRouterConfig', () => {
+  it('fills the defaults', () => {
+    const c = parseRouterConfig({});
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.port).toBe(8000);
+    expect(c.models).toEqual(['kvroute-sim']);
+    expect(c.tokenizer).toEqual({ type: 'byte' });
+    expect(c.blockSize).toBe(16);
+    expect(c.decode.policy).toBe('kv');
+    expect(c.prefill).toEqual(c.decode);
+    expect(c.fallbackToAggregated).toBe(true);
+    expect(c.workers).toEqual([]);
+  });
+
+  it('reads session affinity: off by default, true for the defaults, or its settings', () => {
+    expect(parseRouterConfig({}).sessionAffinity).toBeUndefined();
+    expect(parseRouterConfig({ sessionAffinity: false }).sessionAffinity).toBeUndefined();
+    expect(parseRouterConfig({ sessionAffinity: true }).sessionAffinity).toEqual({ header: 'x-session-id', ttlMs: 600_000, maxSessions: 100_000 });
+    expect(parseRouterConfig({ sessionAffinity: { header: 'X-Chat', maxSessions: 10 } }).sessionAffinity).toEqual({ header: 'x-chat', ttlMs: 600_000, maxSessions: 10 });
+    expect(() => parseRouterConfig({ sessionAffinity: { header: 'a:b' } })).toThrow(/sessionAffinity.header/);
+    expect(() => parseRouterConfig({ sessionAffinity: { ttl: 5 } })).toThrow(/unknown field 'ttl'/);
+    expect(() => parseRouterConfig({ sessionAffinity: { ttlMs: -1 } })).toThrow(/sessionAffinity.ttlMs/);
+    expect(() => parseRouterConfig({ sessionAffinity: 'yes' })).toThrow(TypeError);
+  });
+
+  it('expands a single KV event endpoint to one per dp rank (port + rank)', () => {
+    const c = parseRouterConfig({
+      workers: [{ id: 7, role: 'prefill', kind: 'sglang', baseUrl: 'http://10.0.0.1:30000/', dpSize: 3, kvEvents: 'tcp://10.0.0.1:5557', replayEndpoint: 'tcp://10.0.0.1:5600', bootstrap: { host: '10.0.0.1', port: 8998 } }],
+    });
+    const w = c.workers[0];
+    expect(w.baseUrl).toBe('http://10.0.0.1:30000');
+    expect(w.kvEvents).toEqual(['tcp://10.0.0.1:5557', 'tcp://10.0.0.1:5558', 'tcp://10.0.0.1:5559']);
+    expect(w.replayEndpoints).toEqual(['tcp://10.0.0.1:5600', 'tcp://10.0.0.1:5601', 'tcp://10.0.0.1:5602']);
+    expect(w.bootstrap).toEqual({ host: '10.0.0.1', port: 8998 });
+  });
+
+  it('keeps explicit per-rank endpoints and checks their count', () => {
+    const w = parseWorkerConfig({ id: 1, baseUrl: 'http://h:1', dpSize: 2, kvEvents: ['tcp://a:1', 'tcp://b:2'] });
+    expect(w.kvEvents).toEqual(['tcp://a:1', 'tcp://b:2']);
+    expect(() => parseWorkerConfig({ id: 1, baseUrl: 'http://h:1', dpSize: 2, kvEvents: ['tcp://a:1'] })).toThrow(/lists 1 endpoints but dpSize is 2/);
+  });
+
+  it.each([
+    [{ port: 70000 }, RangeError, /port must be an integer in \[0, 65535\]/],
+    [{ blockSize: 'x' }, TypeError, /blockSize must be a number/],
+    [{ workers: {} }, TypeError, /workers must be an array/],
+    [{ workers: [{ id: 1, role: 'boss', baseUrl: 'http://h:1' }] }, TypeError, /workers\[0\]\.role must be one of aggregated, prefill, decode, got 'boss'/],
+    [{ workers: [{ id: 1, kind: 'tgi', baseUrl: 'http://h:1' }] }, TypeError, /workers\[0\]\.kind must be one of vllm, sglang, trtllm/],
+    [{ workers: [{ id: -1, baseUrl: 'http://h:1' }] }, RangeError, /workers\[0\]\.id must be an integer/],
+    [{ workers: [{ id: 1, baseUrl: 'ftp://h' }] }, TypeError, /workers\[0\]\.baseUrl must be an http\(s\) URL/],
+    [{ workers: [{ id: 1 }] }, TypeError, /workers\[0\]\.baseUrl must be a URL string, got undefined$/],
+    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'http://h:5557' }] }, TypeError, /kvEvents must look like tcp:\/\/host:port/],
+    [{ workers: [{ id: 1, baseUrl: 'http://h:1', replayEndpoint: 'tcp://h:5600' }] }, TypeError, /replayEndpoint needs/],
+    [{ workers: [{ id: 1, baseUrl: 'http://h:1' }, { id: 1, baseUrl: 'http://h:2' }] }, RangeError, /worker id 1 appears twice/],
+    [{ workers: [{ id: 1, baseUrl: 'http://h:1', colour: 'red' }] }, TypeError, /unknown field 'colour'/],
+    [{ routing: { policy: 'best' } }, TypeError, /routing\.policy must be one of kv, round_robin/],
+    [{ routing: { temperature: -1 } }, RangeError, /routing\.temperature must be a number in/],
+    [{ model: 'a', models: ['b'] }, TypeError, /either model or models/],
+    [{ tokenizer: { type: 'huggingface' } }, TypeError, /tokenizer\.path must be a non-empty string/],
+    [{ health: { intervalMs: 1.5 } }, RangeError, /health\.intervalMs/],
+    ['nope', TypeError, /config must be an object, got string nope/],
+  ])('refuses %j with a clear error', (raw, type, message) => {
+    expect(() => parseRouterConfig(raw)).toThrow(type);
+    expect(() => parseRouterConfig(raw)).toThrow(message);
+  });
+});
+
+describe('parseWorkerFlag', () => {
+  it('parses the compact --worker syntax', () => {
+    const w = parseWorkerFlag('id=3,role=decode,kind=vllm,url=http://127.0.0.1:9000,events=tcp://127.0.0.1:5557,replay=tcp://127.0.0.1:5600,dp=2,capacity=4096,bootstrap=127.0.0.1:8998');
+    expect(w).toEqual({
+      id: 3,
+      role: 'decode',
+      kind: 'vllm',
+      baseUrl: 'http://127.0.0.1:9000',
+      dpSize: 2,
+      kvEvents: ['tcp://127.0.0.1:5557', 'tcp://127.0.0.1:5558'],
+      replayEndpoints: ['tcp://127.0.0.1:5600', 'tcp://127.0.0.1:5601'],
+      kvCapacityBlocks: 4096,
+      bootstrap: { host: '127.0.0.1', port: 8998 },
+    });
+  });
+
+  it('accepts per-rank endpoints separated by |', () => {
+    expect(parseWorkerFlag('id=1,url=http://h:1,dp=2,events=tcp://a:1|tcp://b:2').kvEvents).toEqual(['tcp://a:1', 'tcp://b:2']);
+  });
+
+  it('names the mistake', () => {
+    expect(() => parseWorkerFlag('id=1,colour=red')).toThrow(/unknown key 'colour'/);
+    expect(() => parseWorkerFlag('id=1,url')).toThrow(/expected key=value pairs/);
+    expect(() => parseWorkerFlag('id=x,url=http://h:1')).toThrow(/id must be an integer/);
+    expect(() => parseWorkerFlag('id=1,url=http://h:1,bootstrap=h')).toThrow(/bootstrap must be host:port/);
+  });
+});
+
+describe('loadConfigFile', () => {
+  let dir = '';
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('loads the example fleet config', async () => {
+    const c = await loadConfigFile(new URL('../../../examples/fleet.json', import.meta.url).pathname);
+    expect(c.workers.length).toBeGreaterThan(0);
+    expect(c.workers.some((w) => w.role === 'prefill')).toBe(true);
+  });
+
+  it('reports bad JSON and missing files clearly', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kvroute-config-'));
+    const bad = join(dir, 'bad.json');
+    await writeFile(bad, '{ "port": 80, }');
+    await expect(loadConfigFile(bad)).rejects.toThrow(/is not valid JSON/);
+    await expect(loadConfigFile(join(dir, 'missing.json'))).rejects.toThrow(/cannot read config file/);
+  });
+});

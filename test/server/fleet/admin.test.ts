@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { handleAdmin, type AdminDeps } from '../../../src/server/fleet/admin.js';
+import { HttpError } from '../../../src/server/openai/errors.js';
+import type { HttpCall } from '../../../src/server/http/call.js';
+import { WorkerRegistry } from '../../../src/server/fleet/registry.js';
+
+function deps(token?: string): AdminDeps {
+  const pool = { enable() {}, disable() {}, remove() {}, dropBlocks() {}, activeRequests: () => 0 };
+  const registry = new WorkerRegistry({ pools: { prefill: pool, decode: pool }, ingest: { subscribe() {}, unsubscribe() {} }, healthGraceMs: 0 });
+  return { registry, token, readJson: async (call) => JSON.parse(String(call.body ?? '{}')) as Record<string, unknown> };
+}
+
+const call = (method: string, url: string, extra: Partial<HttpCall> = {}): HttpCall => ({ method, url, headers: {}, remoteAddress: '127.0.0.1', ...extra });
+
+async function status(p: Promise<unknown>): Promise<number> {
+  try {
+    const r = (await p) as { status: number };
+    return r.status;
+  } catch (err) {
+    if (err instanceof HttpError) return err.status;
+    throw err;
+  }
+}
+
+describe('admin API', () => {
+  it('adds, lists, drains, activates and removes workers', async () => {
+    const d = deps();
+    const body = JSON.stringify({ id: 5, role: 'decode', baseUrl: 'http://127.0.0.1:9005' }) as unknown as Uint8Array;
+    const added = await handleAdmin(call('POST', '/admin/workers', { body }), '/admin/workers', d);
+    expect(added.status).toBe(201);
+    expect(JSON.parse(added.body!).worker).toMatchObject({ id: 5, role: 'decode', state: 'healthy', inSelection: true });
+    expect(await status(handleAdmin(call('POST', '/admin/workers', { body }), '/admin/workers', d))).toBe(409);
+    const list = await handleAdmin(call('GET', '/admin/workers'), '/admin/workers', d);
+    expect(JSON.parse(list.body!).workers).toHaveLength(1);
+    const drained = await handleAdmin(call('POST', '/admin/workers/5/drain'), '/admin/workers/5/drain', d);
+    expect(JSON.parse(drained.body!).worker.state).toBe('draining');
+    const active = await handleAdmin(call('POST', '/admin/workers/5/activate'), '/admin/workers/5/activate', d);
+    expect(JSON.parse(active.body!).worker.state).toBe('healthy');
+    expect((await handleAdmin(call('DELETE', '/admin/workers/5'), '/admin/workers/5', d)).status).toBe(200);
+    expect(await status(handleAdmin(call('DELETE', '/admin/workers/5'), '/admin/workers/5', d))).toBe(404);
+  });
+
+  it('refuses bad worker definitions with 400-class errors', async () => {
+    const d = deps();
+    const body = JSON.stringify({ id: 'x', baseUrl: 'http://h:1' }) as unknown as Uint8Array;
+    await expect(handleAdmin(call('POST', '/admin/workers', { body }), '/admin/workers', d)).rejects.toThrow(TypeError);
+    expect(await status(handleAdmin(call('PUT', '/admin/workers'), '/admin/workers', d))).toBe(405);
+    expect(await status(handleAdmin(call('GET', '/admin/nope'), '/admin/nope', d))).toBe(404);
+  });
+
+  it('without a token answers loopback peers only', async () => {
+    const d = deps();
+    expect(await status(handleAdmin(call('GET', '/admin/workers', { remoteAddress: '10.1.2.3' }), '/admin/workers', d))).toBe(403);
+    expect(await status(handleAdmin(call('GET', '/admin/workers', { remoteAddress: '::1' }), '/admin/workers', d))).toBe(200);
+    expect(await status(handleAdmin(call('GET', '/admin/workers', { remoteAddress: '::ffff:127.0.0.1' }), '/admin/workers', d))).toBe(200);
+  });
+
+  it('with a token needs the bearer token, from anywhere', async () => {
+    const d = deps('s3cret');
+    expect(await status(handleAdmin(call('GET', '/admin/workers'), '/admin/workers', d))).toBe(401);
+    const wrong = call('GET', '/admin/workers', { headers: { authorization: 'Bearer nope' } });
+    expect(await status(handleAdmin(wrong, '/admin/workers', d))).toBe(401);
+    const right = call('GET', '/admin/workers', { headers: { authorization: 'Bearer s3cret' }, remoteAddress: '10.1.2.3' });
+    expect(await status(handleAdmin(right, '/admin/workers', d))).toBe(200);
+  });
+});

@@ -1,0 +1,115 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HealthMonitor, HealthTracker } from '../../../src/server/fleet/health.js';
+
+describe('HealthTracker', () => {
+  it('turns unhealthy at the first failed check and healthy at the first good one', () => {
+    const t = new HealthTracker(1000);
+    t.add(1);
+    expect(t.isHealthy(1)).toBe(true);
+    expect(t.record(1, false, 100, 'refused')).toBe('became_unhealthy');
+    expect(t.isHealthy(1)).toBe(false);
+    expect(t.status(1)).toMatchObject({ unhealthySince: 100, lastError: 'refused', blocksDropped: false });
+    expect(t.record(1, false, 200)).toBe('unchanged');
+    expect(t.record(1, true, 300)).toBe('became_healthy');
+    expect(t.isHealthy(1)).toBe(true);
+    expect(t.record(1, true, 400)).toBe('unchanged');
+  });
+
+  it('expires the grace period once, measured from the first failure', () => {
+    const t = new HealthTracker(1000);
+    t.add(1);
+    t.add(2);
+    t.record(1, false, 0);
+    expect(t.expired(999)).toEqual([]);
+    expect(t.record(1, false, 1000)).toBe('grace_expired');
+    expect(t.expired(5000)).toEqual([]);
+    t.record(2, false, 500);
+    expect(t.expired(1500)).toEqual([2]);
+    expect(t.status(2)?.blocksDropped).toBe(true);
+    // Back to healthy resets everything; a later failure starts a new grace period.
+    t.record(2, true, 1600);
+    t.record(2, false, 2000);
+    expect(t.expired(2999)).toEqual([]);
+    expect(t.expired(3000)).toEqual([2]);
+  });
+
+  it('with no grace the blocks go at once', () => {
+    const t = new HealthTracker(0);
+    t.add(1);
+    t.record(1, false, 10);
+    expect(t.expired(10)).toEqual([1]);
+  });
+
+  it('ignores unknown workers', () => {
+    const t = new HealthTracker(0);
+    expect(t.record(9, false, 0)).toBe('unchanged');
+    expect(t.isHealthy(9)).toBe(false);
+  });
+});
+
+describe('HealthMonitor', () => {
+  let server: Server;
+  let url = '';
+  let status = 200;
+  let hang = false;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (hang) return; // never answers
+      res.writeHead(req.url === '/health' ? status : 404).end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('reports 2xx as healthy, other statuses, timeouts and refused connections as unhealthy', async () => {
+    const results: Array<[number, boolean, string | undefined]> = [];
+    let rounds = 0;
+    const m = new HealthMonitor(
+      {
+        targets: () => [
+          { id: 1, baseUrl: url },
+          { id: 2, baseUrl: 'http://127.0.0.1:1' },
+        ],
+        onResult: (w, ok, err) => results.push([w, ok, err]),
+        onRound: () => rounds++,
+      },
+      0,
+      300,
+    );
+    await m.checkAll();
+    expect(results.find((r) => r[0] === 1)?.[1]).toBe(true);
+    expect(results.find((r) => r[0] === 2)?.[1]).toBe(false);
+    expect(rounds).toBe(1);
+
+    status = 503;
+    expect(await m.checkOne({ id: 1, baseUrl: url })).toBe(false);
+    expect(results.at(-1)).toEqual([1, false, 'GET /health answered 503']);
+
+    hang = true;
+    expect(await m.checkOne({ id: 1, baseUrl: url })).toBe(false);
+    expect(results.at(-1)?.[2]).toMatch(/timed out after 300 ms/);
+    hang = false;
+    status = 200;
+    await m.close();
+  });
+
+  it('checks every interval once started, and stops on close', async () => {
+    let rounds = 0;
+    const m = new HealthMonitor({ targets: () => [{ id: 1, baseUrl: url }], onResult: () => undefined, onRound: () => rounds++ }, 30, 1000);
+    m.start();
+    const end = Date.now() + 10_000;
+    while (rounds < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    expect(rounds).toBeGreaterThanOrEqual(2);
+    await m.close();
+    const after = rounds;
+    await new Promise((r) => setTimeout(r, 120));
+    expect(rounds).toBe(after);
+  });
+});

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { parseWorkerConfig, type WorkerConfig } from '../../../src/server/app/config.js';
+import { WorkerRegistry, type PoolName, type PoolPort } from '../../../src/server/fleet/registry.js';
+
+class RecordingPool implements PoolPort {
+  readonly selected = new Set<number>();
+  readonly dropped: number[] = [];
+  readonly removed: number[] = [];
+  enable(w: WorkerConfig): void {
+    this.selected.add(w.id);
+  }
+  disable(id: number): void {
+    this.selected.delete(id);
+  }
+  remove(id: number): void {
+    this.removed.push(id);
+  }
+  dropBlocks(id: number): void {
+    this.dropped.push(id);
+  }
+  activeRequests(): number {
+    return 0;
+  }
+}
+
+function setup(graceMs = 1000) {
+  let now = 0;
+  const pools: Record<PoolName, RecordingPool> = { prefill: new RecordingPool(), decode: new RecordingPool() };
+  const subscribed = new Map<number, PoolName>();
+  const registry = new WorkerRegistry({
+    pools,
+    ingest: { subscribe: (w, pool) => subscribed.set(w.id, pool), unsubscribe: (id) => subscribed.delete(id) },
+    healthGraceMs: graceMs,
+    clock: () => now,
+  });
+  return { registry, pools, subscribed, advance: (ms: number) => (now += ms) };
+}
+
+const worker = (id: number, role: string) => parseWorkerConfig({ id, role, baseUrl: `http://127.0.0.1:${9000 + id}`, kvEvents: `tcp://127.0.0.1:${5000 + id}` });
+
+describe('WorkerRegistry', () => {
+  it('puts prefill workers in the prefill pool and the others in the decode pool, subscribed to events', () => {
+    const { registry, pools, subscribed } = setup();
+    registry.add(worker(1, 'prefill'));
+    registry.add(worker(2, 'decode'));
+    registry.add(worker(3, 'aggregated'));
+    expect([...pools.prefill.selected]).toEqual([1]);
+    expect([...pools.decode.selected]).toEqual([2, 3]);
+    expect(Object.fromEntries(subscribed)).toEqual({ 1: 'prefill', 2: 'decode', 3: 'decode' });
+    expect(registry.canServe()).toBe(true);
+    expect(() => registry.add(worker(2, 'decode'))).toThrow(/already registered/);
+  });
+
+  it('takes an unhealthy worker out of selection at once, drops its blocks after the grace period, and brings it back', () => {
+    const { registry, pools, advance } = setup(1000);
+    registry.add(worker(1, 'decode'));
+    registry.recordHealth(1, false, 'connection refused');
+    expect(pools.decode.selected.has(1)).toBe(false);
+    expect(registry.list()[0]).toMatchObject({ state: 'unhealthy', inSelection: false, lastHealthError: 'connection refused' });
+    expect(registry.canServe()).toBe(false);
+    advance(999);
+    registry.recordHealth(1, false);
+    expect(pools.decode.dropped).toEqual([]);
+    advance(1);
+    expect(registry.expireGrace()).toEqual([1]);
+    expect(pools.decode.dropped).toEqual([1]);
+    registry.recordHealth(1, true);
+    expect(pools.decode.selected.has(1)).toBe(true);
+    expect(registry.list()[0].state).toBe('healthy');
+  });
+
+  it('drains (no new requests, even when healthy) and activates again', () => {
+    const { registry, pools } = setup();
+    registry.add(worker(1, 'prefill'));
+    expect(registry.drain(1).state).toBe('draining');
+    expect(pools.prefill.selected.size).toBe(0);
+    registry.recordHealth(1, true);
+    expect(pools.prefill.selected.size).toBe(0);
+    expect(registry.activate(1).state).toBe('healthy');
+    expect(pools.prefill.selected.has(1)).toBe(true);
+  });
+
+  it('removes a worker everywhere', () => {
+    const { registry, pools, subscribed } = setup();
+    registry.add(worker(4, 'decode'));
+    registry.remove(4);
+    expect(pools.decode.selected.size).toBe(0);
+    expect(pools.decode.dropped).toEqual([4]);
+    expect(pools.decode.removed).toEqual([4]);
+    expect(subscribed.size).toBe(0);
+    expect(registry.list()).toEqual([]);
+    expect(() => registry.remove(4)).toThrow(/no worker with id 4/);
+    registry.add(worker(4, 'decode')); // the id is free again
+  });
+});

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { BackpressureError, DuplicateRequestError, MissingRoutingHintError, NoEligibleWorkerError } from '../../../src/core/routing-errors.js';
+import { EngineError, transportError } from '../../../src/engines/errors.js';
+import { DisaggregationRequiredError } from '../../../src/routing/errors.js';
+import { errorReply, HttpError, payloadTooLarge } from '../../../src/server/openai/errors.js';
+
+const parse = (body: string) => JSON.parse(body) as { error: { message: string; type: string; code: string } };
+
+describe('errorReply', () => {
+  it('answers HttpErrors with their own status and an OpenAI-style body', () => {
+    const r = errorReply(payloadTooLarge(1024));
+    expect(r.status).toBe(413);
+    expect(parse(r.body)).toEqual({ error: { message: 'request body exceeds the limit of 1024 bytes', type: 'invalid_request_error', code: 'payload_too_large' } });
+    expect(errorReply(new HttpError(404, 'invalid_request_error', 'model_not_found', 'no')).status).toBe(404);
+  });
+
+  it('maps backpressure to 429 with Retry-After in whole seconds', () => {
+    const r = errorReply(new BackpressureError('queue full', 2500));
+    expect(r.status).toBe(429);
+    expect(r.headers['retry-after']).toBe('3');
+    expect(parse(r.body).error.code).toBe('backpressure');
+  });
+
+  it('maps "nothing can serve" to 503 with Retry-After', () => {
+    for (const err of [new NoEligibleWorkerError('all busy'), new DisaggregationRequiredError()]) {
+      const r = errorReply(err);
+      expect(r.status).toBe(503);
+      expect(r.headers['retry-after']).toBe('1');
+    }
+    expect(parse(errorReply(new DisaggregationRequiredError()).body).error.code).toBe('disaggregation_required');
+  });
+
+  it('maps a missing direct-routing hint to 400 and a duplicate request id to 409', () => {
+    expect(errorReply(new MissingRoutingHintError('x')).status).toBe(400);
+    expect(errorReply(new DuplicateRequestError('x')).status).toBe(409);
+  });
+
+  it("passes an engine's 4xx verdict through and turns engine failures into 502/504", () => {
+    const r = errorReply(new EngineError(400, { error: { message: 'prompt too long', type: 'BadRequestError', code: 400 } }, 'engine answered 400'));
+    expect(r.status).toBe(400);
+    expect(parse(r.body).error).toEqual({ message: 'prompt too long', type: 'BadRequestError', code: '400' });
+    const e = errorReply(new EngineError(500, 'boom', 'engine answered 500'));
+    expect(e.status).toBe(502);
+    expect(parse(e.body).error.message).toMatch(/engine failed: boom/);
+    const broken = errorReply(transportError('engine_stream_broken', 'http://127.0.0.1:1', 'socket hang up'));
+    expect(broken.status).toBe(502);
+    expect(parse(broken.body).error.code).toBe('engine_stream_broken');
+    expect(errorReply(transportError('engine_first_byte_timeout', 'http://h:1', 'slow')).status).toBe(504);
+    expect(errorReply(new EngineError(503, 'busy', 'engine answered 503')).headers['retry-after']).toBe('1');
+  });
+
+  it('maps TypeError and RangeError to 400 (keeping their code) and anything else to 500', () => {
+    expect(errorReply(new TypeError('bad')).status).toBe(400);
+    const coded = Object.assign(new RangeError('no such worker'), { code: 'unknown_worker' });
+    expect(parse(errorReply(coded).body).error.code).toBe('unknown_worker');
+    const r = errorReply(new Error('oops'));
+    expect(r.status).toBe(500);
+    expect(parse(r.body).error.type).toBe('internal_error');
+  });
+
+  it('does not mistake a system error code for a routing refusal', () => {
+    const err = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    expect(errorReply(err).status).toBe(500);
+  });
+});
