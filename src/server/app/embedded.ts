@@ -3,7 +3,7 @@
 // the router exactly as a real fleet would be: base URL, KV event and replay endpoints, capacity.
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import type { SimWorker } from '../../sim/worker/worker.js';
-import type { EngineKind, WorkerInput } from './config.js';
+import type { EngineKind, WorkerInput } from '../config/config.js';
 import { withFields } from '../../util/objects.js';
 
 export interface EmbeddedFleetOptions {

@@ -1,4 +1,4 @@
-// createRouter(config): the library entry. A Router answers HttpCalls (see http.ts) independent of
+// createRouter(config): the library entry. A Router answers HttpCalls (see call/call.ts) independent of
 // any HTTP server; the uWebSockets.js frontend and the adapters only translate to and from it.
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
@@ -8,12 +8,12 @@ import { CHATML_TEMPLATE, ChatTemplate } from '../../preprocess/chat-template.js
 import type { TextTokenizer } from '../../preprocess/types.js';
 import { handleAdmin } from '../fleet/admin.js';
 import type { Backend } from './backend.js';
-import { collectBody } from '../http/body.js';
-import { parseRouterConfig, type RouterConfig, type RouterConfigInput } from './config.js';
+import { collectBody } from '../call/body.js';
+import { parseRouterConfig, type RouterConfig, type RouterConfigInput } from '../config/config.js';
 import { completionToChat } from '../openai/chat.js';
-import { errorReply, HttpError, notFound } from '../openai/errors.js';
+import { errorReply, HttpError, notFound } from '../call/errors.js';
 import { HealthMonitor } from '../fleet/health.js';
-import { SSE_HEADERS, type HttpCall, type HttpReply } from '../http/call.js';
+import { SSE_HEADERS, type HttpCall, type HttpReply } from '../call/call.js';
 import { RouterMetrics } from '../observability/metrics.js';
 import { parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from '../openai/request.js';
 import { relayStream } from '../openai/relay.js';

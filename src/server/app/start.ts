@@ -1,11 +1,11 @@
 // Starts the whole product: the embedded fleet when asked, the router, and the uWebSockets.js
 // frontend; close() stops them in the reverse order (frontend first, so no request arrives at a
 // router that is shutting down).
-import type { RouterConfig, RouterConfigInput } from './config.js';
-import { configToInput } from './config.js';
+import type { RouterConfig, RouterConfigInput } from '../config/config.js';
+import { configToInput } from '../config/config.js';
 import { createRouter, type Router } from './router.js';
 import { startEmbeddedFleet, type EmbeddedFleet, type EmbeddedFleetOptions } from './embedded.js';
-import { isLoopback } from '../http/call.js';
+import { isLoopback } from '../call/call.js';
 import { listenUws, type RunningServer } from '../http/uws.js';
 import { withFields } from '../../util/objects.js';
 

@@ -12,7 +12,7 @@ import { PrefillRouter } from '../../routing/prefill-router.js';
 import { SessionAffinity } from '../../routing/session-affinity.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
 import type { Backend, LegExplanation, RouteExplanation } from './backend.js';
-import type { PoolRoutingConfig, RouterConfig, WorkerConfig, WorkerRole } from './config.js';
+import type { PoolRoutingConfig, RouterConfig, WorkerConfig, WorkerRole } from '../config/config.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { PoolName, PoolPort } from '../fleet/registry.js';
 

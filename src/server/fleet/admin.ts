@@ -3,9 +3,9 @@
 // peers are answered (the router may listen on a public interface, its admin API must not:
 // `kvroute serve` then serves it on a loopback listener of its own, see start.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { parseWorkerConfig } from '../app/config.js';
-import { HttpError, notFound } from '../openai/errors.js';
-import { isLoopback, type HttpCall, type HttpReply } from '../http/call.js';
+import { parseWorkerConfig } from '../config/config.js';
+import { HttpError, notFound } from '../call/errors.js';
+import { isLoopback, type HttpCall, type HttpReply } from '../call/call.js';
 import { UnknownWorkerError, WorkerExistsError, type WorkerRegistry } from './registry.js';
 
 export interface AdminDeps {

@@ -2,8 +2,8 @@
 // and out of the parts that use it: the routing pool of its role (selection), the KV event ingest
 // (its index), and health checking. Admin calls (add, drain, activate, remove) and health verdicts
 // both come through here, so the pools never disagree with the registry.
-import type { WorkerConfig, WorkerRole } from '../app/config.js';
-import { checkUniqueIds } from '../app/config.js';
+import type { WorkerConfig, WorkerRole } from '../config/config.js';
+import { checkUniqueIds } from '../config/config.js';
 import { HealthTracker } from './health.js';
 import { withFields } from '../../util/objects.js';
 

@@ -7,10 +7,10 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { Cancellation } from '../../util/cancellation.js';
 import { isShortVisibleAscii } from '../../util/validate.js';
-import { errorReply, HttpError, notFound } from '../openai/errors.js';
+import { errorReply, HttpError, notFound } from '../call/errors.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { BoundedBodyBuffer } from './body.js';
-import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from './call.js';
+import { BoundedBodyBuffer } from '../call/body.js';
+import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from '../call/call.js';
 
 /** What the frontend needs from the router. */
 export interface CallHandler {

@@ -6,8 +6,8 @@ import { SHAPE_ERROR, SHAPE_USAGE } from '../../engines/chunk-shape.js';
 import { batchesOf } from '../../engines/event-batch.js';
 import { shapeOf } from '../../engines/sse.js';
 import { ChatChunkConverter } from './chat.js';
-import { errorEventFrame, errorReply } from './errors.js';
-import type { FrameStream } from '../http/call.js';
+import { errorEventFrame, errorReply } from '../call/errors.js';
+import type { FrameStream } from '../call/call.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { SseEvent } from '../../engines/types.js';
 

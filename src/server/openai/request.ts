@@ -11,7 +11,7 @@ import { parseChatMessages, type ChatTemplate } from '../../preprocess/chat-temp
 import type { TextTokenizer } from '../../preprocess/types.js';
 import { describe, isShortVisibleAscii } from '../../util/validate.js';
 import { parseRoutingHints, type RoutingHints } from '../../routing/hints.js';
-import { badRequest, HttpError, notFound } from './errors.js';
+import { badRequest, HttpError, notFound } from '../call/errors.js';
 
 import type { OpenAiRoute } from '../../engines/types.js';
 import { copyFields } from '../../util/objects.js';

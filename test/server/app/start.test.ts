@@ -1,7 +1,7 @@
 // startServer's listeners: without an admin token, a router listening beyond loopback keeps its
 // admin API off that listener and serves it on 127.0.0.1 alone.
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseRouterConfig } from '../../../src/server/app/config.js';
+import { parseRouterConfig } from '../../../src/server/config/config.js';
 import { startServer, type StartedServer } from '../../../src/server/app/start.js';
 
 let started: StartedServer | undefined;

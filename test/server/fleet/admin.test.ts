@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleAdmin, type AdminDeps } from '../../../src/server/fleet/admin.js';
-import { HttpError } from '../../../src/server/openai/errors.js';
-import type { HttpCall } from '../../../src/server/http/call.js';
+import { HttpError } from '../../../src/server/call/errors.js';
+import type { HttpCall } from '../../../src/server/call/call.js';
 import { WorkerRegistry } from '../../../src/server/fleet/registry.js';
 
 function deps(token?: string): AdminDeps {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseWorkerConfig, type WorkerConfig } from '../../../src/server/app/config.js';
+import { parseWorkerConfig, type WorkerConfig } from '../../../src/server/config/config.js';
 import { WorkerRegistry, type PoolName, type PoolPort } from '../../../src/server/fleet/registry.js';
 
 class RecordingPool implements PoolPort {

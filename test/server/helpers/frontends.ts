@@ -9,7 +9,7 @@ import { Hono } from 'hono';
 import { fastifyPlugin } from '../../../src/server/http/adapters/fastify.js';
 import { fetchHandler } from '../../../src/server/http/adapters/fetch.js';
 import { nodeHandler } from '../../../src/server/http/adapters/node-http.js';
-import type { HttpCall, HttpReply } from '../../../src/server/http/call.js';
+import type { HttpCall, HttpReply } from '../../../src/server/call/call.js';
 import { listenUws } from '../../../src/server/http/uws.js';
 
 export interface TestHandler {

@@ -2,7 +2,7 @@
 // end-to-end server tests. Engines run at a high speedup (tests never assert timings).
 import OpenAI from 'openai';
 import { createRouter, type Router } from '../../../src/server/app/router.js';
-import type { EngineKind, RouterConfigInput } from '../../../src/server/app/config.js';
+import type { EngineKind, RouterConfigInput } from '../../../src/server/config/config.js';
 import { startEmbeddedFleet, type EmbeddedFleet } from '../../../src/server/app/embedded.js';
 import { listenUws, type RunningServer } from '../../../src/server/http/uws.js';
 

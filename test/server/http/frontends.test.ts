@@ -2,9 +2,9 @@
 // with backpressure (a paused client stops the pulls; nothing is lost or resent) and disconnects.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectBody } from '../../../src/server/http/body.js';
-import { errorReply } from '../../../src/server/openai/errors.js';
-import type { FrameStream, HttpCall, HttpReply } from '../../../src/server/http/call.js';
+import { collectBody } from '../../../src/server/call/body.js';
+import { errorReply } from '../../../src/server/call/errors.js';
+import type { FrameStream, HttpCall, HttpReply } from '../../../src/server/call/call.js';
 import { FRONTENDS, startFrontend, type Frontend, type TestHandler } from '../helpers/frontends.js';
 
 const FRAME_BYTES = 64 * 1024;

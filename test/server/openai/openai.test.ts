@@ -1,7 +1,7 @@
 // The official openai client, streamed and not, through the uWebSockets.js frontend to the
 // simulated fleet: aggregated, and disaggregated in each handoff style.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EngineKind } from '../../../src/server/app/config.js';
+import type { EngineKind } from '../../../src/server/config/config.js';
 import { MODEL, prompt, startTestRouter, waitForNoLoad, type TestRouter } from '../helpers/router.js';
 
 const SHAPES: Array<{ name: string; prefill: number; style: EngineKind }> = [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CHATML_TEMPLATE, ChatTemplate } from '../../../src/preprocess/chat-template.js';
 import { byteTokenizer } from '../../../src/preprocess/byte-tokenizer.js';
-import { HttpError } from '../../../src/server/openai/errors.js';
+import { HttpError } from '../../../src/server/call/errors.js';
 import { RawJson, stringifyBody } from '../../../src/engines/json.js';
 import { completionPrompt, routingHints as hintsOf, parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type Preprocessor } from '../../../src/server/openai/request.js';
 import fc from 'fast-check';

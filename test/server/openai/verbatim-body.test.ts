@@ -2,7 +2,7 @@
 // change (a field filled in or removed, usage asked for, a handoff) is serialised again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRouter, type Router } from '../../../src/server/app/router.js';
-import type { HttpReply } from '../../../src/server/http/call.js';
+import type { HttpReply } from '../../../src/server/call/call.js';
 import { startFakeEngine, type FakeEngine } from '../../engines/fake-engine.js';
 
 const MODEL = 'verbatim-test';

@@ -2,7 +2,7 @@
 // framework that speaks fetch. The SSE body is a ReadableStream with a high-water mark of zero:
 // it pulls a frame from the engine only when the consumer asks for one (backpressure), and its
 // cancel() (client gone) cancels the engine legs and frees the booking.
-import { FrameBatcher, type HttpCall, type HttpReply } from '../call.js';
+import { FrameBatcher, type HttpCall, type HttpReply } from '../../call/call.js';
 
 export interface FetchCallHandler {
   handle(call: HttpCall): Promise<HttpReply>;

@@ -2,8 +2,8 @@
 // the same behaviour as the uWebSockets.js frontend, with Node's own backpressure (write() false
 // -> wait for 'drain') and disconnect detection ('close' before the response finished).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BodySource } from '../body.js';
-import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from '../call.js';
+import type { BodySource } from '../../call/body.js';
+import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from '../../call/call.js';
 import { withFields } from '../../../util/objects.js';
 
 export interface NodeCallHandler {

@@ -1,6 +1,6 @@
 // Request bodies, bounded: a body is read up to its limit and no further, so an oversized upload
 // costs at most limit + 1 bytes of memory before it is refused with 413.
-import { payloadTooLarge } from '../openai/errors.js';
+import { payloadTooLarge } from './errors.js';
 
 export type BodySource = Uint8Array | AsyncIterable<Uint8Array | string> | null | undefined;
 

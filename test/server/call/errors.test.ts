@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BackpressureError, DuplicateRequestError, MissingRoutingHintError, NoEligibleWorkerError } from '../../../src/core/routing-errors.js';
 import { EngineError, transportError } from '../../../src/engines/errors.js';
 import { DisaggregationRequiredError } from '../../../src/routing/errors.js';
-import { errorReply, HttpError, payloadTooLarge } from '../../../src/server/openai/errors.js';
+import { errorReply, HttpError, payloadTooLarge } from '../../../src/server/call/errors.js';
 
 const parse = (body: string) => JSON.parse(body) as { error: { message: string; type: string; code: string } };
 

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfigFile, parseRouterConfig, parseWorkerConfig, parseWorkerFlag } from '../../../src/server/app/config.js';
+import { loadConfigFile, parseRouterConfig, parseWorkerConfig, parseWorkerFlag } from '../../../src/server/config/config.js';
 
 describe('parseRouterConfig', () => {
   it('fills the defaults', () => {

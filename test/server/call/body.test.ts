@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BoundedBodyBuffer, collectBody } from '../../../src/server/http/body.js';
-import { HttpError } from '../../../src/server/openai/errors.js';
+import { BoundedBodyBuffer, collectBody } from '../../../src/server/call/body.js';
+import { HttpError } from '../../../src/server/call/errors.js';
 
 async function* chunks(...parts: string[]) {
   for (const p of parts) yield Buffer.from(p);

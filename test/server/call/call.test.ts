@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FrameBatcher, framesOf, isLoopback, type FrameStream } from '../../../src/server/http/call.js';
+import { FrameBatcher, framesOf, isLoopback, type FrameStream } from '../../../src/server/call/call.js';
 
 /** A stream whose frames arrive when the test pushes them. */
 function pushed() {
