@@ -59,7 +59,7 @@ describe('the rules', () => {
 
   it('catch upward and sideways imports and circles of files and folders', async () => {
     const options = await rules();
-    const found = await violations(['src'], { ...options, baseDir: dir, tsPreCompilationDeps: false, ruleSet: { ...options.ruleSet, options: {} } });
+    const found = await violations(['src'], { ...options, baseDir: dir });
     expect(found).toEqual(
       expect.arrayContaining([
         'src-util-imports-only-below: src/util/low.js -> src/core/high.js',

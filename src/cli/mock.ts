@@ -3,7 +3,8 @@
 import { parseArgs } from 'node:util';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { EVENT_ENCODINGS, type EventEncoding } from '../sim/worker/kv-event-encoding.js';
-import { PD_STYLES, type PdStyle, WORKER_ROLES, type WorkerRole } from '../sim/worker/handoff/types.js';
+import { ENGINE_KINDS, WORKER_ROLES, type WorkerRole } from '../core/vocabulary.js';
+import type { PdStyle } from '../sim/worker/handoff/types.js';
 import { UsageError, intFlag } from './usage.js';
 
 export const HELP = `usage: kvroute mock [options]
@@ -92,7 +93,7 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
   return {
     workers,
     role: oneOf(values.role, '--role', WORKER_ROLES),
-    pdStyle: oneOf(values['pd-style'], '--pd-style', PD_STYLES),
+    pdStyle: oneOf(values['pd-style'], '--pd-style', ENGINE_KINDS),
     host,
     port: port(values.port, '--port'),
     zmqPort: port(values['zmq-port'], '--zmq-port'),

@@ -2,7 +2,8 @@
 // by default, an embedded simulated fleet so `npm start` works with no engines and no model files.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { configToInput, loadConfigFile, parseRouterConfig, parseWorkerFlag, POLICY_NAMES, workerToInput, type RouterConfig } from '../server/config/config.js';
+import { configToInput, loadConfigFile, parseRouterConfig, parseWorkerFlag, workerToInput, type RouterConfig } from '../server/config/config.js';
+import { POLICY_NAMES } from '../core/vocabulary.js';
 import type { StartOptions } from '../server/app/start.js';
 import { missingRouterFlags } from './node-flags.js';
 import { intFlag, UsageError } from './usage.js';

@@ -17,8 +17,9 @@ import {
   expectUint32Array,
   expectWorkerId,
 } from '../util/validate.js';
+import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
-export type IndexerMode = 'events' | 'approximate';
+export type { IndexerMode };
 
 export interface KvIndexerOptions {
   /** Tokens per KV block; must equal the engines' block size. */
@@ -91,7 +92,6 @@ export interface StoredOptions {
 
 /** Blocks accepted per call (events, prompts): a 16M-token prompt at block size 16. */
 export const MAX_BLOCKS_PER_CALL = 2 ** 20;
-const MODES: readonly IndexerMode[] = ['events', 'approximate'];
 
 /** A restored native index travelling through the constructor (module-private). */
 class Restored {
@@ -273,7 +273,7 @@ export class KvIndexer {
 function expectMode(value: unknown): IndexerMode {
   if (value === undefined) return 'events';
   if (typeof value !== 'string') throw new TypeError(`mode must be a string, got ${describe(value)}`);
-  if (!MODES.includes(value as IndexerMode)) throw new RangeError(`mode must be 'events' or 'approximate', got '${value}'`);
+  if (!(INDEXER_MODES as readonly string[]).includes(value)) throw new RangeError(`mode must be 'events' or 'approximate', got '${value}'`);
   return value as IndexerMode;
 }
 

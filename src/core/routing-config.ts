@@ -1,6 +1,7 @@
 // RoutingCore's configuration, worker specs and per-request fields: types, defaults and the
 // argument checks done before anything reaches the addon.
 import { KvIndexer } from './indexer.js';
+import { POLICY_NAMES, type PolicyName } from './vocabulary.js';
 import {
   describe,
   expectBlockSize,
@@ -12,8 +13,7 @@ import {
   expectWorkerId,
 } from '../util/validate.js';
 
-export const POLICY_NAMES = ['kv', 'round_robin', 'random', 'least_loaded', 'direct'] as const;
-export type PolicyName = (typeof POLICY_NAMES)[number];
+export { POLICY_NAMES, type PolicyName };
 
 export interface RoutingConfig {
   blockSize: number;

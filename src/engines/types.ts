@@ -1,12 +1,11 @@
 // The vocabulary shared by the engine clients and the routing orchestration: who the workers are,
 // what kind of engine each runs, and what one server-sent event from an engine looks like.
 
-export type EngineKind = 'vllm' | 'sglang' | 'trtllm';
-export type WorkerRole = 'aggregated' | 'prefill' | 'decode';
+import type { EngineKind, WorkerRole } from '../core/vocabulary.js';
+
+export { ENGINE_KINDS, WORKER_ROLES, type EngineKind, type WorkerRole } from '../core/vocabulary.js';
 export type OpenAiRoute = '/v1/completions' | '/v1/chat/completions';
 
-export const ENGINE_KINDS: readonly EngineKind[] = ['vllm', 'sglang', 'trtllm'];
-export const WORKER_ROLES: readonly WorkerRole[] = ['aggregated', 'prefill', 'decode'];
 export const OPENAI_ROUTES: readonly OpenAiRoute[] = ['/v1/completions', '/v1/chat/completions'];
 
 export interface WorkerInfo {

@@ -6,6 +6,7 @@
 // prefill/bootstrap.ts). A prefill that fails falls back to aggregated serving when allowed.
 import type { SignalLike } from '../util/cancellation.js';
 import type { RoutingDecision } from '../core/routing-core.js';
+import type { ServeMode } from '../core/vocabulary.js';
 import { describe } from '../util/validate.js';
 import { MissingRoutingHintError } from '../core/routing-errors.js';
 import { completionAsEvents, wantsUsage } from '../engines/completion-events.js';
@@ -26,7 +27,7 @@ import { type RoutedResponse, type RouterRequest, expectedOutputTokens, validate
 import { type PromptTokensDetails, cachedTokensOf, usageOf, withPromptTokensDetails } from './usage.js';
 import { withFields } from '../util/objects.js';
 
-export type ServeMode = 'aggregated' | 'disaggregated' | 'fallback';
+export type { ServeMode };
 
 export interface PrefillRouterOptions {
   /** Router of the prefill pool (it may be empty: then requests are served aggregated). */

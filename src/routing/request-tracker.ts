@@ -5,8 +5,10 @@
 // prefill worker is routed and recorded, and only then can the decode phase begin.
 import type { SignalLike } from '../util/cancellation.js';
 import { Permit, Semaphore } from './semaphore.js';
+import type { WorkerRole } from '../core/vocabulary.js';
 
-export type Phase = 'prefill' | 'decode' | 'aggregated';
+/** A request's phase is named by the role of the worker that serves it. */
+export type Phase = WorkerRole;
 
 export interface PhaseRouting {
   worker: number;

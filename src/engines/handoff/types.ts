@@ -22,7 +22,7 @@ export type PrefillOutcome =
     };
 
 export interface SequentialHandoff {
-  readonly kind: 'vllm' | 'trtllm';
+  readonly kind: Exclude<EngineKind, 'sglang'>;
   readonly mode: 'sequential';
   /** The prefill leg: one token, not streamed, with the engine's "prefill only" marker. */
   prefillBody(client: Body): Body;

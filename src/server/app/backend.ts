@@ -4,6 +4,7 @@ import type { MetricsSources } from '../observability/metrics.js';
 import type { RoutingHints } from '../openai/request.js';
 import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';
 import type { RoutedResponse, RouterRequest } from '../../routing/router-request.js';
+import type { ServeMode } from '../../core/vocabulary.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -34,7 +35,7 @@ export interface RouteExplanation {
   request_id: string;
   prompt_tokens: number;
   block_size: number;
-  mode: 'aggregated' | 'disaggregated';
+  mode: Exclude<ServeMode, 'fallback'>;
   prefill: LegExplanation | null;
   decode: LegExplanation;
 }

@@ -3,14 +3,9 @@
 // clearly instead of routing to half a fleet.
 import { readFile } from 'node:fs/promises';
 import { describe, MAX_BLOCK_SIZE } from '../../util/validate.js';
+import { ENGINE_KINDS, INDEXER_MODES, POLICY_NAMES, WORKER_ROLES, type EngineKind, type IndexerMode, type PolicyName, type WorkerRole } from '../../core/vocabulary.js';
 
-export type WorkerRole = 'aggregated' | 'prefill' | 'decode';
-export type EngineKind = 'vllm' | 'sglang' | 'trtllm';
-export type PolicyName = 'kv' | 'round_robin' | 'random' | 'least_loaded' | 'direct';
-
-export const WORKER_ROLES: readonly WorkerRole[] = ['aggregated', 'prefill', 'decode'];
-export const ENGINE_KINDS: readonly EngineKind[] = ['vllm', 'sglang', 'trtllm'];
-export const POLICY_NAMES: readonly PolicyName[] = ['kv', 'round_robin', 'random', 'least_loaded', 'direct'];
+export type { EngineKind, PolicyName, WorkerRole };
 
 /** One engine worker as the registry knows it. */
 export interface WorkerConfig {
@@ -66,7 +61,7 @@ export interface RouterConfig {
   /** Jinja chat template overriding the tokenizer's own (file contents, not a path). */
   chatTemplate?: string;
   blockSize: number;
-  indexerMode: 'events' | 'approximate';
+  indexerMode: IndexerMode;
   /** Events-mode block cap of each pool's index (off when absent). */
   maxIndexedBlocks?: number;
   decode: PoolRoutingConfig;
@@ -115,7 +110,7 @@ export interface RouterConfigInput {
   tokenizer?: string | TokenizerConfig;
   chatTemplate?: string;
   blockSize?: number;
-  indexerMode?: 'events' | 'approximate';
+  indexerMode?: IndexerMode;
   maxIndexedBlocks?: number;
   routing?: Partial<PoolRoutingConfig>;
   prefillRouting?: Partial<PoolRoutingConfig>;
@@ -169,7 +164,7 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
     tokenizer: parseTokenizer(c.tokenizer),
     chatTemplate: c.chatTemplate === undefined ? undefined : str(c.chatTemplate, 'chatTemplate'),
     blockSize: int(c.blockSize ?? 16, 'blockSize', 1, MAX_BLOCK_SIZE),
-    indexerMode: oneOf(c.indexerMode ?? 'events', 'indexerMode', ['events', 'approximate'] as const),
+    indexerMode: oneOf(c.indexerMode ?? 'events', 'indexerMode', INDEXER_MODES),
     maxIndexedBlocks: c.maxIndexedBlocks === undefined ? undefined : int(c.maxIndexedBlocks, 'maxIndexedBlocks', 1, 2 ** 40),
     decode,
     // The prefill pool inherits the decode pool's settings unless told otherwise.

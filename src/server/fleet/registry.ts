@@ -6,9 +6,10 @@ import type { WorkerConfig, WorkerRole } from '../config/config.js';
 import { checkUniqueIds } from '../config/config.js';
 import { HealthTracker } from './health.js';
 import { withFields } from '../../util/objects.js';
+import type { PoolName } from '../../core/vocabulary.js';
 
+export type { PoolName };
 export type WorkerState = 'healthy' | 'unhealthy' | 'draining';
-export type PoolName = 'prefill' | 'decode';
 
 /** A routing pool as the registry drives it (the wiring adapts E's routers to this). */
 export interface PoolPort {

@@ -7,7 +7,8 @@ import { EngineDriver, type SteppableModel } from './driver.js';
 import { FaultState, expectCount, parseFaultCommand } from './faults.js';
 import { KvHolds } from './handoff/kv-holds.js';
 import { startSideChannel } from './handoff/side-channel.js';
-import { type HandoffContext, PD_STYLES, type PdStyle, WORKER_ROLES, type WorkerRole } from './handoff/types.js';
+import type { HandoffContext, PdStyle } from './handoff/types.js';
+import { ENGINE_KINDS, WORKER_ROLES, type WorkerRole } from '../../core/vocabulary.js';
 import { type HttpExchange, type HttpServer, listenHttp } from './http-server.js';
 import { type EngineHandle, type InferenceRuntime, serveInference } from './inference.js';
 import { EVENT_ENCODINGS, type EventEncoding } from './kv-event-encoding.js';
@@ -293,7 +294,7 @@ function validateOptions(opts: SimWorkerOptions): ValidOptions {
   return {
     id: expectWorkerId(opts.id, 'id'),
     role: oneOf(opts.role, 'role', WORKER_ROLES, 'aggregated'),
-    pdStyle: oneOf(opts.pdStyle, 'pdStyle', PD_STYLES, 'vllm'),
+    pdStyle: oneOf(opts.pdStyle, 'pdStyle', ENGINE_KINDS, 'vllm'),
     host,
     httpPort: port(opts.httpPort, 'httpPort'),
     zmqPort: port(opts.zmqPort, 'zmqPort'),

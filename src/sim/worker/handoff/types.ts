@@ -2,11 +2,11 @@
 // needs (KV arriving by transfer, blocks to hold, a token cap) and what the response carries.
 import type { InferenceRequest } from '../openai.js';
 import type { KvHolds } from './kv-holds.js';
+import type { EngineKind, WorkerRole } from '../../../core/vocabulary.js';
 
-export type WorkerRole = 'aggregated' | 'prefill' | 'decode';
-export type PdStyle = 'vllm' | 'sglang' | 'trtllm';
-export const WORKER_ROLES: readonly WorkerRole[] = ['aggregated', 'prefill', 'decode'];
-export const PD_STYLES: readonly PdStyle[] = ['vllm', 'sglang', 'trtllm'];
+export type { WorkerRole };
+/** The engine whose prefill/decode handoff a simulated worker speaks. */
+export type PdStyle = EngineKind;
 
 export interface HandoffContext {
   role: WorkerRole;
