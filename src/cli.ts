@@ -11,10 +11,12 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
   serve: { summary: 'the KV-aware router: OpenAI API on uWebSockets.js (default: an embedded simulated fleet)', load: () => import('./cli/serve.js') },
   mock: { summary: 'simulated engine workers (OpenAI HTTP, ZeroMQ KV events, prefill/decode handoffs)', load: () => import('./cli/mock.js') },
   replay: { summary: 'replay a Mooncake trace offline (virtual time) or against a live router', load: () => import('./cli/replay.js') },
+  'config-schema': { summary: "the JSON Schema of serve's config file (editors validate fleet files with it)", load: () => import('./cli/config-schema.js') },
 };
 
 function usage(): string {
-  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)} ${c.summary}`);
   return ['usage: kvroute <command> [options]   (kvroute <command> --help for its options)', '', 'commands:', ...lines].join('\n');
 }
 

@@ -46,7 +46,7 @@ describe('kvroute serve options', () => {
     expect((await opts(['--session-header', 'X-Conversation'])).config.sessionAffinity).toEqual({ header: 'x-conversation', ttlMs: 600_000, maxSessions: 100_000 });
     expect((await opts(['--session-ttl-ms', '5000'])).config.sessionAffinity).toMatchObject({ header: 'x-session-id', ttlMs: 5000 });
     await expect(serveOptions(['--session-ttl-ms', '0'], {})).rejects.toThrow(/--session-ttl-ms/);
-    await expect(serveOptions(['--session-header', 'bad header'], {})).rejects.toThrow(/sessionAffinity.header must be an HTTP header name/);
+    await expect(serveOptions(['--session-header', 'bad header'], {})).rejects.toThrow(/--session-header must be an HTTP header name, got 'bad header'/);
   });
 
   it('adds --worker flags to the fleet', async () => {
@@ -73,7 +73,7 @@ describe('kvroute serve options', () => {
     [['--port', '70000'], /--port must be an integer in \[0, 65535\]/],
     [['--policy', 'best'], /--policy must be one of kv/],
     [['--worker', 'id=1,role=boss,url=http://h:1'], /role must be one of aggregated, prefill, decode/],
-    [['--embedded-style', 'tgi'], /--embedded-style must be vllm, sglang or trtllm/],
+    [['--embedded-style', 'tgi'], /--embedded-style must be one of vllm, sglang, trtllm, got 'tgi'/],
     [['--speedup', '0'], /--speedup must be a positive number/],
     [['--embedded', '--worker', 'id=1,url=http://h:1'], /--embedded serves its own simulated fleet/],
     [['--block-size', '0'], /--block-size must be an integer/],

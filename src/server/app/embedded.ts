@@ -3,17 +3,13 @@
 // the router exactly as a real fleet would be: base URL, KV event and replay endpoints, capacity.
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import type { SimWorker } from '../../sim/worker/worker.js';
-import type { EngineKind, WorkerInput } from '../config/config.js';
+import type { WorkerInput } from '../config/config.js';
+import type { Resolved } from '../config/declare.js';
+import type { EmbeddedFleetSchema } from '../config/schema.js';
 import { withFields } from '../../util/objects.js';
 
-export interface EmbeddedFleetOptions {
-  /** Prefill workers; 0 gives aggregated workers only. */
-  prefill: number;
-  /** Decode workers (aggregated when prefill is 0). */
-  decode: number;
-  style: EngineKind;
-  /** Simulated engines run this many times faster than real time. */
-  speedup: number;
+/** The fleet's shape (prefill and decode workers, handoff style, speedup: see EmbeddedFleetSchema) and its engines. */
+export interface EmbeddedFleetOptions extends Resolved<typeof EmbeddedFleetSchema.properties> {
   /** Must equal the router's block size. */
   blockSize: number;
   kvBlocks?: number;

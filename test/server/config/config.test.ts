@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfigFile, parseRouterConfig, parseWorkerConfig, parseWorkerFlag } from '../../../src/server/config/config.js';
+import { configToInput, loadConfigFile, parseRouterConfig, parseWorkerConfig } from '../../../src/server/config/config.js';
 
 describe('parseRouterConfig', () => {
   it('fills the defaults', () => {
@@ -27,6 +28,30 @@ describe('parseRouterConfig', () => {
     expect(() => parseRouterConfig({ sessionAffinity: { ttl: 5 } })).toThrow(/unknown field 'ttl'/);
     expect(() => parseRouterConfig({ sessionAffinity: { ttlMs: -1 } })).toThrow(/sessionAffinity.ttlMs/);
     expect(() => parseRouterConfig({ sessionAffinity: 'yes' })).toThrow(TypeError);
+  });
+
+  it('takes a tokenizer as a name, a directory or an object, and a $schema for editors', () => {
+    expect(parseRouterConfig({ tokenizer: 'byte' }).tokenizer).toEqual({ type: 'byte' });
+    expect(parseRouterConfig({ tokenizer: '/models/q' }).tokenizer).toEqual({ type: 'huggingface', path: '/models/q' });
+    expect(parseRouterConfig({ tokenizer: { type: 'huggingface', path: '/m' } }).tokenizer).toEqual({ type: 'huggingface', path: '/m' });
+    expect(parseRouterConfig({ $schema: '../schema/config.schema.json', model: 'm' })).not.toHaveProperty('$schema');
+    expect(parseRouterConfig({ model: 'm' }).models).toEqual(['m']);
+  });
+
+  it('gives the prefill pool what it does not set from the decode pool', () => {
+    const c = parseRouterConfig({ routing: { policy: 'round_robin', temperature: 0.5, maxQueuedPrefillTokens: 1000 }, prefillRouting: { policy: 'kv' } });
+    expect(c.decode).toEqual({ policy: 'round_robin', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0.5, maxQueuedPrefillTokens: 1000 });
+    expect(c.prefill).toEqual({ policy: 'kv', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0.5, maxQueuedPrefillTokens: 1000 });
+    expect(parseRouterConfig({ routing: { policy: 'random' } }).prefill.policy).toBe('random');
+  });
+
+  it('turns a normalised config back into input that parses to the same config', () => {
+    const raw = JSON.parse(readFileSync(new URL('../../../examples/fleet.json', import.meta.url), 'utf8')) as unknown;
+    const once = parseRouterConfig(raw);
+    expect(parseRouterConfig(configToInput(once))).toEqual(once);
+    const session = parseRouterConfig({ sessionAffinity: true, adminToken: 't', seed: 7, chatTemplate: '{{x}}', maxIndexedBlocks: 100 });
+    expect(parseRouterConfig(configToInput(session))).toEqual(session);
+    expect(parseRouterConfig({ adminToken: '' }).adminToken).toBeUndefined();
   });
 
   it('expands a single KV event endpoint to one per dp rank (port + rank)', () => {
@@ -54,8 +79,8 @@ describe('parseRouterConfig', () => {
     [{ workers: [{ id: 1, kind: 'tgi', baseUrl: 'http://h:1' }] }, TypeError, /workers\[0\]\.kind must be one of vllm, sglang, trtllm/],
     [{ workers: [{ id: -1, baseUrl: 'http://h:1' }] }, RangeError, /workers\[0\]\.id must be an integer/],
     [{ workers: [{ id: 1, baseUrl: 'ftp://h' }] }, TypeError, /workers\[0\]\.baseUrl must be an http\(s\) URL/],
-    [{ workers: [{ id: 1 }] }, TypeError, /workers\[0\]\.baseUrl must be a URL string, got undefined$/],
-    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'http://h:5557' }] }, TypeError, /kvEvents must look like tcp:\/\/host:port/],
+    [{ workers: [{ id: 1 }] }, TypeError, /workers\[0\]\.baseUrl must be an http\(s\) URL, got undefined$/],
+    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'http://h:5557' }] }, TypeError, /workers\[0\]\.kvEvents must be an endpoint like tcp:\/\/host:port, got 'http:\/\/h:5557'/],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1', replayEndpoint: 'tcp://h:5600' }] }, TypeError, /replayEndpoint needs/],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1' }, { id: 1, baseUrl: 'http://h:2' }] }, RangeError, /worker id 1 appears twice/],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1', colour: 'red' }] }, TypeError, /unknown field 'colour'/],
@@ -65,37 +90,17 @@ describe('parseRouterConfig', () => {
     [{ tokenizer: { type: 'huggingface' } }, TypeError, /tokenizer\.path must be a non-empty string/],
     [{ health: { intervalMs: 1.5 } }, RangeError, /health\.intervalMs/],
     ['nope', TypeError, /config must be an object, got string nope/],
+    [{ colour: 'red' }, TypeError, /^config: unknown field 'colour' \(known: \$schema, host, port, /],
+    [{ sessionAffinity: 'yes' }, TypeError, /^sessionAffinity must be true, false or an object, got string yes$/],
+    [{ tokenizer: 5 }, TypeError, /^tokenizer must be 'byte', a HuggingFace model directory, or \{ type, path \}, got number 5$/],
+    [{ models: [] }, TypeError, /^models must be a non-empty array of model names, got an array$/],
+    [{ routing: { maxQueuedPrefillTokens: 0 } }, RangeError, /^routing\.maxQueuedPrefillTokens must be an integer in \[1, 9007199254740991\], got 0$/],
+    [{ prefillRouting: { busyDecodeFraction: 0 } }, RangeError, /^prefillRouting\.busyDecodeFraction must be a number in \(0, 1000000\], got 0$/],
+    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: ['tcp://a:1', 5] }] }, TypeError, /^workers\[0\]\.kvEvents\[1\] must be an endpoint like tcp:\/\/host:port, got number 5$/],
+    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'tcp://h:70000' }] }, RangeError, /^workers\[0\]\.kvEvents port must be in \[1, 65535\], got 70000$/],
   ])('refuses %j with a clear error', (raw, type, message) => {
     expect(() => parseRouterConfig(raw)).toThrow(type);
     expect(() => parseRouterConfig(raw)).toThrow(message);
-  });
-});
-
-describe('parseWorkerFlag', () => {
-  it('parses the compact --worker syntax', () => {
-    const w = parseWorkerFlag('id=3,role=decode,kind=vllm,url=http://127.0.0.1:9000,events=tcp://127.0.0.1:5557,replay=tcp://127.0.0.1:5600,dp=2,capacity=4096,bootstrap=127.0.0.1:8998');
-    expect(w).toEqual({
-      id: 3,
-      role: 'decode',
-      kind: 'vllm',
-      baseUrl: 'http://127.0.0.1:9000',
-      dpSize: 2,
-      kvEvents: ['tcp://127.0.0.1:5557', 'tcp://127.0.0.1:5558'],
-      replayEndpoints: ['tcp://127.0.0.1:5600', 'tcp://127.0.0.1:5601'],
-      kvCapacityBlocks: 4096,
-      bootstrap: { host: '127.0.0.1', port: 8998 },
-    });
-  });
-
-  it('accepts per-rank endpoints separated by |', () => {
-    expect(parseWorkerFlag('id=1,url=http://h:1,dp=2,events=tcp://a:1|tcp://b:2').kvEvents).toEqual(['tcp://a:1', 'tcp://b:2']);
-  });
-
-  it('names the mistake', () => {
-    expect(() => parseWorkerFlag('id=1,colour=red')).toThrow(/unknown key 'colour'/);
-    expect(() => parseWorkerFlag('id=1,url')).toThrow(/expected key=value pairs/);
-    expect(() => parseWorkerFlag('id=x,url=http://h:1')).toThrow(/id must be an integer/);
-    expect(() => parseWorkerFlag('id=1,url=http://h:1,bootstrap=h')).toThrow(/bootstrap must be host:port/);
   });
 });
 

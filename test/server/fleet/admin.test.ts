@@ -43,7 +43,13 @@ describe('admin API', () => {
   it('refuses bad worker definitions with 400-class errors', async () => {
     const d = deps();
     const body = JSON.stringify({ id: 'x', baseUrl: 'http://h:1' }) as unknown as Uint8Array;
-    await expect(handleAdmin(call('POST', '/admin/workers', { body }), '/admin/workers', d)).rejects.toThrow(TypeError);
+    await expect(handleAdmin(call('POST', '/admin/workers', { body }), '/admin/workers', d)).rejects.toThrow(new TypeError('worker.id must be a number, got string x'));
+    // Checked whole before anything changes: a worker whose last field is wrong is not half added.
+    const late = JSON.stringify({ id: 4, role: 'decode', baseUrl: 'http://h:1', kvEvents: 'tcp://h:5557', bootstrap: { host: 'h', port: 0 } }) as unknown as Uint8Array;
+    await expect(handleAdmin(call('POST', '/admin/workers', { body: late }), '/admin/workers', d)).rejects.toThrow(new RangeError('worker.bootstrap.port must be an integer in [1, 65535], got 0'));
+    const unknown = JSON.stringify({ id: 4, baseUrl: 'http://h:1', colour: 'red' }) as unknown as Uint8Array;
+    await expect(handleAdmin(call('POST', '/admin/workers', { body: unknown }), '/admin/workers', d)).rejects.toThrow(/^worker: unknown field 'colour' \(known: id, role, kind, baseUrl, /);
+    expect(d.registry.list()).toEqual([]);
     expect(await status(handleAdmin(call('PUT', '/admin/workers'), '/admin/workers', d))).toBe(405);
     expect(await status(handleAdmin(call('GET', '/admin/nope'), '/admin/nope', d))).toBe(404);
   });

@@ -1,0 +1,285 @@
+// Every setting of the router, declared once: its type, range, default and description (the config
+// file, `POST /admin/workers` and the published JSON Schema), and where it has one, its
+// `kvroute serve` flag (declare.ts). A new setting is one entry here: config.ts carries it through,
+// the flag and its --help line come with its `cli` annotation.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { ENGINE_KINDS, INDEXER_MODES, POLICY_NAMES, WORKER_ROLES } from '../../core/vocabulary.js';
+import { MAX_BLOCK_SIZE } from '../../util/validate.js';
+import { defaulted, oneOf, type Annotations, type FlagAnnotation } from './declare.js';
+
+const cli = (flag: FlagAnnotation): Annotations => ({ cli: flag });
+const text = (options: Record<string, unknown> = {}) => Type.String({ minLength: 1, ...options });
+
+/** http:// or https:// (any case), then something. */
+const HTTP_URL = '^[Hh][Tt][Tt][Pp][Ss]?://.+';
+/** tcp://host:port, host a name, an IPv4 address or a bracketed IPv6 address. */
+const TCP_ENDPOINT = '^tcp://(\\[[^\\]]+\\]|[^:/]+):\\d+$';
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+
+function endpoints(description: string, key: string) {
+  const one = Type.String({ pattern: TCP_ENDPOINT, expected: 'an endpoint like tcp://host:port' });
+  return Type.Union([one, Type.Array(one)], {
+    description,
+    key,
+    expected: 'an endpoint like tcp://host:port, or an array of them (one per dp rank)',
+  });
+}
+
+/** One engine worker: in the config file's `workers`, in `POST /admin/workers`, and as `--worker key=value,...`. */
+export const WorkerSchema = Type.Object(
+  {
+    id: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, key: 'id', description: 'Unique id of the worker: the worker hints of requests and the metrics name it.' }),
+    role: defaulted(oneOf(WORKER_ROLES, { default: 'aggregated', key: 'role', description: 'What the worker does: prefill, decode, or both (aggregated).' })),
+    kind: defaulted(oneOf(ENGINE_KINDS, { default: 'vllm', key: 'kind', description: 'The engine the worker runs; it decides the prefill/decode handoff.' })),
+    baseUrl: Type.String({ pattern: HTTP_URL, key: 'url', expected: 'an http(s) URL', description: "The engine's OpenAI-compatible server, http(s)://host:port (a path prefix is kept)." }),
+    dpSize: defaulted(Type.Integer({ minimum: 1, maximum: 0xffff, default: 1, key: 'dp', description: 'Data-parallel ranks the worker runs.' })),
+    kvEvents: Type.Optional(
+      endpoints(
+        "ZeroMQ PUB endpoint of the worker's KV events: one for all ranks (rank r on port + r), or one per rank. Without it the router predicts the worker's cache from its own decisions.",
+        'events',
+      ),
+    ),
+    replayEndpoint: Type.Optional(
+      endpoints('ZeroMQ ROUTER endpoint of the KV event replay service (one, rank r on port + r, or one per rank); needs kvEvents. Without it a gap in the events clears the index.', 'replay'),
+    ),
+    kvCapacityBlocks: Type.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 40, key: 'capacity', description: "The worker's KV cache size in blocks (for busyDecodeFraction)." })),
+    bootstrap: Type.Optional(
+      Type.Object(
+        { host: text(), port: Type.Integer({ minimum: 1, maximum: 65535 }) },
+        { additionalProperties: false, key: 'bootstrap', description: 'SGLang prefill workers: where decode workers meet the prefill (host:port in --worker).' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** One routing pool's selection settings. */
+export const PoolRoutingSchema = Type.Object(
+  {
+    policy: defaulted(
+      oneOf(POLICY_NAMES, { default: 'kv', description: 'Worker selection policy.', ...cli({ flag: 'policy', arg: 'P', group: 'Routing', help: 'decode/aggregated pool policy' }) }),
+    ),
+    overlapScoreCredit: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: 'Prefill blocks each cached block is worth in the cost.' })),
+    prefillLoadScale: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: "Weight of a worker's booked prefill load in the cost." })),
+    temperature: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 0, description: 'Softmax temperature over costs; 0 picks the lowest cost, exact ties at random.' })),
+    busyDecodeFraction: Type.Optional(
+      Type.Number({ exclusiveMinimum: 0, maximum: 1e6, description: 'Leave out a worker whose decode blocks reach this fraction of its kvCapacityBlocks.' }),
+    ),
+    busyPrefillTokens: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Leave out a worker with this many booked prefill tokens.' })),
+    maxQueuedPrefillTokens: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: "Backpressure: refuse (429) a request when the pool's booked prefill tokens and its own would exceed this.",
+        ...cli({ flag: 'max-queued-prefill-tokens', arg: 'N', group: 'Routing', help: 'backpressure: refuse (429) above this many queued prompt tokens' }),
+      }),
+    ),
+  },
+  { additionalProperties: false, default: {}, description: 'Routing of the decode pool (decode and aggregated workers).' },
+);
+
+/** The prefill pool's: the same fields, none with a default of its own (routing's apply). */
+export const PrefillRoutingSchema = (() => {
+  const s = Type.Partial(PoolRoutingSchema, { additionalProperties: false, description: 'Routing of the prefill pool; what it leaves out is taken from routing.' });
+  for (const [key, field] of Object.entries(s.properties) as Array<[string, TSchema & Annotations & { default?: unknown }]>) {
+    delete field.default;
+    delete field.cli;
+    if (key === 'policy') field.cli = { flag: 'prefill-policy', arg: 'P', group: 'Routing', help: 'prefill pool policy', defaultHelp: 'default: same as --policy' };
+  }
+  return s;
+})();
+
+export const SessionAffinitySchema = Type.Object(
+  {
+    header: defaulted(
+      Type.String({
+        pattern: HEADER_NAME,
+        default: 'x-session-id',
+        expected: 'an HTTP header name',
+        description: 'The request header carrying the session id (any case).',
+        ...cli({
+          flag: 'session-header',
+          arg: 'NAME',
+          group: 'Routing',
+          help: "session affinity: requests with this header (e.g. x-session-id) go to the workers their session's earlier requests went to, while those can serve (explicit worker hints win)",
+          defaultHelp: 'off unless this or --session-ttl-ms is given; then default x-session-id',
+        }),
+      }),
+    ),
+    ttlMs: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: 86_400_000,
+        default: 600_000,
+        description: 'A session unused this long is forgotten.',
+        ...cli({ flag: 'session-ttl-ms', arg: 'N', group: 'Routing' }),
+      }),
+    ),
+    maxSessions: defaulted(Type.Integer({ minimum: 1, maximum: 10_000_000, default: 100_000, description: 'Sessions remembered at most; the least recently used go first.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const HealthSchema = Type.Object(
+  {
+    intervalMs: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3_600_000,
+        default: 5000,
+        description: 'Period of GET /health per worker; 0 turns checking off (workers count as healthy).',
+        ...cli({ flag: 'health-interval-ms', arg: 'N', group: 'Operations', help: 'period of worker health checks, 0 = off' }),
+      }),
+    ),
+    timeoutMs: defaulted(Type.Integer({ minimum: 1, maximum: 600_000, default: 2000, description: 'A health check not answered in this time fails.' })),
+    blockGraceMs: defaulted(Type.Integer({ minimum: 0, maximum: 86_400_000, default: 30_000, description: 'A worker unhealthy this long loses its blocks from the index.' })),
+  },
+  { additionalProperties: false, default: {}, description: 'Health checking of the workers.' },
+);
+
+/** The router's configuration: a JSON file (`kvroute serve --config`), or what a library user passes to createRouter. */
+export const RouterConfigSchema = Type.Object(
+  {
+    $schema: Type.Optional(Type.String({ description: 'The JSON Schema of this file, for editors; kvroute ignores it.' })),
+    host: defaulted(
+      text({ default: '127.0.0.1', description: 'Interface the router listens on.', ...cli({ flag: 'host', arg: 'HOST', env: 'HOST', group: 'Listening', help: 'interface' }) }),
+    ),
+    port: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 65535,
+        default: 8000,
+        description: 'Port the router listens on; 0 lets the system choose a free one.',
+        ...cli({ flag: 'port', arg: 'PORT', env: 'PORT', group: 'Listening', help: 'port, 0 = any free one' }),
+      }),
+    ),
+    model: Type.Optional(text({ description: 'The served model name, when there is one (else models).' })),
+    models: defaulted(
+      Type.Array(text(), {
+        minItems: 1,
+        default: ['kvroute-sim'],
+        expected: 'a non-empty array of model names',
+        description: 'Served model names; the first is the model of requests that name none.',
+        ...cli({ flag: 'model', arg: 'NAME', repeatable: true, group: 'Routing', help: 'served model name, repeatable' }),
+      }),
+    ),
+    tokenizer: defaulted(
+      Type.Union([text(), Type.Object({ type: Type.Literal('byte') }, { additionalProperties: false }), Type.Object({ type: Type.Literal('huggingface'), path: text() }, { additionalProperties: false })], {
+        default: 'byte',
+        expected: "'byte', a HuggingFace model directory, or { type, path }",
+        description: "'byte' (the built-in byte tokenizer of the simulated fleet), a HuggingFace model directory (tokenizer.json, tokenizer_config.json), or { type: 'byte' | 'huggingface', path }.",
+        ...cli({
+          flag: 'tokenizer',
+          arg: 'DIR',
+          group: 'Routing',
+          help: "HuggingFace model directory (tokenizer.json, tokenizer_config.json), or 'byte'",
+          defaultHelp: 'default: the built-in byte tokenizer of the simulated fleet',
+        }),
+      }),
+    ),
+    chatTemplate: Type.Optional(
+      text({
+        description: "Jinja chat template overriding the tokenizer's own (the template itself, not a path).",
+        ...cli({ flag: 'chat-template', arg: 'FILE', readsFile: true, group: 'Routing', help: "Jinja chat template file overriding the tokenizer's", defaultHelp: "default: the tokenizer's own, else ChatML" }),
+      }),
+    ),
+    blockSize: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_BLOCK_SIZE,
+        default: 16,
+        description: "KV block size in tokens; must equal the engines'.",
+        ...cli({ flag: 'block-size', arg: 'B', group: 'Routing' }),
+      }),
+    ),
+    indexerMode: defaulted(
+      oneOf(INDEXER_MODES, {
+        default: 'events',
+        description: "'events': the index follows the workers' KV events; 'approximate': without KV events, caches are predicted from routing decisions.",
+        ...cli({ flag: 'approximate', value: 'approximate', group: 'Routing', help: 'no KV events: predict caches from routing decisions' }),
+      }),
+    ),
+    maxIndexedBlocks: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 2 ** 40, description: "Events mode: cap on each pool's index in (worker, dp rank, block) entries, least recently matched evicted first (no cap when absent)." }),
+    ),
+    routing: defaulted(PoolRoutingSchema),
+    prefillRouting: Type.Optional(PrefillRoutingSchema),
+    enforceDisagg: defaulted(
+      Type.Boolean({
+        default: false,
+        description: 'Fail requests instead of serving them aggregated when no prefill worker exists.',
+        ...cli({ flag: 'enforce-disagg', group: 'Routing', help: 'fail requests instead of serving them aggregated without prefill workers' }),
+      }),
+    ),
+    fallbackToAggregated: defaulted(
+      Type.Boolean({
+        default: true,
+        description: 'Serve a request on its decode worker alone when its prefill leg fails.',
+        ...cli({ flag: 'no-fallback', value: false, group: 'Routing', help: 'fail a request whose prefill leg fails instead of serving it aggregated' }),
+      }),
+    ),
+    sessionAffinity: Type.Optional(
+      Type.Union([Type.Boolean(), SessionAffinitySchema], {
+        expected: 'true, false or an object',
+        description:
+          "Requests carrying the session header go to the workers their session's earlier requests went to while those can serve (explicit worker hints win). true: with the defaults; an object: the settings to change; off when absent or false.",
+      }),
+    ),
+    maxBodyBytes: defaulted(
+      Type.Integer({
+        minimum: 1024,
+        maximum: 1 << 30,
+        default: 4 * 1024 * 1024,
+        description: 'Request body limit in bytes; a larger body gets 413.',
+        ...cli({ flag: 'max-body-bytes', arg: 'N', group: 'Operations', help: 'request body limit, 413 above' }),
+      }),
+    ),
+    adminToken: Type.Optional(
+      Type.String({
+        description:
+          'Bearer token of the admin API (empty: none). Without one the admin API answers loopback clients only, and a router listening beyond loopback serves it on a listener of its own on 127.0.0.1.',
+        ...cli({
+          flag: 'admin-token',
+          arg: 'TOKEN',
+          env: 'KVROUTE_ADMIN_TOKEN',
+          group: 'Operations',
+          help: 'bearer token of /admin; without one, the admin API answers loopback clients only, and when --host is not a loopback address it is served on its own listener on 127.0.0.1 instead',
+        }),
+      }),
+    ),
+    adminPort: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 65535,
+        description: 'Port of that loopback admin listener (default: port + 1; 0 lets the system choose).',
+        ...cli({ flag: 'admin-port', arg: 'PORT', group: 'Operations', help: 'port of that loopback admin listener', defaultHelp: 'default: --port + 1; 0 = any' }),
+      }),
+    ),
+    health: defaulted(HealthSchema),
+    seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 32 - 1, description: 'Seed of routing ties, for reproducible runs (random when absent).' })),
+    workers: defaulted(
+      Type.Array(WorkerSchema, {
+        default: [],
+        description: 'The engine workers; more can be added and removed at runtime through /admin/workers.',
+        ...cli({ flag: 'worker', arg: 'SPEC', repeatable: true, group: 'Fleet', help: 'add a worker (repeatable), e.g. id=1,role=prefill,kind=vllm,url=http://h:8000,events=tcp://h:5557' }),
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'kvroute router configuration' },
+);
+
+/** `kvroute serve`'s simulated fleet, started in the router's process when no workers are configured. */
+export const EmbeddedFleetSchema = Type.Object(
+  {
+    prefill: defaulted(
+      Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'Simulated prefill workers; 0 gives aggregated workers only.', ...cli({ flag: 'embedded-prefill', arg: 'N', group: 'Fleet', help: 'simulated prefill workers (0 = aggregated workers only)' }) }),
+    ),
+    decode: defaulted(Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Simulated decode workers (aggregated when there are no prefill workers).', ...cli({ flag: 'embedded-decode', arg: 'N', group: 'Fleet', help: 'simulated decode (or aggregated) workers' }) })),
+    style: defaulted(oneOf(ENGINE_KINDS, { default: 'vllm', description: 'The engine whose prefill/decode handoff the simulated workers speak.', ...cli({ flag: 'embedded-style', arg: 'S', group: 'Fleet', help: 'handoff style of the simulated fleet' }) })),
+    speedup: defaulted(
+      Type.Number({ exclusiveMinimum: 0, default: 1, description: 'Simulated engines run this many times faster than real time.', ...cli({ flag: 'speedup', arg: 'X', group: 'Fleet', help: 'simulated engines run X times faster than real time' }) }),
+    ),
+  },
+  { additionalProperties: false },
+);
