@@ -34,12 +34,6 @@ export interface LoadResult {
   firstError?: string;
 }
 
-export function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i];
-}
-
 export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const u = new URL(o.url);
   if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost' && u.hostname !== '[::1]') {

@@ -3,8 +3,7 @@
 // alternating from round to round), and takes routed minus direct at each percentile. The
 // headline is the median over rounds, so a stretch of the shared machine's stalls that falls on
 // one run of one path moves one round, not the figure; all rounds and the pooled figure are kept.
-import { median } from '../lib/stats.js';
-import { percentile } from './loadgen.js';
+import { median, percentile } from '../lib/stats.js';
 
 export interface RoundLatencies {
   /** Sorted latencies in ms. */

@@ -11,7 +11,8 @@
 import { createRouter } from '../../src/server/app/router.js';
 import { listenUws } from '../../src/server/http/uws.js';
 import type { ArrivalProcess } from './arrivals.js';
-import { percentile, type LoadOptions, type LoadResult } from './loadgen.js';
+import type { LoadOptions, LoadResult } from './loadgen.js';
+import { percentile } from '../lib/stats.js';
 import { recordGcPauses, type GcPauses } from './gc-pauses.js';
 import { overheadFromRounds, round3, type OverheadRounds, type RoundLatencies } from './overhead.js';
 import { threadCpuMicros } from './thread-cpu.js';

@@ -1,4 +1,5 @@
 // Summary statistics for benchmark samples.
+import { percentile } from '../../src/util/percentile.js';
 
 export interface Summary {
   n: number;
@@ -15,20 +16,8 @@ export function sorted(values: ArrayLike<number>): Float64Array {
   return Float64Array.from(values).sort();
 }
 
-/**
- * The p-th percentile (0..100) of ascending-sorted values, interpolating linearly between the
- * two closest ranks (NaN for no values).
- */
-export function percentile(sortedValues: ArrayLike<number>, p: number): number {
-  const n = sortedValues.length;
-  if (n === 0) return Number.NaN;
-  if (p <= 0) return sortedValues[0];
-  if (p >= 100) return sortedValues[n - 1];
-  const rank = (p / 100) * (n - 1);
-  const lo = Math.floor(rank);
-  const hi = Math.min(n - 1, lo + 1);
-  return sortedValues[lo] + (sortedValues[hi] - sortedValues[lo]) * (rank - lo);
-}
+/** The repository's one percentile (linear interpolation, src/util/percentile.ts says why). */
+export { percentile };
 
 export function median(values: ArrayLike<number>): number {
   return percentile(sorted(values), 50);
