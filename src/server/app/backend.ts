@@ -1,5 +1,5 @@
 // What the HTTP layer needs from the routing layer, in one interface. wiring.ts builds it from the
-// indexers, routing cores, prefill router and event ingest; app.ts only sees this.
+// indexers, routing cores, prefill router and event ingest; router.ts only sees this.
 import type { MetricsSources } from '../observability/metrics.js';
 import type { RoutingHints } from '../openai/request.js';
 import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';

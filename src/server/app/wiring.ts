@@ -1,7 +1,7 @@
 // Assembles the routing layer behind the HTTP layer: per pool (prefill; decode and aggregated) a
 // KvIndexer, its RoutingCore, a WorkerPool and a KvRouter; one PrefillRouter over both; one
 // EventIngest per pool feeding its index; shared engine clients. The result is the Backend that
-// app.ts speaks to, so the HTTP layer never reaches into routing internals.
+// router.ts speaks to, so the HTTP layer never reaches into routing internals.
 import { KvIndexer } from '../../core/indexer.js';
 import { RoutingCore, type RoutingDecision } from '../../core/routing-core.js';
 import { EngineClients, type EngineClientOptions } from '../../engines/http-client.js';

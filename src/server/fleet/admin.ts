@@ -1,7 +1,7 @@
 // The admin API under /admin: list, add, drain, activate and remove workers at runtime. With a
 // configured token every call needs `Authorization: Bearer <token>`; without one, only loopback
 // peers are answered (the router may listen on a public interface, its admin API must not:
-// `kvroute serve` then serves it on a loopback listener of its own, see start.ts).
+// `kvroute serve` then serves it on a loopback listener of its own, see app/start.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { parseWorkerConfig } from '../config/config.js';
 import { HttpError, notFound } from '../call/errors.js';
