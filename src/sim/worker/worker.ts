@@ -183,6 +183,8 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
       slow: faults.slowFactor,
       injected_failures: faults.injectedFailures,
       next_event_seq: publisher.seq,
+      // Requests held unanswered by the hang switch (tests wait for them to arrive).
+      parked_requests: gate.parkedCount,
     });
     const gated = (fn: (ex: HttpExchange) => void | Promise<void>) => (ex: HttpExchange) => gate.run(ex, fn);
     const served = [o.model, ...o.loras];
