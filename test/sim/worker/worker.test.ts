@@ -97,6 +97,7 @@ describe('a simulated worker over HTTP', () => {
     expect(models).toMatchObject({ object: 'list', data: [{ id: 'kvroute-sim', object: 'model' }] });
     const health = await fetch(`${w.url}/health`);
     expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok', worker_id: w.id, role: 'aggregated' });
     const metrics = await (await fetch(`${w.url}/metrics`)).text();
     for (const name of ['vllm:kv_cache_usage_perc', 'vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:gpu_prefix_cache_hit_rate', 'vllm:num_preemptions_total']) {
       expect(metrics).toContain(`${name}{model_name="kvroute-sim",engine="${w.id}"}`);
