@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ChildMessage } from './lib/child.js';
 import { formatNumber, formatValue } from './lib/format.js';
 import { machineInfo, stampOf, writeReport, type BenchReport, type SuiteRecord } from './lib/report.js';
-import { advantage, completeFigure, expectSuite, expectSuiteResult, type BenchSuite } from './lib/suite.js';
+import { advantage, completeFigure, expectSuite, expectSuiteResult, targetVerdict, type BenchSuite } from './lib/suite.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -164,8 +164,9 @@ function printSummary(report: BenchReport): void {
       const ref = f.reference
         ? `  | ref ${formatValue(f.reference.value, f.unit)}${adv === undefined ? '' : `, ${formatNumber(adv >= 1 ? adv : 1 / adv)}x ${adv >= 1 ? 'better' : 'worse'}`}`
         : '';
-      const target = f.target ? `  | target ${f.target.op} ${formatNumber(f.target.value)} ${f.met ? 'met' : 'MISSED'}` : '';
-      log(`  ${f.name}: ${formatValue(f.value, f.unit)}${ref}${target}`);
+      const verdict = targetVerdict(f);
+      const target = f.target ? `  | target ${f.target.op} ${formatNumber(f.target.value)} ${verdict === 'missed' ? 'MISSED' : verdict}` : '';
+      log(`  ${f.name}: ${formatValue(f.value, f.unit)}${f.belowNoise ? ' (below noise)' : ''}${ref}${target}`);
     }
   }
 }

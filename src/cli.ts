@@ -17,11 +17,16 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
 function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)} ${c.summary}`);
-  return ['usage: kvroute <command> [options]   (kvroute <command> --help for its options)', '', 'commands:', ...lines].join('\n');
+  return ['usage: kvroute <command> [options]   (kvroute <command> --help for its options)', '       kvroute --version', '', 'commands:', ...lines].join('\n');
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-v') {
+    const { packageVersion } = await import('./cli/version.js');
+    console.log(packageVersion());
+    return 0;
+  }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     console.log(usage());
     return name ? 0 : 1;

@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { formatNumber, formatValue } from './format.js';
-import { advantage, type Chart, type Figure, type Section } from './suite.js';
+import { advantage, targetVerdict, type Chart, type Figure, type Section, type TargetVerdict } from './suite.js';
 
 export interface MachineInfo {
   cpus: number;
@@ -100,9 +100,17 @@ function cell(s: string): string {
   return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
+const VERDICT_MARKS: Record<TargetVerdict, string> = { met: '✓', missed: '✗ missed', 'below noise': 'not measurable: below noise' };
+
 function targetCell(f: Figure): string {
-  if (!f.target) return '';
-  return `${f.target.op === '<=' ? '≤' : '≥'} ${formatValue(f.target.value, f.unit)} ${f.met ? '✓' : '✗ missed'}`;
+  const verdict = targetVerdict(f);
+  if (!f.target || !verdict) return '';
+  return `${f.target.op === '<=' ? '≤' : '≥'} ${formatValue(f.target.value, f.unit)} ${VERDICT_MARKS[verdict]}`;
+}
+
+function valueCell(f: Figure): string {
+  const value = `**${formatValue(f.value, f.unit)}**`;
+  return f.belowNoise ? `${value} (below noise)` : value;
 }
 
 function referenceCells(f: Figure): [string, string] {
@@ -119,7 +127,7 @@ function figureTable(rows: Array<{ suite?: string; f: Figure }>): string {
   for (const { suite, f } of rows) {
     const [ref, vs] = referenceCells(f);
     const name = f.note ? `${cell(f.name)} <br><sub>${cell(f.note)}</sub>` : cell(f.name);
-    const cols = [name, `**${formatValue(f.value, f.unit)}**`, ref, vs, targetCell(f)];
+    const cols = [name, valueCell(f), ref, vs, targetCell(f)];
     lines.push(`| ${(withSuite ? [cell(suite ?? ''), ...cols] : cols).join(' | ')} |`);
   }
   return lines.join('\n');
@@ -136,7 +144,7 @@ export function renderMarkdown(report: BenchReport, chartDir: string): string {
       `Load average at the start ${m.loadAverage.join(' / ')}${m.cpuPressure === undefined ? '' : `, CPU pressure ${m.cpuPressure}% (PSI some, 60 s)`}: the machine is shared, so figures vary from run to run.`,
     '',
   );
-  out.push(`Reproduce with \`npm run bench${report.quick ? ' -- --quick' : ''}\`. Every native figure is measured next to a plain TypeScript reference in the same run; targets are reported, never asserted (✓ met, ✗ missed).`, '');
+  out.push(`Reproduce with \`npm run bench${report.quick ? ' -- --quick' : ''}\`. Every native figure is measured next to a plain TypeScript reference in the same run; targets are reported, never asserted (✓ met, ✗ missed; a latency or overhead measured negative is noise-dominated: "below noise", neither).`, '');
   const failed = report.suites.filter((s) => !s.ok);
   if (failed.length > 0) out.push(`**Failed suites:** ${failed.map((s) => `${s.name} (${cell(s.error ?? 'error')})`).join('; ')}`, '');
   const headline = report.suites.flatMap((s) => s.figures.filter((f) => f.headline).map((f) => ({ suite: s.name, f })));

@@ -25,8 +25,16 @@ export interface Figure {
   better?: 'higher' | 'lower';
   /** The goal from the issues, e.g. { op: '<=', value: 10 } for "p99 at most 10 us". */
   target?: { op: TargetOp; value: number };
-  /** Whether the target was met; filled in by the harness. */
+  /** Whether the target was met; filled in by the harness (absent when the figure is below noise). */
   met?: boolean;
+  /**
+   * The figure may be negative (a change that can go either way). Left unset, a figure is a
+   * magnitude (a latency, an overhead, a rate), which a measurement can show negative only when
+   * noise swamps it.
+   */
+  signed?: boolean;
+  /** A magnitude measured negative: noise-dominated, so no ratio and no verdict on its target. Filled in by the harness. */
+  belowNoise?: boolean;
   /** Headline figures go to the report's summary table (and the README). */
   headline?: boolean;
   note?: string;
@@ -65,15 +73,34 @@ export interface BenchSuite {
   run(ctx: BenchContext): Promise<SuiteResult>;
 }
 
-/** The figure with `ratio`, `better` and `met` filled in from its reference and target. */
+/**
+ * The figure with `ratio`, `better` and `met` filled in from its reference and target. A magnitude
+ * measured negative (say an overhead p99 of -13 ms: the routed and direct runs differ by less than
+ * their noise) is marked `belowNoise` instead: it meets no target and compares with nothing.
+ */
 export function completeFigure(f: Figure): Figure {
   const out: Figure = { ...f };
+  if (out.better === undefined && out.target) out.better = out.target.op === '>=' ? 'higher' : 'lower';
+  if (!out.signed && out.value < 0) {
+    out.belowNoise = true;
+    delete out.ratio;
+    delete out.met;
+    return out;
+  }
   if (out.ratio === undefined && out.reference && out.reference.value !== 0 && Number.isFinite(out.reference.value)) {
     out.ratio = out.value / out.reference.value;
   }
-  if (out.better === undefined && out.target) out.better = out.target.op === '>=' ? 'higher' : 'lower';
   if (out.target) out.met = out.target.op === '<=' ? out.value <= out.target.value : out.value >= out.target.value;
   return out;
+}
+
+export type TargetVerdict = 'met' | 'missed' | 'below noise';
+
+/** What a completed figure says about its target, if it has one. */
+export function targetVerdict(f: Figure): TargetVerdict | undefined {
+  if (!f.target) return undefined;
+  if (f.belowNoise) return 'below noise';
+  return f.met ? 'met' : 'missed';
 }
 
 /** How many times better than the reference (> 1: better), when the direction is known. */

@@ -9,7 +9,7 @@ import { loadTrace, type TraceRequest } from '../../src/sim/replay/trace.js';
 import { barChart, cdfChart, lineChart } from '../lib/svg.js';
 import type { BenchContext, BenchSuite, Chart, Figure, Section, SuiteResult } from '../lib/suite.js';
 
-const TRACES = fileURLToPath(new URL('../../../shared/traces/', import.meta.url));
+const TRACES = fileURLToPath(new URL('../../traces/', import.meta.url));
 const WORKERS = 4;
 const BLOCK_SIZE = 16;
 /** Dynamo's mocker default capacity (16384 blocks of 64 tokens): 1M tokens per worker. */

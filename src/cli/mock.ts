@@ -13,7 +13,10 @@ Starts simulated engine workers (a vLLM-like paged, prefix-cached KV cache) that
 engines' protocols. Ports count up from the given ones, one per worker; 0 picks free ports.
 
 options:
-  --workers N           number of workers (default 1)
+  --workers N           number of workers (default 1, or as many as --ids names)
+  --id N                id of the first worker; the others count up (default 0)
+  --ids A,B,...         every worker's id, e.g. 4,5 (instead of --id). Ids tell mock processes
+                        apart: in /health, the engine label of /metrics and the lines below
   --role R              aggregated | prefill | decode (default aggregated)
   --pd-style S          prefill/decode handoff style: vllm | sglang | trtllm (default vllm)
   --host H              address to bind (default 127.0.0.1)
@@ -36,6 +39,8 @@ example:
 
 export interface MockConfig {
   workers: number;
+  /** Each worker's id, in order. */
+  ids: number[];
   role: WorkerRole;
   pdStyle: PdStyle;
   host: string;
@@ -58,7 +63,9 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
     strict: true,
     allowPositionals: true,
     options: {
-      workers: { type: 'string', default: '1' },
+      workers: { type: 'string' },
+      id: { type: 'string' },
+      ids: { type: 'string' },
       role: { type: 'string', default: 'aggregated' },
       'pd-style': { type: 'string', default: 'vllm' },
       host: { type: 'string', default: '127.0.0.1' },
@@ -77,7 +84,8 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
   });
   if (values.help) return null;
   if (positionals.length > 0) throw new UsageError(`kvroute mock takes no positional arguments, got '${positionals[0]}'`);
-  const workers = intFlag(values.workers, '--workers', 1, 1024);
+  const ids = workerIds(values.id, values.ids, values.workers);
+  const workers = ids.length;
   const lastPortOffset = workers - 1;
   const port = (raw: string | undefined, name: string) => {
     const p = intFlag(raw, name, 0, 65535);
@@ -92,6 +100,7 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
   if (model.trim() === '') throw new UsageError('--model must not be empty');
   return {
     workers,
+    ids,
     role: oneOf(values.role, '--role', WORKER_ROLES),
     pdStyle: oneOf(values['pd-style'], '--pd-style', ENGINE_KINDS),
     host,
@@ -108,6 +117,23 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
   };
 }
 
+/** The workers' ids from --id (counted up over --workers) or --ids (one each). */
+function workerIds(rawId: string | undefined, rawIds: string | undefined, rawWorkers: string | undefined): number[] {
+  if (rawIds === undefined) {
+    const workers = rawWorkers === undefined ? 1 : intFlag(rawWorkers, '--workers', 1, 1024);
+    const first = rawId === undefined ? 0 : intFlag(rawId, '--id', 0, Number.MAX_SAFE_INTEGER - workers);
+    return Array.from({ length: workers }, (_, i) => first + i);
+  }
+  if (rawId !== undefined) throw new UsageError('give either --id or --ids, not both');
+  const ids = rawIds.split(',').map((part) => intFlag(part, '--ids', 0, Number.MAX_SAFE_INTEGER));
+  if (ids.length > 1024) throw new UsageError(`--ids names ${ids.length} workers, at most 1024`);
+  if (new Set(ids).size !== ids.length) throw new UsageError(`--ids must be distinct, got ${rawIds}`);
+  if (rawWorkers !== undefined && intFlag(rawWorkers, '--workers', 1, 1024) !== ids.length) {
+    throw new UsageError(`--workers ${rawWorkers} disagrees with --ids, which names ${ids.length}`);
+  }
+  return ids;
+}
+
 function oneOf<T extends string>(raw: string | undefined, name: string, allowed: readonly T[]): T {
   if (!allowed.includes(raw as T)) throw new UsageError(`${name} must be one of ${allowed.join(', ')}, got ${raw}`);
   return raw as T;
@@ -116,6 +142,7 @@ function oneOf<T extends string>(raw: string | undefined, name: string, allowed:
 export async function startMock(cfg: MockConfig): Promise<SimFleet> {
   return startSimFleet({
     workers: cfg.workers,
+    ids: cfg.ids,
     role: cfg.role,
     pdStyle: cfg.pdStyle,
     host: cfg.host,

@@ -1,4 +1,5 @@
-// `kvroute replay --online --url URL --trace FILE`: replays a trace against a live router.
+// `kvroute replay --online --url URL [--url URL2 ...] --trace FILE`: replays a trace against a live
+// router, or spreads it over several (router replicas behind no balancer), one request each in turn.
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { hitRateBound } from '../sim/replay/bound.js';
@@ -6,14 +7,16 @@ import { replayOnline } from '../sim/replay/online.js';
 import { offeredRps } from '../sim/replay/replay.js';
 import { summarizeRun } from '../sim/replay/summary.js';
 import { loadTrace } from '../sim/replay/trace.js';
+import { ProgressLine } from './progress.js';
 import { intFlag, UsageError } from './usage.js';
 
-const HELP = `usage: kvroute replay --online --url URL --trace FILE [options]
+export const HELP = `usage: kvroute replay --online --url URL [--url URL ...] --trace FILE [options]
 
 Sends the trace's requests with their timing to a live OpenAI-compatible router as streamed
 /v1/completions with token-id prompts (ignore_eos, max_tokens = the trace's output length), and
 measures TTFT, ITL, end-to-end latency and the engines' cached tokens from the client side.
-  --url URL         the router (e.g. http://127.0.0.1:8000, what npm start serves)
+  --url URL         the router (e.g. http://127.0.0.1:8000, what npm start serves); repeat it to
+                    spread the requests over several routers, one each in turn (round robin)
   --trace FILE      Mooncake-format JSONL trace (required)
   --speedup S       compress arrivals by S (default 1)
   --limit N         send only the first N requests
@@ -21,6 +24,8 @@ measures TTFT, ITL, end-to-end latency and the engines' cached tokens from the c
   --seed X          seed of the synthesised prompts (default 0)
   --json OUT        write the JSON report
   --md OUT          write the Markdown report
+
+Progress goes to stderr: in place on a terminal, otherwise a plain line every few seconds.
 `;
 
 export async function runOnline(argv: string[]): Promise<number> {
@@ -29,7 +34,7 @@ export async function runOnline(argv: string[]): Promise<number> {
     strict: true,
     options: {
       online: { type: 'boolean' },
-      url: { type: 'string' },
+      url: { type: 'string', multiple: true },
       trace: { type: 'string' },
       speedup: { type: 'string', default: '1' },
       limit: { type: 'string' },
@@ -44,31 +49,33 @@ export async function runOnline(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  if (!values.url) throw new UsageError('--online needs --url URL');
+  const urls = values.url ?? [];
+  if (urls.length === 0) throw new UsageError('--online needs --url URL');
   if (!values.trace) throw new UsageError('--trace FILE is required');
-  try {
-    new URL(values.url);
-  } catch {
-    throw new UsageError(`--url is not a URL: ${values.url}`);
+  for (const url of urls) {
+    if (!URL.canParse(url)) throw new UsageError(`--url is not a URL: ${url}`);
   }
+  if (values.model !== undefined && values.model.trim() === '') throw new UsageError('--model must not be empty');
   const speedup = Number(values.speedup);
   if (!(speedup > 0) || !Number.isFinite(speedup)) throw new UsageError(`--speedup must be a positive number, got ${values.speedup}`);
   const seed = intFlag(values.seed, '--seed', 0, 2 ** 31 - 1);
   let trace = await loadTrace(values.trace);
   if (values.limit) trace = trace.slice(0, intFlag(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER));
 
-  const bar = (done: number, total: number, inFlight: number) => {
-    if (!process.stderr.isTTY) return;
+  const progress = new ProgressLine(process.stderr, { keepOnTerminal: true });
+  const onProgress = (done: number, total: number, inFlight: number) => {
+    const counts = `${done}/${total} done, ${inFlight} in flight`;
+    if (!progress.interactive) return progress.update(`replay: ${counts}`);
     const width = 30;
     const filled = Math.round((done / total) * width);
-    process.stderr.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} done, ${inFlight} in flight`);
+    progress.update(`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${counts}`);
   };
-  const run = await replayOnline({ url: values.url, trace, arrivalScale: speedup, seed, model: values.model, onProgress: bar });
-  if (process.stderr.isTTY) process.stderr.write('\n');
+  const run = await replayOnline({ urls, trace, arrivalScale: speedup, seed, model: values.model, onProgress });
+  progress.end();
   const summary = summarizeRun({ records: run.records, loadSpread: Number.NaN, simulatedMs: run.wallMs }, run.wallMs);
   const report = {
     mode: 'online',
-    url: values.url,
+    urls,
     trace: values.trace,
     seed,
     arrival_scale: speedup,
@@ -83,7 +90,7 @@ export async function runOnline(argv: string[]): Promise<number> {
   };
   const fmt = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
   const md = [
-    `### Online replay of ${values.trace} against ${values.url}`,
+    `### Online replay of ${values.trace} against ${urls.join(', ')}${urls.length > 1 ? ' (round robin)' : ''}`,
     '',
     `${trace.length} requests, arrivals x${speedup} (${fmt(report.offered_rps, 2)} req/s offered), ${run.errors} errors, ${summary.refused} refused.`,
     '',

@@ -6,9 +6,10 @@ import { replayMarkdown } from '../sim/replay/markdown.js';
 import { isReplayPolicy, REPLAY_POLICIES, type ReplayPolicy } from '../sim/replay/policies.js';
 import { runReplay, sweepLoads } from '../sim/replay/replay.js';
 import { loadTrace } from '../sim/replay/trace.js';
+import { ProgressLine } from './progress.js';
 import { intFlag, UsageError } from './usage.js';
 
-const HELP = `usage: kvroute replay --trace FILE [options]
+export const HELP = `usage: kvroute replay --trace FILE [options]
 
 Offline (default): a discrete-event simulation of a fleet of simulated engines in virtual time,
 with kvroute's own routing code deciding.
@@ -27,9 +28,21 @@ with kvroute's own routing code deciding.
   --md OUT              write the Markdown report
 Online:
   --online --url URL    send the trace to a live router (see kvroute replay --online --help)
+
+Progress goes to stderr: in place on a terminal, otherwise a plain line every few seconds.
 `;
 
+/** --online anywhere on the command line selects the online replay, its flags and its help. */
+function isOnline(argv: string[]): boolean {
+  const { tokens } = parseArgs({ args: argv, strict: false, tokens: true, options: { online: { type: 'boolean' } } });
+  return tokens.some((t) => t.kind === 'option' && t.name === 'online');
+}
+
 export async function run(argv: string[]): Promise<number> {
+  if (isOnline(argv)) {
+    const { runOnline } = await import('./replay-online.js');
+    return runOnline(argv);
+  }
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -48,18 +61,12 @@ export async function run(argv: string[]): Promise<number> {
       seed: { type: 'string', default: '0' },
       json: { type: 'string' },
       md: { type: 'string' },
-      online: { type: 'boolean', default: false },
-      url: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     console.log(HELP);
     return 0;
-  }
-  if (values.online) {
-    const { runOnline } = await import('./replay-online.js');
-    return runOnline(argv);
   }
   if (!values.trace) throw new UsageError('--trace FILE is required');
   const workers = intFlag(values.workers, '--workers', 1, 1024);
@@ -83,9 +90,9 @@ export async function run(argv: string[]): Promise<number> {
   const sweepMax = intFlag(values['sweep-max'], '--sweep-max', 1, 4096);
   const sweepScales = values.sweep ? sweepLoads(speedup, sweepMax) : undefined;
 
-  const progress = process.stderr.isTTY ? (m: string) => process.stderr.write(`\r\x1b[2K${m}`) : () => {};
-  const report = runReplay({ trace, traceName: values.trace, workers, disaggregated, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, onProgress: progress });
-  if (process.stderr.isTTY) process.stderr.write('\r\x1b[2K');
+  const progress = new ProgressLine(process.stderr);
+  const report = runReplay({ trace, traceName: values.trace, workers, disaggregated, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, onProgress: (m) => progress.update(m) });
+  progress.end();
   const md = replayMarkdown(report);
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');
   if (values.md) await writeFile(values.md, md);

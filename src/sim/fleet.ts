@@ -1,12 +1,15 @@
-// Several simulated workers in this process: ids and ports count up from the first worker's, each
-// engine gets its own seed (base seed + index) so workers do not generate identical streams.
-import { expectInteger } from '../util/validate.js';
+// Several simulated workers in this process: ids (unless given one by one) and ports count up from
+// the first worker's, each engine gets its own seed (base seed + index) so workers do not generate
+// identical streams.
+import { expectInteger, expectWorkerId } from '../util/validate.js';
 import { type SimWorker, type SimWorkerOptions, startSimWorker } from './worker/worker.js';
 
 export interface SimFleetOptions extends Omit<SimWorkerOptions, 'id' | 'httpPort' | 'zmqPort' | 'replayPort' | 'bootstrapPort'> {
   workers: number;
   /** The first worker's id (default 0); the others count up. */
   id?: number;
+  /** Every worker's id, one per worker, all distinct (instead of `id`). */
+  ids?: readonly number[];
   /** The first worker's ports; the others count up. 0 (the default) gives every worker an ephemeral port. */
   basePorts?: { http?: number; zmq?: number; replay?: number; bootstrap?: number };
 }
@@ -19,10 +22,11 @@ export interface SimFleet {
 /** The options of worker `i` of a fleet (ids, ports and seeds counted up); validates the fleet options. */
 export function fleetWorkerOptions(opts: SimFleetOptions, i: number): SimWorkerOptions {
   if (opts === null || typeof opts !== 'object') throw new TypeError('startSimFleet needs an options object');
-  const { workers: count, id: firstId = 0, basePorts = {}, ...shared } = opts;
+  const { workers: count, id: firstId = 0, ids, basePorts = {}, ...shared } = opts;
   expectInteger(count, 'workers', 1, 4096);
   expectInteger(firstId, 'id', 0, Number.MAX_SAFE_INTEGER - count);
   expectInteger(i, 'worker index', 0, count - 1);
+  if (ids !== undefined) expectIds(ids, count, opts.id);
   const portAt = (base: number | undefined, name: string) => {
     if (base === undefined || base === 0) return 0;
     expectInteger(base, name, 1, 65535 - (count - 1));
@@ -32,7 +36,7 @@ export function fleetWorkerOptions(opts: SimFleetOptions, i: number): SimWorkerO
   expectInteger(baseSeed, 'engine.seed', 0, Number.MAX_SAFE_INTEGER - count);
   return {
     ...shared,
-    id: firstId + i,
+    id: ids ? ids[i] : firstId + i,
     httpPort: portAt(basePorts.http, 'basePorts.http'),
     zmqPort: portAt(basePorts.zmq, 'basePorts.zmq'),
     replayPort: portAt(basePorts.replay, 'basePorts.replay'),
@@ -60,6 +64,14 @@ export async function startSimFleet(opts: SimFleetOptions): Promise<SimFleet> {
       await Promise.all(started.map((w) => w.close()));
     },
   };
+}
+
+function expectIds(ids: readonly number[], count: number, firstId: number | undefined): void {
+  if (!Array.isArray(ids)) throw new TypeError('ids must be an array of worker ids');
+  if (firstId !== undefined) throw new TypeError('give either id (the first of counted ids) or ids, not both');
+  if (ids.length !== count) throw new RangeError(`ids must name every worker: ${count} workers, ${ids.length} ids`);
+  ids.forEach((id, k) => expectWorkerId(id, `ids[${k}]`));
+  if (new Set(ids).size !== ids.length) throw new RangeError(`ids must be distinct, got ${ids.join(', ')}`);
 }
 
 function fleetSize(opts: SimFleetOptions): number {

@@ -7,6 +7,7 @@ describe('parseMockArgs', () => {
   it('has the documented defaults', () => {
     expect(parseMockArgs([])).toEqual({
       workers: 1,
+      ids: [0],
       role: 'aggregated',
       pdStyle: 'vllm',
       host: '127.0.0.1',
@@ -28,6 +29,22 @@ describe('parseMockArgs', () => {
     expect(parseMockArgs(argv)).toMatchObject({ workers: 3, role: 'prefill', pdStyle: 'sglang', port: 9000, zmqPort: 6000, replayPort: 6100, bootstrapPort: 7000, blockSize: 64, kvBlocks: 1000, speedup: 2.5, eventEncoding: 'array', seed: 9, model: 'm' });
     expect(parseMockArgs(['--help'])).toBeNull();
     expect(parseMockArgs(['-h'])).toBeNull();
+  });
+
+  it('numbers the workers from --id, or takes each id from --ids', () => {
+    expect(parseMockArgs(['--id', '7', '--workers', '3'])).toMatchObject({ workers: 3, ids: [7, 8, 9] });
+    expect(parseMockArgs(['--ids', '4,9'])).toMatchObject({ workers: 2, ids: [4, 9] });
+    expect(parseMockArgs(['--ids', '12', '--workers', '1'])).toMatchObject({ workers: 1, ids: [12] });
+    const bad: [string[], RegExp][] = [
+      [['--id', '-1'], /--id/],
+      [['--id', 'x'], /--id/],
+      [['--ids', '4,4'], /distinct/],
+      [['--ids', '4,,5'], /--ids/],
+      [['--ids', '1,b'], /--ids/],
+      [['--id', '1', '--ids', '2,3'], /either --id or --ids/],
+      [['--ids', '1,2', '--workers', '3'], /--workers 3 disagrees with --ids/],
+    ];
+    for (const [argv, message] of bad) expect(() => parseMockArgs(argv), argv.join(' ')).toThrow(message);
   });
 
   it('refuses bad flags with a UsageError naming the flag', () => {
@@ -73,6 +90,28 @@ describe('kvroute mock', () => {
     expect(await done).toBe(0);
     expect(lines.at(-1)).toBe('stopped');
     await expect(fetch(`${url}/health`)).rejects.toThrow();
+  });
+});
+
+describe('kvroute mock --ids', () => {
+  it('names its workers by their ids in its lines, /health and the /metrics engine label', async () => {
+    const lines: string[] = [];
+    const ac = new AbortController();
+    const done = run(['--ids', '41,7', '--port', '0', '--zmq-port', '0', '--replay-port', '0', '--speedup', '100'], { signal: ac.signal, log: (l) => lines.push(l) });
+    try {
+      const deadline = Date.now() + 15_000;
+      while (lines.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(lines[0]).toMatch(/^worker 41 \(aggregated, vllm\)/);
+      expect(lines[1]).toMatch(/^worker 7 /);
+      for (const [line, id] of [[lines[0], 41], [lines[1], 7]] as const) {
+        const url = /http (http:\/\/\S+)/.exec(line)![1];
+        expect(await (await fetch(`${url}/health`)).json()).toEqual({ status: 'ok', worker_id: id, role: 'aggregated' });
+        expect(await (await fetch(`${url}/metrics`)).text()).toContain(`vllm:num_requests_running{model_name="kvroute-sim",engine="${id}"}`);
+      }
+    } finally {
+      ac.abort();
+      expect(await done).toBe(0);
+    }
   });
 });
 

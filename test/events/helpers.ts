@@ -26,6 +26,8 @@ export class TestEngine {
   readonly replayEndpoint: string | undefined;
   readonly topic: string;
   replayRequests: bigint[] = [];
+  /** Subscriber connections that closed on the PUB socket (ZMQ_EVENT_DISCONNECTED). */
+  disconnects = 0;
   /** When set, replay requests are read and never answered. */
   silent: boolean;
   /** While set, replay answers wait for this promise. */
@@ -47,6 +49,7 @@ export class TestEngine {
     this.encoder = new KvEventBatchEncoder(opts.encoding ?? 'map');
     this.silent = opts.replay === 'silent';
     this.serving = router ? this.serveReplays(router) : Promise.resolve();
+    pub.events.on('disconnect', () => this.disconnects++);
   }
 
   static async start(opts: TestEngineOptions = {}): Promise<TestEngine> {

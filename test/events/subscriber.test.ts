@@ -229,15 +229,26 @@ describe('EventSubscriber: restarts and bad messages', () => {
 
   it('stops applying once the worker is removed', async () => {
     const { engine, indexer, ingest } = await setup();
+    // A second worker on the same publisher: it shows that later batches were sent and applied.
+    const witness = W + 1;
+    ingest.addWorker({ worker: witness, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS });
+    await warmUp(engine, ingest, witness);
     await engine.publish([storeA]);
     await caughtUp(engine, ingest, W);
+    await caughtUp(engine, ingest, witness);
     expect(blocksOf(indexer, a)).toBe(2);
+
+    const disconnects = engine.disconnects;
     expect(ingest.removeWorker(W)).toBe(true);
     expect(blocksOf(indexer, a)).toBe(0);
+    expect(blocksOf(indexer, a, witness)).toBe(2);
+    // The removed worker's subscription is closed: the publisher sees its connection go.
+    await waitFor(() => engine.disconnects > disconnects, 'the removed subscription to disconnect');
     await engine.publish([storedEvent(range(200, 204), BS, 1n, null)]);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(matches(indexer, range(200, 204))).toEqual([]);
-    expect(ingest.stats()).toEqual([]);
+    await caughtUp(engine, ingest, witness);
+    expect(blocksOf(indexer, range(200, 204), witness)).toBe(1);
+    expect(matches(indexer, range(200, 204))).toEqual([{ worker: witness, dpRank: 0, blocks: 1 }]);
+    expect(ingest.stats().map((s) => s.worker)).toEqual([witness]);
     expect(ingest.removeWorker(W)).toBe(false);
   });
 });

@@ -25,6 +25,20 @@ describe('fleetWorkerOptions', () => {
     expect([o.id, o.httpPort, o.zmqPort, o.replayPort, o.bootstrapPort, o.engine?.seed]).toEqual([1, 0, 0, 0, 0, 1]);
   });
 
+  it('takes each worker id from ids, when given', () => {
+    const opts = { workers: 3, ids: [9, 2, 40], basePorts: { http: 8000 } };
+    expect([0, 1, 2].map((i) => fleetWorkerOptions(opts, i)).map((o) => [o.id, o.httpPort, o.engine?.seed])).toEqual([
+      [9, 8000, 0],
+      [2, 8001, 1],
+      [40, 8002, 2],
+    ]);
+    expect(() => fleetWorkerOptions({ workers: 2, ids: [1] }, 0)).toThrow(/every worker: 2 workers, 1 ids/);
+    expect(() => fleetWorkerOptions({ workers: 2, ids: [1, 1] }, 0)).toThrow(/distinct/);
+    expect(() => fleetWorkerOptions({ workers: 2, ids: [1, -2] }, 0)).toThrow(RangeError);
+    expect(() => fleetWorkerOptions({ workers: 1, ids: [1], id: 1 }, 0)).toThrow(/not both/);
+    expect(() => fleetWorkerOptions({ workers: 1, ids: '1' as never }, 0)).toThrow(TypeError);
+  });
+
   it('refuses fleets that do not fit', () => {
     expect(() => fleetWorkerOptions({ workers: 0 }, 0)).toThrow(RangeError);
     expect(() => fleetWorkerOptions({ workers: 3, basePorts: { http: 65534 } }, 0)).toThrow(/basePorts.http/);

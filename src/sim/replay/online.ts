@@ -9,7 +9,8 @@ import { synthesizePrompt } from './synth.js';
 import type { TraceRequest } from './trace.js';
 
 export interface OnlineReplayOptions {
-  url: string;
+  /** Routers to send to: request i goes to urls[i % urls.length] (round robin per request). */
+  urls: readonly string[];
   trace: readonly TraceRequest[];
   /** Arrivals are compressed by this factor. */
   arrivalScale: number;
@@ -38,8 +39,9 @@ export async function firstModel(url: string): Promise<string> {
 }
 
 export async function replayOnline(opts: OnlineReplayOptions): Promise<OnlineRun> {
-  const model = opts.model ?? (await firstModel(opts.url));
-  const client = new EngineClient(opts.url, { connections: 256, firstByteTimeoutMs: opts.requestTimeoutMs ?? 600_000 });
+  if (opts.urls.length === 0) throw new RangeError('replayOnline needs at least one URL');
+  const model = opts.model ?? (await firstModel(opts.urls[0]));
+  const clients = opts.urls.map((url) => new EngineClient(url, { connections: 256, firstByteTimeoutMs: opts.requestTimeoutMs ?? 600_000 }));
   const records = opts.trace.map((r) => pendingRecord(r, opts.arrivalScale));
   let errors = 0;
   let firstError: string | undefined;
@@ -61,7 +63,7 @@ export async function replayOnline(opts: OnlineReplayOptions): Promise<OnlineRun
       stream_options: { include_usage: true },
     };
     try {
-      const stream = await client.postStream('/v1/completions', body, { requestId: `replay-${i}` });
+      const stream = await clients[i % clients.length].postStream('/v1/completions', body, { requestId: `replay-${i}` });
       for await (const ev of stream) {
         const chunk = ev.json as { choices?: Array<{ text?: string }>; usage?: { completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } } | undefined;
         if (!chunk) continue;
@@ -96,6 +98,6 @@ export async function replayOnline(opts: OnlineReplayOptions): Promise<OnlineRun
     );
   }
   await Promise.all(pending);
-  await client.close();
+  await Promise.all(clients.map((c) => c.close()));
   return { records, errors, firstError, wallMs: performance.now() - start };
 }

@@ -1,4 +1,4 @@
-// Mooncake-format workload traces (shared/traces/README.md): one JSON object per line with
+// Mooncake-format workload traces (traces/README.md): one JSON object per line with
 // timestamp (ms), input_length, output_length and hash_ids (one id per 512-token block).
 import { readFile } from 'node:fs/promises';
 

@@ -184,6 +184,8 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
       slow: faults.slowFactor,
       injected_failures: faults.injectedFailures,
       next_event_seq: publisher.seq,
+      // Requests held unanswered by the hang switch (tests wait for them to arrive).
+      parked_requests: gate.parkedCount,
     });
     const gated = (fn: (ex: HttpExchange) => void | Promise<void>) => (ex: HttpExchange) => gate.run(ex, fn);
     const served = [o.model, ...o.loras];
@@ -195,7 +197,8 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
         { method: 'POST', path: '/v1/completions', handler: gated((ex) => serveInference(runtime, ex, 'completions')) },
         { method: 'POST', path: '/v1/chat/completions', handler: gated((ex) => serveInference(runtime, ex, 'chat')) },
         { method: 'GET', path: '/v1/models', handler: gated((ex) => ex.json(200, modelList(served, Math.floor(clock() / 1000)))) },
-        { method: 'GET', path: '/health', handler: gated((ex) => ex.send(200, '', {})) },
+        // Real engines answer an empty 200; the id and role tell mock processes apart.
+        { method: 'GET', path: '/health', handler: gated((ex) => ex.json(200, { status: 'ok', worker_id: o.id, role: o.role })) },
         { method: 'GET', path: '/metrics', handler: gated(async (ex) => ex.send(200, await metrics.text(), { 'content-type': metrics.contentType })) },
         {
           // vLLM's endpoint: drop the prefix cache (an AllBlocksCleared event follows).

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderMarkdown, reportJson, stampOf, type BenchReport } from '../../../bench/lib/report.js';
+import { completeFigure } from '../../../bench/lib/suite.js';
 
 const machine = { cpus: 2, cpuModel: 'Test CPU', memoryGiB: 8, os: 'Linux x64', node: 'v20', commit: 'abc1234', dirty: false, loadAverage: [0.5, 0.4, 0.3] };
 
@@ -39,6 +40,13 @@ describe('report', () => {
     expect(md).toContain('### How\n\nmeasured carefully\n');
     expect(md).toContain('![A chart](latest/good-c.svg)');
     expect(renderMarkdown(report({ quick: true, only: ['good'] }), 'x')).toContain('**quick run** (reduced sizes) of good');
+  });
+
+  it('reports a magnitude measured negative as below noise, never as a met target', () => {
+    const overhead = completeFigure({ name: 'overhead p99', value: -13, unit: 'ms', target: { op: '<=', value: 1 }, headline: true });
+    const md = renderMarkdown(report({ suites: [{ name: 'fe', title: 'Frontend', ok: true, durationS: 1, figures: [overhead], sections: [], charts: [] }] }), 'x');
+    expect(md).toContain('| overhead p99 | **-13 ms** (below noise) |  |  | ≤ 1 ms not measurable: below noise |');
+    expect(md).not.toMatch(/overhead p99 .*✓/);
   });
 
   it('keeps charts out of the JSON, as file names', () => {

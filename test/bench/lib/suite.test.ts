@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { advantage, completeFigure, expectSuite, expectSuiteResult } from '../../../bench/lib/suite.js';
+import { advantage, completeFigure, expectSuite, expectSuiteResult, targetVerdict } from '../../../bench/lib/suite.js';
 
 describe('suite contract', () => {
   it('completes figures from their reference and target', () => {
@@ -13,6 +13,26 @@ describe('suite contract', () => {
     expect(h.ratio).toBeUndefined();
     expect(advantage(h)).toBeUndefined();
     expect(completeFigure({ name: 'n', value: Number.NaN, unit: '', target: { op: '>=', value: 1 } }).met).toBe(false);
+  });
+
+  it('never calls a magnitude measured negative a met target: it is below noise', () => {
+    // An overhead p99 of -13 ms: the routed run was "faster" than the direct one, i.e. noise.
+    const overhead = completeFigure({ name: 'overhead p99', value: -13, unit: 'ms', reference: { name: 'direct', value: 2 }, target: { op: '<=', value: 1 } });
+    expect(overhead.belowNoise).toBe(true);
+    expect(overhead.met).toBeUndefined();
+    expect(overhead.ratio).toBeUndefined();
+    expect(advantage(overhead)).toBeUndefined();
+    expect(targetVerdict(overhead)).toBe('below noise');
+    // Without a target, too (no ratio to a reference either).
+    expect(completeFigure({ name: 'overhead p50', value: -0.2, unit: 'ms' }).belowNoise).toBe(true);
+    // A figure declared signed may be negative, and its target is judged as usual.
+    const change = completeFigure({ name: 'TTFT change', value: -13, unit: 'ms', signed: true, target: { op: '<=', value: 0 } });
+    expect(change.belowNoise).toBeUndefined();
+    expect(targetVerdict(change)).toBe('met');
+    // Zero and positive magnitudes are measurements.
+    expect(targetVerdict(completeFigure({ name: 'p99', value: 0, unit: 'ms', target: { op: '<=', value: 1 } }))).toBe('met');
+    expect(targetVerdict(completeFigure({ name: 'p99', value: 2, unit: 'ms', target: { op: '<=', value: 1 } }))).toBe('missed');
+    expect(targetVerdict(completeFigure({ name: 'p99', value: 2, unit: 'ms' }))).toBeUndefined();
   });
 
   it('refuses malformed suites and results with a message naming them', () => {

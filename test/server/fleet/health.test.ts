@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HealthMonitor, HealthTracker } from '../../../src/server/fleet/health.js';
 
 describe('HealthTracker', () => {
@@ -101,15 +101,70 @@ describe('HealthMonitor', () => {
   });
 
   it('checks every interval once started, and stops on close', async () => {
-    let rounds = 0;
-    const m = new HealthMonitor({ targets: () => [{ id: 1, baseUrl: url }], onResult: () => undefined, onRound: () => rounds++ }, 30, 1000);
-    m.start();
-    const end = Date.now() + 10_000;
-    while (rounds < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-    expect(rounds).toBeGreaterThanOrEqual(2);
-    await m.close();
-    const after = rounds;
-    await new Promise((r) => setTimeout(r, 120));
-    expect(rounds).toBe(after);
+    // Only the interval timer is faked: each round is started by advancing it, and the checks
+    // themselves are real requests.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      let started = 0;
+      let rounds = 0;
+      let roundDone = () => {};
+      const m = new HealthMonitor(
+        {
+          targets: () => {
+            started++;
+            return [{ id: 1, baseUrl: url }];
+          },
+          onResult: () => undefined,
+          onRound: () => {
+            rounds++;
+            roundDone();
+          },
+        },
+        30,
+        1000,
+      );
+      // Resolves once a round has reported and settled (the microtasks after onRound have run).
+      const nextRound = () => new Promise<void>((r) => (roundDone = r)).then(() => new Promise<void>((r) => setImmediate(r)));
+      m.start();
+      vi.advanceTimersByTime(29);
+      expect(started).toBe(0);
+      let done = nextRound();
+      vi.advanceTimersByTime(1);
+      expect(started).toBe(1);
+      await done;
+      done = nextRound();
+      vi.advanceTimersByTime(30);
+      expect(started).toBe(2);
+      await done;
+      expect(rounds).toBe(2);
+
+      await m.close();
+      vi.advanceTimersByTime(300); // ten intervals: none may start a round
+      expect(started).toBe(2);
+      expect(rounds).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('never overlaps rounds: an interval that fires during a round starts none', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      let started = 0;
+      let rounds = 0;
+      const m = new HealthMonitor({ targets: () => (started++, [{ id: 1, baseUrl: url }]), onResult: () => undefined, onRound: () => rounds++ }, 30, 60_000);
+      hang = true; // the first round's check waits (for its timeout, or the close)
+      m.start();
+      vi.advanceTimersByTime(30);
+      expect(started).toBe(1);
+      vi.advanceTimersByTime(90); // three more intervals while the round is running
+      expect(started).toBe(1);
+      await m.close(); // aborts the hanging check; a round cut by the close reports nothing
+      expect(started).toBe(1);
+      expect(rounds).toBe(0);
+    } finally {
+      hang = false;
+      vi.useRealTimers();
+    }
   });
 });

@@ -73,25 +73,37 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, what: stri
 
 /** Sum of a metric's samples in /metrics text (optionally only lines matching a label filter). */
 export async function metricSum(url: string, name: string, labels = ''): Promise<number> {
+  return (await metricSamples(url, name, labels)).sum;
+}
+
+/** A metric's samples in /metrics text: how many lines there are and their sum. */
+export async function metricSamples(url: string, name: string, labels = ''): Promise<{ count: number; sum: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
   let sum = 0;
+  let count = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith(name) || (line[name.length] !== '{' && line[name.length] !== ' ')) continue;
     if (labels && !line.includes(labels)) continue;
     sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    count++;
   }
-  return sum;
+  return { count, sum };
+}
+
+const LOAD_GAUGES = ['kvroute_worker_active_requests', 'kvroute_worker_active_prefill_tokens', 'kvroute_worker_active_decode_blocks'] as const;
+
+/** The booked load summed over every worker, per gauge. Throws if a gauge is missing (a renamed gauge must not read as zero). */
+export async function bookedLoad(url: string): Promise<{ requests: number; prefillTokens: number; decodeBlocks: number }> {
+  const [requests, prefill, decode] = await Promise.all(LOAD_GAUGES.map((g) => metricSamples(url, g)));
+  for (const [i, s] of [requests, prefill, decode].entries()) if (s.count === 0) throw new Error(`/metrics has no ${LOAD_GAUGES[i]} samples`);
+  return { requests: requests.sum, prefillTokens: prefill.sum, decodeBlocks: decode.sum };
 }
 
 /** Every booking of both pools is freed: the load gauges are back to zero. */
 export async function waitForNoLoad(url: string): Promise<void> {
   await waitFor(async () => {
-    const [requests, prefill, decode] = await Promise.all([
-      metricSum(url, 'kvroute_worker_active_requests'),
-      metricSum(url, 'kvroute_worker_active_prefill_tokens'),
-      metricSum(url, 'kvroute_worker_active_decode_blocks'),
-    ]);
-    return requests === 0 && prefill === 0 && decode === 0;
+    const load = await bookedLoad(url);
+    return load.requests === 0 && load.prefillTokens === 0 && load.decodeBlocks === 0;
   }, 'the load gauges to return to zero');
 }
 

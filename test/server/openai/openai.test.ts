@@ -2,7 +2,7 @@
 // simulated fleet: aggregated, and disaggregated in each handoff style.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineKind } from '../../../src/server/config/config.js';
-import { MODEL, prompt, startTestRouter, waitForNoLoad, type TestRouter } from '../helpers/router.js';
+import { MODEL, bookedLoad, prompt, startTestRouter, waitForNoLoad, type TestRouter } from '../helpers/router.js';
 
 const SHAPES: Array<{ name: string; prefill: number; style: EngineKind }> = [
   { name: 'aggregated', prefill: 0, style: 'vllm' },
@@ -75,7 +75,23 @@ describe.each(SHAPES)('openai client against $name serving', ({ prefill, style }
     expect(finish).toBe('length');
   });
 
-  it('frees every booking once the requests are over', async () => {
+  it('books each request while it runs and frees every booking once the requests are over', async () => {
+    // A stream far longer than the test: while it runs, its booking shows in the load gauges.
+    const controller = new AbortController();
+    const long = await t.client.completions.create({ model: MODEL, prompt: prompt(96, 4), max_tokens: 100_000, stream: true }, { signal: controller.signal });
+    const tokens = long[Symbol.asyncIterator]();
+    expect((await tokens.next()).done).toBe(false);
+    const running = await bookedLoad(t.url);
+    expect(running.requests).toBeGreaterThanOrEqual(1);
+    expect(running.decodeBlocks).toBeGreaterThan(0);
+
+    // Requests that end normally, each way, next to it; then the long one's client leaves.
+    await t.client.completions.create({ model: MODEL, prompt: prompt(80, 5), max_tokens: 3 });
+    for await (const _chunk of await t.client.completions.create({ model: MODEL, prompt: prompt(80, 6), max_tokens: 3, stream: true })) void _chunk;
+    await t.client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: prompt(40, 7) }], max_tokens: 3 });
+    expect((await bookedLoad(t.url)).requests).toBeGreaterThanOrEqual(1); // the long stream still holds its booking
+    controller.abort();
+    await tokens.return?.();
     await waitForNoLoad(t.url);
   });
 });

@@ -2,6 +2,8 @@
 // dies mid-stream; and prefix affinity observed through the engines' own cached_tokens.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SimWorker } from '../../../src/sim/worker/worker.js';
+import { GeneratedText } from '../../../src/sim/worker/token-text.js';
 import { MODEL, metricSum, prompt, startTestRouter, waitFor, waitForNoLoad, type TestRouter } from '../helpers/router.js';
 
 describe('streaming through the router (vLLM disaggregated fleet)', () => {
@@ -26,10 +28,14 @@ describe('streaming through the router (vLLM disaggregated fleet)', () => {
   });
 
   it('relays everything to a slow reader, in order, without loss or repeats', async () => {
+    const requestId = `slow-reader-${process.pid}`;
+    // What the decode engines generate for this request, token by token, in the order they do.
+    const generated = recordGeneratedTokens(t.fleet.sim.filter((w) => w.role === 'decode'), requestId);
     const body = JSON.stringify({ model: MODEL, prompt: prompt(64, 7), max_tokens: 300, stream: true, stream_options: { include_usage: true } });
     const u = new URL(t.url);
     const raw = await new Promise<string>((resolve, reject) => {
-      const req = request({ host: u.hostname, port: u.port, path: '/v1/completions', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId };
+      const req = request({ host: u.hostname, port: u.port, path: '/v1/completions', method: 'POST', headers }, (res) => {
         const parts: Buffer[] = [];
         res.on('data', (c: Buffer) => {
           parts.push(c);
@@ -42,14 +48,16 @@ describe('streaming through the router (vLLM disaggregated fleet)', () => {
       });
       req.on('error', reject);
       req.end(body);
-    });
+    }).finally(() => generated.stop());
     const events = raw.split('\n\n').filter((e) => e !== '');
     expect(events.at(-1)).toBe('data: [DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ text: string }>; usage?: { completion_tokens: number } });
-    const tokenChunks = chunks.filter((c) => c.choices.length > 0);
     expect(chunks.at(-1)?.usage?.completion_tokens).toBe(300);
-    expect(tokenChunks.length).toBeLessThanOrEqual(300);
-    expect(tokenChunks.length).toBeGreaterThan(0);
+    // The client's text is the engine's, token for token: nothing lost, repeated or reordered.
+    expect(generated.tokenIds).toHaveLength(300);
+    const engineText = new GeneratedText();
+    const expected = generated.tokenIds.map((id) => engineText.push(id)).join('') + engineText.end();
+    expect(chunks.map((c) => c.choices[0]?.text ?? '').join('')).toBe(expected);
     await waitForNoLoad(t.url);
   });
 
@@ -115,3 +123,21 @@ describe('a worker killed mid-stream', () => {
     expect(res.headers.get('retry-after')).toBe('1');
   });
 });
+
+/** Records the token ids the workers' engine models generate for requests whose engine id starts with `requestId`, in order. */
+function recordGeneratedTokens(workers: SimWorker[], requestId: string): { tokenIds: number[]; stop(): void } {
+  const tokenIds: number[] = [];
+  const restores = workers.map((w) => {
+    const model = w.model;
+    const step = model.step;
+    model.step = (nowMs) => {
+      const r = step.call(model, nowMs);
+      for (const out of r?.outputs ?? []) if (out.id.startsWith(requestId)) tokenIds.push(out.tokenId);
+      return r;
+    };
+    return () => {
+      model.step = step;
+    };
+  });
+  return { tokenIds, stop: () => restores.forEach((restore) => restore()) };
+}

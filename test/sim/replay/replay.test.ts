@@ -6,7 +6,7 @@ import { runReplay, type ReplayReport } from '../../../src/sim/replay/replay.js'
 import { loadTrace, type TraceRequest } from '../../../src/sim/replay/trace.js';
 import { runVirtualFleet } from '../../../src/sim/replay/virtual-fleet.js';
 
-const tracePath = fileURLToPath(new URL('../../../../shared/traces/synthetic_trace.jsonl', import.meta.url));
+const tracePath = fileURLToPath(new URL('../../../traces/synthetic_trace.jsonl', import.meta.url));
 let slice: TraceRequest[];
 
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { synthesizePrompt } from '../../../src/sim/replay/synth.js';
 import { loadTrace, parseTrace, TraceFormatError } from '../../../src/sim/replay/trace.js';
 
 const line = (o: object) => JSON.stringify(o);
-const sharedTraces = fileURLToPath(new URL('../../../../shared/traces/', import.meta.url));
+const traces = fileURLToPath(new URL('../../../traces/', import.meta.url));
 
 describe('parseTrace', () => {
   it('reads Mooncake lines and sorts by arrival', () => {
@@ -66,7 +66,7 @@ describe('hitRateBound', () => {
   });
 
   it('matches the bounds the traces README states', async () => {
-    expect(hitRateBound(await loadTrace(sharedTraces + 'synthetic_trace.jsonl'), 'blocks')).toBeCloseTo(0.64, 2);
-    expect(hitRateBound(await loadTrace(sharedTraces + 'conversation_trace.first-half.jsonl'), 'blocks')).toBeCloseTo(0.34, 2);
+    expect(hitRateBound(await loadTrace(traces + 'synthetic_trace.jsonl'), 'blocks')).toBeCloseTo(0.64, 2);
+    expect(hitRateBound(await loadTrace(traces + 'conversation_trace.first-half.jsonl'), 'blocks')).toBeCloseTo(0.34, 2);
   });
 });

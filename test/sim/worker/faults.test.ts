@@ -85,7 +85,8 @@ describe('fault switches of a running worker', () => {
       return r;
     });
     const health = fetch(`${w.url}/health`).then((r) => r.status);
-    await new Promise((r) => setTimeout(r, 300));
+    // Both requests have reached the worker and are held there, unanswered.
+    await eventually(async () => ((await (await fetch(`${w.url}/admin/faults`)).json()) as { parked_requests: number }).parked_requests === 2, 'both requests to be parked');
     expect(answered).toBe(false);
     // The admin endpoint still answers: that is how a test releases the worker.
     expect((await post(`${w.url}/admin/faults`, { hang: false })).status).toBe(200);
@@ -95,14 +96,19 @@ describe('fault switches of a running worker', () => {
 
   it('runs slower by a factor (a huge factor stalls generation)', async () => {
     const w = await worker();
+    const control = await worker();
     w.faults.slow(1e9);
     let answered = false;
-    void post(`${w.url}/v1/completions`, { prompt: [4, 5, 6], max_tokens: 1 })
+    const body = { prompt: [4, 5, 6], max_tokens: 1 };
+    void post(`${w.url}/v1/completions`, body)
       .then(() => {
         answered = true;
       })
       .catch(() => {});
-    await new Promise((r) => setTimeout(r, 300));
+    // The slowed engine has computed its step (whose token is its answer)...
+    await eventually(() => w.model.metrics().steps >= 1, 'the slowed engine to step');
+    // ...and the same request on a worker at normal speed, started after it, is fully answered.
+    expect((await post(`${control.url}/v1/completions`, body)).status).toBe(200);
     expect(answered).toBe(false);
     expect(() => w.faults.slow(0)).toThrow(RangeError);
   });

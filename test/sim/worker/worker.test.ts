@@ -1,7 +1,8 @@
 import { Unpackr } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type * as zmq from 'zeromq';
 import { KvEventPublisher } from '../../../src/sim/worker/kv-publisher.js';
+import { ReplayServer } from '../../../src/sim/worker/replay.js';
 import { startSimWorker, type SimWorker } from '../../../src/sim/worker/worker.js';
 import { FAST_ENGINE, eventually, post, postStream, range, worker } from './helpers.js';
 import { connectSubscriber, receiveWithin, replayFrom, seqOf } from './zmq-helpers.js';
@@ -96,6 +97,7 @@ describe('a simulated worker over HTTP', () => {
     expect(models).toMatchObject({ object: 'list', data: [{ id: 'kvroute-sim', object: 'model' }] });
     const health = await fetch(`${w.url}/health`);
     expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok', worker_id: w.id, role: 'aggregated' });
     const metrics = await (await fetch(`${w.url}/metrics`)).text();
     for (const name of ['vllm:kv_cache_usage_perc', 'vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:gpu_prefix_cache_hit_rate', 'vllm:num_preemptions_total']) {
       expect(metrics).toContain(`${name}{model_name="kvroute-sim",engine="${w.id}"}`);
@@ -238,24 +240,30 @@ describe('startSimWorker options', () => {
   it('releases the ports it took when a later bind fails', async () => {
     const taken = await worker();
     const httpPort = Number(new URL(taken.url).port);
-    // A free port for the event publisher, which binds before HTTP does. Another test process may
-    // grab it between the probe and the start: then the publisher's bind fails instead, and the
-    // test picks another port (that race says nothing about the behaviour under test).
-    for (let attempt = 0; ; attempt++) {
-      const probe = await KvEventPublisher.open({ host: '127.0.0.1', port: 0, topic: '', encoding: 'map', replayBufferSteps: 1 });
-      const zmqPort = Number(probe.endpoint.split(':').pop());
-      await probe.close();
-      const failure = await startSimWorker({ id: 5, httpPort, zmqPort }).then(
+    // The event publisher and the replay socket bind first, on ports the OS picks (no probe that
+    // another process could race); then the HTTP bind fails on the taken port.
+    const publishers = vi.spyOn(KvEventPublisher, 'open');
+    const replays = vi.spyOn(ReplayServer, 'open');
+    try {
+      const failure = await startSimWorker({ id: 5, httpPort, zmqPort: 0, replayPort: 0 }).then(
         () => new Error('startSimWorker should have failed'),
         (err: Error) => err,
       );
-      if (/cannot bind the KV event publisher/.test(failure.message) && attempt < 5) continue;
       expect(failure.message).toMatch(/cannot bind the HTTP server/);
-      // libzmq unbinds in its I/O thread, a moment after close() returned: the port must come back
+      expect(publishers).toHaveBeenCalledTimes(1);
+      expect(replays).toHaveBeenCalledTimes(1);
+      const ports = [(await publishers.mock.results[0].value) as KvEventPublisher, (await replays.mock.results[0].value) as ReplayServer].map((s) =>
+        Number(s.endpoint.split(':').pop()),
+      );
+      // libzmq unbinds in its I/O thread, a moment after close() returned: each port comes back
       // soon, not necessarily at once.
-      const again = await retry(() => KvEventPublisher.open({ host: '127.0.0.1', port: zmqPort, topic: '', encoding: 'map', replayBufferSteps: 1 }), 2_000);
-      await again.close();
-      break;
+      for (const port of ports) {
+        const again = await retry(() => KvEventPublisher.open({ host: '127.0.0.1', port, topic: '', encoding: 'map', replayBufferSteps: 1 }), 10_000);
+        await again.close();
+      }
+    } finally {
+      publishers.mockRestore();
+      replays.mockRestore();
     }
   });
 

@@ -1,7 +1,7 @@
 // SGLang bootstrap handoff end to end: both legs at once, meeting by bootstrap_room (PROTOCOLS.md 3b).
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SimWorker } from '../../../../src/sim/worker/worker.js';
-import { post, postStream, range, worker } from '../helpers.js';
+import { eventually, post, postStream, range, worker } from '../helpers.js';
 
 let prefill: SimWorker;
 let decode: SimWorker;
@@ -56,7 +56,11 @@ describe('SGLang prefill/decode handoff', () => {
     const body = { prompt: range(23_000, 8), max_tokens: 1, ...bootstrap(77) };
     const slowPrefill = await worker({ role: 'prefill', pdStyle: 'sglang', engine: { speedup: 0.01 } });
     const first = fetch(`${slowPrefill.url}/v1/completions`, { method: 'POST', body: JSON.stringify(body) }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 50));
+    // The first leg holds the room from before its engine has the request until its blocks are pulled.
+    await eventually(() => {
+      const m = slowPrefill.model.metrics();
+      return m.running + m.waiting + m.heldRequests === 1;
+    }, 'the first leg to start');
     const dup = await post(`${slowPrefill.url}/v1/completions`, body);
     expect(dup.status).toBe(409);
     expect(dup.json.error.code).toBe('bootstrap_room_in_use');

@@ -1,0 +1,119 @@
+import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { HELP as ONLINE_HELP } from '../../src/cli/replay-online.js';
+import { HELP, run } from '../../src/cli/replay.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const trace = `${root}traces/synthetic_trace.jsonl`;
+
+/** A stand-in router: lists one model, answers every completion with one streamed token, and records what it got. */
+interface FakeRouter {
+  url: string;
+  got: Array<{ requestId: string; model: unknown }>;
+  server: Server;
+}
+
+async function fakeRouter(model: string): Promise<FakeRouter> {
+  const got: FakeRouter['got'] = [];
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/v1/models') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: model, object: 'model' }] }));
+      return;
+    }
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c));
+    req.on('end', () => {
+      got.push({ requestId: String(req.headers['x-request-id']), model: (JSON.parse(body) as { model: unknown }).model });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, text: 'x' }] })}\n\n`);
+      res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 0 } } })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, got, server };
+}
+
+/** Runs `kvroute replay` in this process; returns its exit status, stdout lines and stderr text. */
+async function replay(argv: string[]) {
+  const out: string[] = [];
+  let err = '';
+  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
+  try {
+    return { code: await run(argv), out, err };
+  } finally {
+    log.mockRestore();
+    write.mockRestore();
+  }
+}
+
+const order = (r: FakeRouter) => r.got.map((g) => g.requestId).sort((x, y) => Number(x.split('-')[1]) - Number(y.split('-')[1]));
+
+describe('kvroute replay --online', () => {
+  let a: FakeRouter;
+  let b: FakeRouter;
+  beforeAll(async () => {
+    a = await fakeRouter('model-of-a');
+    b = await fakeRouter('model-of-b');
+  });
+  afterEach(() => {
+    a.got.length = 0;
+    b.got.length = 0;
+  });
+  afterAll(async () => {
+    await Promise.all([a, b].map((r) => new Promise((done) => r.server.close(done))));
+  });
+
+  it('prints the online help with --help, wherever --online stands; the offline help without it', async () => {
+    expect((await replay(['--online', '--help'])).out).toEqual([ONLINE_HELP]);
+    expect((await replay(['--help', '--online'])).out).toEqual([ONLINE_HELP]);
+    expect((await replay(['--help'])).out).toEqual([HELP]);
+    expect(ONLINE_HELP).toContain('--model NAME');
+    expect(ONLINE_HELP).not.toEqual(HELP);
+  });
+
+  it('spreads the requests over several --url, one each in turn, with the --model asked for', async () => {
+    const r = await replay(['--online', '--url', a.url, '--url', b.url, '--trace', trace, '--limit', '6', '--speedup', '1000000', '--model', 'chosen-model']);
+    expect(r.code).toBe(0);
+    expect(order(a)).toEqual(['replay-0', 'replay-2', 'replay-4']);
+    expect(order(b)).toEqual(['replay-1', 'replay-3', 'replay-5']);
+    expect([...a.got, ...b.got].every((g) => g.model === 'chosen-model')).toBe(true);
+    expect(r.out.join('\n')).toContain(`against ${a.url}, ${b.url} (round robin)`);
+    expect(r.out.join('\n')).toContain('6 requests');
+    expect(r.out.join('\n')).toContain(', 0 errors');
+  });
+
+  it('asks the first router for its model when --model is absent', async () => {
+    const r = await replay(['--online', '--url', b.url, '--url', a.url, '--trace', trace, '--limit', '2', '--speedup', '1000000']);
+    expect(r.code).toBe(0);
+    expect([...a.got, ...b.got].map((g) => g.model)).toEqual(['model-of-b', 'model-of-b']);
+  });
+
+  it('prints progress as plain lines when stderr is not a terminal', async () => {
+    const r = await replay(['--online', '--url', a.url, '--trace', trace, '--limit', '3', '--speedup', '1000000']);
+    expect(r.err).toMatch(/^replay: 1\/3 done, \d+ in flight \(\d+ s\)\n/);
+    expect(r.err).toMatch(/replay: 3\/3 done, 0 in flight \(\d+ s\)\n$/);
+    expect(r.err).not.toMatch(/[\r\x1b]/);
+  });
+
+  it('refuses bad flags with a UsageError naming them', async () => {
+    await expect(replay(['--online', '--trace', trace])).rejects.toThrow(/--online needs --url/);
+    await expect(replay(['--online', '--url', a.url, '--url', 'not a url', '--trace', trace])).rejects.toThrow(/--url is not a URL: not a url/);
+    await expect(replay(['--online', '--url', a.url, '--trace', trace, '--model', ' '])).rejects.toThrow(/--model must not be empty/);
+    await expect(replay(['--online', '--url', a.url])).rejects.toThrow(/--trace FILE is required/);
+  });
+});
+
+describe('kvroute replay (offline) as a process', () => {
+  it('prints progress as plain lines on a pipe, no carriage returns or escapes', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'replay', '--trace', trace, '--limit', '100', '--policy', 'kv', '--workers', '2'], { cwd: root, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^kv x1: 100\/100 requests \(\d+ s\)$/m);
+    expect(r.stderr).not.toMatch(/[\r\x1b]/);
+    expect(r.stdout).toContain('| kv |');
+  });
+});
