@@ -249,7 +249,8 @@ async function main(): Promise<number> {
   log(`\nreport: ${relative(ROOT, written.markdown)} (json: ${relative(ROOT, written.json)}, charts: ${relative(ROOT, written.charts)}/)`);
   if (written.latest) log(`latest: ${relative(ROOT, written.latest)}`);
   log(`total ${totalS.toFixed(1)} s`);
-  if (args.quick && totalS > QUICK_BUDGET_S) log(`note: the quick run took longer than its ${QUICK_BUDGET_S} s budget`);
+  // The budget is CI's quick run of the suites; a peers run installs and starts other routers.
+  if (args.quick && !args.peers && totalS > QUICK_BUDGET_S) log(`note: the quick run took longer than its ${QUICK_BUDGET_S} s budget`);
   const failed = records.filter((r) => !r.ok).map((r) => r.name);
   if (failed.length > 0) log(`failed suites: ${failed.join(', ')}`);
   return allOk ? 0 : 1;

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { stopProcess } from '../lib/stop-process.js';
 import { cachePath, runStep } from './cache.js';
 
 export const DYNAMO_CRATE = 'dynamo-kv-router';
@@ -112,13 +113,9 @@ export class DynamoIndexer {
   latency = (samples: number, round: number) => this.command<DynamoLatency>(`latency ${samples} ${round}`, 'latency');
   hash = (samples: number) => this.command<DynamoHash>(`hash ${samples}`, 'hash');
 
-  async close(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    this.child.stdin.end('quit\n');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+  close(): Promise<void> {
+    // Dropping the indexers (a million blocks, four threads) takes a moment.
+    return stopProcess(this.child, () => this.child.stdin.end('quit\n'), 10_000);
   }
 
   private async command<T>(line: string, type: string): Promise<T> {
