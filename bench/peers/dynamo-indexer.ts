@@ -2,11 +2,9 @@
 // 1.6.1 from crates.io, pinned by its committed Cargo.lock), built in release mode on demand into
 // bench/.cache/peers/, and driven as a child process over a line protocol (one command per stdin
 // line, one JSON line back), so that its rounds alternate with kvroute's in this process.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { stopProcess } from '../lib/stop-process.js';
 import { cachePath, runStep } from './cache.js';
+import { LinePeer } from './line-peer.js';
 
 export const DYNAMO_CRATE = 'dynamo-kv-router';
 export const DYNAMO_VERSION = '1.6.1';
@@ -80,55 +78,19 @@ export interface DynamoHash {
 
 /** The running peer; one command at a time. */
 export class DynamoIndexer {
-  private readonly lines: AsyncIterator<string>;
-  private stderr = '';
-  /** How the process ended (its stdio closed), for the error when it ends unasked. */
-  private readonly ended: Promise<string>;
-
-  private constructor(private readonly child: ChildProcessWithoutNullStreams) {
-    this.ended = new Promise((resolve) => child.once('close', (code, signal) => resolve(signal ?? `exit code ${code}`)));
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (s: string) => {
-      this.stderr = (this.stderr + s).slice(-4000);
-    });
-    this.lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  }
+  private constructor(private readonly peer: LinePeer) {}
 
   /** Starts the peer on a workload file; resolves once it loaded it and checked its hashes. */
   static async start(binary: string, workloadFile: string): Promise<{ peer: DynamoIndexer; ready: DynamoReady }> {
-    const child = spawn(binary, [workloadFile], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const peer = new DynamoIndexer(child);
-    const started = new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', (err) => reject(new Error(`cannot start the Dynamo peer ${binary}: ${err.message}`)));
-    });
-    await started;
-    const ready = await peer.next<DynamoReady>('ready');
-    return { peer, ready };
+    const line = await LinePeer.start('the Dynamo peer', binary, [workloadFile]);
+    return { peer: new DynamoIndexer(line), ready: await line.next<DynamoReady>('ready') };
   }
 
-  build = () => this.command<DynamoBuilt>('build', 'built');
-  remove = () => this.command<DynamoRemoved>('remove', 'removed');
-  scores = () => this.command<DynamoScores>('scores', 'scores');
-  latency = (samples: number, round: number) => this.command<DynamoLatency>(`latency ${samples} ${round}`, 'latency');
-  hash = (samples: number) => this.command<DynamoHash>(`hash ${samples}`, 'hash');
-
-  close(): Promise<void> {
-    // Dropping the indexers (a million blocks, four threads) takes a moment.
-    return stopProcess(this.child, () => this.child.stdin.end('quit\n'), 10_000);
-  }
-
-  private async command<T>(line: string, type: string): Promise<T> {
-    this.child.stdin.write(`${line}\n`);
-    return this.next<T>(type);
-  }
-
-  private async next<T>(type: string): Promise<T> {
-    const r = await this.lines.next();
-    if (r.done) throw new Error(`the Dynamo peer ended (${await this.ended}) before answering: ${this.stderr.trim() || 'no output'}`);
-    const reply = JSON.parse(r.value) as { type: string; error?: string };
-    if (reply.type === 'error') throw new Error(`the Dynamo peer refused a command: ${reply.error}`);
-    if (reply.type !== type) throw new Error(`the Dynamo peer answered ${reply.type}, expected ${type}`);
-    return reply as T;
-  }
+  build = () => this.peer.command<DynamoBuilt>('build', 'built');
+  remove = () => this.peer.command<DynamoRemoved>('remove', 'removed');
+  scores = () => this.peer.command<DynamoScores>('scores', 'scores');
+  latency = (samples: number, round: number) => this.peer.command<DynamoLatency>(`latency ${samples} ${round}`, 'latency');
+  hash = (samples: number) => this.peer.command<DynamoHash>(`hash ${samples}`, 'hash');
+  // Dropping the indexers (a million blocks, four threads) takes a moment.
+  close = () => this.peer.close(10_000);
 }
