@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { installedMarker, looksLikeNetworkTrouble, runStep } from '../../../bench/peers/cache.js';
+import { cachePath, installedMarker, installVenv, looksLikeNetworkTrouble, runStep } from '../../../bench/peers/cache.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kvroute-peer-cache-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -39,5 +39,54 @@ describe('installing a peer', () => {
     m.record();
     expect(m.done()).toBe(true);
     expect(installedMarker(dir, 'smg 1.14.0').done()).toBe(false);
+  });
+});
+
+describe('installVenv', () => {
+  // A stand-in interpreter: `-m venv DIR` makes DIR/bin with a pip that logs its arguments (and
+  // fails when told to) and a python that runs nothing; no network, no real pip.
+  const fakePython = join(dir, 'fake-python');
+  const calls = join(dir, 'pip-calls.log');
+  writeFileSync(
+    fakePython,
+    `#!/bin/sh
+set -e
+[ "$1" = "-m" ] && [ "$2" = "venv" ] || exit 9
+mkdir -p "$3/bin"
+printf '#!/bin/sh\\necho "$*" >> ${calls}\\n[ -z "$FAKE_PIP_FAILS" ] || { echo "ERROR: Could not find a version that satisfies the requirement $*" >&2; exit 1; }\\n' > "$3/bin/pip"
+printf '#!/bin/sh\\nexit 0\\n' > "$3/bin/python"
+chmod +x "$3/bin/pip" "$3/bin/python"
+`,
+  );
+  chmodSync(fakePython, 0o755);
+  const opts = (packages: string[]) => ({ folder: `test-venv-${process.pid}`, packages, noDeps: true, what: 'a peer', pythonHint: 'needs Python', check: 'import peer', log: () => undefined });
+
+  it('installs the pins once, and again when they change', async () => {
+    process.env.KVROUTE_BENCH_PYTHON = fakePython;
+    try {
+      const venv = await installVenv(opts(['peer==1.0']));
+      await installVenv(opts(['peer==1.0']));
+      expect(readFileSync(calls, 'utf8').trim().split('\n')).toEqual(['install --disable-pip-version-check --no-input --quiet --no-deps peer==1.0']);
+      await installVenv(opts(['peer==2.0']));
+      expect(readFileSync(calls, 'utf8')).toContain('peer==2.0');
+      rmSync(venv, { recursive: true, force: true });
+    } finally {
+      delete process.env.KVROUTE_BENCH_PYTHON;
+    }
+  });
+
+  it('says PyPI looks unreachable when pip cannot find the pinned version, and records nothing', async () => {
+    process.env.KVROUTE_BENCH_PYTHON = fakePython;
+    process.env.FAKE_PIP_FAILS = '1';
+    try {
+      await expect(installVenv(opts(['peer==3.0']))).rejects.toThrow(/installing a peer failed \(exit 1\)[^]*PyPI looks unreachable/);
+      delete process.env.FAKE_PIP_FAILS;
+      await installVenv(opts(['peer==3.0'])); // tried again, since nothing was recorded
+      expect(readFileSync(calls, 'utf8').match(/peer==3\.0/g)).toHaveLength(2);
+    } finally {
+      delete process.env.KVROUTE_BENCH_PYTHON;
+      delete process.env.FAKE_PIP_FAILS;
+      rmSync(cachePath(`test-venv-${process.pid}`), { recursive: true, force: true });
+    }
   });
 });
