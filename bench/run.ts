@@ -1,6 +1,8 @@
 // `npm run bench [-- --quick] [-- --only a,b]`: runs every suite of bench/suites/*.ts, each in its
 // own process, shows progress, and writes bench/results/<timestamp>.{json,md} with the charts
 // in bench/results/<timestamp>/ (a complete full run also refreshes bench/results/latest.*).
+// `--peers` runs the peer suites of bench/peers/suites/ instead (kvroute next to Dynamo and SMG,
+// installed on demand into bench/.cache/peers/): <timestamp>-peers.* and peers-latest.*.
 // The exit status is non-zero only when the harness or a suite failed to run; targets are
 // reported, never asserted.
 import { fork } from 'node:child_process';
@@ -16,19 +18,24 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
 const CHILD = join(BENCH_DIR, 'lib', 'child.ts');
 const QUICK_BUDGET_S = 120;
+/** A suite's prepare() (installing a peer: a cargo build, a pip install) has this long. */
+const PREPARE_TIMEOUT_S = 1800;
 
 const USAGE = `usage: npm run bench [-- options]
   --quick          reduced sizes (the whole run stays under ${QUICK_BUDGET_S} s; CI runs this)
+  --peers          run the peer suites (bench/peers/suites: kvroute next to Dynamo and SMG, which
+                   are installed on demand into bench/.cache/peers; never run by npm install or CI)
   --only a,b       run only these suites (repeatable)
   --list           list the suites and exit
   --out DIR        where reports go (default bench/results)
-  --suites DIR     where the suites are (default bench/suites)
+  --suites DIR     where the suites are (default bench/suites, bench/peers/suites with --peers)
   --timeout S      per-suite time limit in seconds (default 100 with --quick, 1800 without)
   --help`;
 
 interface Args {
-  suites: string;
+  suites?: string;
   quick: boolean;
+  peers: boolean;
   only?: string[];
   list: boolean;
   out: string;
@@ -38,7 +45,7 @@ interface Args {
 class UsageError extends Error {}
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { suites: join(BENCH_DIR, 'suites'), quick: false, list: false, out: join(BENCH_DIR, 'results') };
+  const args: Args = { quick: false, peers: false, list: false, out: join(BENCH_DIR, 'results') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = (): string => {
@@ -47,6 +54,7 @@ function parseArgs(argv: string[]): Args {
       return v;
     };
     if (a === '--quick') args.quick = true;
+    else if (a === '--peers') args.peers = true;
     else if (a === '--list') args.list = true;
     else if (a === '--only') args.only = [...(args.only ?? []), ...value().split(',').filter(Boolean)];
     else if (a === '--out') args.out = resolve(value());
@@ -109,11 +117,13 @@ function runSuite(entry: SuiteEntry, quick: boolean, timeoutS: number): Promise<
   const suite = entry.suite as BenchSuite;
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;
+  let prepareS: number | undefined;
   const record = (extra: Partial<SuiteRecord>): SuiteRecord => ({
     name: suite.name,
     title: suite.title,
     ok: false,
     durationS: Math.round(elapsed() * 10) / 10,
+    ...(suite.prepare && prepareS !== undefined ? { prepareS: Math.round(prepareS * 10) / 10 } : {}),
     figures: [],
     sections: [],
     charts: [],
@@ -128,19 +138,28 @@ function runSuite(entry: SuiteEntry, quick: boolean, timeoutS: number): Promise<
       serialization: 'advanced',
     });
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (r: SuiteRecord) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       resolve(r);
     };
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      finish(record({ error: `timed out after ${timeoutS} s` }));
-    }, timeoutS * 1000);
+    // The suite's time limit starts once it is prepared; preparing (installing a peer) has its own.
+    const limit = (seconds: number, while_: string) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        finish(record({ error: `timed out after ${seconds} s${while_}` }));
+      }, seconds * 1000);
+    };
+    limit(suite.prepare ? PREPARE_TIMEOUT_S : timeoutS, suite.prepare ? ' while preparing' : '');
     child.on('message', (m: ChildMessage) => {
       if (m.type === 'progress') log(`  [${suite.name} ${elapsed().toFixed(1)}s] ${m.message}`);
-      else if (m.type === 'error') finish(record({ error: m.error }));
+      else if (m.type === 'prepared') {
+        prepareS = elapsed();
+        limit(timeoutS, '');
+      } else if (m.type === 'error') finish(record({ error: m.error }));
       else if (m.type === 'result') {
         try {
           const r = expectSuiteResult(m.result, suite.name);
@@ -180,7 +199,7 @@ async function main(): Promise<number> {
     console.error(`${err.message}\n${USAGE}`);
     return 2;
   }
-  const entries = await discover(args.suites);
+  const entries = await discover(args.suites ?? join(BENCH_DIR, args.peers ? 'peers/suites' : 'suites'));
   if (args.list) {
     for (const e of entries) log(`${entryName(e).padEnd(14)} ${e.suite?.title ?? `(does not load: ${e.loadError})`}`);
     return 0;
@@ -196,7 +215,7 @@ async function main(): Promise<number> {
   }
   const timeoutS = args.timeoutS ?? (args.quick ? 100 : 1800);
   const startedAt = new Date();
-  log(`kvroute bench: ${selected.length} suite(s)${args.quick ? ', quick' : ''}: ${selected.map(entryName).join(', ')}`);
+  log(`kvroute bench: ${selected.length} ${args.peers ? 'peer ' : ''}suite(s)${args.quick ? ', quick' : ''}: ${selected.map(entryName).join(', ')}`);
   const records: SuiteRecord[] = [];
   for (const e of selected) {
     if (!e.suite) {
@@ -215,19 +234,24 @@ async function main(): Promise<number> {
     startedAt: startedAt.toISOString(),
     finishedAt: finishedAt.toISOString(),
     quick: args.quick,
+    ...(args.peers ? { peers: true } : {}),
     ...(args.only ? { only: args.only } : {}),
     machine: machineInfo(ROOT),
     suites: records,
   };
   const allOk = records.every((r) => r.ok);
   // latest.* is the committed report: only a complete full run replaces it.
-  const written = writeReport(report, args.out, stampOf(startedAt), !args.quick && !args.only && allOk);
+  const latest = !args.quick && !args.only && allOk;
+  const written = args.peers
+    ? writeReport(report, args.out, `${stampOf(startedAt)}-peers`, latest, 'peers-latest')
+    : writeReport(report, args.out, stampOf(startedAt), latest);
   printSummary(report);
   const totalS = (finishedAt.getTime() - startedAt.getTime()) / 1000;
   log(`\nreport: ${relative(ROOT, written.markdown)} (json: ${relative(ROOT, written.json)}, charts: ${relative(ROOT, written.charts)}/)`);
   if (written.latest) log(`latest: ${relative(ROOT, written.latest)}`);
   log(`total ${totalS.toFixed(1)} s`);
-  if (args.quick && totalS > QUICK_BUDGET_S) log(`note: the quick run took longer than its ${QUICK_BUDGET_S} s budget`);
+  // The budget is CI's quick run of the suites; a peers run installs and starts other routers.
+  if (args.quick && !args.peers && totalS > QUICK_BUDGET_S) log(`note: the quick run took longer than its ${QUICK_BUDGET_S} s budget`);
   const failed = records.filter((r) => !r.ok).map((r) => r.name);
   if (failed.length > 0) log(`failed suites: ${failed.join(', ')}`);
   return allOk ? 0 : 1;

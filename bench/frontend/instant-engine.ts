@@ -70,6 +70,10 @@ export function startInstantEngine(outputTokens = 4, o: InstantEngineOptions = {
       });
     });
   });
+  // Anything else (a router probing /v1/models or a load endpoint) gets a 404 at once, not a hang.
+  app.any('/*', (res) => {
+    res.writeStatus('404 Not Found').end();
+  });
   return new Promise((resolve, reject) => {
     app.listen('127.0.0.1', 0, (token) => {
       if (!token) return reject(new Error('instant engine: cannot listen'));

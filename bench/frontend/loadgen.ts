@@ -10,6 +10,8 @@ export interface LoadOptions {
   url: string;
   path: string;
   body: string;
+  /** Request bodies sent in turn (the i-th request sends bodies[i % length]); `body` when absent. */
+  bodies?: readonly string[];
   /** Requests in flight (closed loop) or the connection count (open loop). */
   concurrency: number;
   /** Stop after this many requests... */
@@ -48,10 +50,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const deadline = started + o.maxMs;
   const headers = { 'content-type': 'application/json', ...o.headers };
 
-  const one = async (): Promise<void> => {
+  const bodyOf = (i: number) => (o.bodies && o.bodies.length > 0 ? o.bodies[i % o.bodies.length] : o.body);
+  const one = async (body: string): Promise<void> => {
     const t0 = performance.now();
     try {
-      const res = await pool.request({ method: 'POST', path: o.path, body: o.body, headers });
+      const res = await pool.request({ method: 'POST', path: o.path, body, headers });
       // Read to the end: a streamed answer counts when its last chunk arrived.
       for await (const _chunk of res.body) {
         // drain
@@ -72,8 +75,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     if (o.ratePerS === undefined) {
       const worker = async () => {
         while (issued < o.requests && performance.now() < deadline) {
-          issued++;
-          await one();
+          await one(bodyOf(issued++));
         }
       };
       await Promise.all(Array.from({ length: o.concurrency }, worker));
@@ -83,8 +85,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       const offsets = arrivalOffsetsMs(o.requests, o.ratePerS, o.arrivals ?? 'uniform');
       const pacer = pace(offsets, () => {
         if (performance.now() >= deadline) return;
-        issued++;
-        const p = one().finally(() => inFlight.delete(p));
+        const p = one(bodyOf(issued++)).finally(() => inFlight.delete(p));
         inFlight.add(p);
       });
       const timeLimit = setTimeout(() => void pacer.stop(), Math.max(0, deadline - performance.now()));

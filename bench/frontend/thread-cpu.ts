@@ -8,12 +8,29 @@ const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux architecture Node s
 
 /** This thread's user + system CPU time in microseconds, or undefined where /proc is absent. */
 export function threadCpuMicros(): number | undefined {
+  return cpuMicrosOf('/proc/thread-self/stat');
+}
+
+/**
+ * A whole process's user + system CPU time in microseconds (all its threads), or undefined where
+ * /proc is absent or the process is gone: the peers suite's router CPU per request.
+ */
+export function processCpuMicros(pid: number): number | undefined {
+  return cpuMicrosOf(`/proc/${pid}/stat`);
+}
+
+function cpuMicrosOf(statFile: string): number | undefined {
   let stat: string;
   try {
-    stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    stat = readFileSync(statFile, 'utf8');
   } catch {
     return undefined;
   }
+  return cpuMicrosFromStat(stat);
+}
+
+/** utime + stime of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line, in microseconds. */
+export function cpuMicrosFromStat(stat: string): number | undefined {
   // Fields after the command name (which may hold spaces, so split after its closing paren).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const utime = Number(fields[11]);

@@ -5,11 +5,15 @@
 // generator's per-request objects to the old generation and ran a full GC there every ~350 ms
 // (54 in 25 s, measured), stalls of 10-15 ms that landed in the latencies of both paths.
 import { fork, type ChildProcess } from 'node:child_process';
+import { stopProcess } from '../lib/stop-process.js';
 import type { LoadOptions, LoadResult } from './loadgen.js';
 import type { WorldReply, WorldRequest } from './world.js';
 
 export interface World {
+  /** The first engine. */
   engineUrl: string;
+  /** Every instant engine (startWorld's `engines`). */
+  engineUrls: string[];
   /** An engine that streams `streamTokens` tokens a write per token, 1 ms apart. */
   streamingEngineUrl: string;
   /**
@@ -20,17 +24,17 @@ export interface World {
   close(): Promise<void>;
 }
 
-export async function startWorld(outputTokens: number, streamTokens = 64): Promise<World> {
+export async function startWorld(outputTokens: number, streamTokens = 64, engines = 1): Promise<World> {
   const child = fork(new URL('./world.ts', import.meta.url), [], {
     execArgv: ['--import', 'tsx', '--no-allocation-site-pretenuring'],
-    env: { ...process.env, KVROUTE_BENCH_OUTPUT_TOKENS: String(outputTokens), KVROUTE_BENCH_STREAM_TOKENS: String(streamTokens) },
+    env: { ...process.env, KVROUTE_BENCH_OUTPUT_TOKENS: String(outputTokens), KVROUTE_BENCH_STREAM_TOKENS: String(streamTokens), KVROUTE_BENCH_ENGINES: String(engines) },
     serialization: 'advanced', // the latency arrays cross as Float64Arrays
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let exited: Error | undefined;
-  const { engineUrl, streamingEngineUrl } = await new Promise<{ engineUrl: string; streamingEngineUrl: string }>((resolve, reject) => {
+  const { engineUrls, streamingEngineUrl } = await new Promise<{ engineUrls: string[]; streamingEngineUrl: string }>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`the bench world exited with code ${code} before it was ready`)));
     child.once('message', (m: WorldReply) => (m.op === 'ready' ? resolve(m) : reject(new Error(`unexpected ${m.op}`))));
@@ -49,7 +53,8 @@ export async function startWorld(outputTokens: number, streamTokens = 64): Promi
     else p?.resolve(m.result!);
   });
   return {
-    engineUrl,
+    engineUrl: engineUrls[0],
+    engineUrls,
     streamingEngineUrl,
     load(load, o) {
       if (exited) return Promise.reject(exited);
@@ -67,12 +72,6 @@ function request(child: ChildProcess, m: WorldRequest): void {
   child.send(m);
 }
 
-async function closeWorld(child: ChildProcess, timeoutMs = 5_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  request(child, { op: 'close' });
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
-  if ((await Promise.race([exited, late])) === 'late') child.kill('SIGKILL');
-  clearTimeout(timer);
+function closeWorld(child: ChildProcess): Promise<void> {
+  return stopProcess(child, () => request(child, { op: 'close' }));
 }

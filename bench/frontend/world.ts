@@ -12,17 +12,18 @@ export type WorldRequest =
   | { op: 'load'; id: number; load: LoadOptions; ownThread: boolean }
   | { op: 'close' };
 
-export type WorldReply = { op: 'ready'; engineUrl: string; streamingEngineUrl: string } | { op: 'loaded'; id: number; result?: LoadResult; error?: string };
+export type WorldReply = { op: 'ready'; engineUrls: string[]; streamingEngineUrl: string } | { op: 'loaded'; id: number; result?: LoadResult; error?: string };
 
 const outputTokens = Number(process.env.KVROUTE_BENCH_OUTPUT_TOKENS ?? 4);
-const engine = await startInstantEngine(outputTokens);
+// The peers suite puts its routers in front of two engines; the frontend suite uses one.
+const engines = await Promise.all(Array.from({ length: Number(process.env.KVROUTE_BENCH_ENGINES ?? 1) }, () => startInstantEngine(outputTokens)));
 // A second engine streams longer answers a write per token, 1 ms apart (the per-token figure).
 const streamingEngine = await startInstantEngine(Number(process.env.KVROUTE_BENCH_STREAM_TOKENS ?? 64), { tokenGapMs: 1 });
 const send = (m: WorldReply) => process.send!(m);
 
 process.on('message', (m: WorldRequest) => {
   if (m.op === 'close') {
-    engine.close();
+    for (const engine of engines) engine.close();
     streamingEngine.close();
     process.disconnect();
     return;
@@ -32,7 +33,7 @@ process.on('message', (m: WorldRequest) => {
     (err: unknown) => send({ op: 'loaded', id: m.id, error: String((err as Error)?.stack ?? err) }),
   );
 });
-send({ op: 'ready', engineUrl: engine.url, streamingEngineUrl: streamingEngine.url });
+send({ op: 'ready', engineUrls: engines.map((e) => e.url), streamingEngineUrl: streamingEngine.url });
 
 async function runLoadHere(m: { load: LoadOptions; ownThread: boolean }): Promise<LoadResult> {
   if (!m.ownThread) return runLoad(m.load);

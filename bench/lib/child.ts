@@ -5,6 +5,8 @@ import { expectSuite, expectSuiteResult } from './suite.js';
 
 export type ChildMessage =
   | { type: 'progress'; message: string }
+  /** The suite's prepare() finished (or it has none): its time limit starts now. */
+  | { type: 'prepared' }
   | { type: 'result'; result: unknown }
   | { type: 'error'; error: string };
 
@@ -23,13 +25,13 @@ async function main(): Promise<void> {
   try {
     const mod = (await import(pathToFileURL(file).href)) as { suite?: unknown };
     const suite = expectSuite(mod.suite, file);
-    const result = expectSuiteResult(
-      await suite.run({
-        quick: quickFlag === 'quick',
-        progress: (message) => void send({ type: 'progress', message: String(message) }).catch(() => undefined),
-      }),
-      suite.name,
-    );
+    const ctx = {
+      quick: quickFlag === 'quick',
+      progress: (message: string) => void send({ type: 'progress', message: String(message) }).catch(() => undefined),
+    };
+    const prepared = suite.prepare ? await suite.prepare(ctx) : undefined;
+    await send({ type: 'prepared' });
+    const result = expectSuiteResult(await suite.run(ctx, prepared), suite.name);
     await send({ type: 'result', result });
   } catch (err) {
     await send({ type: 'error', error: err instanceof Error ? (err.stack ?? err.message) : String(err) });

@@ -37,6 +37,8 @@ export interface SuiteRecord {
   ok: boolean;
   error?: string;
   durationS: number;
+  /** Of durationS, the time the suite's prepare() took (installing or building a peer). */
+  prepareS?: number;
   figures: Figure[];
   sections: Section[];
   charts: Chart[];
@@ -47,6 +49,8 @@ export interface BenchReport {
   startedAt: string;
   finishedAt: string;
   quick: boolean;
+  /** A run of the peer suites (--peers): kvroute next to Dynamo and SMG. */
+  peers?: boolean;
   /** Suites selected with --only (absent: all). */
   only?: string[];
   machine: MachineInfo;
@@ -144,13 +148,22 @@ export function renderMarkdown(report: BenchReport, chartDir: string): string {
       `Load average at the start ${m.loadAverage.join(' / ')}${m.cpuPressure === undefined ? '' : `, CPU pressure ${m.cpuPressure}% (PSI some, 60 s)`}: the machine is shared, so figures vary from run to run.`,
     '',
   );
-  out.push(`Reproduce with \`npm run bench${report.quick ? ' -- --quick' : ''}\`. Every native figure is measured next to a plain TypeScript reference in the same run; targets are reported, never asserted (✓ met, ✗ missed; a latency or overhead measured negative is noise-dominated: "below noise", neither).`, '');
+  const flags = [report.peers ? '--peers' : '', report.quick ? '--quick' : ''].filter(Boolean).join(' ');
+  const verdicts = 'targets are reported, never asserted (✓ met, ✗ missed; a latency or overhead measured negative is noise-dominated: "below noise", neither).';
+  out.push(
+    `Reproduce with \`npm run bench${flags ? ` -- ${flags}` : ''}\`. ` +
+      (report.peers
+        ? `kvroute and its peers are measured in one run, in alternating rounds; figures are medians of rounds, each kvroute figure with the peer it is compared to as its reference; ${verdicts}`
+        : `Every native figure is measured next to a plain TypeScript reference in the same run; ${verdicts}`),
+    '',
+  );
   const failed = report.suites.filter((s) => !s.ok);
   if (failed.length > 0) out.push(`**Failed suites:** ${failed.map((s) => `${s.name} (${cell(s.error ?? 'error')})`).join('; ')}`, '');
   const headline = report.suites.flatMap((s) => s.figures.filter((f) => f.headline).map((f) => ({ suite: s.name, f })));
   if (headline.length > 0) out.push('## Headline figures', '', figureTable(headline), '');
   for (const s of report.suites) {
-    out.push(`## ${s.title}`, '', `Suite \`${s.name}\`, ${formatNumber(s.durationS)} s.`, '');
+    const prepared = s.prepareS === undefined ? '' : ` (${formatNumber(s.prepareS)} s of it installing or building what it needs)`;
+    out.push(`## ${s.title}`, '', `Suite \`${s.name}\`, ${formatNumber(s.durationS)} s${prepared}.`, '');
     if (!s.ok) out.push(`**Failed:** ${cell(s.error ?? 'error')}`, '');
     if (s.figures.length > 0) out.push(figureTable(s.figures.map((f) => ({ f }))), '');
     for (const sec of s.sections) out.push(`### ${sec.title}`, '', sec.markdown.trim(), '');
@@ -166,8 +179,8 @@ export interface WrittenReport {
   latest?: string;
 }
 
-/** Writes <stamp>.json, <stamp>.md and <stamp>/*.svg in `dir`, plus latest.* when asked. */
-export function writeReport(report: BenchReport, dir: string, stamp: string, alsoLatest: boolean): WrittenReport {
+/** Writes <stamp>.json, <stamp>.md and <stamp>/*.svg in `dir`, plus <latestName>.* when asked. */
+export function writeReport(report: BenchReport, dir: string, stamp: string, alsoLatest: boolean, latestName = 'latest'): WrittenReport {
   mkdirSync(dir, { recursive: true });
   const write = (name: string): { json: string; markdown: string; charts: string } => {
     const chartDir = join(dir, name);
@@ -182,5 +195,5 @@ export function writeReport(report: BenchReport, dir: string, stamp: string, als
   };
   const main = write(stamp);
   if (!alsoLatest) return main;
-  return { ...main, latest: write('latest').markdown };
+  return { ...main, latest: write(latestName).markdown };
 }

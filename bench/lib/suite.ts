@@ -70,7 +70,12 @@ export interface BenchSuite {
   order?: number;
   /** Node/V8 flags for the suite's process (the frontend suite runs the router as deployed). */
   nodeFlags?: readonly string[];
-  run(ctx: BenchContext): Promise<SuiteResult>;
+  /**
+   * Installs or builds what the suite needs (the peers: a crate, a Python venv), before its time
+   * limit starts; what it returns is handed to `run`.
+   */
+  prepare?(ctx: BenchContext): Promise<unknown>;
+  run(ctx: BenchContext, prepared?: unknown): Promise<SuiteResult>;
 }
 
 /**
@@ -116,6 +121,7 @@ export function expectSuite(value: unknown, file: string): BenchSuite {
   if (typeof s.name !== 'string' || !/^[a-z0-9-]+$/.test(s.name)) throw new TypeError(`${file}: suite.name must match [a-z0-9-]+`);
   if (typeof s.title !== 'string') throw new TypeError(`${file}: suite.title must be a string`);
   if (typeof s.run !== 'function') throw new TypeError(`${file}: suite.run must be a function`);
+  if (s.prepare !== undefined && typeof s.prepare !== 'function') throw new TypeError(`${file}: suite.prepare must be a function`);
   if (s.order !== undefined && typeof s.order !== 'number') throw new TypeError(`${file}: suite.order must be a number`);
   if (s.nodeFlags !== undefined && (!Array.isArray(s.nodeFlags) || !s.nodeFlags.every((f) => typeof f === 'string' && f.startsWith('--')))) {
     throw new TypeError(`${file}: suite.nodeFlags must be an array of --flags`);

@@ -6,17 +6,14 @@
 // Target (issue 3): p99 at most 20 us at 8k tokens.
 import { KvIndexer } from '../../src/core/indexer.js';
 import { RoutingCore, type RoutingDecision } from '../../src/core/routing-core.js';
+import { BLOCK_SIZE, DOC_BLOCKS, documentTokens, fillTokens, SYSTEM_PROMPTS, WORKERS } from '../indexer/workload.js';
 import { formatNumber } from '../lib/format.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import type { BenchContext, BenchSuite, Chart, Figure, SuiteResult } from '../lib/suite.js';
 import { cdfChart } from '../lib/svg.js';
 import { clockOverhead } from '../lib/timer.js';
 
-const BLOCK_SIZE = 16;
-const WORKERS = 64;
-const DOC_BLOCKS = 512; // each indexed document: 8k tokens
-const SYSTEM_PROMPTS = 16; // documents share one of these 1k-token prefixes
-const SYSTEM_BLOCKS = 64;
+// Documents of 8k tokens sharing 16 system prompts of 1k tokens (bench/indexer/workload.ts).
 const ACTIVE = 256; // bookings kept live
 const FRESH_TAIL = 256; // new tokens a follow-up request adds to a cached document
 
@@ -28,24 +25,6 @@ interface Sizes {
 
 const FULL: Sizes = { docsPerWorker: 35, samples: { 1024: 50_000, 8192: 20_000, 65536: 2_000 }, throughputMs: 1_000 };
 const QUICK: Sizes = { docsPerWorker: 8, samples: { 1024: 5_000, 8192: 5_000, 65536: 300 }, throughputMs: 300 };
-
-/** Deterministic token stream (xorshift32), different per seed. */
-function fill(out: Uint32Array, seed: number, from = 0, to = out.length): void {
-  let x = (seed * 2_654_435_761) >>> 0 || 1;
-  for (let i = from; i < to; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = (x >>> 0) % 150_000;
-  }
-}
-
-function documentTokens(doc: number): Uint32Array {
-  const t = new Uint32Array(DOC_BLOCKS * BLOCK_SIZE);
-  fill(t, 1_000_003 + (doc % SYSTEM_PROMPTS), 0, SYSTEM_BLOCKS * BLOCK_SIZE);
-  fill(t, 7 + doc, SYSTEM_BLOCKS * BLOCK_SIZE);
-  return t;
-}
 
 /** Every worker reports, through KV events, the documents it holds. */
 function buildIndex(docsPerWorker: number): KvIndexer {
@@ -70,7 +49,7 @@ function prompts(tokens: number, count: number, docs: number): Uint32Array[] {
     const doc = documentTokens((p * 7919) % docs);
     const cached = Math.min(doc.length, Math.max(0, tokens - FRESH_TAIL));
     t.set(doc.subarray(0, cached));
-    fill(t, 50_000_000 + p, cached);
+    fillTokens(t, 50_000_000 + p, cached);
     return t;
   });
 }

@@ -2,8 +2,23 @@
 // 64 workers, events applied per second and bytes per indexed block, each next to the plain
 // TypeScript reference indexer (bench/reference/indexer.ts) measured in the same run.
 // Targets (issue 2): findMatches p99 <= 10 us; <= 64 bytes per indexed block.
-import { computeBlockHashes } from '../../src/core/hashing.js';
 import { KvIndexer } from '../../src/core/indexer.js';
+import {
+  BLOCK_SIZE,
+  documentCount,
+  DOC_BLOCKS,
+  EVENT_BLOCKS,
+  FULL_DOCS_PER_WORKER,
+  QUERIES,
+  queryHashes,
+  queryTokens,
+  QUICK_DOCS_PER_WORKER,
+  removedEvents,
+  storedEvents,
+  SYSTEM_BLOCKS,
+  SYSTEM_PROMPTS,
+  WORKERS,
+} from '../indexer/workload.js';
 import { formatCount, formatNumber } from '../lib/format.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import type { BenchContext, BenchSuite, Figure, SuiteResult } from '../lib/suite.js';
@@ -11,107 +26,18 @@ import { barChart, cdfChart } from '../lib/svg.js';
 import { sampleCalls } from '../lib/timer.js';
 import { ReferenceIndexer } from '../reference/indexer.js';
 
-const BLOCK_SIZE = 16;
-const WORKERS = 64;
-const DOC_BLOCKS = 512; // a document is an 8k-token prompt
-const SYSTEM_PROMPTS = 16; // documents start with one of these shared 1k-token prefixes
-const SYSTEM_BLOCKS = 64;
-const EVENT_BLOCKS = 32; // blocks per BlockStored / BlockRemoved event
-const QUERIES = 256;
-
 interface Sizes {
   docsPerWorker: number;
   nativeSamples: number;
   referenceSamples: number;
 }
-// 34 documents per worker: ~1.04M indexed (worker, block) entries.
-const FULL: Sizes = { docsPerWorker: 34, nativeSamples: 30_000, referenceSamples: 4_000 };
-const QUICK: Sizes = { docsPerWorker: 8, nativeSamples: 4_000, referenceSamples: 600 };
+// The workload (bench/indexer/workload.ts): ~1.04M indexed (worker, block) entries at full size.
+const FULL: Sizes = { docsPerWorker: FULL_DOCS_PER_WORKER, nativeSamples: 30_000, referenceSamples: 4_000 };
+const QUICK: Sizes = { docsPerWorker: QUICK_DOCS_PER_WORKER, nativeSamples: 4_000, referenceSamples: 600 };
 
 type Indexer = Pick<ReferenceIndexer, 'applyStored' | 'applyRemoved'> & {
   findMatches(local: BigUint64Array): Array<{ worker: number; dpRank: number; blocks: number }>;
 };
-
-function fill(out: Uint32Array, seed: number, from: number, to: number): void {
-  let x = (seed * 2_654_435_761) >>> 0 || 1;
-  for (let i = from; i < to; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = (x >>> 0) % 150_000;
-  }
-}
-
-const systemOf = (doc: number) => doc % SYSTEM_PROMPTS;
-
-function documentTokens(doc: number): Uint32Array {
-  const t = new Uint32Array(DOC_BLOCKS * BLOCK_SIZE);
-  fill(t, 1_000_003 + systemOf(doc), 0, SYSTEM_BLOCKS * BLOCK_SIZE);
-  fill(t, 7 + doc, SYSTEM_BLOCKS * BLOCK_SIZE, t.length);
-  return t;
-}
-
-/** Engines name blocks by content: a system prompt's blocks, then each document's own. */
-const systemHash = (sys: number, block: number) => BigInt(1 + sys * SYSTEM_BLOCKS + block);
-const docHash = (doc: number, block: number) => BigInt(1_000_000 + doc * DOC_BLOCKS + block);
-
-/** Worker w holds its own documents and its neighbour's: every document lives on two workers. */
-function docsOf(worker: number, perWorker: number): number[] {
-  const half = perWorker / 2;
-  const own = (w: number) => Array.from({ length: half }, (_, j) => w * half + j);
-  return [...own(worker), ...own((worker + WORKERS - 1) % WORKERS)];
-}
-
-interface StoredEvent {
-  worker: number;
-  parent: bigint | null;
-  hashes: BigUint64Array;
-  tokens: Uint32Array;
-}
-
-/** The BlockStored events that index every worker's documents (a shared prefix only once). */
-function storedEvents(perWorker: number): StoredEvent[] {
-  const events: StoredEvent[] = [];
-  for (let w = 0; w < WORKERS; w++) {
-    const systems = new Set<number>();
-    for (const doc of docsOf(w, perWorker)) {
-      const tokens = documentTokens(doc);
-      const from = systems.has(systemOf(doc)) ? SYSTEM_BLOCKS : 0;
-      systems.add(systemOf(doc));
-      const nameOf = (b: number) => (b < SYSTEM_BLOCKS ? systemHash(systemOf(doc), b) : docHash(doc, b));
-      for (let b = from; b < DOC_BLOCKS; b += EVENT_BLOCKS) {
-        const hashes = new BigUint64Array(EVENT_BLOCKS);
-        for (let i = 0; i < EVENT_BLOCKS; i++) hashes[i] = nameOf(b + i);
-        events.push({ worker: w, parent: b === 0 ? null : nameOf(b - 1), hashes, tokens: tokens.subarray(b * BLOCK_SIZE, (b + EVENT_BLOCKS) * BLOCK_SIZE) });
-      }
-    }
-  }
-  return events;
-}
-
-/** BlockRemoved events evicting the last 64 blocks of every document copy (LRU tails). */
-function removedEvents(perWorker: number): Array<{ worker: number; hashes: BigUint64Array }> {
-  const out: Array<{ worker: number; hashes: BigUint64Array }> = [];
-  for (let w = 0; w < WORKERS; w++) {
-    for (const doc of docsOf(w, perWorker)) {
-      for (let b = DOC_BLOCKS - EVENT_BLOCKS; b >= DOC_BLOCKS - 2 * EVENT_BLOCKS; b -= EVENT_BLOCKS) {
-        out.push({ worker: w, hashes: BigUint64Array.from({ length: EVENT_BLOCKS }, (_, i) => docHash(doc, b + EVENT_BLOCKS - 1 - i)) });
-      }
-    }
-  }
-  return out;
-}
-
-/** 8k-token prompts: half a cached document, a quarter diverging at half way, a quarter new after the system prompt. */
-function queries(docs: number): BigUint64Array[] {
-  return Array.from({ length: QUERIES }, (_, q) => {
-    const doc = (q * 7919) % docs;
-    const t = documentTokens(doc);
-    if (q % 4 === 2) fill(t, 90_000_000 + q, (DOC_BLOCKS / 2) * BLOCK_SIZE, t.length);
-    if (q % 4 === 3) fill(t, 90_000_000 + q, SYSTEM_BLOCKS * BLOCK_SIZE, t.length);
-    return computeBlockHashes(t, BLOCK_SIZE);
-  });
-}
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
@@ -129,10 +55,10 @@ function latency(index: Indexer, qs: BigUint64Array[], samples: number): Float64
 
 async function run(ctx: BenchContext): Promise<SuiteResult> {
   const sizes = ctx.quick ? QUICK : FULL;
-  const docs = (WORKERS * sizes.docsPerWorker) / 2;
+  const docs = documentCount(sizes.docsPerWorker);
   ctx.progress(`preparing events: ${WORKERS} workers x ${sizes.docsPerWorker} documents of ${DOC_BLOCKS} blocks`);
   const stored = storedEvents(sizes.docsPerWorker);
-  const qs = queries(docs);
+  const qs = queryHashes(queryTokens(docs));
 
   const applyAll = (index: Indexer) => () => {
     let ok = 0;

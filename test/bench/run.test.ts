@@ -84,6 +84,38 @@ describe('npm run bench', () => {
     expect(existsSync(join(out, 'latest.md'))).toBe(false);
   }, 90_000);
 
+  it('starts a suite time limit once its prepare() is done, and hands run() what it returned', async () => {
+    const out = outDir();
+    const r = await bench(['--suites', join(FIXTURES, 'suites-prepare'), '--out', out, '--timeout', '2']);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/\[prepares [\d.]+s\] installing/);
+    expect(r.stdout).toContain('measuring with /opt/peer');
+    const stamp = readdirSync(out).find((f) => f.endsWith('.json'))?.replace(/\.json$/, '');
+    const json = JSON.parse(readFileSync(join(out, `${stamp}.json`), 'utf8'));
+    expect(json.suites[0].prepareS).toBeGreaterThanOrEqual(2.5);
+    expect(readFileSync(join(out, `${stamp}.md`), 'utf8')).toMatch(/s of it installing or building what it needs\)/);
+  }, 90_000);
+
+  it('--peers names its reports apart and refreshes peers-latest.*, never latest.*', async () => {
+    const out = outDir();
+    const r = await bench(['--peers', '--suites', join(FIXTURES, 'suites-ok'), '--out', out]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain('1 peer suite(s)');
+    const files = readdirSync(out);
+    expect(files.some((f) => /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ-peers\.md$/.test(f))).toBe(true);
+    expect(files).not.toContain('latest.md');
+    const md = readFileSync(join(out, 'peers-latest.md'), 'utf8');
+    expect(md).toContain('Reproduce with `npm run bench -- --peers`. kvroute and its peers are measured in one run');
+    expect(md).toContain('![Bars](peers-latest/fine-bars.svg)');
+    expect(JSON.parse(readFileSync(join(out, 'peers-latest.json'), 'utf8')).peers).toBe(true);
+  }, 90_000);
+
+  it('lists the peer suites with --peers --list', async () => {
+    const list = await bench(['--peers', '--list']);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/dynamo-indexer +Peer: Dynamo's KV indexer/);
+  }, 90_000);
+
   it('refuses unknown arguments and unknown suites with exit status 2', async () => {
     const unknownArg = await bench(['--fast']);
     expect(unknownArg.code).toBe(2);

@@ -32,6 +32,16 @@ describe('bench instant engine', () => {
     expect(b.chunks).toBeGreaterThan(a.chunks); // the tokens arrived apart
   });
 
+  it('answers 404 at once on any other route (routers probe /v1/models and load endpoints)', async () => {
+    const engine = await startInstantEngine(1);
+    engines.push(engine);
+    for (const [method, path] of [['GET', '/v1/models'], ['GET', '/v1/loads'], ['POST', '/generate']] as const) {
+      const res = await request(`${engine.url}${path}`, { method, headersTimeout: 2_000 });
+      expect(res.statusCode, path).toBe(404);
+      await res.body.dump();
+    }
+  });
+
   it('stops writing to a client that left, and serves the next one', async () => {
     const paced = await startInstantEngine(200, { tokenGapMs: 1 });
     engines.push(paced);

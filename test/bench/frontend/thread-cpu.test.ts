@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { threadCpuMicros } from '../../../bench/frontend/thread-cpu.js';
+import { cpuMicrosFromStat, processCpuMicros, threadCpuMicros } from '../../../bench/frontend/thread-cpu.js';
 
 describe('threadCpuMicros', () => {
   it.runIf(existsSync('/proc/thread-self/stat'))("counts this thread's CPU time, which grows with work done here", () => {
@@ -18,5 +18,19 @@ describe('threadCpuMicros', () => {
     }
     expect(x).toBeGreaterThan(0);
     expect(after - before).toBeGreaterThanOrEqual(20_000);
+  });
+});
+
+describe('processCpuMicros', () => {
+  it('reads utime + stime after a command name holding spaces and parentheses', () => {
+    const stat = '4242 (smg::router (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 13 0 1000 0 0';
+    expect(cpuMicrosFromStat(stat)).toBe(3_000_000); // (250 + 50) ticks of 10 ms
+    expect(cpuMicrosFromStat('garbage')).toBeUndefined();
+  });
+
+  it.runIf(existsSync('/proc/self/stat'))('counts every thread of a process, and nothing for a process that is gone', () => {
+    const thread = threadCpuMicros()!; // read first: the process's total can only have grown since
+    expect(processCpuMicros(process.pid)).toBeGreaterThanOrEqual(thread);
+    expect(processCpuMicros(2 ** 22 + 12345)).toBeUndefined();
   });
 });

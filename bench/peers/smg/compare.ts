@@ -1,0 +1,125 @@
+// SMG's cache_aware and kvroute's kv in front of the same two instant engines, in interleaved
+// rounds: requests per second and the router process's CPU per request with 64 streams in
+// flight (closed loop), and the latency each router adds at a steady 500 req/s (routed minus
+// direct at the same percentile, as bench/frontend/overhead.ts computes it), round after round
+// with the order of the runs rotated.
+import { overheadFromRounds, type OverheadRounds, type RoundLatencies } from '../../frontend/overhead.js';
+import { processCpuMicros } from '../../frontend/thread-cpu.js';
+import type { LoadResult } from '../../frontend/loadgen.js';
+import type { World } from '../../frontend/world-process.js';
+
+/** A router measured, with the request bodies it is sent. */
+export interface Contender {
+  name: string;
+  url: string;
+  pid: number;
+  bodies: readonly string[];
+  /** Which direct run (straight to an engine, same bodies) its added latency is measured against. */
+  direct: string;
+}
+
+export interface DirectPath {
+  name: string;
+  url: string;
+  bodies: readonly string[];
+}
+
+export interface FrontendSizes {
+  rounds: number;
+  closedRequests: number;
+  warmupRequests: number;
+  overheadRounds: number;
+  overheadRequests: number;
+}
+
+export interface ThroughputRound {
+  rps: number;
+  cpuUsPerRequest?: number;
+  completed: number;
+  failed: number;
+  firstError?: string;
+}
+
+export interface AddedLatency extends OverheadRounds {
+  rate_per_s: number;
+  requests: number;
+  failed: number;
+  /** The router process's CPU per request at the steady rate. */
+  cpu_us_per_request?: number;
+}
+
+export const CONCURRENCY = 64;
+const CLOSED_MAX_MS = 15_000;
+export const STEADY_RATE = 500;
+const PATH = '/v1/completions';
+
+/** The i-th rotation of a list: round r starts with item r (mod length). */
+export function rotated<T>(items: readonly T[], r: number): T[] {
+  const k = items.length === 0 ? 0 : r % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
+async function withCpu(pid: number, run: () => Promise<LoadResult>): Promise<{ r: LoadResult; cpuUs?: number }> {
+  const before = processCpuMicros(pid);
+  const r = await run();
+  const after = processCpuMicros(pid);
+  return { r, cpuUs: before !== undefined && after !== undefined ? after - before : undefined };
+}
+
+export async function measureThroughput(world: World, contenders: readonly Contender[], s: FrontendSizes, log: (line: string) => void): Promise<Record<string, ThroughputRound[]>> {
+  // A request count or a time limit, whichever comes first: a slow router's round stays bounded.
+  const closed = (c: Contender, requests: number) => world.load({ url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS }, { ownThread: true });
+  for (const c of contenders) await closed(c, s.warmupRequests);
+  const out: Record<string, ThroughputRound[]> = Object.fromEntries(contenders.map((c) => [c.name, []]));
+  for (let round = 0; round < s.rounds; round++) {
+    for (const c of rotated(contenders, round)) {
+      const { r, cpuUs } = await withCpu(c.pid, () => closed(c, s.closedRequests));
+      const t: ThroughputRound = { rps: r.rps, completed: r.completed, failed: r.failed, ...(cpuUs !== undefined && r.completed > 0 ? { cpuUsPerRequest: cpuUs / r.completed } : {}), ...(r.firstError ? { firstError: r.firstError } : {}) };
+      out[c.name].push(t);
+      log(`round ${round + 1}/${s.rounds} ${c.name}: ${Math.round(t.rps)} req/s, router CPU ${t.cpuUsPerRequest === undefined ? '?' : Math.round(t.cpuUsPerRequest)} us/request${t.failed ? `, ${t.failed} failed (${t.firstError})` : ''}`);
+    }
+  }
+  return out;
+}
+
+export async function measureAddedLatency(
+  world: World,
+  contenders: readonly Contender[],
+  directs: readonly DirectPath[],
+  s: FrontendSizes,
+  log: (line: string) => void,
+): Promise<Record<string, AddedLatency>> {
+  const open = (p: { url: string; bodies: readonly string[] }, requests: number) =>
+    world.load({ url: p.url, path: PATH, body: p.bodies[0], bodies: p.bodies, concurrency: 32, requests, maxMs: requests * 2 + 10_000, ratePerS: STEADY_RATE }, { ownThread: false });
+  const runs: Array<{ name: string; url: string; bodies: readonly string[]; pid?: number }> = [...directs, ...contenders];
+  for (const p of runs) await open(p, Math.min(s.overheadRequests, 1_000));
+  const latencies: Record<string, Float64Array[]> = Object.fromEntries(runs.map((p) => [p.name, []]));
+  const cpu: Record<string, { us: number; requests: number }> = Object.fromEntries(contenders.map((c) => [c.name, { us: 0, requests: 0 }]));
+  const failed: Record<string, number> = Object.fromEntries(contenders.map((c) => [c.name, 0]));
+  for (let round = 0; round < s.overheadRounds; round++) {
+    for (const p of rotated(runs, round)) {
+      const { r, cpuUs } = p.pid === undefined ? { r: await open(p, s.overheadRequests), cpuUs: undefined } : await withCpu(p.pid, () => open(p, s.overheadRequests));
+      latencies[p.name].push(r.latenciesMs);
+      if (p.name in cpu && cpuUs !== undefined) {
+        cpu[p.name].us += cpuUs;
+        cpu[p.name].requests += r.completed;
+      }
+      if (p.name in failed) failed[p.name] += r.failed;
+    }
+    log(`added latency round ${round + 1}/${s.overheadRounds} done`);
+  }
+  const out: Record<string, AddedLatency> = {};
+  for (const c of contenders) {
+    const rounds: RoundLatencies[] = latencies[c.name].map((routed, i) => ({ routed, direct: latencies[c.direct][i] }));
+    const ov = overheadFromRounds(rounds);
+    out[c.name] = {
+      ...ov,
+      rate_per_s: STEADY_RATE,
+      requests: latencies[c.name].reduce((n, l) => n + l.length, 0),
+      failed: failed[c.name],
+      ...(cpu[c.name].requests > 0 ? { cpu_us_per_request: Math.round((cpu[c.name].us / cpu[c.name].requests) * 10) / 10 } : {}),
+    };
+    log(`${c.name}: added latency at ${STEADY_RATE} req/s p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (rounds ${ov.round_overhead_p99_ms.join(', ')})`);
+  }
+  return out;
+}
