@@ -32,7 +32,7 @@ function missingToolchain(rustTargets: string[]): Array<{ what: string; install:
   if (output('python3', ['-m', 'ziglang', 'version']) !== ZIGLANG_VERSION) {
     missing.push({ what: `zig ${ZIGLANG_VERSION} (PyPI ziglang)`, install: ['python3', ['-m', 'pip', 'install', `ziglang==${ZIGLANG_VERSION}`]] });
   }
-  if (output('cargo', ['zigbuild', '--version']) !== `cargo-zigbuild ${CARGO_ZIGBUILD_VERSION}`) {
+  if (output('cargo-zigbuild', ['--version']) !== `cargo-zigbuild ${CARGO_ZIGBUILD_VERSION}`) {
     missing.push({
       what: `cargo-zigbuild ${CARGO_ZIGBUILD_VERSION}`,
       install: ['cargo', ['install', 'cargo-zigbuild', '--version', CARGO_ZIGBUILD_VERSION, '--locked']],

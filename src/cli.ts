@@ -11,10 +11,11 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
   serve: { summary: 'the KV-aware router: OpenAI API on uWebSockets.js (default: an embedded simulated fleet)', load: () => import('./cli/serve.js') },
   mock: { summary: 'simulated engine workers (OpenAI HTTP, ZeroMQ KV events, prefill/decode handoffs)', load: () => import('./cli/mock.js') },
   replay: { summary: 'replay a Mooncake trace offline (virtual time) or against a live router', load: () => import('./cli/replay.js') },
+  'build-native': { summary: 'build the native addon from source with cargo (for platforms without a prebuilt one)', load: () => import('./cli/build-native.js') },
 };
 
 function usage(): string {
-  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`);
   return ['usage: kvroute <command> [options]   (kvroute <command> --help for its options)', '', 'commands:', ...lines].join('\n');
 }
 
