@@ -130,8 +130,9 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`the packed package installe
     });
   });
 
-  it('without the binary package, fails with a message naming the platform and how to build from source', async () => {
+  it('without the binary package, fails with a message naming the platform and how to build from source, and runs on a build from source', async () => {
     const pkgDir = join(project, 'node_modules', prebuiltPackageName(host));
+    const localBuild = join(project, 'node_modules', 'kvroute', 'native', 'kvroute.node');
     renameSync(pkgDir, `${pkgDir}.away`);
     try {
       const failure = await run(process.execPath, ['--input-type=module', '-e', "await import('kvroute')"], { cwd: project, env }).then(
@@ -143,8 +144,19 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`the packed package installe
       expect(failure?.stderr).toContain(`${prebuiltPackageName(host)}: not installed`);
       expect(failure?.stderr).toContain('install a Rust toolchain (https://rustup.rs');
       expect(failure?.stderr).toContain('npx kvroute build-native');
+
+      // As the message says, with cargo this time. A debug build sharing the checkout's target
+      // folder (cargo test compiled the dependencies there) keeps this to the crate itself.
+      const withCargo = { ...env, PATH: process.env.PATH, CARGO_TARGET_DIR: join(REPO_ROOT, 'native', 'target') };
+      const build = await run('npx', ['kvroute', 'build-native', '--debug'], { cwd: project, env: withCargo, timeout: 240_000 });
+      expect(build.stderr).toContain(`built ${localBuild}; it loads`);
+      const { stdout } = await run(process.execPath, ['app.mjs'], { cwd: project, env, timeout: 60_000 });
+      const seen = JSON.parse(stdout) as { status: number; addons: string[] };
+      expect(seen.status).toBe(200);
+      expect(seen.addons.filter((a) => /node_modules\/(@kvroute\/|kvroute\/)/.test(a))).toEqual([localBuild]);
     } finally {
       renameSync(`${pkgDir}.away`, pkgDir);
+      rmSync(localBuild, { force: true });
     }
-  });
+  }, 300_000);
 });
