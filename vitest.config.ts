@@ -6,6 +6,9 @@ const jsonReport = process.env.KVROUTE_VITEST_JSON;
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Type tests of the public API (expectTypeOf), checked by tsc as a user's code would be: they
+    // import 'kvroute/...' (tsconfig.json maps those names to the sources).
+    typecheck: { enabled: true, include: ['test/types/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Tests open loopback sockets and worker threads: keep the 2-core machines unsaturated.

@@ -1,10 +1,41 @@
-// kvroute's public API.
-export { computeBlockHashes, computeSequenceHashes, blockHashSeed, type HashOptions, type MultimodalId } from './core/hashing.js';
-export { KvIndexer, MAX_BLOCKS_PER_CALL, type IndexerMode, type IndexerRejections, type IndexerStats, type KvIndexerOptions, type OverlapMatch, type StoredOptions } from './core/indexer.js';
-export { HashPool, DEFAULT_POOL_THRESHOLD_TOKENS, DEFAULT_MIN_TASK_TOKENS, type BatchHashOptions, type BatchHashResult, type HashPlacement, type HashPoolOptions, type HashPoolStats, type PromptHashes } from './hash-pool/hash-pool.js';
-export { RoutingCore, POLICY_NAMES, type CandidateCost, type PolicyName, type QueryRequest, type RouteRequest, type RoutingConfig, type RoutingDecision, type RoutingStats, type RoutingTotals, type WorkerLoad, type WorkerSpec } from './core/routing-core.js';
+// `kvroute`: block hashing, the KV indexer and the routing core over the native addon, and nothing
+// else, so that importing it loads no HTTP stack, ZeroMQ, worker pool or simulator (a test checks
+// which modules it loads). The rest lives in subpaths: kvroute/server, kvroute/routing,
+// kvroute/events, kvroute/hash-pool, kvroute/sim (README, "Package surface").
+export {
+  blockHashSeed,
+  computeBlockHashes,
+  computeBlockHashesAsync,
+  computeBlockHashesBatch,
+  computeBlockHashesBatchAsync,
+  computeSequenceHashes,
+  type BatchHashes,
+  type BatchHashesOptions,
+  type HashOptions,
+  type MultimodalId,
+} from './core/hashing.js';
+export {
+  KvIndexer,
+  MAX_BLOCKS_PER_CALL,
+  type IndexerMode,
+  type IndexerRejections,
+  type IndexerStats,
+  type KvIndexerOptions,
+  type OverlapMatch,
+  type StoredOptions,
+} from './core/indexer.js';
+export {
+  RoutingCore,
+  POLICY_NAMES,
+  type CandidateCost,
+  type PolicyName,
+  type QueryRequest,
+  type RouteRequest,
+  type RoutingConfig,
+  type RoutingDecision,
+  type RoutingStats,
+  type RoutingTotals,
+  type WorkerLoad,
+  type WorkerSpec,
+} from './core/routing-core.js';
 export { RoutingError, NoEligibleWorkerError, BackpressureError, MissingRoutingHintError, DuplicateRequestError } from './core/routing-errors.js';
-export * from './events/index.js';
-export * from './engines/index.js';
-export * from './routing/index.js';
-export * from './server/index.js';

@@ -4,6 +4,7 @@
 import { native } from '../../src/core/binding.js';
 import { blockHashSeed, computeBlockHashes, computeSequenceHashes } from '../../src/core/hashing.js';
 import { formatCount, formatNumber } from '../lib/format.js';
+import { asyncLoop } from '../hashing/async-loop.js';
 import { crossover } from '../hashing/crossover.js';
 import { promptOf } from '../hashing/prompts.js';
 import { median, summarize } from '../lib/stats.js';
@@ -105,8 +106,9 @@ export const suite: BenchSuite = {
     const lat = summarize(sampleCalls(() => computeBlockHashes(p8k, BLOCK_SIZE), { samples: ctx.quick ? 2000 : 20000, maxMs: ctx.quick ? 1000 : 5000 }).perCallNs);
     const latency: Figure = { name: 'computeBlockHashes p99 latency, 8k-token prompt', value: lat.p99 / 1000, unit: 'us', better: 'lower', note: `p50 ${formatNumber(lat.p50 / 1000)} us` };
     const co = await crossover(ctx);
+    const loop = await asyncLoop(ctx);
     return {
-      figures: [...tp.figures, seq, latency, ...co.figures],
+      figures: [...tp.figures, seq, latency, ...co.figures, ...loop.figures],
       sections: [
         {
           title: 'Throughput',
@@ -115,6 +117,10 @@ export const suite: BenchSuite = {
         {
           title: 'Bulk hashing: pool vs inline',
           markdown: `HashPool.hashPrompts with the placement forced, batches of 2048-token prompts: latency, and how long the call kept the calling thread's event loop busy (event-loop utilisation; the pool's reason to exist). The pool splits a batch across its threads over a shared token buffer; both placements first copy small prompts into one batch. Medians of alternating runs. HashPool's default threshold (DEFAULT_POOL_THRESHOLD_TOKENS) comes from this measurement.\n\n${co.table}`,
+        },
+        {
+          title: 'Async hashing and the event loop',
+          markdown: `computeBlockHashesAsync runs the same hashing as a napi-rs AsyncTask on a libuv thread: the call returns a promise at once and the event loop keeps turning. While each call runs, a chain of setImmediate callbacks records the longest gap between two turns of the loop (bench/hashing/async-loop.ts).\n\n${loop.table}`,
         },
       ],
       charts: [tp.chart, ...co.charts],

@@ -1,10 +1,8 @@
-// Loads the Rust addon. This is the only module that touches the raw binding; the classes in
-// src/core wrap it with argument checks and JavaScript error types.
-import { createRequire } from 'node:module';
+// The Rust addon. This is the only module of the main thread that touches the raw binding; the
+// classes in src/core wrap it with argument checks and JavaScript error types. Which file is
+// loaded (a local build or this platform's prebuilt package) is native-loader.mjs's business.
 import type * as Binding from '../../native/binding.js';
+import { loadNative } from './native-loader.mjs';
 
-const require = createRequire(import.meta.url);
-
-// Same relative path from src/core (tests, tsx) and dist/core (the built package).
-export const native: typeof Binding = require('../../native/kvroute.node');
+export const native = loadNative().binding as typeof Binding;
 export type { Binding };

@@ -1,6 +1,7 @@
 // Dynamo-compatible block and sequence hashing (PROTOCOLS.md section 1), computed natively.
 import { native } from './binding.js';
-import { callNative } from './errors.js';
+import { callNative, translateNativeError } from './errors.js';
+import { hashBatchTask, hashBatchTaskAsync, type HashBatchOutput, type HashBatchTask } from './hash-batch.mjs';
 import { allocU64 } from './result-slab.js';
 import {
   describe,
@@ -64,21 +65,132 @@ export function encodeMultimodal(mmHashes: unknown): { offsets: Uint32Array; has
   return { offsets, hashes: BigUint64Array.from(flat) };
 }
 
-/** Local hashes of the complete blocks of `tokens`; a partial last block is not hashed. */
-export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?: HashOptions): BigUint64Array {
-  expectUint32Array(tokens, 'tokens');
-  expectBlockSize(blockSize);
+interface CheckedHashCall {
+  seed: bigint;
+  mm: { offsets: Uint32Array; hashes: BigUint64Array } | undefined;
+  blocks: number;
+}
+
+function checkHashCall(tokens: unknown, blockSize: unknown, opts: unknown): CheckedHashCall {
+  const t = expectUint32Array(tokens, 'tokens');
+  const bs = expectBlockSize(blockSize);
   const o = expectObject(opts, 'opts');
   const seed = blockHashSeed(
     expectOptionalString(o.loraName, 'opts.loraName'),
     expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
   );
-  const mm = encodeMultimodal(o.mmHashes);
+  return { seed, mm: encodeMultimodal(o.mmHashes), blocks: Math.floor(t.length / bs) };
+}
+
+/** Local hashes of the complete blocks of `tokens`; a partial last block is not hashed. */
+export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?: HashOptions): BigUint64Array {
+  const { seed, mm, blocks } = checkHashCall(tokens, blockSize, opts);
   // The result is allocated here and filled natively: an array created by the addon would be an
   // external buffer, freed only when the event loop turns (never, in a synchronous hot loop).
-  const out = allocU64(Math.floor(tokens.length / blockSize));
+  const out = allocU64(blocks);
   callNative(() => native.computeBlockHashesInto(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out));
   return out;
+}
+
+/**
+ * computeBlockHashes on a libuv thread: the same checks (a bad argument rejects with the same
+ * TypeError or RangeError) and the same hashes, with the event loop free meanwhile. `tokens` is
+ * read in place: do not change or transfer it until the promise settles. Worth it for large
+ * prompts only: the thread hop costs tens of microseconds, about a 100k-token hash.
+ */
+export async function computeBlockHashesAsync(tokens: Uint32Array, blockSize: number, opts?: HashOptions): Promise<BigUint64Array> {
+  const { seed, mm, blocks } = checkHashCall(tokens, blockSize, opts);
+  const out = new BigUint64Array(blocks);
+  try {
+    await native.computeBlockHashesIntoAsync(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out);
+  } catch (err) {
+    throw translateNativeError(err);
+  }
+  return out;
+}
+
+export interface BatchHashesOptions {
+  loraName?: string;
+  cacheNamespace?: string;
+  /** Also return the chained sequence hashes of each prompt. */
+  sequenceHashes?: boolean;
+}
+
+/** The hashes of a batch of prompts. */
+export interface BatchHashes {
+  /** All local hashes; prompt i's are hashes[hashOffsets[i]..hashOffsets[i+1]]. */
+  hashes: BigUint64Array;
+  /** Length prompts + 1, starting at 0. */
+  hashOffsets: Uint32Array;
+  /** Chained per prompt, same layout as `hashes` (when asked for). */
+  sequenceHashes?: BigUint64Array;
+}
+
+/** Offsets of a batch (prompt i is tokens[offsets[i]..offsets[i+1]]): non-decreasing, within the tokens. */
+export function expectOffsets(offsets: unknown, tokenCount: number): Uint32Array {
+  const off = expectUint32Array(offsets, 'offsets');
+  if (off.length === 0) throw new RangeError('offsets must hold at least one entry (prompts + 1)');
+  for (let i = 1; i < off.length; i++) {
+    if (off[i] < off[i - 1]) throw new RangeError(`offsets must be non-decreasing, but offsets[${i}] < offsets[${i - 1}]`);
+  }
+  if (off[off.length - 1] > tokenCount) {
+    throw new RangeError(`offsets end at ${off[off.length - 1]}, past the ${tokenCount} tokens`);
+  }
+  return off;
+}
+
+/** The seed and sequence flag of batch options (shared with HashPool). */
+export function checkBatchOptions(opts: unknown): { seed: bigint; sequenceHashes: boolean } {
+  const o = expectObject(opts, 'opts');
+  const seed = blockHashSeed(
+    expectOptionalString(o.loraName, 'opts.loraName'),
+    expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
+  );
+  if (o.sequenceHashes !== undefined && typeof o.sequenceHashes !== 'boolean') {
+    throw new TypeError(`opts.sequenceHashes must be a boolean, got ${describe(o.sequenceHashes)}`);
+  }
+  return { seed, sequenceHashes: o.sequenceHashes === true };
+}
+
+function checkBatch(tokens: unknown, offsets: unknown, blockSize: unknown, opts: unknown): HashBatchTask {
+  const t = expectUint32Array(tokens, 'tokens');
+  const off = expectOffsets(offsets, t.length);
+  const bs = expectBlockSize(blockSize);
+  const { seed, sequenceHashes } = checkBatchOptions(opts);
+  return { tokens: t, offsets: off, blockSize: bs, seed, sequenceHashes };
+}
+
+function batchHashes(out: HashBatchOutput): BatchHashes {
+  return out.sequenceHashes
+    ? { hashes: out.hashes, hashOffsets: out.hashOffsets, sequenceHashes: out.sequenceHashes }
+    : { hashes: out.hashes, hashOffsets: out.hashOffsets };
+}
+
+/**
+ * Hashes a batch laid out as one token array, prompt i being tokens[offsets[i]..offsets[i+1]]
+ * (offsets non-decreasing, within the tokens, not necessarily from 0): one native call for all.
+ */
+export function computeBlockHashesBatch(tokens: Uint32Array, offsets: Uint32Array, blockSize: number, opts?: BatchHashesOptions): BatchHashes {
+  const task = checkBatch(tokens, offsets, blockSize, opts);
+  return batchHashes(callNative(() => hashBatchTask(task)));
+}
+
+/**
+ * computeBlockHashesBatch on a libuv thread: the same checks and hashes, the event loop free
+ * meanwhile. The tokens and offsets are read in place: do not change them until it settles.
+ */
+export async function computeBlockHashesBatchAsync(
+  tokens: Uint32Array,
+  offsets: Uint32Array,
+  blockSize: number,
+  opts?: BatchHashesOptions,
+): Promise<BatchHashes> {
+  const task = checkBatch(tokens, offsets, blockSize, opts);
+  try {
+    return batchHashes(await hashBatchTaskAsync(task));
+  } catch (err) {
+    throw translateNativeError(err);
+  }
 }
 
 /** Chained sequence hashes: seq[0] = local[0], seq[i] = XXH3(seq[i-1] ++ local[i], 1337). */

@@ -1,7 +1,5 @@
-// Engine clients and prefill/decode handoffs: the public surface of src/engines.
+// Engine clients: the public surface of src/engines (published through kvroute/routing). The SSE
+// parser, the bootstrap rooms and the prefill/decode handoff adapters are internal.
 export { EngineClient, EngineClients, EngineStream, type EngineCallOptions, type EngineClientOptions } from './http-client.js';
 export { EngineError, type EngineFailure } from './errors.js';
-export { SseParser } from './sse.js';
-export { bootstrapRoom, roomForRank, MAX_BOOTSTRAP_ROOM } from './bootstrap-room.js';
-export { handoffFor, type HandoffAdapter, type PrefillOutcome } from './handoff/index.js';
 export { ENGINE_KINDS, WORKER_ROLES, type EngineKind, type OpenAiRoute, type SseEvent, type WorkerInfo, type WorkerRole } from './types.js';

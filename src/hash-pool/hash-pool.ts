@@ -6,15 +6,14 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { native } from '../core/binding.js';
 import { callNative, translateNativeError } from '../core/errors.js';
-import { blockHashSeed } from '../core/hashing.js';
+import { checkBatchOptions, expectOffsets, type BatchHashes, type BatchHashesOptions } from '../core/hashing.js';
 import { SharedScratch } from './shared-scratch.js';
-import { hashBatchTask, type HashBatchTask } from './hash-pool.worker.mjs';
+import { hashBatchTask, type HashBatchTask } from '../core/hash-batch.mjs';
 import {
   describe,
   expectBlockSize,
   expectInteger,
   expectObject,
-  expectOptionalString,
   expectUint32Array,
 } from '../util/validate.js';
 
@@ -53,24 +52,14 @@ export interface HashPoolOptions {
   idleTimeoutMs?: number;
 }
 
-export interface BatchHashOptions {
-  loraName?: string;
-  cacheNamespace?: string;
-  /** Also return the chained sequence hashes of each prompt. */
-  sequenceHashes?: boolean;
+export interface BatchHashOptions extends BatchHashesOptions {
   /** 'auto' (default) chooses by size; 'inline' and 'pool' force a placement. */
   placement?: HashPlacement;
   /** Aborts the pool tasks still queued or running (the promise rejects with an AbortError). */
   signal?: AbortSignal;
 }
 
-export interface BatchHashResult {
-  /** All local hashes; prompt i's are hashes[hashOffsets[i]..hashOffsets[i+1]]. */
-  hashes: BigUint64Array;
-  /** Length prompts + 1, starting at 0. */
-  hashOffsets: Uint32Array;
-  /** Chained per prompt, same layout as `hashes` (when asked for). */
-  sequenceHashes?: BigUint64Array;
+export interface BatchHashResult extends BatchHashes {
   /** Where the batch ran. */
   placement: 'inline' | 'pool';
 }
@@ -257,14 +246,8 @@ export class HashPool {
 }
 
 function validateOptions(opts: unknown): ValidatedOptions {
+  const { seed, sequenceHashes } = checkBatchOptions(opts);
   const o = expectObject(opts, 'opts');
-  const seed = blockHashSeed(
-    expectOptionalString(o.loraName, 'opts.loraName'),
-    expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
-  );
-  if (o.sequenceHashes !== undefined && typeof o.sequenceHashes !== 'boolean') {
-    throw new TypeError(`opts.sequenceHashes must be a boolean, got ${describe(o.sequenceHashes)}`);
-  }
   const placement = o.placement ?? 'auto';
   if (placement !== 'auto' && placement !== 'inline' && placement !== 'pool') {
     throw new RangeError(`opts.placement must be 'auto', 'inline' or 'pool', got ${describe(placement)}`);
@@ -272,19 +255,7 @@ function validateOptions(opts: unknown): ValidatedOptions {
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new TypeError(`opts.signal must be an AbortSignal, got ${describe(o.signal)}`);
   }
-  return { seed, sequenceHashes: o.sequenceHashes === true, placement, signal: o.signal };
-}
-
-function expectOffsets(offsets: unknown, tokenCount: number): Uint32Array {
-  const off = expectUint32Array(offsets, 'offsets');
-  if (off.length === 0) throw new RangeError('offsets must hold at least one entry (prompts + 1)');
-  for (let i = 1; i < off.length; i++) {
-    if (off[i] < off[i - 1]) throw new RangeError(`offsets must be non-decreasing, but offsets[${i}] < offsets[${i - 1}]`);
-  }
-  if (off[off.length - 1] > tokenCount) {
-    throw new RangeError(`offsets end at ${off[off.length - 1]}, past the ${tokenCount} tokens`);
-  }
-  return off;
+  return { seed, sequenceHashes, placement, signal: o.signal };
 }
 
 function runInline(tokens: Uint32Array, offsets: Uint32Array, blockSize: number, o: ValidatedOptions): BatchHashResult {

@@ -1,10 +1,13 @@
-// Routing orchestration: the public surface of src/routing (see README.md for the invariants).
+// `kvroute/routing`: routing orchestration (the public surface of src/routing; see README.md for the
+// invariants) and the engine clients a KvRouter sends its legs through. Booking guards, request
+// trackers and the handoff internals are not exported: they are how the routers keep their
+// invariants, not something to build on.
 export { PrefillRouter, type PrefillRouterOptions, type PrefillRouterStats, type PrefillRouterEvent, type RequestDone, type RouteQuery, type ServeMode } from './prefill-router.js';
 export { KvRouter, Booking, type KvRouterCore, type KvRouterOptions, type KvRouterStats, type LegOptions, type LegRoute } from './kv-router.js';
-export { WorkerPool, UnknownPoolWorkerError, validateWorkerInfo, type PoolCore, type WorkerState } from './worker-pool.js';
+export { WorkerPool, UnknownPoolWorkerError, type PoolCore, type WorkerState } from './worker-pool.js';
 export { parseRoutingHints, InvalidRoutingHintError, HINT_HEADERS, type HeaderBag, type HintOptions, type RoutingHints } from './hints.js';
 export { SessionAffinity, type SessionAffinityOptions, type SessionAffinityStats, type SessionBinding, type BoundWorker } from './session-affinity.js';
 export { validateRouterRequest, type RouterRequest, type RoutedResponse } from './router-request.js';
-export { RequestTracker, type Phase, type PhaseRouting, type TrackerSummary } from './request-tracker.js';
-export { BookingGuard, GuardedStream, StreamAbandonedError, type FreeReason } from './booking-guard.js';
+export { StreamAbandonedError } from './booking-guard.js';
 export { DisaggregationRequiredError, PrefillUnusableError, UnknownWorkerHintError } from './errors.js';
+export * from '../engines/index.js';

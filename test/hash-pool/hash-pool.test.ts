@@ -3,6 +3,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { computeBlockHashes, computeSequenceHashes } from '../../src/core/hashing.js';
 import { native } from '../../src/core/binding.js';
 import { callNative } from '../../src/core/errors.js';
+import { concat } from '../core/batch-layout.js';
 import { HashPool, splitByTokens, type BatchHashOptions } from '../../src/hash-pool/hash-pool.js';
 
 // Per-prompt hashes from the single-prompt API: what every batch result must equal.
@@ -11,18 +12,6 @@ function expected(prompts: Uint32Array[], blockSize: number, opts: BatchHashOpti
     const local = computeBlockHashes(p, blockSize, { loraName: opts.loraName, cacheNamespace: opts.cacheNamespace });
     return { local, sequence: computeSequenceHashes(local) };
   });
-}
-
-function concat(prompts: Uint32Array[], lead = 0): { tokens: Uint32Array; offsets: Uint32Array } {
-  const total = prompts.reduce((n, p) => n + p.length, lead);
-  const tokens = new Uint32Array(total + 3); // trailing tokens outside every prompt
-  const offsets = new Uint32Array(prompts.length + 1);
-  offsets[0] = lead;
-  prompts.forEach((p, i) => {
-    tokens.set(p, offsets[i]);
-    offsets[i + 1] = offsets[i] + p.length;
-  });
-  return { tokens, offsets };
 }
 
 /** Splits a flat batch result back into per-prompt arrays. */

@@ -14,6 +14,14 @@ pub fn check_block_size(block_size: u32) -> Result<usize> {
   Ok(block_size as usize)
 }
 
+pub fn check_seed(seed: &BigInt) -> Result<u64> {
+  let (sign, seed, lossless) = seed.get_u64();
+  if sign || !lossless {
+    return Err(range_error("seed must be a u64"));
+  }
+  Ok(seed)
+}
+
 /// Seed of the local block hash for a LoRA adapter name and cache namespace.
 #[napi]
 pub fn block_hash_seed(lora_name: Option<String>, cache_namespace: Option<String>) -> BigInt {
@@ -24,6 +32,58 @@ pub fn block_hash_seed(lora_name: Option<String>, cache_namespace: Option<String
 #[napi]
 pub fn mm_identifier_hash(id: String) -> BigInt {
   BigInt::from(hash::mm_identifier_hash(&id))
+}
+
+/// One prompt's block hashing, its arguments checked: the same work for the sync and async forms.
+struct BlockHashJob {
+  block_size: usize,
+  seed: u64,
+  /// Block i's multimodal hashes (blocks past the end have none).
+  mm: Option<Vec<Vec<u64>>>,
+}
+
+impl BlockHashJob {
+  fn new(
+    tokens: &[u32],
+    block_size: u32,
+    seed: &BigInt,
+    mm_offsets: Option<&[u32]>,
+    mm_hashes: Option<&[u64]>,
+    out: &[u64],
+  ) -> Result<Self> {
+    let block_size = check_block_size(block_size)?;
+    let seed = check_seed(seed)?;
+    let blocks = tokens.len() / block_size;
+    if out.len() < blocks {
+      return Err(range_error(format!("out must hold at least {blocks} entries, got {}", out.len())));
+    }
+    let mm = match (mm_offsets, mm_hashes) {
+      (Some(offsets), Some(values)) => Some(split_csr(offsets, values)?),
+      _ => None,
+    };
+    Ok(Self { block_size, seed, mm })
+  }
+
+  fn run(&self, tokens: &[u32], out: &mut [u64]) -> u32 {
+    let blocks = tokens.chunks_exact(self.block_size);
+    let count = blocks.len();
+    match &self.mm {
+      Some(per_block) => {
+        for (i, (slot, block)) in out.iter_mut().zip(blocks).enumerate() {
+          *slot = match per_block.get(i) {
+            Some(hashes) => hash::hash_block_with_mm(block, hashes, self.seed),
+            None => hash::hash_block(block, self.seed),
+          };
+        }
+      }
+      None => {
+        for (slot, block) in out.iter_mut().zip(blocks) {
+          *slot = hash::hash_block(block, self.seed);
+        }
+      }
+    }
+    count as u32
+  }
 }
 
 /// Local hashes of the complete blocks of `tokens` (read in place, never copied), written into
@@ -40,35 +100,49 @@ pub fn compute_block_hashes_into(
   mm_hashes: Option<BigUint64ArraySlice>,
   mut out: BigUint64ArraySlice,
 ) -> Result<u32> {
-  let bs = check_block_size(block_size)?;
-  let (sign, seed, lossless) = seed.get_u64();
-  if sign || !lossless {
-    return Err(range_error("seed must be a u64"));
-  }
-  let blocks = tokens.len() / bs;
+  let job = BlockHashJob::new(tokens, block_size, &seed, mm_offsets, mm_hashes.as_ref().map(|h| h.as_ref()), out.as_ref())?;
   // SAFETY: a synchronous call: no JavaScript runs while the slice lives, and `out` is a fresh
   // array of the wrapper's (src/core/hashing.ts), never one of the inputs.
-  let out = unsafe { out.as_mut() };
-  if out.len() < blocks {
-    return Err(range_error(format!("out must hold at least {blocks} entries, got {}", out.len())));
+  Ok(job.run(tokens, unsafe { out.as_mut() }))
+}
+
+/// `compute_block_hashes_into` on a libuv thread. The arguments are checked here, before the
+/// work is queued, so bad ones throw exactly as in the sync form.
+pub struct BlockHashTask {
+  job: BlockHashJob,
+  tokens: Uint32Array,
+  out: BigUint64Array,
+}
+
+impl Task for BlockHashTask {
+  type Output = u32;
+  type JsValue = u32;
+
+  fn compute(&mut self) -> Result<u32> {
+    // SAFETY: the wrapper (src/core/hashing.ts) allocated `out` for this call and hands it to
+    // JavaScript only once the promise settles; `tokens` is held by reference (the caller must not
+    // change or transfer it until then, as with Node's own async buffer APIs).
+    let out = unsafe { self.out.as_mut() };
+    Ok(self.job.run(&self.tokens, out))
   }
-  match (mm_offsets, mm_hashes) {
-    (Some(offsets), Some(values)) => {
-      let per_block = split_csr(offsets, values.as_ref())?;
-      for (i, block) in tokens.chunks_exact(bs).enumerate() {
-        out[i] = match per_block.get(i) {
-          Some(hashes) => hash::hash_block_with_mm(block, hashes, seed),
-          None => hash::hash_block(block, seed),
-        };
-      }
-    }
-    _ => {
-      for (slot, block) in out.iter_mut().zip(tokens.chunks_exact(bs)) {
-        *slot = hash::hash_block(block, seed);
-      }
-    }
+
+  fn resolve(&mut self, _env: Env, written: u32) -> Result<u32> {
+    Ok(written)
   }
-  Ok(blocks as u32)
+}
+
+/// The async form of `compute_block_hashes_into`: a Promise of the number of hashes written.
+#[napi(ts_return_type = "Promise<number>")]
+pub fn compute_block_hashes_into_async(
+  tokens: Uint32Array,
+  block_size: u32,
+  seed: BigInt,
+  mm_offsets: Option<Uint32Array>,
+  mm_hashes: Option<BigUint64Array>,
+  out: BigUint64Array,
+) -> Result<AsyncTask<BlockHashTask>> {
+  let job = BlockHashJob::new(&tokens, block_size, &seed, mm_offsets.as_deref(), mm_hashes.as_deref(), &out)?;
+  Ok(AsyncTask::new(BlockHashTask { job, tokens, out }))
 }
 
 fn split_csr(offsets: &[u32], values: &[u64]) -> Result<Vec<Vec<u64>>> {

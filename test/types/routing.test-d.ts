@@ -1,0 +1,24 @@
+// The public API of `kvroute/routing`: the orchestration classes and the engine clients.
+import { describe, expectTypeOf, it } from 'vitest';
+import * as routing from 'kvroute/routing';
+import { EngineClients, KvRouter, PrefillRouter, parseRoutingHints, type RoutedResponse, type RouterRequest, type RoutingHints, type SseEvent } from 'kvroute/routing';
+
+describe('kvroute/routing', () => {
+  it('routes a tokenized request to a response', () => {
+    expectTypeOf<PrefillRouter['handle']>().toEqualTypeOf<(request: RouterRequest) => Promise<RoutedResponse>>();
+    expectTypeOf<RoutedResponse['stream']>().toEqualTypeOf<AsyncIterable<SseEvent> | undefined>();
+    expectTypeOf(parseRoutingHints).returns.toEqualTypeOf<RoutingHints>();
+    expectTypeOf<ConstructorParameters<typeof KvRouter>[0]['clients']>().toEqualTypeOf<EngineClients>();
+  });
+
+  it('does not export what the routers keep their invariants with', () => {
+    expectTypeOf(routing).not.toHaveProperty('BookingGuard');
+    expectTypeOf(routing).not.toHaveProperty('GuardedStream');
+    expectTypeOf(routing).not.toHaveProperty('RequestTracker');
+    expectTypeOf(routing).not.toHaveProperty('roomForRank');
+    expectTypeOf(routing).not.toHaveProperty('bootstrapRoom');
+    expectTypeOf(routing).not.toHaveProperty('handoffFor');
+    expectTypeOf(routing).not.toHaveProperty('SseParser');
+    expectTypeOf(routing).not.toHaveProperty('validateWorkerInfo');
+  });
+});
