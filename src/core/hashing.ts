@@ -7,6 +7,7 @@ import {
   expectBigUint64Array,
   expectBlockSize,
   expectObject,
+  expectOptionalBoolean,
   expectOptionalString,
   expectUint32Array,
 } from '../util/validate.js';
@@ -21,6 +22,12 @@ export interface HashOptions {
   cacheNamespace?: string;
   /** mmHashes[i]: the multimodal items inside block i (absent or empty: none). */
   mmHashes?: ReadonlyArray<ReadonlyArray<MultimodalId> | null | undefined>;
+  /**
+   * EAGLE engines (Dynamo's `is_eagle`): each block hashes its tokens and the first token of the
+   * next block (windows of blockSize + 1 tokens, stride blockSize), so n tokens give
+   * floor((n - 1) / blockSize) blocks.
+   */
+  eagle?: boolean;
 }
 
 const seedCache = new Map<string, bigint>();
@@ -64,11 +71,17 @@ export function encodeMultimodal(mmHashes: unknown): { offsets: Uint32Array; has
   return { offsets, hashes: BigUint64Array.from(flat) };
 }
 
+/** Complete blocks in `tokens` tokens (EAGLE windows need one token past the block). */
+export function blockCount(tokens: number, blockSize: number, eagle = false): number {
+  return eagle ? Math.floor(Math.max(0, tokens - 1) / blockSize) : Math.floor(tokens / blockSize);
+}
+
 /** Local hashes of the complete blocks of `tokens`; a partial last block is not hashed. */
 export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?: HashOptions): BigUint64Array {
   expectUint32Array(tokens, 'tokens');
   expectBlockSize(blockSize);
   const o = expectObject(opts, 'opts');
+  const eagle = expectOptionalBoolean(o.eagle, 'opts.eagle');
   const seed = blockHashSeed(
     expectOptionalString(o.loraName, 'opts.loraName'),
     expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
@@ -76,8 +89,8 @@ export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?
   const mm = encodeMultimodal(o.mmHashes);
   // The result is allocated here and filled natively: an array created by the addon would be an
   // external buffer, freed only when the event loop turns (never, in a synchronous hot loop).
-  const out = allocU64(Math.floor(tokens.length / blockSize));
-  callNative(() => native.computeBlockHashesInto(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out));
+  const out = allocU64(blockCount(tokens.length, blockSize, eagle));
+  callNative(() => native.computeBlockHashesInto(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out, eagle));
   return out;
 }
 

@@ -6,9 +6,9 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::errors::range_error;
-use super::hash::check_block_size;
-use crate::hash;
+use super::errors::{range_error, Result};
+use super::hash::{check_block_size, to_u64};
+use crate::hash::{self, BlockHasher};
 
 fn byte_range<T>(s: &[T]) -> (usize, usize) {
   let start = s.as_ptr() as usize;
@@ -34,10 +34,7 @@ pub fn compute_block_hashes_batch_into(
   sequence: Option<BigUint64ArraySlice>,
 ) -> Result<u32> {
   let bs = check_block_size(block_size)?;
-  let (sign, seed, lossless) = seed.get_u64();
-  if sign || !lossless {
-    return Err(range_error("seed must be a u64"));
-  }
+  let seed = to_u64(&seed, "seed")?;
   if offsets.is_empty() {
     return Err(range_error("offsets must hold at least one entry (prompts + 1)"));
   }
@@ -83,20 +80,14 @@ pub fn compute_block_hashes_batch_into(
     }
   }
 
+  let hasher = BlockHasher::new(bs, seed);
   let mut n = 0usize;
   out_offsets[0] = 0;
   for (p, w) in offsets.windows(2).enumerate() {
     let start = n;
-    for block in tokens[w[0] as usize..w[1] as usize].chunks_exact(bs) {
-      out[n] = hash::hash_block(block, seed);
-      n += 1;
-    }
+    n += hasher.hash_into(&tokens[w[0] as usize..w[1] as usize], &mut out[start..]);
     if let Some(s) = seq.as_deref_mut() {
-      let mut prev = 0u64;
-      for i in start..n {
-        prev = if i == start { out[i] } else { hash::chain_hash(prev, out[i]) };
-        s[i] = prev;
-      }
+      hash::sequence_hashes_into(&out[start..n], &mut s[start..n]);
     }
     out_offsets[p + 1] = n as u32;
   }

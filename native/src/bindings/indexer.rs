@@ -8,9 +8,9 @@ use std::rc::Rc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::errors::range_error;
-use super::hash::check_block_size;
-use crate::hash;
+use super::errors::{coded, range_error, Code, Result};
+use super::hash::{check_block_size, mm_blocks, to_u64};
+use crate::hash::BlockHasher;
 use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, RejectReason, WorkerKey};
 
 const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
@@ -90,7 +90,7 @@ impl NativeIndexer {
   /// Loads a `snapshot()`; refuses damaged, truncated or unknown-version bytes.
   #[napi(factory)]
   pub fn restore(bytes: &[u8]) -> Result<Self> {
-    let indexer = RadixIndexer::restore(bytes).map_err(Error::from_reason)?;
+    let indexer = RadixIndexer::restore(bytes).map_err(|e| coded(Code::InvalidSnapshot, e))?;
     Ok(Self::wrap(indexer))
   }
 
@@ -135,16 +135,16 @@ impl NativeIndexer {
         token_ids.len()
       )));
     }
+    let mm = mm_blocks(mm_offsets, mm_hashes)?;
+    if let Some(mm) = mm.filter(|mm| mm.blocks() > block_hashes.len()) {
+      return Err(range_error(format!("multimodal hashes list {} blocks but the event has {}", mm.blocks(), block_hashes.len())));
+    }
     let local = &mut self.local;
     local.clear();
-    match (mm_offsets, mm_hashes) {
-      (None, None) => local.extend(token_ids.chunks_exact(bs).map(|b| hash::hash_block(b, seed))),
-      (Some(offsets), Some(values)) => hash_with_mm(token_ids, bs, seed, offsets, values, local)?,
-      _ => return Err(Error::new(Status::InvalidArg, "mmOffsets and mmHashes go together")),
-    }
+    BlockHasher::new(bs, seed).multimodal(mm).hash_extend(token_ids, local);
     match indexer.apply_stored(key, parent, block_hashes, local, now_ms) {
       Ok(()) => Ok(true),
-      Err(RejectReason::WrongMode) => Err(Error::from_reason("applyStored needs an indexer in 'events' mode")),
+      Err(RejectReason::WrongMode) => Err(coded(Code::WrongMode, "applyStored needs an indexer in 'events' mode")),
       Err(_) => Ok(false),
     }
   }
@@ -292,7 +292,7 @@ fn borrow(inner: &RefCell<RadixIndexer>) -> Result<RefMut<'_, RadixIndexer>> {
 fn borrow_in<'a>(inner: &'a RefCell<RadixIndexer>, mode: IndexerMode, call: &str) -> Result<RefMut<'a, RadixIndexer>> {
   let indexer = borrow(inner)?;
   if indexer.mode() != mode {
-    return Err(Error::from_reason(format!(
+    return Err(coded(Code::WrongMode, format!(
       "{call} needs an indexer in '{}' mode, this one is in '{}' mode",
       mode.name(),
       indexer.mode().name()
@@ -301,31 +301,8 @@ fn borrow_in<'a>(inner: &'a RefCell<RadixIndexer>, mode: IndexerMode, call: &str
   Ok(indexer)
 }
 
-fn busy() -> Error {
-  Error::from_reason("the indexer is busy (re-entrant call)")
-}
-
-/// Local hashes of blocks with multimodal content: block i's items are
-/// values[offsets[i]..offsets[i + 1]] (blocks past the offsets have none).
-fn hash_with_mm(tokens: &[u32], bs: usize, seed: u64, offsets: &[u32], values: &[u64], out: &mut Vec<u64>) -> Result<()> {
-  let blocks = tokens.len() / bs;
-  if offsets.len() > blocks + 1 {
-    return Err(range_error(format!("multimodal hashes list {} blocks but the event has {blocks}", offsets.len().saturating_sub(1))));
-  }
-  for (i, block) in tokens.chunks_exact(bs).enumerate() {
-    let items = match (offsets.get(i), offsets.get(i + 1)) {
-      (Some(&a), Some(&b)) => {
-        let (a, b) = (a as usize, b as usize);
-        if a > b || b > values.len() {
-          return Err(range_error("multimodal offsets must be non-decreasing and within the hashes"));
-        }
-        &values[a..b]
-      }
-      _ => &[][..],
-    };
-    out.push(hash::hash_block_with_mm(block, items, seed));
-  }
-  Ok(())
+fn busy() -> super::errors::CodedError {
+  coded(Code::Busy, "the indexer is busy (re-entrant call)")
 }
 
 fn to_id(v: f64, name: &str) -> Result<u64> {
@@ -345,14 +322,6 @@ fn to_key(worker: f64, dp_rank: f64) -> Result<WorkerKey> {
     return Err(range_error(format!("dpRank must be an integer in [0, 65535], got {dp_rank}")));
   }
   Ok(WorkerKey { worker, dp_rank: dp_rank as u32 })
-}
-
-fn to_u64(v: &BigInt, name: &str) -> Result<u64> {
-  let (negative, value, lossless) = v.get_u64();
-  if negative || !lossless {
-    return Err(range_error(format!("{name} must fit in 64 unsigned bits")));
-  }
-  Ok(value)
 }
 
 fn check_now(now_ms: f64) -> Result<()> {
