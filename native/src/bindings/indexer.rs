@@ -9,8 +9,9 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::errors::{coded, range_error, Code, Result};
+use super::fast;
 use super::hash::{check_block_size, mm_blocks, to_u64};
-use crate::hash::BlockHasher;
+use crate::hash::{BlockHasher, Window};
 use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, RejectReason, WorkerKey};
 
 const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
@@ -25,6 +26,8 @@ pub struct NativeIndexerConfig {
   pub ttl_ms: f64,
   pub approx_max_blocks: f64,
   pub prune_fraction: f64,
+  /// EAGLE engines: blocks hash blockSize + 1 tokens (stored events and prompts alike).
+  pub eagle: Option<bool>,
 }
 
 #[napi(object)]
@@ -46,6 +49,7 @@ pub struct NativeIndexerStats {
   pub approx_bytes: f64,
   pub bytes_per_node: f64,
   pub bytes_per_block: f64,
+  pub edges: f64,
   pub events_applied: f64,
   pub routings_recorded: f64,
   pub evictions: f64,
@@ -64,8 +68,14 @@ pub struct NativeIndexer {
   inner: Rc<RefCell<RadixIndexer>>,
   /// Local hashes of the event being applied.
   local: Vec<u64>,
-  /// The last findMatches result, sorted, for a caller whose buffer was too small.
-  matches: Vec<(WorkerKey, u32)>,
+  /// This tree's handle in the fast calls' table (fast.rs).
+  handle: u32,
+}
+
+impl Drop for NativeIndexer {
+  fn drop(&mut self) {
+    fast::unregister(self.handle);
+  }
 }
 
 #[napi]
@@ -82,6 +92,7 @@ impl NativeIndexer {
       ttl_ms: config.ttl_ms,
       approx_max_blocks: to_count(config.approx_max_blocks, "approxMaxBlocks")?,
       prune_fraction: config.prune_fraction,
+      window: Window::from_eagle(config.eagle == Some(true)),
     };
     let indexer = RadixIndexer::try_new(cfg).map_err(range_error)?;
     Ok(Self::wrap(indexer))
@@ -102,6 +113,12 @@ impl NativeIndexer {
   #[napi(getter)]
   pub fn mode(&self) -> String {
     self.inner.borrow().mode().name().to_string()
+  }
+
+  /// Whether blocks hash EAGLE windows (blockSize + 1 tokens).
+  #[napi(getter)]
+  pub fn eagle(&self) -> bool {
+    self.inner.borrow().window().is_eagle()
   }
 
   /// A BlockStored event. Hashes `token_ids` (block_hashes.len() complete blocks) with `seed`
@@ -127,11 +144,13 @@ impl NativeIndexer {
     check_blocks(block_hashes.len(), "blockHashes")?;
     let mut indexer = borrow_in(&self.inner, IndexerMode::Events, "applyStored")?;
     let bs = indexer.block_size() as usize;
-    if token_ids.len() != block_hashes.len() * bs {
+    let window = indexer.window();
+    let want = window.tokens_for(block_hashes.len(), bs);
+    if token_ids.len() != want {
+      let plus = if window.is_eagle() && !block_hashes.is_empty() { " + 1 (EAGLE)" } else { "" };
       return Err(range_error(format!(
-        "tokenIds must hold blockHashes.length x blockSize = {} x {bs} = {} tokens, got {}",
+        "tokenIds must hold blockHashes.length x blockSize{plus} = {} x {bs}{plus} = {want} tokens, got {}",
         block_hashes.len(),
-        block_hashes.len() * bs,
         token_ids.len()
       )));
     }
@@ -141,7 +160,7 @@ impl NativeIndexer {
     }
     let local = &mut self.local;
     local.clear();
-    BlockHasher::new(bs, seed).multimodal(mm).hash_extend(token_ids, local);
+    BlockHasher::new(bs, seed).window(window).multimodal(mm).hash_extend(token_ids, local);
     match indexer.apply_stored(key, parent, block_hashes, local, now_ms) {
       Ok(()) => Ok(true),
       Err(RejectReason::WrongMode) => Err(coded(Code::WrongMode, "applyStored needs an indexer in 'events' mode")),
@@ -173,27 +192,21 @@ impl NativeIndexer {
     Ok(())
   }
 
-  /// Matches a prompt's local hashes; writes [worker, dpRank, blocks] per match into `out`,
-  /// best first (blocks desc, then worker, then rank). Returns the number of matches; when
-  /// `out` is too small nothing is written and `copyMatches` fills a larger buffer.
-  #[napi]
-  pub fn find_matches(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64, mut out: Float64ArraySlice) -> Result<u32> {
-    check_now(now_ms)?;
-    check_blocks(local_hashes.len(), "localHashes")?;
-    let mut matches = std::mem::take(&mut self.matches);
-    borrow(&self.inner)?.find_matches_into(local_hashes, early_exit, now_ms, &mut matches);
-    matches.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    self.matches = matches;
-    // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
-    self.write_matches(unsafe { out.as_mut() });
-    Ok(self.matches.len() as u32)
+  /// The handle of this tree for `findMatchesFast(handle, localHashes, earlyExit, nowMs, out)`
+  /// (bindings/fast.rs), which matches a prompt's local hashes and writes [worker, dpRank,
+  /// blocks] per match into `out`, best first (blocks desc, then worker, then rank), returning
+  /// the number of matches; when `out` is too small nothing is written and `copyMatches` fills a
+  /// larger buffer.
+  #[napi(getter)]
+  pub fn handle(&self) -> u32 {
+    self.handle
   }
 
-  /// Copies the last findMatches result into `out` (3 numbers per match); false if too small.
+  /// Copies the last findMatchesFast result into `out` (3 numbers per match); false if too small.
   #[napi]
   pub fn copy_matches(&self, mut out: Float64ArraySlice) -> bool {
-    // SAFETY: as in find_matches.
-    self.write_matches(unsafe { out.as_mut() })
+    // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
+    fast::copy_matches(self.handle, unsafe { out.as_mut() })
   }
 
   /// Approximate mode: `worker`/`dp_rank` was routed this prompt.
@@ -231,6 +244,7 @@ impl NativeIndexer {
       approx_bytes: s.approx_bytes as f64,
       bytes_per_node: s.bytes_per_node(),
       bytes_per_block: s.bytes_per_block(),
+      edges: s.edges as f64,
       events_applied: c.events_applied as f64,
       routings_recorded: c.routings_recorded as f64,
       evictions: c.evictions as f64,
@@ -263,24 +277,14 @@ impl NativeIndexer {
 
 impl NativeIndexer {
   fn wrap(indexer: RadixIndexer) -> Self {
-    Self { inner: Rc::new(RefCell::new(indexer)), local: Vec::new(), matches: Vec::new() }
+    let inner = Rc::new(RefCell::new(indexer));
+    let handle = fast::register(Rc::clone(&inner));
+    Self { inner, local: Vec::new(), handle }
   }
 
   /// The tree, for the routing cores that match and record through it.
   pub(crate) fn shared(&self) -> Rc<RefCell<RadixIndexer>> {
     Rc::clone(&self.inner)
-  }
-
-  fn write_matches(&self, out: &mut [f64]) -> bool {
-    if out.len() < self.matches.len() * 3 {
-      return false;
-    }
-    for (chunk, (key, blocks)) in out.chunks_exact_mut(3).zip(&self.matches) {
-      chunk[0] = key.worker as f64;
-      chunk[1] = key.dp_rank as f64;
-      chunk[2] = *blocks as f64;
-    }
-    true
   }
 
 }

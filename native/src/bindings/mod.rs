@@ -1,6 +1,7 @@
 //! N-API bindings: argument checks and conversions only, no routing logic.
 
 mod errors;
+mod fast;
 mod hash;
 mod hash_batch;
 mod indexer;

@@ -108,7 +108,10 @@ impl NativeRoutingCore {
   #[napi(constructor)]
   pub fn new(indexer: &NativeIndexer, config: NativeRoutingConfig) -> Result<Self> {
     let shared = indexer.shared();
-    let index_block_size = shared.borrow().block_size();
+    let (index_block_size, window) = {
+      let ix = shared.borrow();
+      (ix.block_size(), ix.window())
+    };
     if config.block_size != index_block_size {
       return Err(range_error(format!("blockSize {} differs from the indexer's {}", config.block_size, index_block_size)));
     }
@@ -126,7 +129,7 @@ impl NativeRoutingCore {
       stale_booking_ms: config.stale_booking_ms,
       seed: to_count(config.seed, "seed")?,
       approximate: config.approximate,
-      window: crate::hash::Window::Plain,
+      window,
     };
     let core = RoutingCore::new(cfg).map_err(range_error)?;
     Ok(Self { indexer: shared, core, allowed: Vec::new(), last_retry_after_ms: 0.0 })
