@@ -3,7 +3,7 @@
 // KV events; approximate mode, for engines without events, by the router's own decisions, which
 // expire after a TTL. Time comes from the `clock` option, never read inside the tree.
 import { native, type Binding } from './binding.js';
-import { callNative, translateNativeError } from './errors.js';
+import { callNative, nativeErrorCode, translateNativeError } from './errors.js';
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import {
@@ -92,6 +92,50 @@ export interface IndexerStats {
   evictions: number;
   /** Approximate mode: entries dropped by the TTL. */
   expired: number;
+}
+
+/** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
+export interface EventDecodeError {
+  message: string;
+  /** E.g. "events[2].token_ids[5]" ("" for the whole payload). */
+  path: string;
+}
+
+/** What one KV event batch did to the index (applyEventBatch). */
+export interface EventBatchResult {
+  /** Events in the batch. */
+  events: number;
+  /** Events applied, by kind. */
+  stored: number;
+  removed: number;
+  cleared: number;
+  /** Stored events refused by reason; `unknownRemoval` counts removed hashes that named nothing. */
+  refused: {
+    blockSize: number;
+    tokenCount: number;
+    unknownParent: number;
+    duplicateHash: number;
+    selfParent: number;
+    hashCollision: number;
+    indexFull: number;
+    malformed: number;
+    /** Events whose fields have the wrong types (the first one's error is `invalidEvent`). */
+    invalid: number;
+    unknownRemoval: number;
+  };
+  /** Events of a type the decoder does not know, and of a secondary KV cache group: skipped. */
+  unknownTypes: number;
+  otherGroups: number;
+  /** Events about blocks on another medium than the device (CPU, disk...): not applied. */
+  otherMedia: Array<{ medium: string; stored: number; removed: number }>;
+  /** The batch's timestamp (seconds) and its own dp rank, if it says (events go to `dpRank`). */
+  ts: number;
+  dpRank?: number;
+  /** Set when the payload is not a valid batch: nothing was applied. */
+  decodeError?: EventDecodeError;
+  invalidEvent?: EventDecodeError;
+  /** The worker was removed while the batch was applied (async only): the rest was dropped. */
+  cancelled: boolean;
 }
 
 export interface StoredOptions {
@@ -204,6 +248,32 @@ export class KvIndexer {
     return callNative(() => this.native.applyRemoved(worker, dpRank, blockHashes, now));
   }
 
+  /**
+   * A KV event batch as the engine published it (msgpack, PROTOCOLS.md section 2), decoded,
+   * validated, hashed and applied for (worker, dpRank) in Rust. Never throws for bad bytes: the
+   * result says what was applied, refused, skipped or undecodable.
+   */
+  applyEventBatch(worker: number, dpRank: number, payload: Uint8Array): EventBatchResult {
+    this.expectMode('events', 'applyEventBatch');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    expectPayload(payload);
+    return callNative(() => this.native.applyEventBatch(worker, dpRank, payload)) as EventBatchResult;
+  }
+
+  /**
+   * applyEventBatch on a libuv thread (the payload is copied first), for large batches: the
+   * event loop goes on while it applies, and lookups wait at most one event for the index. A
+   * worker removed meanwhile gets nothing more applied (the result is then `cancelled`).
+   */
+  applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array): Promise<EventBatchResult> {
+    this.expectMode('events', 'applyEventBatchAsync');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    expectPayload(payload);
+    return callNative(() => this.native.applyEventBatchAsync(worker, dpRank, payload)) as Promise<EventBatchResult>;
+  }
+
   /** An AllBlocksCleared event: (worker, dpRank) holds nothing any more. */
   applyCleared(worker: number, dpRank: number): void {
     this.expectMode('events', 'applyCleared');
@@ -289,6 +359,11 @@ export class KvIndexer {
     return callNative(() => this.native.snapshot());
   }
 
+  /** snapshot() encoded on a libuv thread from a copy taken under the index's lock. */
+  snapshotAsync(): Promise<Uint8Array> {
+    return this.native.snapshotAsync();
+  }
+
   /** Loads a snapshot() into a new indexer; refuses damaged, truncated or unknown-version bytes. */
   static restore(bytes: Uint8Array, opts?: { clock?: () => number }): KvIndexer {
     if (!(bytes instanceof Uint8Array)) throw new TypeError(`snapshot bytes must be a Uint8Array, got ${describe(bytes)}`);
@@ -297,7 +372,20 @@ export class KvIndexer {
     try {
       restored = native.NativeIndexer.restore(bytes);
     } catch (err) {
-      throw new Error(`KvIndexer.restore: ${err instanceof Error ? err.message : String(err)}`);
+      throw restoreError(err);
+    }
+    return new KvIndexer(new Restored(restored, clock) as unknown as KvIndexerOptions);
+  }
+
+  /** restore() with the decoding and checks on a libuv thread (the bytes are copied first). */
+  static async restoreAsync(bytes: Uint8Array, opts?: { clock?: () => number }): Promise<KvIndexer> {
+    if (!(bytes instanceof Uint8Array)) throw new TypeError(`snapshot bytes must be a Uint8Array, got ${describe(bytes)}`);
+    const clock = expectClock(expectObject(opts, 'opts').clock);
+    let restored: Binding.NativeIndexer;
+    try {
+      restored = await native.NativeIndexer.restoreAsync(bytes);
+    } catch (err) {
+      throw restoreError(err);
     }
     return new KvIndexer(new Restored(restored, clock) as unknown as KvIndexerOptions);
   }
@@ -324,6 +412,19 @@ function expectBlocks(value: unknown, name: string): BigUint64Array {
     throw new RangeError(`${name} holds ${hashes.length} blocks, more than the ${MAX_BLOCKS_PER_CALL} accepted per call`);
   }
   return hashes;
+}
+
+/** A refused snapshot, its code kept. */
+function restoreError(err: unknown): Error {
+  const code = nativeErrorCode(err);
+  const e = new Error(`KvIndexer.restore: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  if (code) Object.assign(e, { code });
+  return e;
+}
+
+function expectPayload(value: unknown): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw new TypeError(`payload must be a Uint8Array (a Buffer), got ${describe(value)}`);
+  return value;
 }
 
 function expectPositive(value: unknown, name: string): number {

@@ -11,17 +11,16 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
 use std::ptr;
-use std::rc::Rc;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
 use super::errors::Code;
-use crate::indexer::{RadixIndexer, WorkerKey};
+use crate::indexer::WorkerKey;
 
 struct Registered {
-  indexer: Rc<RefCell<RadixIndexer>>,
+  indexer: super::indexer::SharedIndex,
   /// The last findMatches result (best first), for a caller whose buffer was too small.
   matches: Vec<(WorkerKey, u32)>,
 }
@@ -31,7 +30,7 @@ thread_local! {
 }
 
 /// Registers a tree; the handle identifies it in the fast calls of this thread.
-pub fn register(indexer: Rc<RefCell<RadixIndexer>>) -> u32 {
+pub fn register(indexer: super::indexer::SharedIndex) -> u32 {
   REGISTRY.with_borrow_mut(|r| {
     let entry = Some(Registered { indexer, matches: Vec::new() });
     match r.iter().position(Option::is_none) {
@@ -177,7 +176,7 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   let out = unsafe { std::slice::from_raw_parts_mut(out, out_len) };
   REGISTRY.with_borrow_mut(|r| {
     let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
-    let mut indexer = entry.indexer.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the indexer is busy (re-entrant call)".into()))?;
+    let mut indexer = super::indexer::lock(&entry.indexer);
     indexer.find_matches_sorted_into(hashes, early_exit, now_ms, &mut entry.matches);
     write_matches(&entry.matches, out);
     Ok(entry.matches.len() as u32)

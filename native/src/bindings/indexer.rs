@@ -1,9 +1,10 @@
 //! `NativeIndexer`: the radix indexer behind `KvIndexer` (src/core/indexer.ts). Checks and
-//! conversions only; the tree lives in `crate::indexer`. It is shared (Rc<RefCell>) with the
+//! conversions only; the tree lives in `crate::indexer`. It sits behind a mutex (event batches
+//! and snapshots are applied and encoded on libuv's threads; every other call takes the lock for
+//! its own short duration) and is shared with the
 //! routing cores built over it, which match and record through the same tree.
 
-use std::cell::{RefCell, RefMut};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -65,9 +66,9 @@ pub struct NativeWorkerRank {
 
 #[napi]
 pub struct NativeIndexer {
-  inner: Rc<RefCell<RadixIndexer>>,
+  inner: SharedIndex,
   /// Local hashes of the event being applied.
-  local: Vec<u64>,
+  local: std::cell::RefCell<Vec<u64>>,
   /// This tree's handle in the fast calls' table (fast.rs).
   handle: u32,
 }
@@ -107,18 +108,18 @@ impl NativeIndexer {
 
   #[napi(getter)]
   pub fn block_size(&self) -> u32 {
-    self.inner.borrow().block_size()
+    lock(&self.inner).block_size()
   }
 
   #[napi(getter)]
   pub fn mode(&self) -> String {
-    self.inner.borrow().mode().name().to_string()
+    lock(&self.inner).mode().name().to_string()
   }
 
   /// Whether blocks hash EAGLE windows (blockSize + 1 tokens).
   #[napi(getter)]
   pub fn eagle(&self) -> bool {
-    self.inner.borrow().window().is_eagle()
+    lock(&self.inner).window().is_eagle()
   }
 
   /// A BlockStored event. Hashes `token_ids` (block_hashes.len() complete blocks) with `seed`
@@ -126,7 +127,7 @@ impl NativeIndexer {
   #[napi]
   #[allow(clippy::too_many_arguments)]
   pub fn apply_stored(
-    &mut self,
+    &self,
     worker: f64,
     dp_rank: f64,
     parent_hash: Option<BigInt>,
@@ -158,10 +159,10 @@ impl NativeIndexer {
     if let Some(mm) = mm.filter(|mm| mm.blocks() > block_hashes.len()) {
       return Err(range_error(format!("multimodal hashes list {} blocks but the event has {}", mm.blocks(), block_hashes.len())));
     }
-    let local = &mut self.local;
+    let mut local = self.local.borrow_mut();
     local.clear();
-    BlockHasher::new(bs, seed).window(window).multimodal(mm).hash_extend(token_ids, local);
-    match indexer.apply_stored(key, parent, block_hashes, local, now_ms) {
+    BlockHasher::new(bs, seed).window(window).multimodal(mm).hash_extend(token_ids, &mut local);
+    match indexer.apply_stored(key, parent, block_hashes, &local, now_ms) {
       Ok(()) => Ok(true),
       Err(RejectReason::WrongMode) => Err(coded(Code::WrongMode, "applyStored needs an indexer in 'events' mode")),
       Err(_) => Ok(false),
@@ -170,7 +171,7 @@ impl NativeIndexer {
 
   /// A BlockRemoved event: the number of blocks removed (unknown hashes are counted).
   #[napi]
-  pub fn apply_removed(&mut self, worker: f64, dp_rank: f64, block_hashes: &[u64], now_ms: f64) -> Result<u32> {
+  pub fn apply_removed(&self, worker: f64, dp_rank: f64, block_hashes: &[u64], now_ms: f64) -> Result<u32> {
     let key = to_key(worker, dp_rank)?;
     check_now(now_ms)?;
     check_blocks(block_hashes.len(), "blockHashes")?;
@@ -179,14 +180,14 @@ impl NativeIndexer {
   }
 
   #[napi]
-  pub fn apply_cleared(&mut self, worker: f64, dp_rank: f64) -> Result<()> {
+  pub fn apply_cleared(&self, worker: f64, dp_rank: f64) -> Result<()> {
     let key = to_key(worker, dp_rank)?;
     borrow_in(&self.inner, IndexerMode::Events, "applyCleared")?.apply_cleared(key);
     Ok(())
   }
 
   #[napi]
-  pub fn remove_worker(&mut self, worker: f64) -> Result<()> {
+  pub fn remove_worker(&self, worker: f64) -> Result<()> {
     let worker = to_id(worker, "worker")?;
     borrow(&self.inner)?.remove_worker(worker);
     Ok(())
@@ -211,7 +212,7 @@ impl NativeIndexer {
 
   /// Approximate mode: `worker`/`dp_rank` was routed this prompt.
   #[napi]
-  pub fn record_routing(&mut self, worker: f64, dp_rank: f64, local_hashes: &[u64], now_ms: f64) -> Result<()> {
+  pub fn record_routing(&self, worker: f64, dp_rank: f64, local_hashes: &[u64], now_ms: f64) -> Result<()> {
     let key = to_key(worker, dp_rank)?;
     check_now(now_ms)?;
     check_blocks(local_hashes.len(), "localHashes")?;
@@ -221,20 +222,20 @@ impl NativeIndexer {
 
   /// Approximate mode: drops expired entries; returns how many (0 in events mode).
   #[napi]
-  pub fn expire(&mut self, now_ms: f64) -> Result<u32> {
+  pub fn expire(&self, now_ms: f64) -> Result<u32> {
     check_now(now_ms)?;
     Ok(borrow(&self.inner)?.expire(now_ms) as u32)
   }
 
   #[napi]
   pub fn snapshot(&self) -> Result<Uint8Array> {
-    let indexer = self.inner.try_borrow().map_err(|_| busy())?;
+    let indexer = lock(&self.inner);
     Ok(Uint8Array::new(indexer.snapshot()))
   }
 
   #[napi]
   pub fn stats(&self) -> NativeIndexerStats {
-    let s = self.inner.borrow().stats();
+    let s = lock(&self.inner).stats();
     let c = s.counters;
     let r = c.rejected;
     NativeIndexerStats {
@@ -264,37 +265,49 @@ impl NativeIndexer {
   /// Blocks held by (worker, dpRank).
   #[napi]
   pub fn blocks_of(&self, worker: f64, dp_rank: f64) -> Result<f64> {
-    Ok(self.inner.borrow().blocks_of(to_key(worker, dp_rank)?) as f64)
+    Ok(lock(&self.inner).blocks_of(to_key(worker, dp_rank)?) as f64)
   }
 
   /// The (worker, dpRank) pairs holding at least one block, sorted.
   #[napi]
   pub fn workers(&self) -> Vec<NativeWorkerRank> {
-    let keys = self.inner.borrow().workers();
+    let keys = lock(&self.inner).workers();
     keys.into_iter().map(|k| NativeWorkerRank { worker: k.worker as f64, dp_rank: k.dp_rank }).collect()
   }
 }
 
 impl NativeIndexer {
-  fn wrap(indexer: RadixIndexer) -> Self {
-    let inner = Rc::new(RefCell::new(indexer));
-    let handle = fast::register(Rc::clone(&inner));
-    Self { inner, local: Vec::new(), handle }
+  pub(crate) fn inner_ref(&self) -> &SharedIndex {
+    &self.inner
+  }
+
+  pub(crate) fn wrap(indexer: RadixIndexer) -> Self {
+    let inner = Arc::new(Mutex::new(indexer));
+    let handle = fast::register(Arc::clone(&inner));
+    Self { inner, local: Default::default(), handle }
   }
 
   /// The tree, for the routing cores that match and record through it.
-  pub(crate) fn shared(&self) -> Rc<RefCell<RadixIndexer>> {
-    Rc::clone(&self.inner)
+  pub(crate) fn shared(&self) -> SharedIndex {
+    Arc::clone(&self.inner)
   }
 
 }
 
-fn borrow(inner: &RefCell<RadixIndexer>) -> Result<RefMut<'_, RadixIndexer>> {
-  inner.try_borrow_mut().map_err(|_| busy())
+/// The index, shared by the indexer, its routing cores and the tasks working on it off-thread.
+pub type SharedIndex = Arc<Mutex<RadixIndexer>>;
+
+/// Takes the index's lock. A panic while it was held (a bug) does not make the index unusable.
+pub fn lock(inner: &SharedIndex) -> MutexGuard<'_, RadixIndexer> {
+  inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn borrow_in<'a>(inner: &'a RefCell<RadixIndexer>, mode: IndexerMode, call: &str) -> Result<RefMut<'a, RadixIndexer>> {
-  let indexer = borrow(inner)?;
+fn borrow(inner: &SharedIndex) -> Result<MutexGuard<'_, RadixIndexer>> {
+  Ok(lock(inner))
+}
+
+pub fn borrow_in<'a>(inner: &'a SharedIndex, mode: IndexerMode, call: &str) -> Result<MutexGuard<'a, RadixIndexer>> {
+  let indexer = lock(inner);
   if indexer.mode() != mode {
     return Err(coded(Code::WrongMode, format!(
       "{call} needs an indexer in '{}' mode, this one is in '{}' mode",
@@ -303,10 +316,6 @@ fn borrow_in<'a>(inner: &'a RefCell<RadixIndexer>, mode: IndexerMode, call: &str
     )));
   }
   Ok(indexer)
-}
-
-fn busy() -> super::errors::CodedError {
-  coded(Code::Busy, "the indexer is busy (re-entrant call)")
 }
 
 fn to_id(v: f64, name: &str) -> Result<u64> {
@@ -320,7 +329,7 @@ fn to_count(v: f64, name: &str) -> Result<u64> {
   to_id(v, name)
 }
 
-fn to_key(worker: f64, dp_rank: f64) -> Result<WorkerKey> {
+pub fn to_key(worker: f64, dp_rank: f64) -> Result<WorkerKey> {
   let worker = to_id(worker, "worker")?;
   if dp_rank.fract() != 0.0 || !(0.0..=65535.0).contains(&dp_rank) {
     return Err(range_error(format!("dpRank must be an integer in [0, 65535], got {dp_rank}")));

@@ -6,14 +6,11 @@
 //! [6] hashUs [7] matchUs [8] selectUs [9] totalUs [10] candidates n, then n x 6:
 //! worker, dpRank, overlapBlocks, prefillBlocks, decodeBlocks, cost. Returns n.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::errors::{coded, range_error, type_error, Code, CodedError, Result};
-use super::indexer::NativeIndexer;
+use super::indexer::{lock, NativeIndexer, SharedIndex};
 use crate::indexer::RadixIndexer;
 use crate::load::WorkerKey;
 use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RouteError, RouteRequest, RoutingCore, WorkerSpec, MAX_EXPLAINED};
@@ -95,7 +92,7 @@ pub struct NativeRoutingStats {
 
 #[napi]
 pub struct NativeRoutingCore {
-  indexer: Rc<RefCell<RadixIndexer>>,
+  indexer: SharedIndex,
   core: RoutingCore,
   /// Reused for the allowed-worker ids of a request.
   allowed: Vec<u64>,
@@ -109,7 +106,7 @@ impl NativeRoutingCore {
   pub fn new(indexer: &NativeIndexer, config: NativeRoutingConfig) -> Result<Self> {
     let shared = indexer.shared();
     let (index_block_size, window) = {
-      let ix = shared.borrow();
+      let ix = lock(&shared);
       (ix.block_size(), ix.window())
     };
     if config.block_size != index_block_size {
@@ -300,7 +297,7 @@ impl NativeRoutingCore {
       req.prefill_load_scale = o.prefill_load_scale;
       req.temperature = o.temperature;
     }
-    let mut indexer = self.indexer.try_borrow_mut().map_err(|_| coded(Code::Busy, "the indexer is busy (re-entrant call)"))?;
+    let mut indexer = lock(&self.indexer);
     let d = match self.core.route(&mut *indexer, &req, now_ms, mode) {
       Ok(d) => d,
       Err(e) => {

@@ -168,6 +168,8 @@ pub struct RadixIndexer {
   state: ModeState,
   counters: Counters,
   scratch: Scratch,
+  /// Bumped each time a worker is removed: work started before sees the change and stops.
+  epochs: rustc_hash::FxHashMap<u64, u64>,
 }
 
 impl std::fmt::Debug for RadixIndexer {
@@ -198,6 +200,7 @@ impl RadixIndexer {
       state,
       counters: Counters::default(),
       scratch: Scratch::default(),
+      epochs: Default::default(),
     })
   }
 
@@ -229,8 +232,14 @@ impl RadixIndexer {
     self.counters.events_applied += 1;
   }
 
+  /// How many times `worker` was removed (0 if never).
+  pub fn worker_epoch(&self, worker: u64) -> u64 {
+    self.epochs.get(&worker).copied().unwrap_or(0)
+  }
+
   /// Drops every dp rank of `worker`.
   pub fn remove_worker(&mut self, worker: u64) {
+    *self.epochs.entry(worker).or_default() += 1;
     for slot in self.slots.of_worker(worker) {
       self.drop_slot(slot);
     }
