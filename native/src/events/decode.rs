@@ -157,6 +157,8 @@ pub struct Scratch {
   /// Multimodal items per block (CSR) when `multimodal`: block i's are mm_hashes[mm_offsets[i]..mm_offsets[i+1]].
   pub mm_offsets: Vec<u32>,
   pub mm_hashes: Vec<u64>,
+  /// `tokens` already hold the event's token ids (read while walking a positional event).
+  tokens_ready: bool,
 }
 
 const BLOCK_HASHES: usize = 0;
@@ -200,7 +202,7 @@ impl<'a> Events<'a> {
     let path = format!("events[{}]", self.index);
     self.index += 1;
     let mut walk = self.r.clone();
-    let event = match field_table_at(&mut walk, &path) {
+    let event = match field_table_at(&mut walk, &path, s) {
       Ok(table) => {
         self.r = walk;
         decode_fields(self.bytes, table, &path, s).unwrap_or_else(Event::Invalid)
@@ -217,8 +219,9 @@ impl<'a> Events<'a> {
 
 /// The type tag and the byte offsets of the known fields of the event at the reader, which is
 /// left after the event.
-fn field_table_at<'a>(r: &mut Reader<'a>, path: &str) -> Result<(&'a str, [Option<usize>; FIELDS]), DecodeError> {
+fn field_table_at<'a>(r: &mut Reader<'a>, path: &str, s: &mut Scratch) -> Result<(&'a str, [Option<usize>; FIELDS]), DecodeError> {
   let bad = |e: String| DecodeError::new(e, path);
+  s.tokens_ready = false;
   let mut fields = [None; FIELDS];
   if let Some(n) = r.array().map_err(bad)? {
     if n == 0 {
@@ -235,6 +238,15 @@ fn field_table_at<'a>(r: &mut Reader<'a>, path: &str) -> Result<(&'a str, [Optio
       if let Some(&f) = positions.get(p - 1) {
         // Trailing fields equal to their default are omitted (msgspec omit_defaults): absent = nil.
         fields[f] = Some(r.at);
+        if f == TOKEN_IDS {
+          // The token ids, the bulk of the bytes, are read here rather than skipped and read again.
+          let mut t = r.clone();
+          if read_tokens_at(&mut t, "", &mut s.tokens).is_ok() {
+            *r = t;
+            s.tokens_ready = true;
+            continue;
+          }
+        }
       }
       r.skip().map_err(bad)?;
     }
@@ -276,7 +288,9 @@ fn decode_fields<'a>(bytes: &'a [u8], (tag, fields): (&'a str, [Option<usize>; F
     "BlockStored" => {
       read_hash_list(field(BLOCK_HASHES), &fpath(BLOCK_HASHES), &mut s.hashes)?;
       let parent = read_optional_hash(field(PARENT), &fpath(PARENT))?;
-      read_tokens(field(TOKEN_IDS), &fpath(TOKEN_IDS), &mut s.tokens)?;
+      if !s.tokens_ready {
+        read_tokens(field(TOKEN_IDS), &fpath(TOKEN_IDS), &mut s.tokens)?;
+      }
       let block_size = read_block_size(field(BLOCK_SIZE), &fpath(BLOCK_SIZE))?;
       let medium = read_optional_str(field(MEDIUM), &fpath(MEDIUM))?;
       // Section 1: an empty LoRA name counts as unset.
@@ -360,8 +374,13 @@ fn read_hash_list(r: Option<Reader>, path: &str, out: &mut Vec<u64>) -> Result<(
 }
 
 fn read_tokens(r: Option<Reader>, path: &str, out: &mut Vec<u32>) -> Result<(), DecodeError> {
-  out.clear();
   let mut r = r.ok_or_else(|| DecodeError::new("must be a list of token ids, got nil", path))?;
+  read_tokens_at(&mut r, path, out)
+}
+
+/// The token ids at `r`, which is left after them.
+fn read_tokens_at(r: &mut Reader, path: &str, out: &mut Vec<u32>) -> Result<(), DecodeError> {
+  out.clear();
   let before = r.clone();
   let n = r.array().map_err(|e| DecodeError::new(e, path))?.ok_or_else(|| DecodeError::new(format!("must be a list of token ids, got {}", before.describe()), path))?;
   out.reserve(n as usize);
