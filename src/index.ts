@@ -23,6 +23,8 @@ export {
   type KvIndexerOptions,
   type OverlapMatch,
   type StoredOptions,
+  type EventBatchResult,
+  type EventDecodeError,
 } from './core/indexer.js';
 export {
   RoutingCore,
@@ -39,3 +41,4 @@ export {
   type WorkerSpec,
 } from './core/routing-core.js';
 export { RoutingError, NoEligibleWorkerError, BackpressureError, MissingRoutingHintError, DuplicateRequestError } from './core/routing-errors.js';
+export { NativeErrorCode } from './core/errors.js';

@@ -4,6 +4,7 @@
 // overlap scores of every query, before and after the removals. Figures are medians of rounds.
 import { computeBlockHashes } from '../../src/core/hashing.js';
 import { KvIndexer } from '../../src/core/indexer.js';
+import { fast } from '../../src/core/fast-calls.js';
 import { BLOCK_SIZE, documentCount, queryTokens, removedEvents, storedEvents, type RemovedEvent, type StoredEvent } from '../indexer/workload.js';
 import { sampleCalls } from '../lib/timer.js';
 import type { DynamoBuilt, DynamoIndexer, DynamoReady, DynamoRemoved } from './dynamo-indexer.js';
@@ -97,7 +98,8 @@ export function kvrouteScores(index: KvIndexer, queries: readonly BigUint64Array
 function bareFindMatches(index: KvIndexer): (q: BigUint64Array) => number {
   const out = new Float64Array(3 * 256);
   const now = Date.now();
-  return (q) => index.native.findMatches(q, false, now, out);
+  const handle = index.native.handle;
+  return (q) => fast.findMatchesFast(handle, q, false, now, out);
 }
 
 function checkScores(index: KvIndexer, w: KvrouteWorkload, dynamo: { radix: number[][]; pool: number[][] }, when: string, log: (line: string) => void): ScoreCheck[] {
@@ -123,7 +125,6 @@ export async function compareIndexers(
   const latencyNs: IndexerComparison['latencyNs'] = { kvroutePublic: [], kvrouteBare: [], dynamoRadix: [], dynamoPool: [] };
   const scoreChecks: ScoreCheck[] = [];
   let hashNs: IndexerComparison['hashNs'] = { kvroute: [], dynamo: [], tokens: 0 };
-  let eventBatch: EventBatchFigures = { available: false };
 
   for (let round = 0; round < sizes.rounds; round++) {
     const last = round === sizes.rounds - 1;
@@ -183,6 +184,6 @@ export async function compareIndexers(
     if (removal.radix.rejected + removal.pool.rejected > 0) log(`WARNING: Dynamo refused removed events (RadixTree ${removal.radix.rejected}, thread pool ${removal.pool.rejected})`);
     if (last) scoreChecks.push(...checkScores(ours.index, w, await peer.scores(), 'after the removals', log));
   }
-  eventBatch = measureApplyEventBatch(w, log);
+  const eventBatch = measureApplyEventBatch(w, log);
   return { ready, stored: w.stored.length, removed: w.removed.length, queries: w.queries.length, kvroute, dynamoBuilt, dynamoRemoved, latencyNs, hashNs, scoreChecks, eventBatch };
 }

@@ -2,6 +2,7 @@
 //! The modules below `bindings` are plain Rust (no N-API types) and unit-tested with cargo;
 //! `bindings` holds the thin N-API layer the TypeScript `src/core` classes call.
 
+pub mod events;
 pub mod hash;
 pub mod indexer;
 pub mod load;

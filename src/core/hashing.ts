@@ -8,6 +8,7 @@ import {
   expectBigUint64Array,
   expectBlockSize,
   expectObject,
+  expectOptionalBoolean,
   expectOptionalString,
   expectUint32Array,
 } from '../util/validate.js';
@@ -22,6 +23,12 @@ export interface HashOptions {
   cacheNamespace?: string;
   /** mmHashes[i]: the multimodal items inside block i (absent or empty: none). */
   mmHashes?: ReadonlyArray<ReadonlyArray<MultimodalId> | null | undefined>;
+  /**
+   * EAGLE engines (Dynamo's `is_eagle`): each block hashes its tokens and the first token of the
+   * next block (windows of blockSize + 1 tokens, stride blockSize), so n tokens give
+   * floor((n - 1) / blockSize) blocks.
+   */
+  eagle?: boolean;
 }
 
 const seedCache = new Map<string, bigint>();
@@ -65,9 +72,15 @@ export function encodeMultimodal(mmHashes: unknown): { offsets: Uint32Array; has
   return { offsets, hashes: BigUint64Array.from(flat) };
 }
 
+/** Complete blocks in `tokens` tokens (EAGLE windows need one token past the block). */
+export function blockCount(tokens: number, blockSize: number, eagle = false): number {
+  return eagle ? Math.floor(Math.max(0, tokens - 1) / blockSize) : Math.floor(tokens / blockSize);
+}
+
 interface CheckedHashCall {
   seed: bigint;
   mm: { offsets: Uint32Array; hashes: BigUint64Array } | undefined;
+  eagle: boolean | undefined;
   blocks: number;
 }
 
@@ -75,20 +88,21 @@ function checkHashCall(tokens: unknown, blockSize: unknown, opts: unknown): Chec
   const t = expectUint32Array(tokens, 'tokens');
   const bs = expectBlockSize(blockSize);
   const o = expectObject(opts, 'opts');
+  const eagle = expectOptionalBoolean(o.eagle, 'opts.eagle');
   const seed = blockHashSeed(
     expectOptionalString(o.loraName, 'opts.loraName'),
     expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
   );
-  return { seed, mm: encodeMultimodal(o.mmHashes), blocks: Math.floor(t.length / bs) };
+  return { seed, mm: encodeMultimodal(o.mmHashes), eagle, blocks: blockCount(t.length, bs, eagle) };
 }
 
 /** Local hashes of the complete blocks of `tokens`; a partial last block is not hashed. */
 export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?: HashOptions): BigUint64Array {
-  const { seed, mm, blocks } = checkHashCall(tokens, blockSize, opts);
+  const { seed, mm, eagle, blocks } = checkHashCall(tokens, blockSize, opts);
   // The result is allocated here and filled natively: an array created by the addon would be an
   // external buffer, freed only when the event loop turns (never, in a synchronous hot loop).
   const out = allocU64(blocks);
-  callNative(() => native.computeBlockHashesInto(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out));
+  callNative(() => native.computeBlockHashesInto(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out, eagle));
   return out;
 }
 
@@ -99,10 +113,10 @@ export function computeBlockHashes(tokens: Uint32Array, blockSize: number, opts?
  * prompts only: the thread hop costs tens of microseconds, about a 100k-token hash.
  */
 export async function computeBlockHashesAsync(tokens: Uint32Array, blockSize: number, opts?: HashOptions): Promise<BigUint64Array> {
-  const { seed, mm, blocks } = checkHashCall(tokens, blockSize, opts);
+  const { seed, mm, eagle, blocks } = checkHashCall(tokens, blockSize, opts);
   const out = new BigUint64Array(blocks);
   try {
-    await native.computeBlockHashesIntoAsync(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out);
+    await native.computeBlockHashesIntoAsync(tokens, blockSize, seed, mm?.offsets, mm?.hashes, out, eagle);
   } catch (err) {
     throw translateNativeError(err);
   }

@@ -3,7 +3,8 @@
 // KV events; approximate mode, for engines without events, by the router's own decisions, which
 // expire after a TTL. Time comes from the `clock` option, never read inside the tree.
 import { native, type Binding } from './binding.js';
-import { callNative } from './errors.js';
+import { callNative, nativeErrorCode, translateNativeError } from './errors.js';
+import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import {
   describe,
@@ -12,6 +13,7 @@ import {
   expectDpRank,
   expectInteger,
   expectObject,
+  expectOptionalBoolean,
   expectOptionalString,
   expectU64,
   expectUint32Array,
@@ -35,6 +37,12 @@ export interface KvIndexerOptions {
   approxMaxBlocks?: number;
   /** A cap, once passed, prunes down to this fraction of it (0.8). */
   pruneFraction?: number;
+  /**
+   * EAGLE engines (Dynamo's `is_eagle`): each block hashes its tokens and the first token of the
+   * next block, for stored events (which then carry blocks x blockSize + 1 tokens) and for the
+   * prompts of the routing cores built over this index. Default false.
+   */
+  eagle?: boolean;
   /** Milliseconds now (Date.now by default; the offline simulator passes a virtual clock). */
   clock?: () => number;
 }
@@ -66,7 +74,7 @@ export interface IndexerRejections {
 export interface IndexerStats {
   /** Indexed (worker, dpRank, block) entries. */
   blocks: number;
-  /** Distinct blocks (tree nodes). */
+  /** Distinct blocks (whatever edges they sit on). */
   nodes: number;
   /** (worker, dpRank) pairs holding at least one block. */
   workers: number;
@@ -74,6 +82,8 @@ export interface IndexerStats {
   approxBytes: number;
   bytesPerNode: number;
   bytesPerBlock: number;
+  /** Edges of the compressed tree (runs of blocks). */
+  edges: number;
   /** Stored events accepted, removed and cleared events. */
   eventsApplied: number;
   /** Approximate mode: routing decisions recorded. */
@@ -85,9 +95,68 @@ export interface IndexerStats {
   expired: number;
 }
 
+/** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
+export interface EventDecodeError {
+  message: string;
+  /** E.g. "events[2].token_ids[5]" ("" for the whole payload). */
+  path: string;
+}
+
+/** What one KV event batch did to the index (applyEventBatch). */
+export interface EventBatchResult {
+  /** Events in the batch. */
+  events: number;
+  /** Events applied, by kind. */
+  stored: number;
+  removed: number;
+  cleared: number;
+  /** Stored events refused by reason; `unknownRemoval` counts removed hashes that named nothing. */
+  refused: {
+    blockSize: number;
+    tokenCount: number;
+    unknownParent: number;
+    duplicateHash: number;
+    selfParent: number;
+    hashCollision: number;
+    indexFull: number;
+    malformed: number;
+    /** Events whose fields have the wrong types (the first one's error is `invalidEvent`). */
+    invalid: number;
+    unknownRemoval: number;
+  };
+  /** Events of a type the decoder does not know, and of a secondary KV cache group: skipped. */
+  unknownTypes: number;
+  otherGroups: number;
+  /** Events about blocks on another medium than the device (CPU, disk...): not applied. */
+  otherMedia: Array<{ medium: string; stored: number; removed: number }>;
+  /** The batch's timestamp (seconds) and its own dp rank, if it says (events go to `dpRank`). */
+  ts: number;
+  dpRank?: number;
+  /** Set when the payload is not a valid batch: nothing was applied. */
+  decodeError?: EventDecodeError;
+  invalidEvent?: EventDecodeError;
+  /** The worker was removed while the batch was applied (async only): the rest was dropped. */
+  cancelled: boolean;
+}
+
 export interface StoredOptions {
   loraName?: string;
   mmHashes?: HashOptions['mmHashes'];
+}
+
+/**
+ * An OverlapMatch as findMatches builds it: constructed by a class (plain assignments, one hidden
+ * class), which V8 allocates markedly faster than object literals read from a Float64Array.
+ */
+class Match implements OverlapMatch {
+  declare worker: number;
+  declare dpRank: number;
+  declare blocks: number;
+  constructor(worker: number, dpRank: number, blocks: number) {
+    this.worker = worker;
+    this.dpRank = dpRank;
+    this.blocks = blocks;
+  }
 }
 
 /** Blocks accepted per call (events, prompts): a 16M-token prompt at block size 16. */
@@ -104,8 +173,12 @@ class Restored {
 export class KvIndexer {
   readonly blockSize: number;
   readonly mode: IndexerMode;
+  /** Whether blocks hash EAGLE windows (blockSize + 1 tokens). */
+  readonly eagle: boolean;
   /** @internal The addon's index, shared with the routing cores built over this indexer. */
   readonly native: Binding.NativeIndexer;
+  /** The index's handle for the addon's fast calls. */
+  private readonly handle: number;
   private readonly clock: () => number;
   /** [worker, dpRank, blocks] per match, written by the addon; grown when a result needs it. */
   private out = new Float64Array(3 * 64);
@@ -122,11 +195,14 @@ export class KvIndexer {
       const ttlMs = opts.ttlMs === undefined ? 120_000 : expectPositive(opts.ttlMs, 'ttlMs');
       const approxMaxBlocks = opts.approxMaxBlocks === undefined ? 2 ** 20 : expectInteger(opts.approxMaxBlocks, 'approxMaxBlocks', 1, Number.MAX_SAFE_INTEGER);
       const pruneFraction = opts.pruneFraction === undefined ? 0.8 : expectFraction(opts.pruneFraction);
+      const eagle = expectOptionalBoolean(opts.eagle, 'eagle');
       this.clock = expectClock(opts.clock);
-      this.native = callNative(() => new native.NativeIndexer({ blockSize, mode, maxBlocks, ttlMs, approxMaxBlocks, pruneFraction }));
+      this.native = callNative(() => new native.NativeIndexer({ blockSize, mode, maxBlocks, ttlMs, approxMaxBlocks, pruneFraction, eagle }));
     }
     this.blockSize = this.native.blockSize;
     this.mode = this.native.mode as IndexerMode;
+    this.eagle = this.native.eagle;
+    this.handle = this.native.handle;
   }
 
   /**
@@ -150,10 +226,10 @@ export class KvIndexer {
     const parent = parentHash === null || parentHash === undefined ? null : expectU64(parentHash, 'parentHash');
     expectBlocks(blockHashes, 'blockHashes');
     expectUint32Array(tokenIds, 'tokenIds');
-    if (tokenIds.length !== blockHashes.length * this.blockSize) {
-      throw new RangeError(
-        `tokenIds must hold blockHashes.length x blockSize = ${blockHashes.length} x ${this.blockSize} = ${blockHashes.length * this.blockSize} tokens, got ${tokenIds.length}`,
-      );
+    const plus = this.eagle && blockHashes.length > 0 ? ' + 1 (EAGLE)' : '';
+    const want = blockHashes.length * this.blockSize + (plus ? 1 : 0);
+    if (tokenIds.length !== want) {
+      throw new RangeError(`tokenIds must hold blockHashes.length x blockSize${plus} = ${blockHashes.length} x ${this.blockSize}${plus} = ${want} tokens, got ${tokenIds.length}`);
     }
     const o = expectObject(opts, 'opts');
     const seed = blockHashSeed(expectOptionalString(o.loraName, 'opts.loraName'));
@@ -170,6 +246,32 @@ export class KvIndexer {
     expectBlocks(blockHashes, 'blockHashes');
     const now = this.clock();
     return callNative(() => this.native.applyRemoved(worker, dpRank, blockHashes, now));
+  }
+
+  /**
+   * A KV event batch as the engine published it (msgpack, PROTOCOLS.md section 2), decoded,
+   * validated, hashed and applied for (worker, dpRank) in Rust. Never throws for bad bytes: the
+   * result says what was applied, refused, skipped or undecodable.
+   */
+  applyEventBatch(worker: number, dpRank: number, payload: Uint8Array): EventBatchResult {
+    this.expectMode('events', 'applyEventBatch');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    expectPayload(payload);
+    return callNative(() => this.native.applyEventBatch(worker, dpRank, payload)) as EventBatchResult;
+  }
+
+  /**
+   * applyEventBatch on a libuv thread (the payload is copied first), for large batches: the
+   * event loop goes on while it applies, and lookups wait at most one event for the index. A
+   * worker removed meanwhile gets nothing more applied (the result is then `cancelled`).
+   */
+  applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array): Promise<EventBatchResult> {
+    this.expectMode('events', 'applyEventBatchAsync');
+    expectWorkerId(worker);
+    expectDpRank(dpRank);
+    expectPayload(payload);
+    return callNative(() => this.native.applyEventBatchAsync(worker, dpRank, payload)) as Promise<EventBatchResult>;
   }
 
   /** An AllBlocksCleared event: (worker, dpRank) holds nothing any more. */
@@ -197,20 +299,29 @@ export class KvIndexer {
    * its full overlap.
    */
   findMatches(localHashes: BigUint64Array, opts?: { earlyExit?: boolean }): OverlapMatch[] {
-    expectBlocks(localHashes, 'localHashes');
-    const o = expectObject(opts, 'opts');
-    if (o.earlyExit !== undefined && typeof o.earlyExit !== 'boolean') {
-      throw new TypeError(`opts.earlyExit must be a boolean, got ${describe(o.earlyExit)}`);
+    if (!(localHashes instanceof BigUint64Array) || localHashes.length > MAX_BLOCKS_PER_CALL) expectBlocks(localHashes, 'localHashes');
+    let earlyExit = false;
+    if (opts !== undefined) {
+      const o = expectObject(opts, 'opts');
+      if (o.earlyExit !== undefined && typeof o.earlyExit !== 'boolean') {
+        throw new TypeError(`opts.earlyExit must be a boolean, got ${describe(o.earlyExit)}`);
+      }
+      earlyExit = o.earlyExit === true;
     }
     const now = this.clock();
-    const n = callNative(() => this.native.findMatches(localHashes, o.earlyExit === true, now, this.out));
+    let n: number;
+    try {
+      n = fast.findMatchesFast(this.handle, localHashes, earlyExit, now, this.out);
+    } catch (err) {
+      throw translateNativeError(err);
+    }
     if (n * 3 > this.out.length) {
       this.out = new Float64Array(n * 6);
       this.native.copyMatches(this.out);
     }
     const out = this.out;
     const matches: OverlapMatch[] = new Array(n);
-    for (let i = 0; i < n; i++) matches[i] = { worker: out[3 * i], dpRank: out[3 * i + 1], blocks: out[3 * i + 2] };
+    for (let i = 0, j = 0; i < n; i++, j += 3) matches[i] = new Match(out[j], out[j + 1], out[j + 2]);
     return matches;
   }
 
@@ -248,6 +359,11 @@ export class KvIndexer {
     return callNative(() => this.native.snapshot());
   }
 
+  /** snapshot() encoded on a libuv thread from a copy taken under the index's lock. */
+  snapshotAsync(): Promise<Uint8Array> {
+    return this.native.snapshotAsync();
+  }
+
   /** Loads a snapshot() into a new indexer; refuses damaged, truncated or unknown-version bytes. */
   static restore(bytes: Uint8Array, opts?: { clock?: () => number }): KvIndexer {
     if (!(bytes instanceof Uint8Array)) throw new TypeError(`snapshot bytes must be a Uint8Array, got ${describe(bytes)}`);
@@ -256,7 +372,20 @@ export class KvIndexer {
     try {
       restored = native.NativeIndexer.restore(bytes);
     } catch (err) {
-      throw new Error(`KvIndexer.restore: ${err instanceof Error ? err.message : String(err)}`);
+      throw restoreError(err);
+    }
+    return new KvIndexer(new Restored(restored, clock) as unknown as KvIndexerOptions);
+  }
+
+  /** restore() with the decoding and checks on a libuv thread (the bytes are copied first). */
+  static async restoreAsync(bytes: Uint8Array, opts?: { clock?: () => number }): Promise<KvIndexer> {
+    if (!(bytes instanceof Uint8Array)) throw new TypeError(`snapshot bytes must be a Uint8Array, got ${describe(bytes)}`);
+    const clock = expectClock(expectObject(opts, 'opts').clock);
+    let restored: Binding.NativeIndexer;
+    try {
+      restored = await native.NativeIndexer.restoreAsync(bytes);
+    } catch (err) {
+      throw restoreError(err);
     }
     return new KvIndexer(new Restored(restored, clock) as unknown as KvIndexerOptions);
   }
@@ -283,6 +412,19 @@ function expectBlocks(value: unknown, name: string): BigUint64Array {
     throw new RangeError(`${name} holds ${hashes.length} blocks, more than the ${MAX_BLOCKS_PER_CALL} accepted per call`);
   }
   return hashes;
+}
+
+/** A refused snapshot, its code kept. */
+function restoreError(err: unknown): Error {
+  const code = nativeErrorCode(err);
+  const e = new Error(`KvIndexer.restore: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  if (code) Object.assign(e, { code });
+  return e;
+}
+
+function expectPayload(value: unknown): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw new TypeError(`payload must be a Uint8Array (a Buffer), got ${describe(value)}`);
+  return value;
 }
 
 function expectPositive(value: unknown, name: string): number {

@@ -242,7 +242,7 @@ export class RoutingCore {
     try {
       return callNative(fn);
     } catch (err) {
-      throw translateRoutingError(err);
+      throw translateRoutingError(err, () => this.core.lastRetryAfterMs);
     }
   }
 }

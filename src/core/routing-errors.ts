@@ -1,5 +1,6 @@
 // Refusals of a routing decision, typed so that frontends can map them (503, 429 with
 // Retry-After, 400, 409). Malformed arguments are TypeError/RangeError instead, never these.
+import { NativeErrorCode, nativeErrorCode } from './errors.js';
 
 /** A routing refusal; `code` is stable and goes into OpenAI-style error bodies. */
 export class RoutingError extends Error {
@@ -47,26 +48,22 @@ export class DuplicateRequestError extends RoutingError {
   }
 }
 
-// The addon reports refusals as "RoutingError[<code>]: <message>", with backpressure as
-// "RoutingError[backpressure retryAfterMs=<n>]: <message>".
-const NATIVE_REFUSAL = /^RoutingError\[([a-z_]+)(?: retryAfterMs=([0-9.]+))?\]: ([\s\S]*)$/;
-
-/** Turns an addon refusal into its RoutingError class; anything else is returned unchanged. */
-export function translateRoutingError(err: unknown): unknown {
-  if (!(err instanceof Error) || err instanceof TypeError) return err;
-  const m = NATIVE_REFUSAL.exec(err.message);
-  if (!m) return err;
-  const [, code, retry, message] = m;
-  switch (code) {
-    case 'no_eligible_worker':
+/**
+ * Turns an addon refusal (by its code, native/src/bindings/errors.rs) into its RoutingError class;
+ * anything else is returned unchanged. `retryAfterMs` reads the backpressure hint of the refusal.
+ */
+export function translateRoutingError(err: unknown, retryAfterMs: () => number): unknown {
+  const message = err instanceof Error ? err.message : '';
+  switch (nativeErrorCode(err)) {
+    case NativeErrorCode.noEligibleWorker:
       return new NoEligibleWorkerError(message);
-    case 'backpressure':
-      return new BackpressureError(message, Number(retry ?? 1000));
-    case 'missing_routing_hint':
+    case NativeErrorCode.backpressure:
+      return new BackpressureError(message, retryAfterMs());
+    case NativeErrorCode.missingRoutingHint:
       return new MissingRoutingHintError(message);
-    case 'duplicate_request_id':
+    case NativeErrorCode.duplicateRequest:
       return new DuplicateRequestError(message);
     default:
-      return new RoutingError(message, code);
+      return err;
   }
 }

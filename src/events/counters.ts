@@ -6,7 +6,8 @@ export interface IngestCounters {
   batches: number;
   /** Events applied to the index (stored, removed, cleared). */
   applied: number;
-  /** Events the index refused, by reason (blockSize, tokenCount, unknownParent, duplicateHash, ...). */
+  /** Events the index refused, by reason (blockSize, tokenCount, unknownParent, duplicateHash,
+   * invalid (fields of the wrong type), ...), and unknownRemoval: removed hashes naming nothing. */
   rejected: Record<string, number>;
   /** Messages or replies whose frames or msgpack payload could not be decoded. */
   decodeErrors: number;
@@ -30,6 +31,8 @@ export interface IngestCounters {
   otherGroupEvents: number;
   /** Events about blocks on another medium than the GPU (CPU, disk): not indexed. */
   ignoredMedium: number;
+  /** The same, per medium as the engine names it ("CPU", "DISK"...). */
+  ignoredByMedium: Record<string, number>;
 }
 
 export function newCounters(): IngestCounters {
@@ -48,6 +51,7 @@ export function newCounters(): IngestCounters {
     unknownEventTypes: 0,
     otherGroupEvents: 0,
     ignoredMedium: 0,
+    ignoredByMedium: {},
   };
 }
 
@@ -60,6 +64,8 @@ export function addCounters(into: IngestCounters, from: IngestCounters): IngestC
   for (const key of Object.keys(from) as Array<keyof IngestCounters>) {
     if (key === 'rejected') {
       for (const [reason, n] of Object.entries(from.rejected)) countRejection(into, reason, n);
+    } else if (key === 'ignoredByMedium') {
+      for (const [medium, n] of Object.entries(from.ignoredByMedium)) into.ignoredByMedium[medium] = (into.ignoredByMedium[medium] ?? 0) + n;
     } else {
       into[key] += from[key];
     }

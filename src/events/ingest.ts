@@ -60,7 +60,7 @@ export class EventIngest {
   constructor(opts: EventIngestOptions) {
     if (typeof opts !== 'object' || opts === null) throw new TypeError(`options must be an object, got ${describe(opts)}`);
     const { indexer } = opts;
-    if (typeof indexer !== 'object' || indexer === null || typeof indexer.applyStored !== 'function') {
+    if (typeof indexer !== 'object' || indexer === null || typeof indexer.applyEventBatch !== 'function') {
       throw new TypeError(`indexer must be a KvIndexer, got ${describe(indexer)}`);
     }
     if (indexer.mode !== undefined && indexer.mode !== 'events') {

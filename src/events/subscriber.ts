@@ -5,13 +5,13 @@
 // Two loops, so that ingestion never holds the event loop for long: the receive loop moves
 // messages from the socket into a bounded queue (when the queue is full it stops reading, and
 // ZeroMQ's own high-water mark takes over: past it the SUB socket drops messages, which shows up as
-// a gap and is replayed); the apply loop drains the queue one batch at a time and yields to the
-// event loop (setImmediate) after every slice of events, so HTTP requests interleave with bursts.
+// a gap and is replayed); the apply loop drains the queue one batch at a time, applying large
+// payloads on a libuv thread (BatchApplier), and yields to the event loop (setImmediate) after
+// every slice of events, so HTTP requests interleave with bursts.
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import * as zmq from 'zeromq';
 import type { BatchApplier } from './apply.js';
 import type { IngestCounters } from './counters.js';
-import { decodeEventBatch } from './decode.js';
 import { parseEventMessage } from './frames.js';
 import { ReplayError, replayBatches } from './replay.js';
 import { SequenceTracker } from './sequence.js';
@@ -181,16 +181,11 @@ export class EventSubscriber {
     }
   }
 
-  /** Decodes and applies one batch, then records its sequence number (applied or undecodable). */
+  /** Applies one batch (decoded natively), then records its sequence number (applied or undecodable). */
   private async applyPayload(seq: bigint, payload: Buffer): Promise<void> {
-    const decoded = decodeEventBatch(payload);
-    if (decoded.ok) {
-      this.opts.applier.applyBatch(this.opts.worker, this.opts.dpRank, decoded.batch, this.opts.counters);
-      this.sliceEvents += decoded.batch.events.length + 1;
-    } else {
-      // The batch is lost (a replay would return the same bytes); the stream itself goes on.
-      this.opts.counters.decodeErrors++;
-    }
+    const events = await this.opts.applier.applyPayload(this.opts.worker, this.opts.dpRank, payload, this.opts.counters);
+    if (this.closed) return;
+    this.sliceEvents += events + 1;
     this.tracker.applied(seq);
     if (this.sliceEvents >= this.opts.eventsPerSlice) {
       this.sliceEvents = 0;

@@ -64,6 +64,13 @@ export function expectOptionalString(value: unknown, name: string): string | und
   return value;
 }
 
+/** An optional boolean flag: false when absent. */
+export function expectOptionalBoolean(value: unknown, name: string): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'boolean') throw new TypeError(`${name} must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
 export function expectObject(value: unknown, name: string): Record<string, unknown> {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value)) {

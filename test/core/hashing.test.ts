@@ -201,3 +201,19 @@ describe('computeBlockHashesBatch and computeBlockHashesBatchAsync', () => {
     }
   });
 });
+
+describe('computeBlockHashes with EAGLE windows', () => {
+  it('hashes blockSize + 1 tokens per block, stride blockSize', () => {
+    // Dynamo 1.6.1: compute_block_hash_for_seq([1..9], 4, is_eagle=True) (more in hashing.dynamo.test.ts).
+    expect(computeBlockHashes(range(1, 10), 4, { eagle: true })).toEqual(BigUint64Array.of(1914873892905420881n, 1929047464662796003n));
+    expect(computeBlockHashes(range(1, 9), 4, { eagle: true })).toHaveLength(1);
+    expect(computeBlockHashes(range(1, 5), 4, { eagle: true })).toHaveLength(0);
+    expect(computeBlockHashes(new Uint32Array(0), 4, { eagle: true })).toHaveLength(0);
+    expect(computeBlockHashes(range(1, 10), 4, { eagle: false })).toEqual(computeBlockHashes(range(1, 10), 4));
+    expect(() => computeBlockHashes(range(1, 10), 4, { eagle: 1 as never })).toThrow(TypeError);
+  });
+
+  it('hashes the same windows asynchronously', async () => {
+    expect(await computeBlockHashesAsync(range(1, 10), 4, { eagle: true })).toEqual(computeBlockHashes(range(1, 10), 4, { eagle: true }));
+  });
+});

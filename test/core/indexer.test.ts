@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { computeBlockHashes } from '../../src/core/hashing.js';
 import { KvIndexer, MAX_BLOCKS_PER_CALL } from '../../src/core/indexer.js';
 import { BS, fakeClock, hashes, localOf, match, tokensOf } from './indexer-fixtures.js';
 
@@ -107,10 +108,12 @@ describe('KvIndexer in events mode', () => {
   it('earlyExit stops with one candidate left, whose count is then a lower bound', () => {
     const ix = new KvIndexer({ blockSize: BS });
     ix.applyStored(1, 0, null, hashes(1, 2, 3, 4, 5), tokensOf([1, 2, 3, 4, 5]));
-    ix.applyStored(2, 0, null, hashes(1, 2), tokensOf([1, 2]));
+    ix.applyStored(2, 0, null, hashes(1, 2, 3), tokensOf([1, 2, 9]));
     const q = localOf([1, 2, 3, 4, 5]);
     expect(ix.findMatches(q)).toEqual([match(1, 5), match(2, 2)]);
-    expect(ix.findMatches(q, { earlyExit: true })).toEqual([match(1, 3), match(2, 2)]);
+    // Worker 2 leaves where the edge it does not hold starts; worker 1 is then alone and credited
+    // with the blocks walked so far (2), a lower bound of its 5, at least every other count.
+    expect(ix.findMatches(q, { earlyExit: true })).toEqual([match(1, 2), match(2, 2)]);
     expect(ix.findMatches(q, { earlyExit: false })).toEqual([match(1, 5), match(2, 2)]);
   });
 
@@ -348,5 +351,26 @@ describe('bad input', () => {
     const broken = new KvIndexer({ blockSize: BS, clock: () => Number.NaN });
     expect(() => broken.findMatches(h)).toThrow(RangeError);
     expect(() => broken.applyStored(1, 0, null, h, t)).toThrow(/finite/);
+  });
+});
+
+describe('KvIndexer with EAGLE windows', () => {
+  it('takes stored events of blocks x blockSize + 1 tokens and matches prompts hashed the same way', () => {
+    const ix = new KvIndexer({ blockSize: BS, eagle: true });
+    expect(ix.eagle).toBe(true);
+    expect(new KvIndexer({ blockSize: BS }).eagle).toBe(false);
+    const t = Uint32Array.from({ length: 3 * BS + 1 }, (_, i) => i + 1);
+    expect(() => ix.applyStored(1, 0, null, hashes(1, 2, 3), t.subarray(0, 3 * BS))).toThrow(/3 x 4 \+ 1 \(EAGLE\) = 13 tokens, got 12/);
+    expect(ix.applyStored(1, 0, null, hashes(1, 2, 3), t)).toBe(true);
+    const prompt = Uint32Array.from({ length: 3 * BS + 5 }, (_, i) => i + 1);
+    expect(ix.findMatches(computeBlockHashes(prompt, BS, { eagle: true }))).toEqual([match(1, 3)]);
+    // Plain windows of the same tokens are other blocks.
+    expect(ix.findMatches(computeBlockHashes(prompt, BS))).toEqual([]);
+    // An empty event carries no token at all.
+    expect(ix.applyStored(1, 0, null, hashes(), new Uint32Array(0))).toBe(true);
+    const copy = KvIndexer.restore(ix.snapshot());
+    expect(copy.eagle).toBe(true);
+    expect(copy.findMatches(computeBlockHashes(prompt, BS, { eagle: true }))).toEqual([match(1, 3)]);
+    expect(() => new KvIndexer({ blockSize: BS, eagle: 'yes' as never })).toThrow(TypeError);
   });
 });

@@ -257,3 +257,19 @@ function catchError(fn: () => unknown): unknown {
   }
   throw new Error('expected a throw');
 }
+
+describe('RoutingCore over an EAGLE index', () => {
+  it('hashes prompts with the index window: blocks of blockSize + 1 tokens', () => {
+    const clock = virtualClock();
+    const indexer = new KvIndexer({ blockSize: BS, eagle: true, clock: clock.fn });
+    const core = new RoutingCore(indexer, { blockSize: BS, seed: 1, clock: clock.fn });
+    core.setWorkers([{ worker: 0 }, { worker: 1 }]);
+    const t = range(0, 3 * BS + 1);
+    // Worker 1 stored 3 blocks: an EAGLE event carries one token past them.
+    expect(indexer.applyStored(1, 0, null, BigUint64Array.of(1n, 2n, 3n), t)).toBe(true);
+    const d = core.query(range(0, 4 * BS));
+    expect([d.worker, d.overlapBlocks]).toEqual([1, 3]);
+    // 4 x BS tokens are only 3 EAGLE blocks: the last one lacks its lookahead token.
+    expect(d.cachedTokens).toBe(3 * BS);
+  });
+});

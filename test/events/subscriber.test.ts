@@ -178,7 +178,7 @@ describe('EventSubscriber: restarts and bad messages', () => {
     // A replay whose answer is held back keeps the apply loop waiting while 300 live batches pile
     // up in the subscriber's queue; the replay then finds nothing buffered (too old), and the
     // backlog is applied from memory. A ticker on setImmediate records which turn of the event
-    // loop each applyStored call runs in: applying in slices of 16 events means many turns, one
+    // loop each batch is applied in: applying in slices of 16 events means many turns, one
     // synchronous block would mean a single one.
     const engine = await TestEngine.start();
     engines.push(engine);
@@ -187,14 +187,13 @@ describe('EventSubscriber: restarts and bad messages', () => {
     const turns = new Set<number>();
     const port = {
       blockSize: indexer.blockSize,
-      applyStored: (...args: Parameters<KvIndexer['applyStored']>) => {
+      applyEventBatch: (w: number, r: number, p: Uint8Array) => {
         turns.add(ticks);
-        return indexer.applyStored(...args);
+        return indexer.applyEventBatch(w, r, p);
       },
-      applyRemoved: (w: number, r: number, h: BigUint64Array) => indexer.applyRemoved(w, r, h),
+      applyEventBatchAsync: (w: number, r: number, p: Uint8Array) => indexer.applyEventBatchAsync(w, r, p),
       applyCleared: (w: number, r: number) => indexer.applyCleared(w, r),
       removeWorker: (w: number) => indexer.removeWorker(w),
-      stats: () => indexer.stats(),
     };
     const ingest = new EventIngest({ indexer: port, replayTimeoutMs: 60_000, eventsPerSlice: 16 });
     ingests.push(ingest);

@@ -1,14 +1,83 @@
-//! Errors thrown to JavaScript. napi-rs maps `Status::InvalidArg` to a TypeError; a RangeError
-//! needs its own code, which `src/core` turns into a real RangeError.
+//! Errors thrown to JavaScript. Each carries a stable `code` (the JS error's `code` property):
+//! src/core/errors.ts turns `ERR_KVROUTE_INVALID_TYPE` into a TypeError, `ERR_KVROUTE_OUT_OF_RANGE`
+//! into a RangeError and the routing refusals into their RoutingError classes, by code alone
+//! (messages are for people, never parsed).
 
-use napi::{Error, Status};
+use napi::bindgen_prelude::*;
 
-pub fn type_error(msg: impl Into<String>) -> Error {
-  Error::new(Status::InvalidArg, msg.into())
+/// The `code` of every error the addon throws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+  /// An argument of the wrong type (TypeError).
+  InvalidType,
+  /// An argument out of its range (RangeError).
+  OutOfRange,
+  /// A call the indexer's mode does not allow (events call on an approximate index or back).
+  WrongMode,
+  /// A re-entrant call while the index is in use, or an index being snapshotted or restored.
+  Busy,
+  /// Snapshot bytes that are damaged, truncated, of an unknown version or inconsistent.
+  InvalidSnapshot,
+  /// Routing refusals (src/core/routing-errors.ts).
+  NoEligibleWorker,
+  Backpressure,
+  MissingRoutingHint,
+  DuplicateRequest,
 }
 
-/// Thrown as a plain Error whose message starts with "RangeError: "; the TypeScript layer
-/// rethrows it as a RangeError.
-pub fn range_error(msg: impl Into<String>) -> Error {
-  Error::new(Status::GenericFailure, format!("RangeError: {}", msg.into()))
+impl Code {
+  pub const ALL: [Code; 9] = [
+    Code::InvalidType,
+    Code::OutOfRange,
+    Code::WrongMode,
+    Code::Busy,
+    Code::InvalidSnapshot,
+    Code::NoEligibleWorker,
+    Code::Backpressure,
+    Code::MissingRoutingHint,
+    Code::DuplicateRequest,
+  ];
+
+  pub fn as_str(self) -> &'static str {
+    match self {
+      Code::InvalidType => "ERR_KVROUTE_INVALID_TYPE",
+      Code::OutOfRange => "ERR_KVROUTE_OUT_OF_RANGE",
+      Code::WrongMode => "ERR_KVROUTE_WRONG_MODE",
+      Code::Busy => "ERR_KVROUTE_BUSY",
+      Code::InvalidSnapshot => "ERR_KVROUTE_INVALID_SNAPSHOT",
+      Code::NoEligibleWorker => "ERR_KVROUTE_NO_ELIGIBLE_WORKER",
+      Code::Backpressure => "ERR_KVROUTE_BACKPRESSURE",
+      Code::MissingRoutingHint => "ERR_KVROUTE_MISSING_ROUTING_HINT",
+      Code::DuplicateRequest => "ERR_KVROUTE_DUPLICATE_REQUEST",
+    }
+  }
+}
+
+impl AsRef<str> for Code {
+  fn as_ref(&self) -> &str {
+    self.as_str()
+  }
+}
+
+/// An error with its code.
+pub type CodedError = Error<Code>;
+/// What every binding returns (napi-rs throws the error with `code` set to the Code's string).
+pub type Result<T> = std::result::Result<T, CodedError>;
+
+pub fn coded(code: Code, msg: impl Into<String>) -> CodedError {
+  Error::new(code, msg.into())
+}
+
+pub fn type_error(msg: impl Into<String>) -> CodedError {
+  coded(Code::InvalidType, msg)
+}
+
+pub fn range_error(msg: impl Into<String>) -> CodedError {
+  coded(Code::OutOfRange, msg)
+}
+
+/// The codes, for the TypeScript side to check it knows every one (`errorCodes()`).
+#[napi_derive::napi]
+pub fn error_codes() -> Vec<String> {
+  Code::ALL.iter().map(|c| c.as_str().to_string()).collect()
 }

@@ -7,9 +7,9 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::errors::range_error;
-use super::hash::{check_block_size, check_seed};
-use crate::hash;
+use super::errors::{range_error, Result};
+use super::hash::{check_block_size, to_u64};
+use crate::hash::{self, BlockHasher};
 
 fn byte_range<T>(s: &[T]) -> (usize, usize) {
   let start = s.as_ptr() as usize;
@@ -37,7 +37,7 @@ impl BatchJob {
     sequence: Option<&[u64]>,
   ) -> Result<Self> {
     let bs = check_block_size(block_size)?;
-    let seed = check_seed(seed)?;
+    let seed = to_u64(seed, "seed")?;
     if offsets.is_empty() {
       return Err(range_error("offsets must hold at least one entry (prompts + 1)"));
     }
@@ -79,20 +79,14 @@ impl BatchJob {
   }
 
   fn run(&self, tokens: &[u32], offsets: &[u32], out: &mut [u64], out_offsets: &mut [u32], mut seq: Option<&mut [u64]>) -> u32 {
+    let hasher = BlockHasher::new(self.block_size, self.seed);
     let mut n = 0usize;
     out_offsets[0] = 0;
     for (p, w) in offsets.windows(2).enumerate() {
       let start = n;
-      for block in tokens[w[0] as usize..w[1] as usize].chunks_exact(self.block_size) {
-        out[n] = hash::hash_block(block, self.seed);
-        n += 1;
-      }
+      n += hasher.hash_into(&tokens[w[0] as usize..w[1] as usize], &mut out[start..]);
       if let Some(s) = seq.as_deref_mut() {
-        let mut prev = 0u64;
-        for i in start..n {
-          prev = if i == start { out[i] } else { hash::chain_hash(prev, out[i]) };
-          s[i] = prev;
-        }
+        hash::sequence_hashes_into(&out[start..n], &mut s[start..n]);
       }
       out_offsets[p + 1] = n as u32;
     }
@@ -140,7 +134,7 @@ impl Task for BatchHashTask {
   type Output = u32;
   type JsValue = u32;
 
-  fn compute(&mut self) -> Result<u32> {
+  fn compute(&mut self) -> napi::Result<u32> {
     // SAFETY: the outputs were allocated by the caller (src/core/hash-batch.mjs) for this call and
     // are handed to JavaScript only once the promise settles; they were checked not to overlap
     // each other or the inputs. The inputs are held by reference: the caller must not change or
@@ -151,7 +145,7 @@ impl Task for BatchHashTask {
     Ok(self.job.run(&self.tokens, &self.offsets, out, out_offsets, seq))
   }
 
-  fn resolve(&mut self, _env: Env, written: u32) -> Result<u32> {
+  fn resolve(&mut self, _env: Env, written: u32) -> napi::Result<u32> {
     Ok(written)
   }
 }

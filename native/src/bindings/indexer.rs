@@ -1,16 +1,18 @@
 //! `NativeIndexer`: the radix indexer behind `KvIndexer` (src/core/indexer.ts). Checks and
-//! conversions only; the tree lives in `crate::indexer`. It is shared (Rc<RefCell>) with the
+//! conversions only; the tree lives in `crate::indexer`. It sits behind a mutex (event batches
+//! and snapshots are applied and encoded on libuv's threads; every other call takes the lock for
+//! its own short duration) and is shared with the
 //! routing cores built over it, which match and record through the same tree.
 
-use std::cell::{RefCell, RefMut};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::errors::range_error;
-use super::hash::check_block_size;
-use crate::hash;
+use super::errors::{coded, range_error, Code, Result};
+use super::fast;
+use super::hash::{check_block_size, mm_blocks, to_u64};
+use crate::hash::{BlockHasher, Window};
 use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, RejectReason, WorkerKey};
 
 const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
@@ -25,6 +27,8 @@ pub struct NativeIndexerConfig {
   pub ttl_ms: f64,
   pub approx_max_blocks: f64,
   pub prune_fraction: f64,
+  /// EAGLE engines: blocks hash blockSize + 1 tokens (stored events and prompts alike).
+  pub eagle: Option<bool>,
 }
 
 #[napi(object)]
@@ -46,6 +50,7 @@ pub struct NativeIndexerStats {
   pub approx_bytes: f64,
   pub bytes_per_node: f64,
   pub bytes_per_block: f64,
+  pub edges: f64,
   pub events_applied: f64,
   pub routings_recorded: f64,
   pub evictions: f64,
@@ -61,11 +66,17 @@ pub struct NativeWorkerRank {
 
 #[napi]
 pub struct NativeIndexer {
-  inner: Rc<RefCell<RadixIndexer>>,
+  inner: SharedIndex,
   /// Local hashes of the event being applied.
-  local: Vec<u64>,
-  /// The last findMatches result, sorted, for a caller whose buffer was too small.
-  matches: Vec<(WorkerKey, u32)>,
+  local: std::cell::RefCell<Vec<u64>>,
+  /// This tree's handle in the fast calls' table (fast.rs).
+  handle: u32,
+}
+
+impl Drop for NativeIndexer {
+  fn drop(&mut self) {
+    fast::unregister(self.handle);
+  }
 }
 
 #[napi]
@@ -82,6 +93,7 @@ impl NativeIndexer {
       ttl_ms: config.ttl_ms,
       approx_max_blocks: to_count(config.approx_max_blocks, "approxMaxBlocks")?,
       prune_fraction: config.prune_fraction,
+      window: Window::from_eagle(config.eagle == Some(true)),
     };
     let indexer = RadixIndexer::try_new(cfg).map_err(range_error)?;
     Ok(Self::wrap(indexer))
@@ -90,18 +102,24 @@ impl NativeIndexer {
   /// Loads a `snapshot()`; refuses damaged, truncated or unknown-version bytes.
   #[napi(factory)]
   pub fn restore(bytes: &[u8]) -> Result<Self> {
-    let indexer = RadixIndexer::restore(bytes).map_err(Error::from_reason)?;
+    let indexer = RadixIndexer::restore(bytes).map_err(|e| coded(Code::InvalidSnapshot, e))?;
     Ok(Self::wrap(indexer))
   }
 
   #[napi(getter)]
   pub fn block_size(&self) -> u32 {
-    self.inner.borrow().block_size()
+    lock(&self.inner).block_size()
   }
 
   #[napi(getter)]
   pub fn mode(&self) -> String {
-    self.inner.borrow().mode().name().to_string()
+    lock(&self.inner).mode().name().to_string()
+  }
+
+  /// Whether blocks hash EAGLE windows (blockSize + 1 tokens).
+  #[napi(getter)]
+  pub fn eagle(&self) -> bool {
+    lock(&self.inner).window().is_eagle()
   }
 
   /// A BlockStored event. Hashes `token_ids` (block_hashes.len() complete blocks) with `seed`
@@ -109,7 +127,7 @@ impl NativeIndexer {
   #[napi]
   #[allow(clippy::too_many_arguments)]
   pub fn apply_stored(
-    &mut self,
+    &self,
     worker: f64,
     dp_rank: f64,
     parent_hash: Option<BigInt>,
@@ -127,31 +145,33 @@ impl NativeIndexer {
     check_blocks(block_hashes.len(), "blockHashes")?;
     let mut indexer = borrow_in(&self.inner, IndexerMode::Events, "applyStored")?;
     let bs = indexer.block_size() as usize;
-    if token_ids.len() != block_hashes.len() * bs {
+    let window = indexer.window();
+    let want = window.tokens_for(block_hashes.len(), bs);
+    if token_ids.len() != want {
+      let plus = if window.is_eagle() && !block_hashes.is_empty() { " + 1 (EAGLE)" } else { "" };
       return Err(range_error(format!(
-        "tokenIds must hold blockHashes.length x blockSize = {} x {bs} = {} tokens, got {}",
+        "tokenIds must hold blockHashes.length x blockSize{plus} = {} x {bs}{plus} = {want} tokens, got {}",
         block_hashes.len(),
-        block_hashes.len() * bs,
         token_ids.len()
       )));
     }
-    let local = &mut self.local;
-    local.clear();
-    match (mm_offsets, mm_hashes) {
-      (None, None) => local.extend(token_ids.chunks_exact(bs).map(|b| hash::hash_block(b, seed))),
-      (Some(offsets), Some(values)) => hash_with_mm(token_ids, bs, seed, offsets, values, local)?,
-      _ => return Err(Error::new(Status::InvalidArg, "mmOffsets and mmHashes go together")),
+    let mm = mm_blocks(mm_offsets, mm_hashes)?;
+    if let Some(mm) = mm.filter(|mm| mm.blocks() > block_hashes.len()) {
+      return Err(range_error(format!("multimodal hashes list {} blocks but the event has {}", mm.blocks(), block_hashes.len())));
     }
-    match indexer.apply_stored(key, parent, block_hashes, local, now_ms) {
+    let mut local = self.local.borrow_mut();
+    local.clear();
+    BlockHasher::new(bs, seed).window(window).multimodal(mm).hash_extend(token_ids, &mut local);
+    match indexer.apply_stored(key, parent, block_hashes, &local, now_ms) {
       Ok(()) => Ok(true),
-      Err(RejectReason::WrongMode) => Err(Error::from_reason("applyStored needs an indexer in 'events' mode")),
+      Err(RejectReason::WrongMode) => Err(coded(Code::WrongMode, "applyStored needs an indexer in 'events' mode")),
       Err(_) => Ok(false),
     }
   }
 
   /// A BlockRemoved event: the number of blocks removed (unknown hashes are counted).
   #[napi]
-  pub fn apply_removed(&mut self, worker: f64, dp_rank: f64, block_hashes: &[u64], now_ms: f64) -> Result<u32> {
+  pub fn apply_removed(&self, worker: f64, dp_rank: f64, block_hashes: &[u64], now_ms: f64) -> Result<u32> {
     let key = to_key(worker, dp_rank)?;
     check_now(now_ms)?;
     check_blocks(block_hashes.len(), "blockHashes")?;
@@ -160,45 +180,39 @@ impl NativeIndexer {
   }
 
   #[napi]
-  pub fn apply_cleared(&mut self, worker: f64, dp_rank: f64) -> Result<()> {
+  pub fn apply_cleared(&self, worker: f64, dp_rank: f64) -> Result<()> {
     let key = to_key(worker, dp_rank)?;
     borrow_in(&self.inner, IndexerMode::Events, "applyCleared")?.apply_cleared(key);
     Ok(())
   }
 
   #[napi]
-  pub fn remove_worker(&mut self, worker: f64) -> Result<()> {
+  pub fn remove_worker(&self, worker: f64) -> Result<()> {
     let worker = to_id(worker, "worker")?;
     borrow(&self.inner)?.remove_worker(worker);
     Ok(())
   }
 
-  /// Matches a prompt's local hashes; writes [worker, dpRank, blocks] per match into `out`,
-  /// best first (blocks desc, then worker, then rank). Returns the number of matches; when
-  /// `out` is too small nothing is written and `copyMatches` fills a larger buffer.
-  #[napi]
-  pub fn find_matches(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64, mut out: Float64ArraySlice) -> Result<u32> {
-    check_now(now_ms)?;
-    check_blocks(local_hashes.len(), "localHashes")?;
-    let mut matches = std::mem::take(&mut self.matches);
-    borrow(&self.inner)?.find_matches_into(local_hashes, early_exit, now_ms, &mut matches);
-    matches.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    self.matches = matches;
-    // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
-    self.write_matches(unsafe { out.as_mut() });
-    Ok(self.matches.len() as u32)
+  /// The handle of this tree for `findMatchesFast(handle, localHashes, earlyExit, nowMs, out)`
+  /// (bindings/fast.rs), which matches a prompt's local hashes and writes [worker, dpRank,
+  /// blocks] per match into `out`, best first (blocks desc, then worker, then rank), returning
+  /// the number of matches; when `out` is too small nothing is written and `copyMatches` fills a
+  /// larger buffer.
+  #[napi(getter)]
+  pub fn handle(&self) -> u32 {
+    self.handle
   }
 
-  /// Copies the last findMatches result into `out` (3 numbers per match); false if too small.
+  /// Copies the last findMatchesFast result into `out` (3 numbers per match); false if too small.
   #[napi]
   pub fn copy_matches(&self, mut out: Float64ArraySlice) -> bool {
-    // SAFETY: as in find_matches.
-    self.write_matches(unsafe { out.as_mut() })
+    // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
+    fast::copy_matches(self.handle, unsafe { out.as_mut() })
   }
 
   /// Approximate mode: `worker`/`dp_rank` was routed this prompt.
   #[napi]
-  pub fn record_routing(&mut self, worker: f64, dp_rank: f64, local_hashes: &[u64], now_ms: f64) -> Result<()> {
+  pub fn record_routing(&self, worker: f64, dp_rank: f64, local_hashes: &[u64], now_ms: f64) -> Result<()> {
     let key = to_key(worker, dp_rank)?;
     check_now(now_ms)?;
     check_blocks(local_hashes.len(), "localHashes")?;
@@ -208,20 +222,20 @@ impl NativeIndexer {
 
   /// Approximate mode: drops expired entries; returns how many (0 in events mode).
   #[napi]
-  pub fn expire(&mut self, now_ms: f64) -> Result<u32> {
+  pub fn expire(&self, now_ms: f64) -> Result<u32> {
     check_now(now_ms)?;
     Ok(borrow(&self.inner)?.expire(now_ms) as u32)
   }
 
   #[napi]
   pub fn snapshot(&self) -> Result<Uint8Array> {
-    let indexer = self.inner.try_borrow().map_err(|_| busy())?;
+    let indexer = lock(&self.inner);
     Ok(Uint8Array::new(indexer.snapshot()))
   }
 
   #[napi]
   pub fn stats(&self) -> NativeIndexerStats {
-    let s = self.inner.borrow().stats();
+    let s = lock(&self.inner).stats();
     let c = s.counters;
     let r = c.rejected;
     NativeIndexerStats {
@@ -231,6 +245,7 @@ impl NativeIndexer {
       approx_bytes: s.approx_bytes as f64,
       bytes_per_node: s.bytes_per_node(),
       bytes_per_block: s.bytes_per_block(),
+      edges: s.edges as f64,
       events_applied: c.events_applied as f64,
       routings_recorded: c.routings_recorded as f64,
       evictions: c.evictions as f64,
@@ -250,82 +265,57 @@ impl NativeIndexer {
   /// Blocks held by (worker, dpRank).
   #[napi]
   pub fn blocks_of(&self, worker: f64, dp_rank: f64) -> Result<f64> {
-    Ok(self.inner.borrow().blocks_of(to_key(worker, dp_rank)?) as f64)
+    Ok(lock(&self.inner).blocks_of(to_key(worker, dp_rank)?) as f64)
   }
 
   /// The (worker, dpRank) pairs holding at least one block, sorted.
   #[napi]
   pub fn workers(&self) -> Vec<NativeWorkerRank> {
-    let keys = self.inner.borrow().workers();
+    let keys = lock(&self.inner).workers();
     keys.into_iter().map(|k| NativeWorkerRank { worker: k.worker as f64, dp_rank: k.dp_rank }).collect()
   }
 }
 
 impl NativeIndexer {
-  fn wrap(indexer: RadixIndexer) -> Self {
-    Self { inner: Rc::new(RefCell::new(indexer)), local: Vec::new(), matches: Vec::new() }
+  pub(crate) fn inner_ref(&self) -> &SharedIndex {
+    &self.inner
+  }
+
+  pub(crate) fn wrap(indexer: RadixIndexer) -> Self {
+    let inner = Arc::new(Mutex::new(indexer));
+    let handle = fast::register(Arc::clone(&inner));
+    Self { inner, local: Default::default(), handle }
   }
 
   /// The tree, for the routing cores that match and record through it.
-  pub(crate) fn shared(&self) -> Rc<RefCell<RadixIndexer>> {
-    Rc::clone(&self.inner)
-  }
-
-  fn write_matches(&self, out: &mut [f64]) -> bool {
-    if out.len() < self.matches.len() * 3 {
-      return false;
-    }
-    for (chunk, (key, blocks)) in out.chunks_exact_mut(3).zip(&self.matches) {
-      chunk[0] = key.worker as f64;
-      chunk[1] = key.dp_rank as f64;
-      chunk[2] = *blocks as f64;
-    }
-    true
+  pub(crate) fn shared(&self) -> SharedIndex {
+    Arc::clone(&self.inner)
   }
 
 }
 
-fn borrow(inner: &RefCell<RadixIndexer>) -> Result<RefMut<'_, RadixIndexer>> {
-  inner.try_borrow_mut().map_err(|_| busy())
+/// The index, shared by the indexer, its routing cores and the tasks working on it off-thread.
+pub type SharedIndex = Arc<Mutex<RadixIndexer>>;
+
+/// Takes the index's lock. A panic while it was held (a bug) does not make the index unusable.
+pub fn lock(inner: &SharedIndex) -> MutexGuard<'_, RadixIndexer> {
+  inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn borrow_in<'a>(inner: &'a RefCell<RadixIndexer>, mode: IndexerMode, call: &str) -> Result<RefMut<'a, RadixIndexer>> {
-  let indexer = borrow(inner)?;
+fn borrow(inner: &SharedIndex) -> Result<MutexGuard<'_, RadixIndexer>> {
+  Ok(lock(inner))
+}
+
+pub fn borrow_in<'a>(inner: &'a SharedIndex, mode: IndexerMode, call: &str) -> Result<MutexGuard<'a, RadixIndexer>> {
+  let indexer = lock(inner);
   if indexer.mode() != mode {
-    return Err(Error::from_reason(format!(
+    return Err(coded(Code::WrongMode, format!(
       "{call} needs an indexer in '{}' mode, this one is in '{}' mode",
       mode.name(),
       indexer.mode().name()
     )));
   }
   Ok(indexer)
-}
-
-fn busy() -> Error {
-  Error::from_reason("the indexer is busy (re-entrant call)")
-}
-
-/// Local hashes of blocks with multimodal content: block i's items are
-/// values[offsets[i]..offsets[i + 1]] (blocks past the offsets have none).
-fn hash_with_mm(tokens: &[u32], bs: usize, seed: u64, offsets: &[u32], values: &[u64], out: &mut Vec<u64>) -> Result<()> {
-  let blocks = tokens.len() / bs;
-  if offsets.len() > blocks + 1 {
-    return Err(range_error(format!("multimodal hashes list {} blocks but the event has {blocks}", offsets.len().saturating_sub(1))));
-  }
-  for (i, block) in tokens.chunks_exact(bs).enumerate() {
-    let items = match (offsets.get(i), offsets.get(i + 1)) {
-      (Some(&a), Some(&b)) => {
-        let (a, b) = (a as usize, b as usize);
-        if a > b || b > values.len() {
-          return Err(range_error("multimodal offsets must be non-decreasing and within the hashes"));
-        }
-        &values[a..b]
-      }
-      _ => &[][..],
-    };
-    out.push(hash::hash_block_with_mm(block, items, seed));
-  }
-  Ok(())
 }
 
 fn to_id(v: f64, name: &str) -> Result<u64> {
@@ -339,20 +329,12 @@ fn to_count(v: f64, name: &str) -> Result<u64> {
   to_id(v, name)
 }
 
-fn to_key(worker: f64, dp_rank: f64) -> Result<WorkerKey> {
+pub fn to_key(worker: f64, dp_rank: f64) -> Result<WorkerKey> {
   let worker = to_id(worker, "worker")?;
   if dp_rank.fract() != 0.0 || !(0.0..=65535.0).contains(&dp_rank) {
     return Err(range_error(format!("dpRank must be an integer in [0, 65535], got {dp_rank}")));
   }
   Ok(WorkerKey { worker, dp_rank: dp_rank as u32 })
-}
-
-fn to_u64(v: &BigInt, name: &str) -> Result<u64> {
-  let (negative, value, lossless) = v.get_u64();
-  if negative || !lossless {
-    return Err(range_error(format!("{name} must fit in 64 unsigned bits")));
-  }
-  Ok(value)
 }
 
 fn check_now(now_ms: f64) -> Result<()> {

@@ -1,6 +1,8 @@
 //! N-API bindings: argument checks and conversions only, no routing logic.
 
 mod errors;
+mod events;
+mod fast;
 mod hash;
 mod hash_batch;
 mod indexer;

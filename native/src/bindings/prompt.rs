@@ -1,7 +1,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::errors::range_error;
+use super::errors::{range_error, Result};
 use crate::prompt;
 
 /// Reads a request body's token-id prompt (see prompt.rs): the ids go to `out` (at least

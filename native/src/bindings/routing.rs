@@ -6,14 +6,11 @@
 //! [6] hashUs [7] matchUs [8] selectUs [9] totalUs [10] candidates n, then n x 6:
 //! worker, dpRank, overlapBlocks, prefillBlocks, decodeBlocks, cost. Returns n.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::errors::{range_error, type_error};
-use super::indexer::NativeIndexer;
+use super::errors::{coded, range_error, type_error, Code, CodedError, Result};
+use super::indexer::{lock, NativeIndexer, SharedIndex};
 use crate::indexer::RadixIndexer;
 use crate::load::WorkerKey;
 use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RouteError, RouteRequest, RoutingCore, WorkerSpec, MAX_EXPLAINED};
@@ -95,10 +92,12 @@ pub struct NativeRoutingStats {
 
 #[napi]
 pub struct NativeRoutingCore {
-  indexer: Rc<RefCell<RadixIndexer>>,
+  indexer: SharedIndex,
   core: RoutingCore,
   /// Reused for the allowed-worker ids of a request.
   allowed: Vec<u64>,
+  /// The retry hint of the last backpressure refusal (ms).
+  last_retry_after_ms: f64,
 }
 
 #[napi]
@@ -106,7 +105,10 @@ impl NativeRoutingCore {
   #[napi(constructor)]
   pub fn new(indexer: &NativeIndexer, config: NativeRoutingConfig) -> Result<Self> {
     let shared = indexer.shared();
-    let index_block_size = shared.borrow().block_size();
+    let (index_block_size, window) = {
+      let ix = lock(&shared);
+      (ix.block_size(), ix.window())
+    };
     if config.block_size != index_block_size {
       return Err(range_error(format!("blockSize {} differs from the indexer's {}", config.block_size, index_block_size)));
     }
@@ -124,9 +126,10 @@ impl NativeRoutingCore {
       stale_booking_ms: config.stale_booking_ms,
       seed: to_count(config.seed, "seed")?,
       approximate: config.approximate,
+      window,
     };
     let core = RoutingCore::new(cfg).map_err(range_error)?;
-    Ok(Self { indexer: shared, core, allowed: Vec::new() })
+    Ok(Self { indexer: shared, core, allowed: Vec::new(), last_retry_after_ms: 0.0 })
   }
 
   #[napi]
@@ -229,6 +232,12 @@ impl NativeRoutingCore {
     NativeRoutingTotals { prefill_tokens: t.prefill_tokens as f64, decode_blocks: t.decode_blocks, requests: t.requests as f64 }
   }
 
+  /// The retry hint (ms) of the last refusal with code ERR_KVROUTE_BACKPRESSURE.
+  #[napi(getter)]
+  pub fn last_retry_after_ms(&self) -> f64 {
+    self.last_retry_after_ms
+  }
+
   #[napi]
   pub fn stats(&self) -> NativeRoutingStats {
     let s = self.core.stats();
@@ -288,8 +297,16 @@ impl NativeRoutingCore {
       req.prefill_load_scale = o.prefill_load_scale;
       req.temperature = o.temperature;
     }
-    let mut indexer = self.indexer.try_borrow_mut().map_err(|_| Error::from_reason("the indexer is busy (re-entrant call)"))?;
-    let d = self.core.route(&mut *indexer, &req, now_ms, mode).map_err(refusal)?;
+    let mut indexer = lock(&self.indexer);
+    let d = match self.core.route(&mut *indexer, &req, now_ms, mode) {
+      Ok(d) => d,
+      Err(e) => {
+        if let RouteError::Backpressure { retry_after_ms, .. } = e {
+          self.last_retry_after_ms = retry_after_ms;
+        }
+        return Err(refusal(e));
+      }
+    };
     let buf = out;
     let head = [
       d.key.worker as f64,
@@ -321,15 +338,17 @@ impl NativeRoutingCore {
   }
 }
 
-/// A refusal, as the TypeScript layer's RoutingError classes expect it (src/core/routing-errors.ts).
-fn refusal(e: RouteError) -> Error {
-  match e {
-    RouteError::InvalidArgument(m) => range_error(m),
-    RouteError::Backpressure { retry_after_ms, message } => {
-      Error::from_reason(format!("RoutingError[backpressure retryAfterMs={retry_after_ms}]: {message}"))
-    }
-    other => Error::from_reason(format!("RoutingError[{}]: {}", other.code(), other.message())),
-  }
+/// A refusal, with the code src/core/routing-errors.ts maps to its RoutingError class (the
+/// backpressure retry hint is read from `lastRetryAfterMs`).
+fn refusal(e: RouteError) -> CodedError {
+  let code = match &e {
+    RouteError::InvalidArgument(_) => Code::OutOfRange,
+    RouteError::Backpressure { .. } => Code::Backpressure,
+    RouteError::NoEligibleWorker(_) => Code::NoEligibleWorker,
+    RouteError::MissingRoutingHint(_) => Code::MissingRoutingHint,
+    RouteError::DuplicateRequest(_) => Code::DuplicateRequest,
+  };
+  coded(code, e.message())
 }
 
 fn to_id(v: f64, name: &str) -> Result<u64> {

@@ -14,20 +14,20 @@ use std::collections::BinaryHeap;
 
 use hashbrown::HashTable;
 
-use super::tree::{chain_key, table_bytes, table_hash, NodeId, Tree, ROOT, ROOT_KEY};
+use super::tree::{table_bytes, table_hash, BlockId, Tree, ROOT_BLOCK};
 use super::workers::{Slot, WorkerKey};
 use super::{ModeState, RadixIndexer};
 
 /// A held node and its last routing time (f64 bits split so the entry packs in 12 bytes).
 #[derive(Clone, Copy)]
 struct TimeEntry {
-  node: NodeId,
+  node: BlockId,
   lo: u32,
   hi: u32,
 }
 
 impl TimeEntry {
-  fn new(node: NodeId, time: f64) -> Self {
+  fn new(node: BlockId, time: f64) -> Self {
     let bits = time.to_bits();
     Self { node, lo: bits as u32, hi: (bits >> 32) as u32 }
   }
@@ -38,23 +38,23 @@ impl TimeEntry {
 }
 
 #[inline]
-fn node_hash(node: NodeId) -> u64 {
+fn node_hash(node: BlockId) -> u64 {
   table_hash(node as u64)
 }
 
 /// One slot's held nodes and their times.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct PairTimes {
   table: HashTable<TimeEntry>,
 }
 
 impl PairTimes {
-  pub fn get(&self, node: NodeId) -> Option<f64> {
+  pub fn get(&self, node: BlockId) -> Option<f64> {
     self.table.find(node_hash(node), |e| e.node == node).map(TimeEntry::time)
   }
 
   /// Sets the time of `node`, never moving it back.
-  pub fn set(&mut self, node: NodeId, time: f64) {
+  pub fn set(&mut self, node: BlockId, time: f64) {
     match self.table.find_mut(node_hash(node), |e| e.node == node) {
       Some(e) => {
         if time > e.time() {
@@ -67,13 +67,13 @@ impl PairTimes {
     }
   }
 
-  fn remove(&mut self, node: NodeId) {
+  fn remove(&mut self, node: BlockId) {
     if let Ok(e) = self.table.find_entry(node_hash(node), |e| e.node == node) {
       e.remove();
     }
   }
 
-  pub fn iter(&self) -> impl Iterator<Item = (NodeId, f64)> + '_ {
+  pub fn iter(&self) -> impl Iterator<Item = (BlockId, f64)> + '_ {
     self.table.iter().map(|e| (e.node, e.time()))
   }
 
@@ -90,7 +90,7 @@ pub(super) struct Due {
   /// Position of the block in its path (1 = a child of the root).
   pub depth: u32,
   pub slot: Slot,
-  pub node: NodeId,
+  pub node: BlockId,
 }
 
 impl Ord for Due {
@@ -113,7 +113,7 @@ impl PartialEq for Due {
 }
 impl Eq for Due {}
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct ApproxState {
   /// Held nodes and times by slot.
   pub times: Vec<PairTimes>,
@@ -130,7 +130,7 @@ impl ApproxState {
   }
 
   /// Takes every pair of `slot`: the nodes it held. Its due records go stale.
-  pub fn take_slot(&mut self, slot: Slot) -> Vec<NodeId> {
+  pub fn take_slot(&mut self, slot: Slot) -> Vec<BlockId> {
     match self.times.get_mut(slot as usize) {
       Some(t) => std::mem::take(t).iter().map(|(n, _)| n).collect(),
       None => Vec::new(),
@@ -142,15 +142,8 @@ impl ApproxState {
     if self.due.len() as u64 <= 2 * pairs + 1024 {
       return;
     }
-    let mut depth = vec![0u32; tree.id_bound()];
-    for n in tree.topological_order() {
-      depth[n as usize] = depth[tree.node(n).parent as usize] + 1;
-    }
     let records: Vec<_> = (self.times.iter().enumerate())
-      .flat_map(|(slot, t)| {
-        let depth = &depth;
-        t.iter().map(move |(node, time)| Reverse(Due { time, depth: depth[node as usize], slot: slot as Slot, node }))
-      })
+      .flat_map(|(slot, t)| t.iter().map(move |(node, time)| Reverse(Due { time, depth: tree.depth_of(node) + 1, slot: slot as Slot, node })))
       .collect();
     self.due = BinaryHeap::from(records);
   }
@@ -164,14 +157,14 @@ impl ApproxState {
   #[cfg(test)]
   pub fn check(&self, tree: &super::tree::Tree, slots: &super::workers::Slots) {
     let mut pairs = 0u64;
-    let mut queued: rustc_hash::FxHashMap<(Slot, NodeId), f64> = Default::default();
+    let mut queued: rustc_hash::FxHashMap<(Slot, BlockId), f64> = Default::default();
     for Reverse(d) in self.due.iter() {
       let e = queued.entry((d.slot, d.node)).or_insert(d.time);
       *e = e.min(d.time);
     }
     for (slot, t) in self.times.iter().enumerate() {
       for (node, time) in t.iter() {
-        assert!(tree.is_live(node) && tree.holds(node, slot as Slot), "time kept for a pair not held");
+        assert!(tree.is_live_block(node) && tree.holds(node, slot as Slot), "time kept for a pair not held");
         assert!(queued.get(&(slot as Slot, node)).is_some_and(|&q| q <= time), "pair not queued for expiry");
         pairs += 1;
       }
@@ -192,27 +185,30 @@ impl RadixIndexer {
       return;
     }
     let slot = self.slots.intern(key);
-    let Self { tree, slots, state, counters, .. } = self;
+    let mut keys = std::mem::take(&mut self.scratch.keys);
+    Self::tree_keys_into(&self.tree, self.keying, ROOT_BLOCK, local_hashes, &mut keys);
+    // Past the id space, only the part of the path that exists is recorded.
+    let mut found = std::mem::take(&mut self.scratch.blocks);
+    found.clear();
+    let mut len = keys.len();
+    if !self.tree.has_room(len) {
+      super::paths::follow(&self.tree, super::paths::after(&self.tree, ROOT_BLOCK), &keys, &mut found);
+      len = found.len();
+    }
+    let mut path = std::mem::take(&mut self.scratch.path);
+    path.clear();
+    self.hold_path(slot, ROOT_BLOCK, &keys[..len], &mut path);
+    self.scratch.keys = keys;
+    self.scratch.blocks = found;
+    let Self { slots, state, counters, scratch, .. } = self;
     let ModeState::Approx(ap) = state else { return };
-    let mut at = ROOT;
-    let mut seq = ROOT_KEY;
-    for (i, &local) in local_hashes.iter().enumerate() {
-      seq = chain_key(seq, local);
-      let node = match tree.lookup(seq) {
-        Some(id) if tree.node(id).parent == at => id,
-        Some(_) => break, // a 64-bit collision with another path: keep the prefix before it
-        None => match tree.insert_child(at, seq) {
-          Some(id) => id,
-          None => break,
-        },
-      };
-      if tree.add_holder(node, slot) {
-        slots.count_added(slot);
+    for (i, &(node, newly_held)) in path.iter().enumerate() {
+      if newly_held {
         ap.due.push(Reverse(Due { time: now_ms, depth: i as u32 + 1, slot, node }));
       }
       ap.slot_times(slot).set(node, now_ms);
-      at = node;
     }
+    scratch.path = path;
     if slots.held(slot) == 0 {
       slots.release(slot);
     }
@@ -239,11 +235,11 @@ impl RadixIndexer {
 
   /// Removes the oldest pairs until `stop(oldest time, pairs held)` says so.
   fn drop_oldest(&mut self, stop: impl Fn(f64, u64) -> bool) -> u64 {
-    let Self { tree, slots, state, .. } = self;
-    let ModeState::Approx(ap) = state else { return 0 };
     let mut removed = 0;
-    while let Some(&Reverse(due)) = ap.due.peek() {
-      if stop(due.time, slots.total_held()) {
+    loop {
+      let ModeState::Approx(ap) = &mut self.state else { return 0 };
+      let Some(&Reverse(due)) = ap.due.peek() else { break };
+      if stop(due.time, self.slots.total_held()) {
         break;
       }
       ap.due.pop();
@@ -257,11 +253,9 @@ impl RadixIndexer {
         Some(_) => {}
       }
       times.remove(due.node);
-      tree.remove_holder(due.node, due.slot);
-      slots.count_removed(due.slot);
-      tree.release_unused(due.node);
-      if slots.held(due.slot) == 0 {
-        slots.release(due.slot);
+      self.release_block(due.slot, due.node);
+      if self.slots.held(due.slot) == 0 {
+        self.slots.release(due.slot);
       }
       removed += 1;
     }

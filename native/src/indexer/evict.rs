@@ -2,24 +2,25 @@
 //! leaves are evicted, least recently used first, down to `prune_fraction` x the cap.
 //!
 //! Recency is a logical tick: a stored block is stamped when stored, and `find_matches_into`
-//! stamps the path it walked. Only leaves are evicted (a parent outlives its children), so
-//! the index keeps holding prefixes. Candidates come from a lazy min-heap: every leaf has an
-//! entry whose stamp is at most the leaf's current one; a popped entry that is stale (the node
-//! was touched since, is gone, or has grown children) is re-queued or dropped. Touching a path
-//! on the hot path is then just a store per node, no heap work.
+//! stamps the path it walked. Only leaf blocks (the last of a childless edge) are evicted (a
+//! parent outlives its children), so the index keeps holding prefixes. Candidates come from a
+//! lazy min-heap: every leaf has an entry whose stamp is at most the leaf's current one; a popped
+//! entry that is stale (the block was touched since, is gone, or is no longer a leaf) is
+//! re-queued or dropped. Touching a path on the hot path is then just a store per block, no heap
+//! work.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::tree::{NodeId, Tree};
+use super::tree::{BlockId, Tree};
 use super::workers::Slot;
 use super::{ModeState, RadixIndexer};
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct Lru {
-  /// Last use of each node id (indexed by id; 0 for ids never stamped).
+  /// Last use of each block id (indexed by id; 0 for ids never stamped).
   stamps: Vec<u64>,
-  heap: BinaryHeap<Reverse<(u64, NodeId)>>,
+  heap: BinaryHeap<Reverse<(u64, BlockId)>>,
   tick: u64,
 }
 
@@ -39,7 +40,7 @@ impl Lru {
   }
 
   #[inline]
-  pub fn touch(&mut self, node: NodeId, tick: u64) {
+  pub fn touch(&mut self, node: BlockId, tick: u64) {
     let at = node as usize;
     if at >= self.stamps.len() {
       self.stamps.resize(at + 1, 0);
@@ -47,26 +48,20 @@ impl Lru {
     self.stamps[at] = tick;
   }
 
-  pub fn stamp(&self, node: NodeId) -> u64 {
+  pub fn stamp(&self, node: BlockId) -> u64 {
     self.stamps.get(node as usize).copied().unwrap_or(0)
   }
 
-  /// A new node is a leaf.
-  pub fn on_created(&mut self, node: NodeId, tick: u64) {
-    self.touch(node, tick);
-    self.heap.push(Reverse((tick, node)));
-  }
-
-  /// A node that lost its last child became a leaf.
-  pub fn on_leaf(&mut self, node: NodeId) {
+  /// A block that is (or became) a leaf.
+  pub fn on_leaf(&mut self, node: BlockId) {
     self.heap.push(Reverse((self.stamp(node), node)));
   }
 
   /// The least recently used leaf, removed from the queue.
-  fn pop_leaf(&mut self, tree: &Tree) -> Option<NodeId> {
+  fn pop_leaf(&mut self, tree: &Tree) -> Option<BlockId> {
     while let Some(Reverse((stamp, node))) = self.heap.pop() {
-      if !tree.is_live(node) || tree.children(node) != 0 {
-        continue; // gone, or an interior node now: it is queued again when it becomes a leaf
+      if !tree.is_live_block(node) || !tree.is_leaf_block(node) {
+        continue; // gone, or interior now: it is queued again when it becomes a leaf
       }
       let current = self.stamp(node);
       if current != stamp {
@@ -83,8 +78,8 @@ impl Lru {
     if self.heap.len() <= 2 * tree.len() + 1024 {
       return;
     }
-    let leaves: Vec<_> = (1..tree.id_bound() as NodeId)
-      .filter(|&n| tree.is_live(n) && tree.children(n) == 0)
+    let leaves: Vec<_> = (0..tree.block_bound() as BlockId)
+      .filter(|&n| tree.is_live_block(n) && tree.is_leaf_block(n))
       .map(|n| Reverse((self.stamp(n), n)))
       .collect();
     self.heap = BinaryHeap::from(leaves);
@@ -96,13 +91,13 @@ impl Lru {
 
   #[cfg(test)]
   pub fn check(&self, tree: &Tree) {
-    let mut queued: rustc_hash::FxHashMap<NodeId, u64> = Default::default();
+    let mut queued: rustc_hash::FxHashMap<BlockId, u64> = Default::default();
     for Reverse((s, n)) in self.heap.iter() {
       let e = queued.entry(*n).or_insert(*s);
       *e = (*e).min(*s);
     }
-    for n in 1..tree.id_bound() as NodeId {
-      if tree.is_live(n) && tree.children(n) == 0 {
+    for n in 0..tree.block_bound() as BlockId {
+      if tree.is_live_block(n) && tree.is_leaf_block(n) {
         let s = queued.get(&n).copied();
         assert!(s.is_some_and(|s| s <= self.stamp(n)), "leaf {n} is not queued for eviction");
       }
@@ -128,43 +123,47 @@ impl RadixIndexer {
   /// Evicts least recently used leaves until at most `target` pairs remain. Returns the pairs
   /// evicted.
   fn evict_to(&mut self, target: u64) -> u64 {
-    let Self { tree, slots, state, counters, scratch, .. } = self;
-    let ModeState::Events(ev) = state else { return 0 };
-    let Some(lru) = &mut ev.lru else { return 0 };
-    let mut evicted_nodes: Vec<NodeId> = Vec::new();
+    let mut evicted_blocks: Vec<BlockId> = Vec::new();
     let mut touched_slots: Vec<Slot> = Vec::new();
-    let holders = &mut scratch.slots;
+    let mut holders = std::mem::take(&mut self.scratch.slots);
     let mut evicted = 0;
-    while slots.total_held() > target {
-      let Some(node) = lru.pop_leaf(tree) else { break };
+    while self.slots.total_held() > target {
+      let ModeState::Events(ev) = &mut self.state else { break };
+      let Some(lru) = &mut ev.lru else { break };
+      let Some(block) = lru.pop_leaf(&self.tree) else { break };
       holders.clear();
-      tree.holders_into(node, holders);
+      self.tree.holders_of_block(block, &mut holders);
+      let (edge, pos) = self.tree.locate(block);
       for &slot in holders.iter() {
-        tree.remove_holder(node, slot);
-        slots.count_removed(slot);
+        self.tree.set_coverage(edge, slot, pos);
+        self.slots.count_removed(slot, 1);
         touched_slots.push(slot);
         evicted += 1;
       }
-      evicted_nodes.push(node);
-      if let Some(leaf) = tree.release_unused(node) {
-        lru.on_leaf(leaf);
+      evicted_blocks.push(block);
+      let leaf = self.trim(edge);
+      if let ModeState::Events(ev) = &mut self.state {
+        ev.on_new_leaf(leaf);
       }
     }
+    self.scratch.slots = holders;
+    let Self { tree, slots, state, counters, .. } = self;
+    let ModeState::Events(ev) = state else { return 0 };
     // The engine keys naming evicted blocks go in one pass per affected slot. Freed ids are not
-    // reused before this pass (nothing is inserted meanwhile), so a key cannot name a new node.
-    let mut dead = vec![false; tree.id_bound()];
-    for &n in &evicted_nodes {
-      dead[n as usize] = true;
+    // reused before this pass (nothing is inserted meanwhile), so a key cannot name a new block.
+    let mut dead = vec![false; tree.block_bound()];
+    for &b in &evicted_blocks {
+      dead[b as usize] = true;
     }
     touched_slots.sort_unstable();
     touched_slots.dedup();
     for &slot in &touched_slots {
-      ev.keys[slot as usize].retain(|n| !dead[n as usize]);
+      ev.keys[slot as usize].retain(|b| !dead[b as usize]);
       if slots.held(slot) == 0 {
         slots.release(slot);
       }
     }
-    ev.extra_refs.retain(|&(_, n), _| !dead[n as usize]);
+    ev.extra_refs.retain(|&(_, b), _| !dead[b as usize]);
     counters.evictions += evicted;
     evicted
   }
@@ -252,6 +251,19 @@ mod tests {
     let queued = ev.lru.as_ref().unwrap().heap.len();
     assert!(queued <= 2 + 1024 + 1, "{queued} queued");
     assert_eq!(ix.stats().nodes, 1);
+    ix.check();
+  }
+
+  #[test]
+  fn evicting_a_leaf_keeps_the_shorter_prefix_of_another_holder() {
+    let mut ix = capped(5, 1.0);
+    ix.apply_stored(key(1), None, &[10, 11, 12], &[1, 2, 3], 0.0).unwrap();
+    ix.apply_stored(key(2), None, &[20, 21], &[1, 2], 0.0).unwrap();
+    assert_eq!(blocks(&mut ix, &[1, 2, 3]), vec![(key(1), 3), (key(2), 2)]);
+    ix.apply_stored(key(3), None, &[30], &[9], 0.0).unwrap(); // 6 > 5: evict the LRU leaf
+    // [9] is the newest; the walk stamped [1, 2, 3] after both stores: block [1, 2, 3] goes.
+    assert_eq!(blocks(&mut ix, &[1, 2, 3]), vec![(key(1), 2), (key(2), 2)]);
+    assert_eq!(ix.apply_removed(key(1), &[12], 0.0), 0, "its engine key went with it");
     ix.check();
   }
 }

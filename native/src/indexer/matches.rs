@@ -1,22 +1,53 @@
-//! The prefix walk. Two ways to find block i's node, cheapest first:
-//! - blocks stored by one event get consecutive node ids (and a freed chain is handed out again
-//!   in order), so the node after block i - 1's is tried first: one adjacent read, no table;
-//! - otherwise the table, by the block's key: a chained hash of local hashes 0..=i that depends
-//!   only on the prompt, not on the node found at i - 1. So while the walk takes the table path
-//!   it computes keys AHEAD blocks ahead and prefetches their table lines, overlapping the cache
-//!   misses instead of paying them one after another. (While the adjacent path hits, those
-//!   prefetches would only cost: they are skipped.)
-//!
-//! It keeps the set of candidates still matching (an inline u64 mask, plus a list for slots
-//! >= 64); a candidate leaving the set at block i held exactly i leading blocks.
+//! The prefix walk. From the root's child whose first key is the prompt's first block, each edge
+//! is compared with the prompt as a run (eight keys at a time), then the walk goes on into the
+//! child whose first key is the next block's. Holders change only at edge boundaries and
+//! cutoffs, so the candidate set (an inline u64 mask, plus a list for slots >= 64) is updated
+//! once per edge, not once per block: a candidate holding no block of an edge leaves at the
+//! edge's start, a partial holder at its cutoff, and full holders go on.
 
-use super::keytable::prefetch;
-use super::tree::{chain_key, NodeId, ROOT, ROOT_KEY};
-use super::workers::{Slot, WorkerKey};
-use super::{ModeState, RadixIndexer};
+use super::tree::{EdgeId, NO_EXTRA, ROOT_BLOCK};
+use super::workers::{Slot, WorkerKey, INLINE_SLOTS};
+use super::{Keying, ModeState, RadixIndexer};
 
-/// Prefetch distance in blocks; a power of two (the keys in flight live in a ring this size).
-const AHEAD: usize = 16;
+/// Candidates that left the walk: `depth` blocks held by the slots of `mask` (< 64).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Left {
+  depth: u32,
+  mask: u64,
+}
+
+/// What one walk found, before it is reported.
+#[derive(Default, Clone)]
+pub(super) struct WalkScratch {
+  left: Vec<Left>,
+  /// Slots >= 64 that left, with their depth.
+  left_high: Vec<(Slot, u32)>,
+  /// Candidates >= 64 still in the walk (sorted).
+  high: Vec<Slot>,
+  /// (edge, blocks matched) of each edge walked, for the events cap's recency.
+  visited: Vec<(EdgeId, u32)>,
+  sorted: Vec<(u32, u32, Slot)>,
+}
+
+/// Length of the common prefix of `a` and `b`.
+#[inline]
+fn common_prefix(a: &[u64], b: &[u64]) -> usize {
+  let n = a.len().min(b.len());
+  let (a, b) = (&a[..n], &b[..n]);
+  let mut i = 0;
+  while i + 8 <= n {
+    let x: &[u64; 8] = a[i..i + 8].try_into().expect("8 keys");
+    let y: &[u64; 8] = b[i..i + 8].try_into().expect("8 keys");
+    if x != y {
+      break;
+    }
+    i += 8;
+  }
+  while i < n && a[i] == b[i] {
+    i += 1;
+  }
+  i
+}
 
 impl RadixIndexer {
   /// For each (worker, dp_rank) holding a prefix of the prompt whose local block hashes are
@@ -32,116 +63,183 @@ impl RadixIndexer {
   /// cap, the matched path becomes the most recently used.
   pub fn find_matches_into(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64, out: &mut Vec<(WorkerKey, u32)>) {
     out.clear();
+    self.walk(local_hashes, early_exit, now_ms);
+    let w = &self.scratch.walk;
+    for g in &w.left {
+      let mut m = g.mask;
+      while m != 0 {
+        out.push((self.slots.key(m.trailing_zeros()), g.depth));
+        m &= m - 1;
+      }
+    }
+    out.extend(w.left_high.iter().map(|&(s, d)| (self.slots.key(s), d)));
+  }
+
+  /// As `find_matches_into`, best first: blocks descending, then worker, then dp rank.
+  pub fn find_matches_sorted_into(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64, out: &mut Vec<(WorkerKey, u32)>) {
+    out.clear();
+    self.walk(local_hashes, early_exit, now_ms);
+    let Self { slots, scratch, .. } = self;
+    let w = &mut scratch.walk;
+    if w.left.is_empty() && w.left_high.is_empty() {
+      return;
+    }
+    slots.refresh_order();
+    let slots = &*slots;
+    if slots.bound() <= INLINE_SLOTS as usize {
+      // Every slot number is below 64, and so is every rank: per depth, the leavers' ranks as a
+      // bit mask come out in (worker, dp_rank) order without a sort.
+      w.left.sort_unstable_by(|a, b| b.depth.cmp(&a.depth));
+      let ranks = slots.ranks();
+      let mut i = 0;
+      while i < w.left.len() {
+        let depth = w.left[i].depth;
+        let mut by_rank = 0u64;
+        while i < w.left.len() && w.left[i].depth == depth {
+          let mut m = w.left[i].mask;
+          while m != 0 {
+            by_rank |= 1u64 << ranks[m.trailing_zeros() as usize];
+            m &= m - 1;
+          }
+          i += 1;
+        }
+        let order = slots.by_rank();
+        while by_rank != 0 {
+          out.push((slots.key(order[by_rank.trailing_zeros() as usize]), depth));
+          by_rank &= by_rank - 1;
+        }
+      }
+      return;
+    }
+    let ranks = slots.ranks();
+    let sorted = &mut w.sorted;
+    sorted.clear();
+    for g in &w.left {
+      let mut m = g.mask;
+      while m != 0 {
+        let s = m.trailing_zeros();
+        sorted.push((u32::MAX - g.depth, ranks[s as usize], s));
+        m &= m - 1;
+      }
+    }
+    sorted.extend(w.left_high.iter().map(|&(s, d)| (u32::MAX - d, ranks[s as usize], s)));
+    sorted.sort_unstable();
+    out.extend(sorted.iter().map(|&(d, _, s)| (slots.key(s), u32::MAX - d)));
+  }
+
+  /// The walk: fills `scratch.walk.left` / `left_high` with every candidate and its depth.
+  fn walk(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64) {
     if matches!(self.state, ModeState::Approx(_)) {
       self.expire(now_ms);
     }
-    let n = local_hashes.len();
-    let tree = &self.tree;
-    let mut ring = [0u64; AHEAD];
-    let mut computed = 0;
-    let mut ahead_key = ROOT_KEY;
-    while computed < n.min(AHEAD) {
-      ahead_key = chain_key(ahead_key, local_hashes[computed]);
-      tree.index.prefetch(ahead_key);
-      ring[computed] = ahead_key;
-      computed += 1;
-    }
-    let mut on_table_path = true;
-    // Candidates with slot >= 64 (rare: more than 64 (worker, rank) pairs).
-    let high = &mut self.scratch.slots;
-    high.clear();
-
+    let Self { tree, scratch, keying, state, .. } = self;
+    let keys: &[u64] = match keying {
+      Keying::Local => local_hashes,
+      Keying::Chained => {
+        Self::tree_keys_into(tree, *keying, ROOT_BLOCK, local_hashes, &mut scratch.keys);
+        &scratch.keys
+      }
+    };
+    let w = &mut scratch.walk;
+    w.left.clear();
+    w.left_high.clear();
+    w.high.clear();
+    w.visited.clear();
+    let n = keys.len();
+    let Some(mut e) = keys.first().and_then(|&k| tree.child(ROOT_BLOCK, k)) else { return };
+    let capped = matches!(state, ModeState::Events(ev) if ev.lru.is_some());
     let mut active = 0u64;
-    let mut prev: NodeId = ROOT;
-    let mut walked = 0u32;
-    for i in 0..n {
-      let key = ring[i % AHEAD];
-      if computed < n {
-        ahead_key = chain_key(ahead_key, local_hashes[computed]);
-        if on_table_path {
-          tree.index.prefetch(ahead_key);
-        }
-        ring[computed % AHEAD] = ahead_key;
-        computed += 1;
-      }
-      let next = prev as usize + 1;
-      let adjacent = match tree.nodes.get(next) {
-        Some(n) => i > 0 && n.key == key && n.parent == prev,
-        None => false,
-      };
-      on_table_path = !adjacent;
-      if on_table_path {
-        // The node of a block half the prefetch distance ahead: its line has arrived by now.
-        if let Some(id) = tree.index.peek(ring[(i + AHEAD / 2) % AHEAD]).filter(|_| i + AHEAD / 2 < computed) {
-          prefetch(tree.node(id));
-        }
-      }
-      let node = if adjacent {
-        next as NodeId
+    let mut base = 0u32;
+    let mut first = true;
+    loop {
+      let edge = tree.edge(e);
+      let len = edge.len();
+      let (high_full, partial): (&[Slot], &[(Slot, u32)]) = if edge.extra == NO_EXTRA {
+        (&[], &[])
       } else {
-        match tree.lookup(key) {
-          Some(id) if tree.node(id).parent == prev => id,
-          _ => break,
-        }
+        let x = &tree.extras[edge.extra as usize];
+        (&x.high, &x.partial)
       };
-      let held = tree.node(node).workers;
-      // The candidate set changed at this block (checked for early exit only then).
-      let mut changed = i == 0;
-      if i == 0 {
-        active = held;
-        high.extend_from_slice(tree.spilled(node));
-      } else {
-        let depth = i as u32;
-        let mut left = active & !held;
-        if left != 0 {
-          changed = true;
-          active &= held;
-          while left != 0 {
-            out.push((self.slots.key(left.trailing_zeros()), depth));
-            left &= left - 1;
+      if first {
+        first = false;
+        active = edge.full;
+        w.high.extend_from_slice(high_full);
+        for &(s, _) in partial {
+          if s < INLINE_SLOTS {
+            active |= 1u64 << s;
+          } else {
+            w.high.push(s);
           }
         }
-        if !high.is_empty() {
-          let spilled = tree.spilled(node);
-          let before = high.len();
-          high.retain(|s| {
-            let keep = spilled.binary_search(s).is_ok();
-            if !keep {
-              out.push((self.slots.key(*s), depth));
-            }
-            keep
-          });
-          changed |= high.len() != before;
+        w.high.sort_unstable();
+      }
+      // Candidates holding no block of this edge leave at its start.
+      let mut partial_mask = 0u64;
+      for &(s, _) in partial {
+        if s < INLINE_SLOTS {
+          partial_mask |= 1u64 << s;
         }
       }
-      if active == 0 && high.is_empty() {
+      let gone = active & !(edge.full | partial_mask);
+      if gone != 0 {
+        w.left.push(Left { depth: base, mask: gone });
+        active &= !gone;
+      }
+      let high_before = w.high.len();
+      if high_before > 0 {
+        let left_high = &mut w.left_high;
+        w.high.retain(|s| {
+          let keep = high_full.binary_search(s).is_ok() || partial.binary_search_by_key(s, |p| p.0).is_ok();
+          if !keep {
+            left_high.push((*s, base));
+          }
+          keep
+        });
+      }
+      if early_exit && (gone != 0 || w.high.len() < high_before) && active.count_ones() as usize + w.high.len() <= 1 {
+        // One candidate left: it holds at least the blocks walked, which is all we need.
         break;
       }
-      prev = node;
-      walked += 1;
-      if early_exit && changed && (active.count_ones() as usize + high.len()) <= 1 {
+      let m = common_prefix(&edge.keys, &keys[base as usize..]) as u32;
+      let ends_here = m < len || (base + m) as usize == n;
+      // Partial holders leave at their cutoff (or where the match ends, if sooner).
+      for &(s, c) in partial {
+        let depth = base + c.min(m);
+        if s < INLINE_SLOTS {
+          if active & (1u64 << s) != 0 {
+            w.left.push(Left { depth, mask: 1u64 << s });
+          }
+        } else if let Ok(i) = w.high.binary_search(&s) {
+          w.high.remove(i);
+          w.left_high.push((s, depth));
+        }
+      }
+      active &= edge.full;
+      if capped {
+        w.visited.push((e, m));
+      }
+      base += m;
+      if ends_here || (active == 0 && w.high.is_empty()) {
         break;
+      }
+      match tree.child(edge.tail(), keys[base as usize]) {
+        Some(c) => e = c,
+        None => break,
       }
     }
     // Whoever is still a candidate holds every block walked.
-    while active != 0 {
-      out.push((self.slots.key(active.trailing_zeros()), walked));
-      active &= active - 1;
+    if active != 0 {
+      w.left.push(Left { depth: base, mask: active });
     }
-    for &s in high.iter() {
-      out.push((self.slots.key(s as Slot), walked));
-    }
-    self.touch_path(prev, walked);
-  }
-
-  /// Marks the `walked` blocks ending at `last` as just used, for the events cap.
-  fn touch_path(&mut self, mut last: NodeId, walked: u32) {
-    if let ModeState::Events(ev) = &mut self.state {
-      if let Some(lru) = &mut ev.lru {
+    w.left_high.extend(w.high.iter().map(|&s| (s, base)));
+    if capped {
+      if let ModeState::Events(ev) = state {
+        let lru = ev.lru.as_mut().expect("capped");
         let tick = lru.next_tick();
-        for _ in 0..walked {
-          lru.touch(last, tick);
-          last = self.tree.node(last).parent;
+        for &(e, m) in &w.visited {
+          for &b in &tree.edge(e).blocks[..m as usize] {
+            lru.touch(b, tick);
+          }
         }
       }
     }
@@ -162,7 +260,7 @@ mod tests {
     v
   }
 
-  /// Stores `local` for `k` as one event whose engine keys are 1000*worker + rank*100 + i.
+  /// Stores `local` for `k` as one event whose engine keys are derived from (worker, rank, i).
   fn store(ix: &mut RadixIndexer, k: WorkerKey, local: &[u64]) {
     let engine: Vec<u64> = (0..local.len() as u64).map(|i| k.worker * 1_000_000 + k.dp_rank as u64 * 10_000 + i).collect();
     ix.apply_stored(k, None, &engine, local, 0.0).unwrap();
@@ -178,12 +276,15 @@ mod tests {
     let mut out = Vec::new();
     ix.find_matches_into(&[1, 2, 3, 4, 5], false, 0.0, &mut out);
     assert_eq!(sorted(out.clone()), vec![(key(1, 0), 4), (key(2, 0), 2), (key(2, 1), 3)]);
+    ix.find_matches_sorted_into(&[1, 2, 3, 4, 5], false, 0.0, &mut out);
+    assert_eq!(out, vec![(key(1, 0), 4), (key(2, 1), 3), (key(2, 0), 2)], "best first");
     ix.find_matches_into(&[1, 7, 3], false, 0.0, &mut out);
     assert_eq!(sorted(out.clone()), vec![(key(1, 0), 1), (key(2, 0), 1), (key(2, 1), 1)]);
     ix.find_matches_into(&[5], false, 0.0, &mut out);
     assert!(out.is_empty());
     ix.find_matches_into(&[], false, 0.0, &mut out);
     assert!(out.is_empty());
+    ix.check();
   }
 
   #[test]
@@ -195,25 +296,31 @@ mod tests {
     let mut out = Vec::new();
     ix.find_matches_into(&[1, 2, 3], false, 0.0, &mut out);
     assert_eq!(sorted(out), vec![(key(1, 0), 1), (key(2, 0), 3)]);
+    assert_eq!(ix.blocks_of(key(1, 0)), 2, "the block after the gap is still held");
+    ix.check();
   }
 
   #[test]
   fn early_exit_stops_with_one_candidate_left() {
     let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
-    store(&mut ix, key(1, 0), &[1, 2, 3, 4, 5]);
-    store(&mut ix, key(2, 0), &[1, 2]);
+    store(&mut ix, key(1, 0), &[1, 2, 3, 4, 5, 6, 7]);
+    store(&mut ix, key(2, 0), &[1, 2, 9]);
     let mut out = Vec::new();
-    ix.find_matches_into(&[1, 2, 3, 4, 5], true, 0.0, &mut out);
-    // Worker 2 leaves at block 2 (exact); worker 1 is then alone: a lower bound of 3.
-    assert_eq!(sorted(out.clone()), vec![(key(1, 0), 3), (key(2, 0), 2)]);
-    ix.find_matches_into(&[1, 2, 3, 4, 5], false, 0.0, &mut out);
-    assert_eq!(sorted(out), vec![(key(1, 0), 5), (key(2, 0), 2)]);
+    ix.find_matches_into(&[1, 2, 3, 4, 5, 6, 7], true, 0.0, &mut out);
+    // Worker 2 leaves at block 2 (exact); worker 1 is then alone: the blocks walked, 2.
+    assert_eq!(sorted(out.clone()), vec![(key(1, 0), 2), (key(2, 0), 2)]);
+    // Alone from the start, a candidate is walked to its end.
+    store(&mut ix, key(3, 0), &[20, 21, 22]);
+    ix.find_matches_into(&[20, 21, 22, 23], true, 0.0, &mut out);
+    assert_eq!(out, vec![(key(3, 0), 3)]);
+    ix.find_matches_into(&[1, 2, 3, 4, 5, 6, 7], false, 0.0, &mut out);
+    assert_eq!(sorted(out), vec![(key(1, 0), 7), (key(2, 0), 2)]);
   }
 
   #[test]
-  fn more_than_64_pairs_spill_and_still_match() {
+  fn more_than_64_pairs_spill_and_still_match_in_order() {
     let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
-    for w in 0..150u64 {
+    for w in (0..150u64).rev() {
       let depth = 1 + (w % 5) as usize;
       store(&mut ix, key(w, 0), &[1, 2, 3, 4, 5][..depth]);
     }
@@ -223,7 +330,22 @@ mod tests {
     assert_eq!(sorted(out.clone()), expect);
     // 30 candidates reach the last block: early exit never triggers, every count is exact.
     ix.find_matches_into(&[1, 2, 3, 4, 5, 6], true, 0.0, &mut out);
-    assert_eq!(sorted(out), expect);
+    assert_eq!(sorted(out.clone()), expect);
+    ix.find_matches_sorted_into(&[1, 2, 3, 4, 5, 6], false, 0.0, &mut out);
+    let mut best_first = expect.clone();
+    best_first.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    assert_eq!(out, best_first);
     ix.check();
+  }
+
+  #[test]
+  fn common_prefix_by_eights_and_singles() {
+    let a: Vec<u64> = (0..40).collect();
+    let mut b = a.clone();
+    assert_eq!(common_prefix(&a, &b), 40);
+    b[17] = 99;
+    assert_eq!(common_prefix(&a, &b), 17);
+    assert_eq!(common_prefix(&a[..5], &b), 5);
+    assert_eq!(common_prefix(&[], &b), 0);
   }
 }

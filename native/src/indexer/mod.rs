@@ -1,22 +1,27 @@
 //! The KV radix indexer: which (worker, dp_rank) pairs hold which KV blocks, so a prompt can be
-//! matched against every worker's cache in one walk. Pure Rust: time is passed in (`now_ms`).
-//! Invariants and design in README.md.
+//! matched against every worker's cache in one walk. A compressed radix tree: edges hold runs of
+//! blocks, and each (worker, dp_rank) holds a prefix of each edge. Pure Rust: time is passed in
+//! (`now_ms`). Invariants and design in README.md.
 //!
-//! - tree.rs      arena of nodes found by their path's chained hash
-//! - keytable.rs  the cache-line table from key to node
-//! - workers.rs   (worker, dp_rank) slots and the holder set of each node
-//! - events.rs    events mode: engine block hashes -> nodes, stored / removed / cleared
+//! - tree.rs      edges (runs of block keys), block ids, the children table; split, extend, truncate
+//! - holders.rs   who holds which prefix of an edge (full mask, partial cutoffs)
+//! - paths.rs     holding and releasing blocks: coverage, splits at holes, trimming unused blocks
+//! - workers.rs   (worker, dp_rank) slots and their order
+//! - events.rs    events mode: engine block hashes -> blocks, stored / removed / cleared
+//! - engine_table.rs  one slot's engine hashes, in prefetchable cache-line groups
 //! - matches.rs   find_matches_into: the prefix walk
 //! - approx.rs    approximate mode: routed sequences with a TTL and a size cap
 //! - evict.rs     events mode's optional cap: least recently matched leaves first
-//! - snapshot.rs  versioned, checksummed dump and restore
+//! - snapshot.rs  versioned, checksummed dump and restore (snapshot/v1.rs reads the old format)
 //! - stats.rs     counters and the stats report
 
 mod approx;
-mod evict;
+mod engine_table;
 mod events;
-mod keytable;
+mod evict;
+mod holders;
 mod matches;
+mod paths;
 mod snapshot;
 mod stats;
 mod tree;
@@ -27,12 +32,16 @@ mod perf;
 #[cfg(test)]
 mod tests;
 
+pub use snapshot::SNAPSHOT_VERSION;
 pub use stats::{Counters, IndexerStats, RejectReason, Rejections};
 pub use workers::WorkerKey;
 
+use crate::hash::Window;
 use approx::ApproxState;
 use events::EventsState;
-use tree::{NodeId, Tree};
+use tree::{BlockId, Tree, ROOT_BLOCK};
+#[cfg(test)]
+use tree::EdgeId;
 use workers::{Slot, Slots};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -60,6 +69,16 @@ impl IndexerMode {
   }
 }
 
+/// What the tree keys blocks by. Indexes built here key them by their local hash (a walk then
+/// compares the prompt's hashes as they are). An index restored from a version 1 snapshot, which
+/// kept only each block's chained key, keys them by that chain (`chain_key` of the parent's key
+/// and the local hash): it answers the same, at the cost of chaining the prompt's keys first.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Keying {
+  Local,
+  Chained,
+}
+
 pub const DEFAULT_TTL_MS: f64 = 120_000.0;
 pub const DEFAULT_APPROX_MAX_BLOCKS: u64 = 1 << 20;
 pub const DEFAULT_PRUNE_FRACTION: f64 = 0.8;
@@ -77,6 +96,9 @@ pub struct IndexerConfig {
   pub approx_max_blocks: u64,
   /// A cap, once passed, prunes down to this fraction of it (both modes).
   pub prune_fraction: f64,
+  /// Which tokens a block's hash covers (EAGLE engines hash one token more): stored events are
+  /// hashed with it, and the routing cores built over the index hash prompts with it.
+  pub window: Window,
 }
 
 impl IndexerConfig {
@@ -88,6 +110,7 @@ impl IndexerConfig {
       ttl_ms: DEFAULT_TTL_MS,
       approx_max_blocks: DEFAULT_APPROX_MAX_BLOCKS,
       prune_fraction: DEFAULT_PRUNE_FRACTION,
+      window: Window::Plain,
     }
   }
 
@@ -117,27 +140,36 @@ impl IndexerConfig {
 }
 
 /// Per-mode state: engine-key maps (events) or per-pair timestamps (approximate).
+#[derive(Clone)]
 enum ModeState {
   Events(EventsState),
   Approx(ApproxState),
 }
 
 /// Buffers reused across calls.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Scratch {
   keys: Vec<u64>,
-  nodes: Vec<NodeId>,
+  /// Existing blocks along a stored path (NEW where absent).
+  blocks: Vec<BlockId>,
+  ids: Vec<BlockId>,
+  path: Vec<(BlockId, bool)>,
   slots: Vec<Slot>,
   sorted: Vec<u64>,
+  walk: matches::WalkScratch,
 }
 
+#[derive(Clone)]
 pub struct RadixIndexer {
   cfg: IndexerConfig,
+  keying: Keying,
   tree: Tree,
   slots: Slots,
   state: ModeState,
   counters: Counters,
   scratch: Scratch,
+  /// Bumped each time a worker is removed: work started before sees the change and stops.
+  epochs: rustc_hash::FxHashMap<u64, u64>,
 }
 
 impl std::fmt::Debug for RadixIndexer {
@@ -160,7 +192,16 @@ impl RadixIndexer {
       IndexerMode::Events => ModeState::Events(EventsState::new(cfg.max_blocks.is_some())),
       IndexerMode::Approximate => ModeState::Approx(ApproxState::default()),
     };
-    Ok(Self { cfg, tree: Tree::new(), slots: Slots::default(), state, counters: Counters::default(), scratch: Scratch::default() })
+    Ok(Self {
+      cfg,
+      keying: Keying::Local,
+      tree: Tree::new(),
+      slots: Slots::default(),
+      state,
+      counters: Counters::default(),
+      scratch: Scratch::default(),
+      epochs: Default::default(),
+    })
   }
 
   pub fn config(&self) -> &IndexerConfig {
@@ -175,6 +216,14 @@ impl RadixIndexer {
     self.cfg.mode
   }
 
+  pub fn window(&self) -> Window {
+    self.cfg.window
+  }
+
+  pub fn keying(&self) -> Keying {
+    self.keying
+  }
+
   /// Drops every block of (worker, dp_rank) and forgets the pair. Counted as an applied event.
   pub fn apply_cleared(&mut self, key: WorkerKey) {
     if let Some(slot) = self.slots.get(key) {
@@ -183,8 +232,14 @@ impl RadixIndexer {
     self.counters.events_applied += 1;
   }
 
+  /// How many times `worker` was removed (0 if never).
+  pub fn worker_epoch(&self, worker: u64) -> u64 {
+    self.epochs.get(&worker).copied().unwrap_or(0)
+  }
+
   /// Drops every dp rank of `worker`.
   pub fn remove_worker(&mut self, worker: u64) {
+    *self.epochs.entry(worker).or_default() += 1;
     for slot in self.slots.of_worker(worker) {
       self.drop_slot(slot);
     }
@@ -192,30 +247,12 @@ impl RadixIndexer {
 
   /// Removes every block a slot holds, then the slot.
   fn drop_slot(&mut self, slot: Slot) {
-    let Self { tree, slots, state, .. } = self;
-    let release = |node: NodeId, tree: &mut Tree, slots: &mut Slots| -> Option<NodeId> {
-      // An id may repeat (several engine keys for one block) and be freed by then.
-      if tree.is_live(node) && tree.remove_holder(node, slot) {
-        slots.count_removed(slot);
-        return tree.release_unused(node);
-      }
-      None
+    let blocks = match &mut self.state {
+      ModeState::Events(ev) => ev.take_slot(slot),
+      ModeState::Approx(ap) => ap.take_slot(slot),
     };
-    match state {
-      ModeState::Events(ev) => {
-        for node in ev.take_slot(slot) {
-          if let Some(leaf) = release(node, tree, slots) {
-            ev.on_new_leaf(leaf);
-          }
-        }
-      }
-      ModeState::Approx(ap) => {
-        for node in ap.take_slot(slot) {
-          release(node, tree, slots);
-        }
-      }
-    }
-    slots.release(slot);
+    self.release_all(slot, &blocks);
+    self.slots.release(slot);
   }
 
   pub fn stats(&self) -> IndexerStats {
@@ -226,6 +263,7 @@ impl RadixIndexer {
     IndexerStats {
       blocks: self.slots.total_held(),
       nodes: self.tree.len() as u64,
+      edges: self.tree.edge_count() as u64,
       workers: self.slots.len() as u64,
       approx_bytes: (self.tree.bytes() + self.slots.bytes() + mode_bytes) as u64,
       counters: self.counters,
@@ -244,18 +282,36 @@ impl RadixIndexer {
     keys
   }
 
+  /// The tree's keys for `local` hashes of blocks following `parent` (ROOT_BLOCK: the root),
+  /// into `out` (cleared first).
+  fn tree_keys_into(tree: &Tree, keying: Keying, parent: BlockId, local: &[u64], out: &mut Vec<u64>) {
+    out.clear();
+    match keying {
+      Keying::Local => out.extend_from_slice(local),
+      Keying::Chained => {
+        let mut k = if parent == ROOT_BLOCK { tree::ROOT_KEY } else { tree.key_of(parent) };
+        out.extend(local.iter().map(|&l| {
+          k = tree::chain_key(k, l);
+          k
+        }));
+      }
+    }
+  }
+
   #[cfg(test)]
   fn check(&self) {
-    self.tree.check();
+    self.tree.check_structure();
+    self.tree.check_holders();
     let mut held = vec![0u64; self.slots.bound()];
     let mut holders = Vec::new();
-    for id in 1..self.tree.id_bound() as NodeId {
-      if self.tree.is_live(id) {
-        holders.clear();
-        self.tree.holders_into(id, &mut holders);
-        for &s in &holders {
-          held[s as usize] += 1;
-        }
+    for id in 1..self.tree.edges.len() as EdgeId {
+      if self.tree.edge(id).is_free() {
+        continue;
+      }
+      holders.clear();
+      self.tree.holders_into(id, &mut holders);
+      for &(s, c) in &holders {
+        held[s as usize] += c as u64;
       }
     }
     for (slot, key) in self.slots.iter() {

@@ -122,3 +122,85 @@ fn chain_hash_cost() {
 fn hot_walk() {
   scenario("64 workers per doc (32 docs)", 32, false);
 }
+
+/// The bench suite's workload (bench/suites/indexer.ts): 64 workers x 34 documents of 512 blocks
+/// (16 shared 64-block system prompts), every document on two workers, stored by events of 32
+/// blocks; then the last 64 blocks of every copy removed, tail first.
+#[test]
+#[ignore]
+fn bench_workload() {
+  const DOC: usize = 512;
+  const SYS: usize = 64;
+  const EV: usize = 32;
+  let per_worker = 34;
+  let half = per_worker / 2;
+  let sys_local = |s: usize, b: usize| (s * 1000 + b) as u64 ^ 0x5555_0000_0000;
+  let doc_local = |d: usize, b: usize| if b < SYS { sys_local(d % 16, b) } else { ((d + 1) * 100_000 + b) as u64 };
+  let name = |d: usize, b: usize| if b < SYS { (1 + (d % 16) * SYS + b) as u64 } else { (1_000_000 + d * DOC + b) as u64 };
+  let docs_of = |w: usize| -> Vec<usize> { (0..half).map(|j| w * half + j).chain((0..half).map(|j| ((w + 63) % 64) * half + j)).collect() };
+  let mut events = Vec::new();
+  for w in 0..64 {
+    let mut systems = std::collections::HashSet::new();
+    for d in docs_of(w) {
+      let from = if systems.insert(d % 16) { 0 } else { SYS };
+      for b in (from..DOC).step_by(EV) {
+        let engine: Vec<u64> = (b..b + EV).map(|i| name(d, i)).collect();
+        let local: Vec<u64> = (b..b + EV).map(|i| doc_local(d, i)).collect();
+        events.push((w as u64, (b > 0).then(|| name(d, b - 1)), engine, local));
+      }
+    }
+  }
+  let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+  let t = Instant::now();
+  for (w, parent, engine, local) in &events {
+    ix.apply_stored(WorkerKey { worker: *w, dp_rank: 0 }, *parent, engine, local, 0.0).unwrap();
+  }
+  let store_s = t.elapsed().as_secs_f64();
+  let s = ix.stats();
+  let docs = 64 * half;
+  let mut rng = Rng::with_seed(5);
+  let queries: Vec<Vec<u64>> = (0..256)
+    .map(|q| {
+      let d = (q * 7919) % docs;
+      (0..DOC).map(|b| if (q % 4 == 2 && b >= DOC / 2) || (q % 4 == 3 && b >= SYS) { rng.u64(..) } else { doc_local(d, b) }).collect()
+    })
+    .collect();
+  let mut out = Vec::new();
+  let mut lat = Vec::new();
+  for round in 0..40 {
+    for q in &queries {
+      let t = Instant::now();
+      ix.find_matches_sorted_into(q, false, 0.0, &mut out);
+      if round > 0 {
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+      }
+    }
+  }
+  lat.sort_by(f64::total_cmp);
+  let mut removals = Vec::new();
+  for w in 0..64 {
+    for d in docs_of(w) {
+      for b in [DOC - EV, DOC - 2 * EV] {
+        removals.push((w as u64, (0..EV).map(|i| name(d, b + EV - 1 - i)).collect::<Vec<u64>>()));
+      }
+    }
+  }
+  let t = Instant::now();
+  let mut removed = 0;
+  for (w, hashes) in &removals {
+    removed += ix.apply_removed(WorkerKey { worker: *w, dp_rank: 0 }, hashes, 0.0);
+  }
+  let remove_s = t.elapsed().as_secs_f64();
+  assert_eq!(removed, removals.len() * EV);
+  println!(
+    "bench workload: {} blocks, {} nodes, {} edges, {:.1} B/block; stored {:.0} events/s; removed {:.0} events/s; find sorted p50 {:.2} us p99 {:.2} us",
+    s.blocks,
+    s.nodes,
+    s.edges,
+    s.bytes_per_block(),
+    events.len() as f64 / store_s,
+    removals.len() as f64 / remove_s,
+    pct(&lat, 0.5),
+    pct(&lat, 0.99)
+  );
+}

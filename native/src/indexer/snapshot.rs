@@ -1,68 +1,96 @@
 //! A full, versioned dump of the index that another router replica can load.
 //!
 //! Layout (little-endian): magic "KVRTIDX\0", version u32, payload length u64, payload,
-//! XXH3-64 of everything before it. Payload:
+//! XXH3-64 of everything before it. Version 2 payload (the compressed tree):
 //!   config   block_size u32, mode u8, has_max u8, max_blocks u64, ttl_ms f64,
-//!            approx_max_blocks u64, prune_fraction f64, lru tick u64
+//!            approx_max_blocks u64, prune_fraction f64, lru tick u64, window u8, keying u8
 //!   slots    n u32, then n x (worker u64, dp_rank u32), renumbered from 0 on restore
-//!   nodes    n u32, then n x (parent u32, key u64 [, stamp u64 when capped]); parents come first
-//!            and are named by position: 0 = the root, i = the i-th node of the list
-//!   pairs    per listed slot: n u32, then n x (engine key u64, node u32) in events mode,
-//!            n x (node u32, time f64) in approximate mode
+//!   edges    n u32, then per edge, parents first: parent u32 (0 = the root, i = the i-th edge
+//!            listed), len u32, len x key u64 [, len x stamp u64 when capped], full holders
+//!            (n u32, n x slot u32), partial holders (n u32, n x (slot u32, cutoff u32))
+//!   pairs    per listed slot: n u32, then n x (engine key u64, block u32) in events mode,
+//!            n x (block u32, time f64) in approximate mode; a block is named by its ordinal in
+//!            the edge listing (the edges' blocks one after another)
+//! Version 1 (the per-block tree) is still read: snapshot/v1.rs.
 //! Counters are not part of it: they describe the replica that counted them.
 //! Restore checks everything (never panics) and refuses what does not describe a valid index.
 
 use std::cmp::Reverse;
 
+use rustc_hash::FxHashMap;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::approx::Due;
-use super::tree::{NodeId, ROOT};
+use super::tree::{BlockId, EdgeId, ROOT};
 use super::workers::{Slot, WorkerKey};
-use super::{IndexerConfig, IndexerMode, ModeState, RadixIndexer};
+use super::{IndexerConfig, IndexerMode, Keying, ModeState, RadixIndexer};
+use crate::hash::Window;
+
+mod v1;
 
 const MAGIC: &[u8; 8] = b"KVRTIDX\0";
-pub const SNAPSHOT_VERSION: u32 = 1;
+pub const SNAPSHOT_VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 8;
 const MAX_WORKER_ID: u64 = (1 << 53) - 1;
 
 impl RadixIndexer {
   pub fn snapshot(&self) -> Vec<u8> {
-    let mut w = Vec::with_capacity(64 + self.tree.len() * 20 + self.slots.total_held() as usize * 12);
+    let capped = self.lru_tick().is_some();
+    let per_block = if capped { 16 } else { 8 };
+    let mut w = Vec::with_capacity(64 + self.tree.len() * per_block + self.tree.edge_count() * 24 + self.slots.total_held() as usize * 12);
     w.extend_from_slice(MAGIC);
-    w.extend_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
-    w.extend_from_slice(&0u64.to_le_bytes()); // payload length, patched below
-    let cfg = &self.cfg;
-    put32(&mut w, cfg.block_size);
-    w.push(matches!(cfg.mode, IndexerMode::Approximate) as u8);
-    w.push(cfg.max_blocks.is_some() as u8);
-    put64(&mut w, cfg.max_blocks.unwrap_or(0));
-    put64(&mut w, cfg.ttl_ms.to_bits());
-    put64(&mut w, cfg.approx_max_blocks);
-    put64(&mut w, cfg.prune_fraction.to_bits());
-    let lru = match &self.state {
-      ModeState::Events(ev) => ev.lru.as_ref(),
-      ModeState::Approx(_) => None,
-    };
-    put64(&mut w, lru.map_or(0, |l| l.tick()));
+    put32(&mut w, SNAPSHOT_VERSION);
+    put64(&mut w, 0); // payload length, patched below
+    put_config(&mut w, &self.cfg, self.lru_tick());
+    w.push(self.cfg.window.is_eagle() as u8);
+    w.push(matches!(self.keying, Keying::Chained) as u8);
 
     let slots: Vec<(Slot, WorkerKey)> = self.slots.iter().collect();
+    let mut slot_index = vec![u32::MAX; self.slots.bound()];
     put32(&mut w, slots.len() as u32);
-    for &(_, key) in &slots {
+    for (i, &(slot, key)) in slots.iter().enumerate() {
+      slot_index[slot as usize] = i as u32;
       put64(&mut w, key.worker);
       put32(&mut w, key.dp_rank);
     }
 
     let order = self.tree.topological_order();
-    let mut position = vec![0u32; self.tree.id_bound()];
+    let mut edge_index = vec![0u32; self.tree.edges.len()];
+    // Ordinal of each block in the listing.
+    let mut ordinal = vec![0u32; self.tree.block_bound()];
+    let mut next = 0u32;
+    let mut holders = Vec::new();
     put32(&mut w, order.len() as u32);
-    for (i, &id) in order.iter().enumerate() {
-      position[id as usize] = i as u32 + 1;
-      let node = self.tree.node(id);
-      put32(&mut w, position[node.parent as usize]);
-      put64(&mut w, node.key);
-      if let Some(lru) = lru {
-        put64(&mut w, lru.stamp(id));
+    for (i, &e) in order.iter().enumerate() {
+      edge_index[e as usize] = i as u32 + 1;
+      let edge = self.tree.edge(e);
+      put32(&mut w, edge_index[self.tree.parent_edge(e) as usize]);
+      put32(&mut w, edge.len());
+      for &k in &edge.keys {
+        put64(&mut w, k);
+      }
+      if let ModeState::Events(ev) = &self.state {
+        if let Some(lru) = &ev.lru {
+          for &b in &edge.blocks {
+            put64(&mut w, lru.stamp(b));
+          }
+        }
+      }
+      for &b in &edge.blocks {
+        ordinal[b as usize] = next;
+        next += 1;
+      }
+      holders.clear();
+      self.tree.holders_into(e, &mut holders);
+      let full = holders.iter().filter(|h| h.1 == edge.len()).count();
+      put32(&mut w, full as u32);
+      for &(s, _) in holders.iter().filter(|h| h.1 == edge.len()) {
+        put32(&mut w, slot_index[s as usize]);
+      }
+      put32(&mut w, (holders.len() - full) as u32);
+      for &(s, c) in holders.iter().filter(|h| h.1 < edge.len()) {
+        put32(&mut w, slot_index[s as usize]);
+        put32(&mut w, c);
       }
     }
 
@@ -71,163 +99,316 @@ impl RadixIndexer {
         ModeState::Events(ev) => {
           let keys = &ev.keys[slot as usize];
           put32(&mut w, keys.len() as u32);
-          for (engine_key, node) in keys.iter() {
+          for (engine_key, b) in keys.iter() {
             put64(&mut w, engine_key);
-            put32(&mut w, position[node as usize]);
+            put32(&mut w, ordinal[b as usize]);
           }
         }
         ModeState::Approx(ap) => {
           let times = &ap.times[slot as usize];
           put32(&mut w, times.len() as u32);
-          for (node, time) in times.iter() {
-            put32(&mut w, position[node as usize]);
+          for (b, time) in times.iter() {
+            put32(&mut w, ordinal[b as usize]);
             put64(&mut w, time.to_bits());
           }
         }
       }
     }
-    let payload = (w.len() - HEADER) as u64;
-    w[12..20].copy_from_slice(&payload.to_le_bytes());
-    let sum = xxh3_64(&w);
-    put64(&mut w, sum);
-    w
+    seal(w)
   }
 
+  fn lru_tick(&self) -> Option<u64> {
+    match &self.state {
+      ModeState::Events(ev) => ev.lru.as_ref().map(|l| l.tick()),
+      ModeState::Approx(_) => None,
+    }
+  }
+
+  /// Loads a snapshot of version 2 or 1.
   pub fn restore(bytes: &[u8]) -> Result<Self, String> {
-    let payload = check_envelope(bytes)?;
+    let (version, payload) = check_envelope(bytes)?;
     let mut r = Reader { buf: payload, at: 0 };
-    let block_size = r.u32()?;
-    let mode = match r.u8()? {
-      0 => IndexerMode::Events,
-      1 => IndexerMode::Approximate,
-      m => return Err(format!("corrupt snapshot: unknown mode {m}")),
+    let ix = match version {
+      1 => v1::restore(&mut r)?,
+      _ => restore_v2(&mut r)?,
     };
-    let has_max = r.u8()?;
-    let max_blocks = r.u64()?;
-    let cfg = IndexerConfig {
-      block_size,
-      mode,
-      max_blocks: match has_max {
-        0 => None,
-        1 => Some(max_blocks),
-        _ => return Err("corrupt snapshot: bad cap flag".into()),
-      },
-      ttl_ms: f64::from_bits(r.u64()?),
-      approx_max_blocks: r.u64()?,
-      prune_fraction: f64::from_bits(r.u64()?),
-    };
-    cfg.validate().map_err(|e| format!("corrupt snapshot: {e}"))?;
-    let mut ix = RadixIndexer::try_new(cfg)?;
-    let tick = r.u64()?;
-    let capped = match &mut ix.state {
-      ModeState::Events(ev) => ev.lru.as_mut().map(|l| l.set_tick(tick)).is_some(),
-      ModeState::Approx(_) => false,
-    };
-
-    let n_slots = r.count(12)?;
-    let mut slots = Vec::with_capacity(n_slots);
-    for _ in 0..n_slots {
-      let key = WorkerKey { worker: r.u64()?, dp_rank: r.u32()? };
-      if key.worker > MAX_WORKER_ID || key.dp_rank > 0xffff {
-        return Err("corrupt snapshot: worker id or rank out of range".into());
-      }
-      if ix.slots.get(key).is_some() {
-        return Err("corrupt snapshot: a worker is listed twice".into());
-      }
-      slots.push(ix.slots.intern(key));
-    }
-
-    let n_nodes = r.count(if capped { 20 } else { 12 })?;
-    let mut ids: Vec<NodeId> = Vec::with_capacity(n_nodes + 1);
-    let mut depths: Vec<u32> = Vec::with_capacity(n_nodes + 1);
-    ids.push(ROOT);
-    depths.push(0);
-    ix.tree.reserve(n_nodes);
-    for i in 0..n_nodes {
-      let parent = r.u32()? as usize;
-      let key = r.u64()?;
-      if parent > i {
-        return Err("corrupt snapshot: a node is listed before its parent".into());
-      }
-      if ix.tree.lookup(key).is_some() {
-        return Err("corrupt snapshot: two nodes share a key".into());
-      }
-      let id = ix.tree.insert_child(ids[parent], key).ok_or("corrupt snapshot: too many nodes")?;
-      if capped {
-        let stamp = r.u64()?;
-        if let ModeState::Events(ev) = &mut ix.state {
-          ev.lru.as_mut().expect("capped").touch(id, stamp);
-        }
-      }
-      ids.push(id);
-      depths.push(depths[parent] + 1);
-    }
-
-    let node_at = |position: u32| -> Result<NodeId, String> {
-      match position as usize {
-        0 => Err("corrupt snapshot: a worker holds the root".into()),
-        p if p < ids.len() => Ok(ids[p]),
-        _ => Err("corrupt snapshot: a block names a node that does not exist".into()),
-      }
-    };
-    for &slot in &slots {
-      let n = r.count(12)?;
-      for _ in 0..n {
-        match &mut ix.state {
-          ModeState::Events(ev) => {
-            let engine_key = r.u64()?;
-            let node = node_at(r.u32()?)?;
-            if ev.lookup(Some(slot), engine_key).is_some() {
-              return Err("corrupt snapshot: an engine key is listed twice".into());
-            }
-            ev.slot_keys(slot).insert(engine_key, node);
-            if ix.tree.add_holder(node, slot) {
-              ix.slots.count_added(slot);
-            } else {
-              *ev.extra_refs.entry((slot, node)).or_default() += 1;
-            }
-          }
-          ModeState::Approx(ap) => {
-            let position = r.u32()?;
-            let node = node_at(position)?;
-            let time = f64::from_bits(r.u64()?);
-            if !time.is_finite() || !ix.tree.add_holder(node, slot) {
-              return Err("corrupt snapshot: a bad or repeated routing time".into());
-            }
-            ix.slots.count_added(slot);
-            ap.slot_times(slot).set(node, time);
-            ap.due.push(Reverse(Due { time, depth: depths[position as usize], slot, node }));
-          }
-        }
-      }
-      if ix.slots.held(slot) == 0 {
-        return Err("corrupt snapshot: a worker listed without blocks".into());
-      }
-    }
     if r.at != r.buf.len() {
       return Err("corrupt snapshot: trailing bytes".into());
     }
-    for &id in &ids[1..] {
-      if !ix.tree.has_holders(id) && ix.tree.children(id) == 0 {
+    Ok(ix)
+  }
+
+  /// Adds `slot` as a holder of block `b` while restoring (blocks of an edge in order; a block
+  /// past the slot's prefix splits the edge so the slot holds a prefix of the new tail).
+  pub(super) fn restore_hold(&mut self, slot: Slot, b: BlockId) -> bool {
+    let (mut e, mut p) = self.tree.locate(b);
+    let cov = self.tree.coverage(e, slot);
+    if p < cov {
+      return false;
+    }
+    if p > cov {
+      e = self.tree.split(e, p);
+      p = 0;
+    }
+    self.tree.set_coverage(e, slot, p + 1);
+    self.slots.count_added(slot, 1);
+    true
+  }
+
+  /// The checks every restored index passes, then the LRU queue and the cap.
+  pub(super) fn finish_restore(&mut self, slots: &[Slot]) -> Result<(), String> {
+    for &slot in slots {
+      if self.slots.held(slot) == 0 {
+        return Err("corrupt snapshot: a worker listed without blocks".into());
+      }
+    }
+    for id in 1..self.tree.edges.len() as EdgeId {
+      let edge = self.tree.edge(id);
+      if edge.is_free() {
+        continue;
+      }
+      if edge.children == 0 && self.tree.max_coverage(id) < edge.len() {
         return Err("corrupt snapshot: a block no worker holds".into());
       }
     }
-    if let ModeState::Events(ev) = &mut ix.state {
+    let pairs = match &self.state {
+      ModeState::Events(ev) => ev.keys.iter().map(|k| k.len() as u64).sum::<u64>() - ev.extra_refs.values().map(|&n| n as u64).sum::<u64>(),
+      ModeState::Approx(ap) => ap.times.iter().map(|t| t.len() as u64).sum(),
+    };
+    if pairs != self.slots.total_held() {
+      return Err("corrupt snapshot: a held block without its engine key or routing time".into());
+    }
+    if let ModeState::Events(ev) = &mut self.state {
       if let Some(lru) = &mut ev.lru {
-        for &id in &ids[1..] {
-          if ix.tree.children(id) == 0 {
-            lru.on_leaf(id);
+        for id in 1..self.tree.edges.len() as EdgeId {
+          let edge = self.tree.edge(id);
+          if !edge.is_free() && edge.children == 0 {
+            lru.on_leaf(edge.tail());
           }
         }
       }
     }
-    ix.enforce_cap();
-    Ok(ix)
+    self.enforce_cap();
+    Ok(())
+  }
+
+  /// Records engine key `engine_key` of `slot` naming held block `b` while restoring.
+  pub(super) fn restore_engine_key(&mut self, slot: Slot, engine_key: u64, b: BlockId) -> Result<(), String> {
+    if !self.tree.holds(b, slot) {
+      return Err("corrupt snapshot: an engine key names a block its worker does not hold".into());
+    }
+    let ModeState::Events(ev) = &mut self.state else { unreachable!("events mode") };
+    if ev.lookup(Some(slot), engine_key).is_some() {
+      return Err("corrupt snapshot: an engine key is listed twice".into());
+    }
+    ev.slot_keys(slot).insert(engine_key, b);
+    Ok(())
+  }
+
+  /// Counts the engine keys beyond the first naming one block of a slot.
+  pub(super) fn restore_extra_refs(&mut self) {
+    let ModeState::Events(ev) = &mut self.state else { return };
+    let mut per_pair: FxHashMap<(Slot, BlockId), u32> = FxHashMap::default();
+    for (slot, keys) in ev.keys.iter().enumerate() {
+      for (_, b) in keys.iter() {
+        *per_pair.entry((slot as Slot, b)).or_default() += 1;
+      }
+    }
+    ev.extra_refs = per_pair.into_iter().filter(|&(_, n)| n > 1).map(|(k, n)| (k, n - 1)).collect();
+  }
+
+  /// Records the routing time of held pair (slot, b) while restoring.
+  pub(super) fn restore_time(&mut self, slot: Slot, b: BlockId, time: f64) -> Result<(), String> {
+    if !time.is_finite() || !self.tree.holds(b, slot) {
+      return Err("corrupt snapshot: a bad routing time or one for a block not held".into());
+    }
+    let depth = self.tree.depth_of(b) + 1;
+    let ModeState::Approx(ap) = &mut self.state else { unreachable!("approximate mode") };
+    if ap.slot_times(slot).get(b).is_some() {
+      return Err("corrupt snapshot: a repeated routing time".into());
+    }
+    ap.slot_times(slot).set(b, time);
+    ap.due.push(Reverse(Due { time, depth, slot, node: b }));
+    Ok(())
   }
 }
 
-/// Checks magic, version, length and checksum; returns the payload.
-fn check_envelope(bytes: &[u8]) -> Result<&[u8], String> {
+fn restore_v2(r: &mut Reader) -> Result<RadixIndexer, String> {
+  let (mut cfg, tick) = read_config(r)?;
+  cfg.window = match r.u8()? {
+    0 => Window::Plain,
+    1 => Window::Eagle,
+    _ => return Err("corrupt snapshot: bad window flag".into()),
+  };
+  let keying = match r.u8()? {
+    0 => Keying::Local,
+    1 => Keying::Chained,
+    _ => return Err("corrupt snapshot: bad keying flag".into()),
+  };
+  let mut ix = RadixIndexer::try_new(cfg)?;
+  ix.keying = keying;
+  let capped = ix.set_lru_tick(tick);
+  let slots = read_slots(r, &mut ix)?;
+
+  let n_edges = r.count(8)?;
+  let mut edges: Vec<EdgeId> = Vec::with_capacity(n_edges + 1);
+  edges.push(ROOT);
+  let mut blocks: Vec<BlockId> = Vec::new();
+  let mut ids = Vec::new();
+  ix.tree.reserve(n_edges, 0);
+  for i in 0..n_edges {
+    let parent = r.u32()? as usize;
+    if parent > i {
+      return Err("corrupt snapshot: an edge is listed before its parent".into());
+    }
+    let len = r.count(if capped { 16 } else { 8 })?;
+    if len == 0 {
+      return Err("corrupt snapshot: an empty edge".into());
+    }
+    let keys: Vec<u64> = (0..len).map(|_| r.u64()).collect::<Result<_, _>>()?;
+    if ix.tree.child_of_edge(edges[parent], keys[0]).is_some() {
+      return Err("corrupt snapshot: two children of one edge start alike".into());
+    }
+    if !ix.tree.has_room(len) {
+      return Err("corrupt snapshot: too many blocks".into());
+    }
+    ids.clear();
+    let e = ix.tree.new_edge(edges[parent], &keys, &mut ids);
+    if capped {
+      for &b in &ids {
+        let stamp = r.u64()?;
+        if let ModeState::Events(ev) = &mut ix.state {
+          ev.lru.as_mut().expect("capped").touch(b, stamp);
+        }
+      }
+    }
+    blocks.extend_from_slice(&ids);
+    edges.push(e);
+    let full = r.count(4)?;
+    for _ in 0..full {
+      let slot = slot_at(&slots, r.u32()?)?;
+      if ix.tree.coverage(e, slot) != 0 {
+        return Err("corrupt snapshot: a holder is listed twice".into());
+      }
+      ix.tree.set_coverage(e, slot, len as u32);
+      ix.slots.count_added(slot, len as u64);
+    }
+    let partial = r.count(8)?;
+    for _ in 0..partial {
+      let slot = slot_at(&slots, r.u32()?)?;
+      let cutoff = r.u32()?;
+      if cutoff == 0 || cutoff as usize >= len || ix.tree.coverage(e, slot) != 0 {
+        return Err("corrupt snapshot: a bad or repeated holder cutoff".into());
+      }
+      ix.tree.set_coverage(e, slot, cutoff);
+      ix.slots.count_added(slot, cutoff as u64);
+    }
+  }
+  let block_at = |ordinal: u32| -> Result<BlockId, String> {
+    blocks.get(ordinal as usize).copied().ok_or_else(|| "corrupt snapshot: a block that does not exist".to_string())
+  };
+  for &slot in &slots {
+    let n = r.count(12)?;
+    for _ in 0..n {
+      match ix.mode() {
+        IndexerMode::Events => {
+          let engine_key = r.u64()?;
+          let b = block_at(r.u32()?)?;
+          ix.restore_engine_key(slot, engine_key, b)?;
+        }
+        IndexerMode::Approximate => {
+          let b = block_at(r.u32()?)?;
+          let time = f64::from_bits(r.u64()?);
+          ix.restore_time(slot, b, time)?;
+        }
+      }
+    }
+  }
+  ix.restore_extra_refs();
+  ix.finish_restore(&slots)?;
+  Ok(ix)
+}
+
+fn slot_at(slots: &[Slot], i: u32) -> Result<Slot, String> {
+  slots.get(i as usize).copied().ok_or_else(|| "corrupt snapshot: a holder that is not a listed worker".to_string())
+}
+
+impl RadixIndexer {
+  /// Sets the LRU tick of a capped index; false when uncapped.
+  fn set_lru_tick(&mut self, tick: u64) -> bool {
+    match &mut self.state {
+      ModeState::Events(ev) => ev.lru.as_mut().map(|l| l.set_tick(tick)).is_some(),
+      ModeState::Approx(_) => false,
+    }
+  }
+}
+
+fn put_config(w: &mut Vec<u8>, cfg: &IndexerConfig, tick: Option<u64>) {
+  put32(w, cfg.block_size);
+  w.push(matches!(cfg.mode, IndexerMode::Approximate) as u8);
+  w.push(cfg.max_blocks.is_some() as u8);
+  put64(w, cfg.max_blocks.unwrap_or(0));
+  put64(w, cfg.ttl_ms.to_bits());
+  put64(w, cfg.approx_max_blocks);
+  put64(w, cfg.prune_fraction.to_bits());
+  put64(w, tick.unwrap_or(0));
+}
+
+/// The config fields both versions share, validated, and the LRU tick.
+fn read_config(r: &mut Reader) -> Result<(IndexerConfig, u64), String> {
+  let block_size = r.u32()?;
+  let mode = match r.u8()? {
+    0 => IndexerMode::Events,
+    1 => IndexerMode::Approximate,
+    m => return Err(format!("corrupt snapshot: unknown mode {m}")),
+  };
+  let has_max = r.u8()?;
+  let max_blocks = r.u64()?;
+  let cfg = IndexerConfig {
+    block_size,
+    mode,
+    max_blocks: match has_max {
+      0 => None,
+      1 => Some(max_blocks),
+      _ => return Err("corrupt snapshot: bad cap flag".into()),
+    },
+    ttl_ms: f64::from_bits(r.u64()?),
+    approx_max_blocks: r.u64()?,
+    prune_fraction: f64::from_bits(r.u64()?),
+    window: Window::Plain,
+  };
+  cfg.validate().map_err(|e| format!("corrupt snapshot: {e}"))?;
+  let tick = r.u64()?;
+  Ok((cfg, tick))
+}
+
+/// The slot list, interned in order.
+fn read_slots(r: &mut Reader, ix: &mut RadixIndexer) -> Result<Vec<Slot>, String> {
+  let n = r.count(12)?;
+  let mut slots = Vec::with_capacity(n);
+  for _ in 0..n {
+    let key = WorkerKey { worker: r.u64()?, dp_rank: r.u32()? };
+    if key.worker > MAX_WORKER_ID || key.dp_rank > 0xffff {
+      return Err("corrupt snapshot: worker id or rank out of range".into());
+    }
+    if ix.slots.get(key).is_some() {
+      return Err("corrupt snapshot: a worker is listed twice".into());
+    }
+    slots.push(ix.slots.intern(key));
+  }
+  Ok(slots)
+}
+
+fn seal(mut w: Vec<u8>) -> Vec<u8> {
+  let payload = (w.len() - HEADER) as u64;
+  w[12..20].copy_from_slice(&payload.to_le_bytes());
+  let sum = xxh3_64(&w);
+  put64(&mut w, sum);
+  w
+}
+
+/// Checks magic, version, length and checksum; returns the version and the payload.
+fn check_envelope(bytes: &[u8]) -> Result<(u32, &[u8]), String> {
   if bytes.len() < HEADER + 8 || &bytes[..8] != MAGIC {
     if bytes.len() >= 8 && &bytes[..8] != MAGIC {
       return Err("not a kvroute indexer snapshot (bad magic)".into());
@@ -235,8 +416,8 @@ fn check_envelope(bytes: &[u8]) -> Result<&[u8], String> {
     return Err(format!("truncated snapshot: {} bytes", bytes.len()));
   }
   let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-  if version != SNAPSHOT_VERSION {
-    return Err(format!("unsupported snapshot version {version} (this build reads version {SNAPSHOT_VERSION})"));
+  if version != 1 && version != SNAPSHOT_VERSION {
+    return Err(format!("unsupported snapshot version {version} (this build reads versions 1 and {SNAPSHOT_VERSION})"));
   }
   let payload = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
   let expected = (HEADER as u64).checked_add(payload).and_then(|n| n.checked_add(8));
@@ -247,7 +428,7 @@ fn check_envelope(bytes: &[u8]) -> Result<&[u8], String> {
   if xxh3_64(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
     return Err("corrupt snapshot: checksum mismatch".into());
   }
-  Ok(&body[HEADER..])
+  Ok((version, &body[HEADER..]))
 }
 
 fn put32(w: &mut Vec<u8>, v: u32) {
@@ -258,7 +439,7 @@ fn put64(w: &mut Vec<u8>, v: u64) {
   w.extend_from_slice(&v.to_le_bytes());
 }
 
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
   buf: &'a [u8],
   at: usize,
 }

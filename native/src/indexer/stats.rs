@@ -9,7 +9,8 @@ pub enum RejectReason {
   DuplicateHash,
   /// A block hash equals the event's parent hash.
   SelfParent,
-  /// A block's sequence hash is already taken by a block on another path (a 64-bit collision).
+  /// Kept for the stats' shape: the compressed tree finds children under their parent, so no
+  /// key can collide with another path's any more (always 0).
   HashCollision,
   /// The index reached its maximum number of nodes (2^31 - 1).
   IndexFull,
@@ -76,8 +77,10 @@ pub struct Counters {
 pub struct IndexerStats {
   /// (worker, dp_rank, block) pairs indexed.
   pub blocks: u64,
-  /// Distinct blocks: nodes of the tree (the root excluded).
+  /// Distinct blocks (the root excluded).
   pub nodes: u64,
+  /// Edges of the compressed tree (runs of blocks).
+  pub edges: u64,
   /// (worker, dp_rank) pairs holding at least one block.
   pub workers: u64,
   /// Heap bytes held by the index (allocated capacity, hash tables counted bucket by bucket).

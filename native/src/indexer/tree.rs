@@ -1,59 +1,105 @@
-//! The radix tree's storage: an arena of 24-byte nodes with u32 ids, and ONE global table
-//! (keytable.rs) that finds a node from its key. A node's key is a chained hash of the path from
-//! the root to it (`key(child) = chain_key(key(parent), local)`, the root's key being 0), so
-//! the lookups of a prompt's successive blocks do not depend on each other's results:
-//! the walk can fetch the blocks ahead while it matches the current one, instead of chasing one
-//! pointer per block. The parent stored in each node guards against the (2^-64) case of two
-//! paths sharing a key.
+//! The compressed radix tree's storage. An edge holds a run of blocks (their keys inline, so a walk
+//! compares a prompt against a whole run with sequential reads); child edges hang from a block
+//! (always the last of its edge) and are found by (parent block, first key) in one global table.
+//! Each block has a stable id (engine keys, routing times and LRU stamps name blocks by id, and
+//! edges their parent block), kept across splits, with its (edge, position) in a side array: a
+//! split only moves the tail's blocks, never the children's links.
+//!
+//! Who holds which blocks of an edge is `holders.rs`; this file only moves blocks around: new
+//! edges, leaf extension, splits and truncation.
 
-use super::keytable::KeyTable;
+use hashbrown::HashTable;
 
-pub type NodeId = u32;
-pub const ROOT: NodeId = 0;
-/// Key of the root, the start of every chain.
-pub const ROOT_KEY: u64 = 0;
-/// `parent` of a node on the free list (its `workers` holds the next free id).
-const FREE: NodeId = u32::MAX;
-const NO_FREE: u64 = u64::MAX;
-/// Ids stay below 2^31 so the children count can lend its top bit to the spill flag.
-pub const MAX_NODES: usize = (1 << 31) - 1;
-/// Top bit of `children`: some slot >= 64 holds this node (see `Tree::spill`).
-pub(super) const SPILL_FLAG: u32 = 1 << 31;
+pub type EdgeId = u32;
+pub type BlockId = u32;
+pub const ROOT: EdgeId = 0;
+/// The parent block of the root's children.
+pub const ROOT_BLOCK: BlockId = u32::MAX;
+/// `parent` of a free edge.
+const FREE_PARENT: BlockId = u32::MAX - 1;
+/// `edge` of a free block id (its position holds the next free id).
+const FREE_EDGE: EdgeId = u32::MAX;
+const NO_FREE: u32 = u32::MAX;
+/// No extra holder record (edge.extra).
+pub const NO_EXTRA: u32 = u32::MAX;
+/// Block ids stay below this (the top values are sentinels).
+pub const MAX_BLOCKS: usize = (u32::MAX - 2) as usize;
 
-#[derive(Clone, Copy, Debug)]
-pub struct Node {
-  /// Sequence hash of the path root..=this node.
-  pub key: u64,
-  /// Bit s set: slot s (< 64) holds this block.
-  pub workers: u64,
-  pub parent: NodeId,
-  /// Number of child nodes, | SPILL_FLAG.
-  pub(super) children: u32,
+#[derive(Clone)]
+pub struct Edge {
+  /// The block this edge hangs from (ROOT_BLOCK: a child of the root).
+  pub parent: BlockId,
+  /// Child edges (hanging from this edge's last block).
+  pub children: u32,
+  /// Slots < 64 holding every block of the edge.
+  pub full: u64,
+  /// Index into `Tree::extras` (slots >= 64 holding it all, and slots holding a prefix), or NO_EXTRA.
+  pub extra: u32,
+  /// Blocks from the root to this edge's first block.
+  pub depth: u32,
+  pub keys: Vec<u64>,
+  pub blocks: Vec<BlockId>,
 }
 
-pub struct Tree {
-  pub(super) nodes: Vec<Node>,
-  pub(super) index: KeyTable,
-  free_head: u64,
-  live: usize,
-  /// Holders with slot >= 64 (sorted), for the nodes whose SPILL_FLAG is set.
-  pub(super) spill: rustc_hash::FxHashMap<NodeId, Vec<u32>>,
+impl Edge {
+  fn new(parent: BlockId, depth: u32) -> Self {
+    Self { parent, children: 0, full: 0, extra: NO_EXTRA, depth, keys: Vec::new(), blocks: Vec::new() }
+  }
+
+  #[inline(always)]
+  pub fn len(&self) -> u32 {
+    self.keys.len() as u32
+  }
+
+  #[inline]
+  pub fn is_free(&self) -> bool {
+    self.parent == FREE_PARENT
+  }
+
+  /// The block children of this edge hang from (ROOT_BLOCK for the root).
+  #[inline(always)]
+  pub fn tail(&self) -> BlockId {
+    self.blocks.last().copied().unwrap_or(ROOT_BLOCK)
+  }
 }
 
-/// Key of a child from its parent's key and its local hash: one folded multiply (a ~2 ns step
-/// of the walk's serial chain; the local hashes are XXH3 outputs, the parent key already mixed).
-/// Its output is well spread in every bit, so the key table uses it as its own hash.
+/// Holders an inline mask cannot say: full holders with slot >= 64 and prefix holders.
+#[derive(Default, Clone, Debug, PartialEq, Eq)]
+pub struct Extra {
+  /// Slots >= 64 holding every block, sorted.
+  pub high: Vec<u32>,
+  /// (slot, cutoff): the slot holds the edge's first `cutoff` blocks, 0 < cutoff < len; sorted by slot.
+  pub partial: Vec<(u32, u32)>,
+}
+
+impl Extra {
+  pub fn is_empty(&self) -> bool {
+    self.high.is_empty() && self.partial.is_empty()
+  }
+}
+
+/// A child in the children table: found by (parent block, first key), verified in the entry itself.
+#[derive(Clone, Copy)]
+struct ChildEntry {
+  first: u64,
+  parent: BlockId,
+  child: EdgeId,
+}
+
 #[inline(always)]
-pub fn chain_key(parent: u64, local: u64) -> u64 {
-  let p = ((parent ^ 0x2D35_8DCC_AA6C_78A5) as u128) * ((local ^ 0x8BB8_4B93_962E_ACC9) as u128);
+fn child_hash(parent: BlockId, first: u64) -> u64 {
+  let p = ((first ^ 0x243F_6A88_85A3_08D3) as u128) * ((parent as u64 ^ 0x9E37_79B9_7F4A_7C15) as u128);
   (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// Table hash of a key. Keys are already hashes, but tests and callers may pass small numbers:
-/// one folded multiply spreads any input over the low bits (bucket) and top bits (tag).
+/// The root's key when blocks are keyed by their chain (`Keying::Chained`, snapshot version 1).
+pub const ROOT_KEY: u64 = 0;
+
+/// Chained key of a block from its parent's key and its local hash (version 1 snapshots key
+/// blocks by it): one folded multiply.
 #[inline(always)]
-pub fn table_hash(key: u64) -> u64 {
-  let p = (key ^ 0x243F_6A88_85A3_08D3) as u128 * 0x9E37_79B9_7F4A_7C15u128;
+pub fn chain_key(parent: u64, local: u64) -> u64 {
+  let p = ((parent ^ 0x2D35_8DCC_AA6C_78A5) as u128) * ((local ^ 0x8BB8_4B93_962E_ACC9) as u128);
   (p as u64) ^ ((p >> 64) as u64)
 }
 
@@ -67,6 +113,39 @@ pub fn table_bytes(capacity: usize, entry: usize) -> usize {
   buckets * (entry + 1) + 16
 }
 
+/// Fetches the cache line of `value` ahead of its use (a hint; no-op off x86_64).
+#[inline(always)]
+pub fn prefetch<T>(value: &T) {
+  #[cfg(target_arch = "x86_64")]
+  // SAFETY: a prefetch never faults and `value` is a valid reference.
+  unsafe {
+    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(value as *const T as *const i8);
+  }
+  #[cfg(not(target_arch = "x86_64"))]
+  let _ = value;
+}
+
+/// One folded multiply: a well spread hash of any u64 (engine keys, ids).
+#[inline(always)]
+pub fn table_hash(key: u64) -> u64 {
+  let p = (key ^ 0x243F_6A88_85A3_08D3) as u128 * 0x9E37_79B9_7F4A_7C15u128;
+  (p as u64) ^ ((p >> 64) as u64)
+}
+
+#[derive(Clone)]
+pub struct Tree {
+  pub edges: Vec<Edge>,
+  free_edges: Vec<EdgeId>,
+  pub extras: Vec<Extra>,
+  free_extras: Vec<u32>,
+  children: HashTable<ChildEntry>,
+  /// (edge, position) of each block id; (FREE_EDGE, next free id) for free ids.
+  at: Vec<(EdgeId, u32)>,
+  free_block: u32,
+  live_blocks: usize,
+  live_edges: usize,
+}
+
 impl Default for Tree {
   fn default() -> Self {
     Self::new()
@@ -76,180 +155,354 @@ impl Default for Tree {
 impl Tree {
   pub fn new() -> Self {
     Self {
-      nodes: vec![Node { key: ROOT_KEY, workers: 0, parent: ROOT, children: 0 }],
-      index: KeyTable::default(),
-      free_head: NO_FREE,
-      live: 0,
-      spill: Default::default(),
+      edges: vec![Edge::new(ROOT_BLOCK, 0)],
+      free_edges: Vec::new(),
+      extras: Vec::new(),
+      free_extras: Vec::new(),
+      children: HashTable::new(),
+      at: Vec::new(),
+      free_block: NO_FREE,
+      live_blocks: 0,
+      live_edges: 0,
     }
   }
 
-  /// Live nodes, the root excluded.
+  /// Live blocks (the tree's distinct blocks).
   #[inline]
   pub fn len(&self) -> usize {
-    self.live
+    self.live_blocks
+  }
+
+  /// Live edges, the root excluded.
+  pub fn edge_count(&self) -> usize {
+    self.live_edges
   }
 
   #[inline(always)]
-  pub fn node(&self, id: NodeId) -> &Node {
-    &self.nodes[id as usize]
+  pub fn edge(&self, id: EdgeId) -> &Edge {
+    &self.edges[id as usize]
   }
 
   #[inline(always)]
-  pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
-    &mut self.nodes[id as usize]
+  pub fn edge_mut(&mut self, id: EdgeId) -> &mut Edge {
+    &mut self.edges[id as usize]
   }
 
-  /// Size of the id space (live, free and root): ids are below it.
-  #[inline]
-  pub fn id_bound(&self) -> usize {
-    self.nodes.len()
-  }
-
-  #[inline]
-  pub fn is_live(&self, id: NodeId) -> bool {
-    id != ROOT && (id as usize) < self.nodes.len() && self.nodes[id as usize].parent != FREE
-  }
-
-  #[inline(always)]
-  pub fn children(&self, id: NodeId) -> u32 {
-    self.nodes[id as usize].children & !SPILL_FLAG
-  }
-
-  /// The node whose key is `key`, if any (whatever its parent).
-  #[inline(always)]
-  pub fn lookup(&self, key: u64) -> Option<NodeId> {
-    self.index.find(key, &self.nodes)
-  }
-
-  /// The child of `parent` whose key is `key`.
-  #[cfg(test)]
-  pub fn child(&self, parent: NodeId, key: u64) -> Option<NodeId> {
-    self.lookup(key).filter(|&id| self.nodes[id as usize].parent == parent)
-  }
-
-  /// Adds a child of `parent` with key `key`, which the caller checked is absent. None when the
-  /// id space is exhausted.
-  pub fn insert_child(&mut self, parent: NodeId, key: u64) -> Option<NodeId> {
-    debug_assert!(self.lookup(key).is_none());
-    let node = Node { key, workers: 0, parent, children: 0 };
-    let id = if self.free_head != NO_FREE {
-      let id = self.free_head as NodeId;
-      self.free_head = self.nodes[id as usize].workers;
-      self.nodes[id as usize] = node;
-      id
-    } else {
-      if self.nodes.len() > MAX_NODES {
-        return None;
-      }
-      if self.nodes.len() == self.nodes.capacity() {
-        // Grow by an eighth, not by doubling: the arena is most of the index's memory.
-        self.nodes.reserve_exact((self.nodes.len() / 8).max(64));
-      }
-      self.nodes.push(node);
-      (self.nodes.len() - 1) as NodeId
-    };
-    self.index.insert(key, id, &self.nodes);
-    self.nodes[parent as usize].children += 1;
-    self.live += 1;
-    Some(id)
+  /// One past the highest block id ever used.
+  pub fn block_bound(&self) -> usize {
+    self.at.len()
   }
 
   #[inline]
-  pub fn has_holders(&self, id: NodeId) -> bool {
-    let n = &self.nodes[id as usize];
-    n.workers != 0 || n.children & SPILL_FLAG != 0
+  pub fn is_live_block(&self, b: BlockId) -> bool {
+    self.at.get(b as usize).is_some_and(|&(e, _)| e != FREE_EDGE)
   }
 
-  /// Frees `id` and then its ancestors for as long as they hold nothing and have no children.
-  /// Returns the nearest surviving non-root ancestor that was left without children (a new
-  /// leaf, which the LRU must learn about), if any.
-  pub fn release_unused(&mut self, mut id: NodeId) -> Option<NodeId> {
-    while id != ROOT && !self.has_holders(id) && self.children(id) == 0 {
-      let parent = self.nodes[id as usize].parent;
-      self.free(id);
-      self.nodes[parent as usize].children -= 1;
-      if parent != ROOT && self.children(parent) == 0 && self.has_holders(parent) {
-        return Some(parent);
-      }
-      id = parent;
+  /// The edge and position of a live block.
+  #[inline(always)]
+  pub fn locate(&self, b: BlockId) -> (EdgeId, u32) {
+    self.at[b as usize]
+  }
+
+  /// Fetches the position of block `b` ahead of `locate`.
+  #[inline(always)]
+  pub fn prefetch_block(&self, b: BlockId) {
+    if let Some(at) = self.at.get(b as usize) {
+      prefetch(at);
     }
-    None
   }
 
-  fn free(&mut self, id: NodeId) {
-    let key = self.nodes[id as usize].key;
-    self.index.remove(key, id);
-    let n = &mut self.nodes[id as usize];
-    n.parent = FREE;
-    n.children = 0;
-    n.workers = self.free_head;
-    self.free_head = id as u64;
-    self.live -= 1;
+  /// The key of a live block (ROOT_BLOCK: the root's, 0).
+  pub fn key_of(&self, b: BlockId) -> u64 {
+    if b == ROOT_BLOCK {
+      return 0;
+    }
+    let (e, p) = self.locate(b);
+    self.edges[e as usize].keys[p as usize]
   }
 
-  /// Live node ids with every parent before its children (the snapshot order).
-  pub fn topological_order(&self) -> Vec<NodeId> {
-    const UNSEEN: u8 = 0;
-    const DONE: u8 = 1;
-    let mut state = vec![UNSEEN; self.nodes.len()];
-    state[ROOT as usize] = DONE;
-    let mut order = Vec::with_capacity(self.live);
-    let mut chain = Vec::new();
-    for id in 1..self.nodes.len() as NodeId {
-      if !self.is_live(id) || state[id as usize] == DONE {
-        continue;
+  /// Whether block `b` is the last of a childless edge (a leaf of the block tree).
+  pub fn is_leaf_block(&self, b: BlockId) -> bool {
+    let (e, p) = self.locate(b);
+    let edge = self.edge(e);
+    edge.children == 0 && p + 1 == edge.len()
+  }
+
+  /// The block before `b` on its path (None for a block at depth 0).
+  #[cfg(test)]
+  pub fn parent_block(&self, b: BlockId) -> Option<BlockId> {
+    let (e, p) = self.locate(b);
+    let edge = self.edge(e);
+    if p > 0 {
+      return Some(edge.blocks[p as usize - 1]);
+    }
+    (edge.parent != ROOT_BLOCK).then_some(edge.parent)
+  }
+
+  /// The edge `edge` hangs from.
+  #[inline]
+  pub fn parent_edge(&self, edge: EdgeId) -> EdgeId {
+    match self.edge(edge).parent {
+      ROOT_BLOCK => ROOT,
+      b => self.locate(b).0,
+    }
+  }
+
+  /// Depth of a block (0 = a child of the root).
+  pub fn depth_of(&self, b: BlockId) -> u32 {
+    let (e, p) = self.locate(b);
+    self.edge(e).depth + p
+  }
+
+  /// The child edge hanging from block `parent` (ROOT_BLOCK: the root) whose first key is `first`.
+  #[inline(always)]
+  pub fn child(&self, parent: BlockId, first: u64) -> Option<EdgeId> {
+    self.children.find(child_hash(parent, first), |c| c.first == first && c.parent == parent).map(|c| c.child)
+  }
+
+  /// The child edge of edge `parent` whose first key is `first`.
+  #[inline(always)]
+  pub fn child_of_edge(&self, parent: EdgeId, first: u64) -> Option<EdgeId> {
+    self.child(self.edge(parent).tail(), first)
+  }
+
+  fn link(&mut self, parent: BlockId, first: u64, child: EdgeId) {
+    self.children.insert_unique(child_hash(parent, first), ChildEntry { first, parent, child }, |c| child_hash(c.parent, c.first));
+  }
+
+  fn unlink(&mut self, parent: BlockId, first: u64) {
+    if let Ok(entry) = self.children.find_entry(child_hash(parent, first), |c| c.first == first && c.parent == parent) {
+      entry.remove();
+    }
+  }
+
+  /// Whether `n` more blocks fit in the id space.
+  pub fn has_room(&self, n: usize) -> bool {
+    self.live_blocks + n <= MAX_BLOCKS
+  }
+
+  fn alloc_block(&mut self, edge: EdgeId, pos: u32) -> BlockId {
+    self.live_blocks += 1;
+    if self.free_block != NO_FREE {
+      let id = self.free_block;
+      self.free_block = self.at[id as usize].1;
+      self.at[id as usize] = (edge, pos);
+      return id;
+    }
+    if self.at.len() == self.at.capacity() {
+      self.at.reserve_exact((self.at.len() / 8).max(64));
+    }
+    self.at.push((edge, pos));
+    (self.at.len() - 1) as BlockId
+  }
+
+  fn free_block_id(&mut self, b: BlockId) {
+    self.at[b as usize] = (FREE_EDGE, self.free_block);
+    self.free_block = b;
+    self.live_blocks -= 1;
+  }
+
+  fn alloc_edge(&mut self, parent: BlockId, depth: u32) -> EdgeId {
+    self.live_edges += 1;
+    match self.free_edges.pop() {
+      Some(id) => {
+        self.edges[id as usize] = Edge::new(parent, depth);
+        id
       }
-      let mut at = id;
-      while state[at as usize] != DONE {
-        chain.push(at);
-        state[at as usize] = DONE;
-        at = self.nodes[at as usize].parent;
+      None => {
+        self.edges.push(Edge::new(parent, depth));
+        (self.edges.len() - 1) as EdgeId
       }
-      order.extend(chain.drain(..).rev());
+    }
+  }
+
+  /// A new child edge of edge `parent` holding `keys` (non-empty; the caller checked no child of
+  /// `parent` starts with keys[0] and that the ids fit). The new block ids are appended to `ids`.
+  pub fn new_edge(&mut self, parent: EdgeId, keys: &[u64], ids: &mut Vec<BlockId>) -> EdgeId {
+    debug_assert!(!keys.is_empty() && self.child_of_edge(parent, keys[0]).is_none());
+    let p = self.edge(parent);
+    let (hang, depth) = (p.tail(), p.depth + p.len());
+    let id = self.alloc_edge(hang, depth);
+    self.edges[parent as usize].children += 1;
+    self.link(hang, keys[0], id);
+    self.append_blocks(id, keys, ids);
+    id
+  }
+
+  /// Appends `keys` as new blocks at the end of `edge`, a childless non-root edge (leaf extension).
+  pub fn extend(&mut self, edge: EdgeId, keys: &[u64], ids: &mut Vec<BlockId>) {
+    debug_assert!(edge != ROOT && self.edge(edge).children == 0);
+    self.append_blocks(edge, keys, ids);
+  }
+
+  fn append_blocks(&mut self, edge: EdgeId, keys: &[u64], ids: &mut Vec<BlockId>) {
+    let start = self.edge(edge).len();
+    let e = &mut self.edges[edge as usize];
+    // Grow by a quarter, not by doubling: edge runs are most of the tree's memory.
+    if e.keys.len() + keys.len() > e.keys.capacity() {
+      let extra = keys.len().max(e.keys.len() / 4);
+      e.keys.reserve_exact(extra);
+      e.blocks.reserve_exact(extra);
+    }
+    e.keys.extend_from_slice(keys);
+    for i in 0..keys.len() as u32 {
+      let b = self.alloc_block(edge, start + i);
+      self.edges[edge as usize].blocks.push(b);
+      ids.push(b);
+    }
+  }
+
+  /// Splits `edge` before position `at` (0 < at < len): blocks [at..] move to a new child edge,
+  /// which the edge's children now hang from (they hang from the same last block). Holders are
+  /// the caller's (holders.rs); the new edge starts with none. Returns the new (tail) edge.
+  pub fn split_raw(&mut self, edge: EdgeId, at: u32) -> EdgeId {
+    debug_assert!(at > 0 && at < self.edge(edge).len());
+    let (keys, blocks, children, depth) = {
+      let e = &mut self.edges[edge as usize];
+      let keys = e.keys.split_off(at as usize);
+      let blocks = e.blocks.split_off(at as usize);
+      e.keys.shrink_to(e.keys.len() + e.keys.len() / 4);
+      e.blocks.shrink_to(e.blocks.len() + e.blocks.len() / 4);
+      (keys, blocks, std::mem::replace(&mut e.children, 1), e.depth + at)
+    };
+    let hang = self.edge(edge).tail();
+    let tail = self.alloc_edge(hang, depth);
+    for (i, &b) in blocks.iter().enumerate() {
+      self.at[b as usize] = (tail, i as u32);
+    }
+    self.link(hang, keys[0], tail);
+    let t = &mut self.edges[tail as usize];
+    t.keys = keys;
+    t.blocks = blocks;
+    t.children = children;
+    tail
+  }
+
+  /// Drops the blocks of childless `edge` from position `len` on; their ids are freed. The
+  /// caller frees an edge left empty (`free_edge`).
+  pub fn truncate(&mut self, edge: EdgeId, len: u32) {
+    debug_assert!(self.edge(edge).children == 0);
+    let e = &mut self.edges[edge as usize];
+    if len >= e.len() {
+      return;
+    }
+    e.keys.truncate(len as usize);
+    let dropped = std::mem::take(&mut e.blocks);
+    for &b in &dropped[len as usize..] {
+      self.free_block_id(b);
+    }
+    let mut blocks = dropped;
+    blocks.truncate(len as usize);
+    self.edges[edge as usize].blocks = blocks;
+  }
+
+  /// Frees an empty childless edge whose first key was `first_key`; returns the parent edge,
+  /// which lost a child.
+  pub fn free_edge(&mut self, edge: EdgeId, first_key: u64) -> EdgeId {
+    debug_assert!(edge != ROOT && self.edge(edge).len() == 0 && self.edge(edge).children == 0);
+    let parent = self.parent_edge(edge);
+    let hang = self.edge(edge).parent;
+    self.unlink(hang, first_key);
+    self.edges[parent as usize].children -= 1;
+    let extra = self.edges[edge as usize].extra;
+    if extra != NO_EXTRA {
+      self.release_extra(extra);
+    }
+    self.edges[edge as usize] = Edge::new(FREE_PARENT, 0);
+    self.free_edges.push(edge);
+    self.live_edges -= 1;
+    parent
+  }
+
+  pub fn alloc_extra(&mut self) -> u32 {
+    match self.free_extras.pop() {
+      Some(i) => i,
+      None => {
+        self.extras.push(Extra::default());
+        (self.extras.len() - 1) as u32
+      }
+    }
+  }
+
+  pub fn release_extra(&mut self, i: u32) {
+    self.extras[i as usize] = Extra::default();
+    self.free_extras.push(i);
+  }
+
+  /// Live edge ids with every parent before its children (the snapshot order), root excluded.
+  pub fn topological_order(&self) -> Vec<EdgeId> {
+    // The children of every block at once (one table scan).
+    let mut kids: rustc_hash::FxHashMap<BlockId, Vec<EdgeId>> = Default::default();
+    for c in self.children.iter() {
+      kids.entry(c.parent).or_default().push(c.child);
+    }
+    for v in kids.values_mut() {
+      v.sort_unstable_by(|a, b| b.cmp(a));
+    }
+    let mut order = Vec::with_capacity(self.live_edges);
+    let mut stack: Vec<EdgeId> = kids.get(&ROOT_BLOCK).cloned().unwrap_or_default();
+    while let Some(e) = stack.pop() {
+      order.push(e);
+      if let Some(c) = kids.get(&self.edge(e).tail()) {
+        stack.extend(c.iter());
+      }
     }
     order
   }
 
-  /// Allocated bytes: the arena, the key table and the spilled holder lists.
+  /// Allocated bytes: edges, their runs, holder records, the children table and block positions.
   pub fn bytes(&self) -> usize {
-    let spill: usize = self.spill.values().map(|v| v.capacity() * 4 + 24 + 4).sum();
-    self.nodes.capacity() * std::mem::size_of::<Node>()
-      + self.index.bytes()
-      + table_bytes(self.spill.capacity(), 4 + 24)
-      + spill
+    let runs: usize = self.edges.iter().map(|e| e.keys.capacity() * 8 + e.blocks.capacity() * 4).sum();
+    let extras: usize = self.extras.iter().map(|x| x.high.capacity() * 4 + x.partial.capacity() * 8).sum();
+    self.edges.capacity() * std::mem::size_of::<Edge>()
+      + runs
+      + self.free_edges.capacity() * 4
+      + self.extras.capacity() * std::mem::size_of::<Extra>()
+      + extras
+      + self.free_extras.capacity() * 4
+      + table_bytes(self.children.capacity(), std::mem::size_of::<ChildEntry>())
+      + self.at.capacity() * 8
   }
 
-  /// Reserves room for `additional` more nodes (snapshot restore).
-  pub fn reserve(&mut self, additional: usize) {
-    self.nodes.reserve_exact(additional);
-    self.index.reserve(additional, &self.nodes);
+  /// Room for `edges` more edges and `blocks` more blocks (snapshot restore).
+  pub fn reserve(&mut self, edges: usize, blocks: usize) {
+    self.edges.reserve_exact(edges);
+    self.at.reserve_exact(blocks);
+    self.children.reserve(edges, |c| child_hash(c.parent, c.first));
   }
 
   #[cfg(test)]
-  pub fn check(&self) {
-    let mut children = vec![0u32; self.nodes.len()];
-    let mut live = 0;
-    for id in 1..self.nodes.len() as NodeId {
-      if !self.is_live(id) {
+  pub fn check_structure(&self) {
+    let mut children = vec![0u32; self.edges.len()];
+    let mut live_edges = 0;
+    let mut live_blocks = 0;
+    for (id, e) in self.edges.iter().enumerate() {
+      if id == ROOT as usize || e.is_free() {
         continue;
       }
-      live += 1;
-      let n = self.node(id);
-      assert!(n.parent == ROOT || self.is_live(n.parent), "node {id} has a dead parent");
-      children[n.parent as usize] += 1;
-      assert_eq!(self.lookup(n.key), Some(id), "node {id} not indexed by its key");
-      assert!(self.has_holders(id) || self.children(id) > 0, "node {id} is unused but alive");
-      assert_eq!(n.children & SPILL_FLAG != 0, self.spill.contains_key(&id), "spill flag of {id}");
-    }
-    for (id, &c) in children.iter().enumerate() {
-      if id == 0 || self.is_live(id as NodeId) {
-        assert_eq!(self.children(id as NodeId), c, "children count of {id}");
+      live_edges += 1;
+      assert!(e.len() > 0, "edge {id} is empty");
+      assert_eq!(e.keys.len(), e.blocks.len());
+      let parent = self.parent_edge(id as EdgeId);
+      assert!(parent == ROOT || !self.edge(parent).is_free(), "edge {id} has a dead parent");
+      assert_eq!(self.edge(parent).tail(), e.parent, "edge {id} hangs from the middle of an edge");
+      children[parent as usize] += 1;
+      assert_eq!(self.child(e.parent, e.keys[0]), Some(id as EdgeId), "edge {id} is not its parent's child");
+      let parent_depth = self.edge(parent).depth + self.edge(parent).len();
+      assert_eq!(e.depth, parent_depth, "depth of edge {id}");
+      for (p, &b) in e.blocks.iter().enumerate() {
+        assert_eq!(self.at[b as usize], (id as EdgeId, p as u32), "position of block {b}");
+        live_blocks += 1;
       }
     }
-    assert_eq!(live, self.live);
-    assert_eq!(self.index.len(), self.live);
-    self.index.check(&self.nodes);
+    for (id, e) in self.edges.iter().enumerate() {
+      if !e.is_free() {
+        assert_eq!(e.children, children[id], "children count of edge {id}");
+      }
+    }
+    assert_eq!(self.children.len(), live_edges);
+    assert_eq!(live_edges, self.live_edges);
+    assert_eq!(live_blocks, self.live_blocks);
   }
 }
 
@@ -258,51 +511,40 @@ mod tests {
   use super::*;
 
   #[test]
-  fn insert_lookup_release_cascades_up() {
+  fn edges_extend_split_and_truncate_keep_block_ids() {
     let mut t = Tree::new();
-    let a = t.insert_child(ROOT, 10).unwrap();
-    let b = t.insert_child(a, 20).unwrap();
-    t.node_mut(b).workers = 1;
-    assert_eq!(t.child(ROOT, 10), Some(a));
-    assert_eq!(t.child(a, 20), Some(b));
-    assert_eq!(t.child(ROOT, 20), None, "the parent guards against key aliasing");
-    assert_eq!(t.len(), 2);
-    t.check();
-    t.node_mut(b).workers = 0;
-    assert_eq!(t.release_unused(b), None);
-    assert_eq!(t.len(), 0);
-    assert_eq!(t.lookup(10), None);
-    t.check();
-  }
-
-  #[test]
-  fn release_reports_the_new_leaf_and_ids_are_reused() {
-    let mut t = Tree::new();
-    let a = t.insert_child(ROOT, 1).unwrap();
-    let b = t.insert_child(a, 2).unwrap();
-    t.node_mut(a).workers = 1;
-    assert_eq!(t.release_unused(b), Some(a));
-    assert!(!t.is_live(b));
-    let c = t.insert_child(a, 3).unwrap();
-    assert_eq!(c, b, "freed ids are reused");
-    t.node_mut(c).workers = 2;
-    t.check();
-  }
-
-  #[test]
-  fn topological_order_puts_parents_first_even_with_reused_ids() {
-    let mut t = Tree::new();
-    let a = t.insert_child(ROOT, 1).unwrap();
-    let b = t.insert_child(ROOT, 2).unwrap();
-    t.node_mut(a).workers = 1;
-    t.node_mut(b).workers = 1;
-    t.node_mut(a).workers = 0;
-    t.release_unused(a);
-    // `a`'s id now hosts a grandchild of the root, whose parent has a higher id.
-    let c = t.insert_child(b, 3).unwrap();
-    assert_eq!(c, a);
-    t.node_mut(c).workers = 1;
-    assert_eq!(t.topological_order(), vec![b, c]);
+    let mut ids = Vec::new();
+    let a = t.new_edge(ROOT, &[1, 2, 3], &mut ids);
+    assert_eq!(ids, vec![0, 1, 2]);
+    t.extend(a, &[4, 5], &mut ids);
+    let b = t.new_edge(a, &[9], &mut ids);
+    assert_eq!(t.child(ROOT_BLOCK, 1), Some(a));
+    assert_eq!(t.child_of_edge(a, 9), Some(b));
+    assert_eq!(t.edge(b).depth, 5);
+    t.check_structure();
+    let tail = t.split_raw(a, 2);
+    assert_eq!(t.edge(a).keys, vec![1, 2]);
+    assert_eq!(t.edge(tail).keys, vec![3, 4, 5]);
+    assert_eq!(t.child_of_edge(a, 3), Some(tail));
+    assert_eq!(t.child_of_edge(tail, 9), Some(b), "the children hang from the tail now");
+    assert_eq!(t.parent_edge(b), tail);
+    assert_eq!(t.locate(3), (tail, 1), "block ids survive the split");
+    assert_eq!(t.parent_block(5), Some(4));
+    assert_eq!(t.parent_block(2), Some(1));
+    assert_eq!(t.parent_block(0), None);
+    assert_eq!(t.depth_of(5), 5);
+    t.check_structure();
+    t.truncate(b, 0);
+    assert_eq!(t.free_edge(b, 9), tail);
+    t.truncate(tail, 1);
+    assert!(!t.is_live_block(3) && !t.is_live_block(4) && !t.is_live_block(5));
+    assert_eq!(t.len(), 3);
+    assert!(t.is_leaf_block(2));
+    t.check_structure();
+    let mut ids = Vec::new();
+    t.new_edge(ROOT, &[7], &mut ids);
+    assert!([3, 4, 5].contains(&ids[0]), "freed ids are reused");
+    assert_eq!(t.topological_order().len(), 3);
   }
 
   #[test]

@@ -1,25 +1,28 @@
-//! Who holds what. Each (worker, dp_rank) pair is interned as a small slot number (the lowest
-//! free one, so that up to 64 pairs all fit inline); a node's holders are an inline u64 mask for
-//! slots 0..64 and, only for the nodes some slot >= 64 holds, a sorted spill list.
+//! The (worker, dp_rank) pairs. Each is interned as a small slot number (the lowest free one, so
+//! that up to 64 pairs all fit an edge's inline holder mask), with its block count and its rank
+//! in (worker, dp_rank) order (results come out sorted by it without a sort).
 
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
 
-use super::tree::{NodeId, Tree, SPILL_FLAG};
 pub use crate::load::WorkerKey;
 
 pub type Slot = u32;
 pub const INLINE_SLOTS: Slot = 64;
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Slots {
   keys: Vec<Option<WorkerKey>>,
   ids: FxHashMap<WorkerKey, Slot>,
   free: BTreeSet<Slot>,
-  /// Blocks (nodes) each slot holds.
+  /// Blocks each slot holds.
   held: Vec<u64>,
   total_held: u64,
+  /// Rank of each slot in key order (stale while `order_dirty`), and the slots by rank.
+  rank: Vec<u32>,
+  by_rank: Vec<Slot>,
+  order_dirty: bool,
 }
 
 impl Slots {
@@ -43,6 +46,7 @@ impl Slots {
     };
     self.keys[slot as usize] = Some(key);
     self.ids.insert(key, slot);
+    self.order_dirty = true;
     slot
   }
 
@@ -52,7 +56,38 @@ impl Slots {
     if let Some(key) = self.keys[slot as usize].take() {
       self.ids.remove(&key);
       self.free.insert(slot);
+      self.order_dirty = true;
     }
+  }
+
+  /// Brings the ranks up to date (after slots came or went).
+  pub fn refresh_order(&mut self) {
+    if !self.order_dirty {
+      return;
+    }
+    self.by_rank.clear();
+    self.by_rank.extend(self.keys.iter().enumerate().filter_map(|(s, k)| k.map(|_| s as Slot)));
+    let keys = &self.keys;
+    self.by_rank.sort_unstable_by_key(|&s| keys[s as usize]);
+    self.rank.clear();
+    self.rank.resize(self.keys.len(), u32::MAX);
+    for (r, &s) in self.by_rank.iter().enumerate() {
+      self.rank[s as usize] = r as u32;
+    }
+    self.order_dirty = false;
+  }
+
+  /// Rank of each slot in (worker, dp_rank) order (u32::MAX for free slots); call
+  /// `refresh_order` first.
+  pub fn ranks(&self) -> &[u32] {
+    debug_assert!(!self.order_dirty);
+    &self.rank
+  }
+
+  /// The slots in use, in (worker, dp_rank) order; call `refresh_order` first.
+  pub fn by_rank(&self) -> &[Slot] {
+    debug_assert!(!self.order_dirty);
+    &self.by_rank
   }
 
   #[inline]
@@ -66,7 +101,6 @@ impl Slots {
   }
 
   /// One past the highest slot number ever used.
-  #[cfg(test)]
   pub fn bound(&self) -> usize {
     self.keys.len()
   }
@@ -91,104 +125,28 @@ impl Slots {
   }
 
   #[inline]
-  pub fn count_added(&mut self, slot: Slot) {
-    self.held[slot as usize] += 1;
-    self.total_held += 1;
+  pub fn count_added(&mut self, slot: Slot, n: u64) {
+    self.held[slot as usize] += n;
+    self.total_held += n;
   }
 
   #[inline]
-  pub fn count_removed(&mut self, slot: Slot) {
-    self.held[slot as usize] -= 1;
-    self.total_held -= 1;
+  pub fn count_removed(&mut self, slot: Slot, n: u64) {
+    self.held[slot as usize] -= n;
+    self.total_held -= n;
   }
 
   pub fn bytes(&self) -> usize {
     self.keys.capacity() * std::mem::size_of::<Option<WorkerKey>>()
       + self.held.capacity() * 8
+      + (self.rank.capacity() + self.by_rank.capacity()) * 4
       + super::tree::table_bytes(self.ids.capacity(), std::mem::size_of::<(WorkerKey, Slot)>())
       + self.free.len() * 8
   }
 }
 
-/// Holder sets of nodes.
-impl Tree {
-  #[cfg(test)]
-  pub fn holds(&self, id: NodeId, slot: Slot) -> bool {
-    let n = self.node(id);
-    if slot < INLINE_SLOTS {
-      n.workers & (1u64 << slot) != 0
-    } else {
-      n.children & SPILL_FLAG != 0 && self.spill.get(&id).is_some_and(|v| v.binary_search(&slot).is_ok())
-    }
-  }
-
-  /// Adds `slot` to the holders of `id`; false when it already held it.
-  pub fn add_holder(&mut self, id: NodeId, slot: Slot) -> bool {
-    if slot < INLINE_SLOTS {
-      let n = self.node_mut(id);
-      let bit = 1u64 << slot;
-      let added = n.workers & bit == 0;
-      n.workers |= bit;
-      return added;
-    }
-    let list = self.spill.entry(id).or_default();
-    match list.binary_search(&slot) {
-      Ok(_) => false,
-      Err(at) => {
-        list.insert(at, slot);
-        self.node_mut(id).children |= SPILL_FLAG;
-        true
-      }
-    }
-  }
-
-  /// Removes `slot` from the holders of `id`; false when it did not hold it. The caller then
-  /// releases the node if it became unused.
-  pub fn remove_holder(&mut self, id: NodeId, slot: Slot) -> bool {
-    if slot < INLINE_SLOTS {
-      let n = self.node_mut(id);
-      let bit = 1u64 << slot;
-      let removed = n.workers & bit != 0;
-      n.workers &= !bit;
-      return removed;
-    }
-    let Some(list) = self.spill.get_mut(&id) else { return false };
-    let Ok(at) = list.binary_search(&slot) else { return false };
-    list.remove(at);
-    if list.is_empty() {
-      self.spill.remove(&id);
-      self.node_mut(id).children &= !SPILL_FLAG;
-    }
-    true
-  }
-
-  /// Appends the holders of `id` to `out`.
-  pub fn holders_into(&self, id: NodeId, out: &mut Vec<Slot>) {
-    let mut mask = self.node(id).workers;
-    while mask != 0 {
-      out.push(mask.trailing_zeros());
-      mask &= mask - 1;
-    }
-    if self.node(id).children & SPILL_FLAG != 0 {
-      if let Some(list) = self.spill.get(&id) {
-        out.extend_from_slice(list);
-      }
-    }
-  }
-
-  /// The spilled holders of `id` (empty when none).
-  #[inline]
-  pub fn spilled(&self, id: NodeId) -> &[Slot] {
-    if self.node(id).children & SPILL_FLAG == 0 {
-      return &[];
-    }
-    self.spill.get(&id).map_or(&[], |v| v.as_slice())
-  }
-}
-
 #[cfg(test)]
 mod tests {
-  use super::super::tree::ROOT;
   use super::*;
 
   fn key(worker: u64, dp_rank: u32) -> WorkerKey {
@@ -210,23 +168,17 @@ mod tests {
   }
 
   #[test]
-  fn holders_inline_and_spilled() {
-    let mut t = Tree::new();
-    let n = t.insert_child(ROOT, 5).unwrap();
-    assert!(t.add_holder(n, 3));
-    assert!(!t.add_holder(n, 3));
-    assert!(t.add_holder(n, 70));
-    assert!(t.add_holder(n, 65));
-    assert!(t.holds(n, 70) && t.holds(n, 3) && !t.holds(n, 66) && !t.holds(n, 4));
-    let mut out = Vec::new();
-    t.holders_into(n, &mut out);
-    assert_eq!(out, vec![3, 65, 70]);
-    assert_eq!(t.children(n), 0, "the spill flag is not a child");
-    assert!(t.remove_holder(n, 65) && t.remove_holder(n, 70) && !t.remove_holder(n, 70));
-    assert!(t.spilled(n).is_empty() && t.has_holders(n));
-    assert!(t.remove_holder(n, 3));
-    assert!(!t.has_holders(n));
-    t.release_unused(n);
-    t.check();
+  fn ranks_follow_the_key_order() {
+    let mut s = Slots::default();
+    s.intern(key(9, 0));
+    s.intern(key(2, 1));
+    s.intern(key(2, 0));
+    s.refresh_order();
+    assert_eq!(s.ranks(), &[2, 1, 0]);
+    assert_eq!(s.by_rank(), &[2, 1, 0]);
+    s.release(1);
+    s.intern(key(1, 0));
+    s.refresh_order();
+    assert_eq!(s.by_rank(), &[1, 2, 0]);
   }
 }

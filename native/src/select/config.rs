@@ -61,6 +61,8 @@ pub struct RoutingConfig {
   pub seed: u64,
   /// Record each booked decision into the index (approximate mode).
   pub approximate: bool,
+  /// Which tokens a block's hash covers (EAGLE engines: one more); the index's own setting.
+  pub window: crate::hash::Window,
 }
 
 impl RoutingConfig {
@@ -77,6 +79,7 @@ impl RoutingConfig {
       stale_booking_ms: 600_000.0,
       seed: 0,
       approximate: false,
+      window: crate::hash::Window::Plain,
     }
   }
 

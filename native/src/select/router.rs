@@ -12,7 +12,7 @@ use super::decision::*;
 use super::eligibility::{eligible_into, BusyThresholds, Restrictions};
 use super::policy::choose;
 use super::pool::{WorkerPool, WorkerSpec};
-use crate::hash;
+use crate::hash::{self, BlockHasher, MmBlocks};
 use crate::load::{BookRequest, BookStats, LoadBook, RankSnapshot, WorkerKey, FULL_WEIGHT};
 
 /// Buffers reused by every decision (no allocation on the hot path beyond the booking's id).
@@ -110,7 +110,7 @@ impl RoutingCore {
       }
     }
 
-    hash_prompt(req, self.config.block_size as usize, &mut self.s.local, &mut self.s.seq)?;
+    hash_prompt(req, &self.config, &mut self.s.local, &mut self.s.seq)?;
     let hashed = Instant::now();
 
     index.find_matches_into(&self.s.local, now_ms, &mut self.s.matches);
@@ -268,30 +268,14 @@ impl RoutingCore {
   }
 }
 
-/// Local hashes (with the request's seed and multimodal items) and their chained sequence hashes.
-fn hash_prompt(req: &RouteRequest, block_size: usize, local: &mut Vec<u64>, seq: &mut Vec<u64>) -> Result<(), RouteError> {
-  match req.multimodal {
-    None => hash::block_hashes_into(req.tokens, block_size, req.hash_seed, local),
-    Some(mm) => {
-      local.clear();
-      if mm.offsets.windows(2).any(|w| w[0] > w[1]) || mm.offsets.last().is_some_and(|&e| e as usize > mm.hashes.len()) {
-        return Err(RouteError::InvalidArgument("multimodal offsets must be non-decreasing and within the hashes".into()));
-      }
-      for (i, block) in req.tokens.chunks_exact(block_size).enumerate() {
-        let items = match (mm.offsets.get(i), mm.offsets.get(i + 1)) {
-          (Some(&a), Some(&b)) => &mm.hashes[a as usize..b as usize],
-          _ => &[][..],
-        };
-        local.push(hash::hash_block_with_mm(block, items, req.hash_seed));
-      }
-    }
-  }
-  seq.clear();
-  let mut prev = 0u64;
-  for (i, &h) in local.iter().enumerate() {
-    prev = if i == 0 { h } else { hash::chain_hash(prev, h) };
-    seq.push(prev);
-  }
+/// Local hashes (with the request's seed, window and multimodal items) and their chained
+/// sequence hashes.
+fn hash_prompt(req: &RouteRequest, config: &RoutingConfig, local: &mut Vec<u64>, seq: &mut Vec<u64>) -> Result<(), RouteError> {
+  let mm = req.multimodal.map(|mm| MmBlocks::new(mm.offsets, mm.hashes)).transpose().map_err(RouteError::InvalidArgument)?;
+  let hasher = BlockHasher::new(config.block_size as usize, req.hash_seed).window(config.window).multimodal(mm);
+  local.clear();
+  hasher.hash_extend(req.tokens, local);
+  hash::sequence_hashes_to(local, seq);
   Ok(())
 }
 

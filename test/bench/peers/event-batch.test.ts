@@ -1,37 +1,35 @@
-import { Unpackr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { measureApplyEventBatch, removedPayload, storedPayload } from '../../../bench/peers/event-batch.js';
+import { decodeEventBatch } from '../../../src/events/decode.js';
+import { EVENTS_PER_BATCH, removedPayloads, storedPayloads } from '../../../bench/indexer/payloads.js';
+import { measureApplyEventBatch } from '../../../bench/peers/event-batch.js';
+import { removedEvents, storedEvents } from '../../../bench/indexer/workload.js';
 
-const unpackr = new Unpackr({ int64AsType: 'bigint', useRecords: false });
-const exact = (xs: unknown[]) => xs.map((x) => BigInt(x as bigint | number));
+describe('the workload as KV event payloads', () => {
+  const stored = storedEvents(2);
+  const removed = removedEvents(2);
 
-describe('KV event payloads for applyEventBatch', () => {
-  it('encodes a BlockStored event as an engine batch [ts, [event], dp_rank], positional, hashes exact', () => {
-    const tokens = Uint32Array.from({ length: 32 }, (_, i) => i);
-    const payload = storedPayload({ worker: 3, parent: 2n ** 64n - 1n, hashes: BigUint64Array.of(2n ** 63n + 5n, 7n), tokens }, 1);
-    const [ts, events, dpRank] = unpackr.unpack(payload) as [number, unknown[][], number];
-    expect(typeof ts).toBe('number');
-    expect(dpRank).toBe(1);
-    const [type, hashes, parent, ids, blockSize, loraId, medium] = events[0];
-    expect(type).toBe('BlockStored');
-    expect(exact(hashes as unknown[])).toEqual([2n ** 63n + 5n, 7n]);
-    expect(BigInt(parent as bigint)).toBe(2n ** 64n - 1n);
-    expect(ids).toEqual(Array.from(tokens));
-    expect([blockSize, loraId, medium]).toEqual([16, null, 'GPU']);
+  it('encodes every event once, in order, each payload one worker\'s, hashes exact', () => {
+    const payloads = storedPayloads(stored);
+    expect(payloads.reduce((n, p) => n + p.events, 0)).toBe(stored.length);
+    expect(Math.max(...payloads.map((p) => p.events))).toBeLessThanOrEqual(EVENTS_PER_BATCH);
+    let i = 0;
+    for (const p of payloads) {
+      const d = decodeEventBatch(p.bytes);
+      if (!d.ok) throw d.error;
+      for (const e of d.batch.events) {
+        const want = stored[i++];
+        expect(p.worker).toBe(want.worker);
+        expect(e).toMatchObject({ kind: 'stored', parentHash: want.parent, blockHashes: want.hashes });
+      }
+    }
+    expect(removedPayloads(removed).reduce((n, p) => n + p.events, 0)).toBe(removed.length);
   });
 
-  it('encodes a root block with a nil parent, and a BlockRemoved event', () => {
-    const stored = unpackr.unpack(storedPayload({ worker: 0, parent: null, hashes: BigUint64Array.of(1n), tokens: new Uint32Array(16) })) as [number, unknown[][]];
-    expect(stored[1][0][2]).toBeNull();
-    const [, events] = unpackr.unpack(removedPayload({ worker: 0, hashes: BigUint64Array.of(9n, 8n) })) as [number, unknown[][]];
-    expect(events[0][0]).toBe('BlockRemoved');
-    expect(exact(events[0][1] as unknown[])).toEqual([9n, 8n]);
-    expect(events[0][2]).toBe('GPU');
-  });
-
-  it('leaves the figures out, saying why, while the addon has no applyEventBatch', () => {
+  it('measures applyEventBatch on them, every event applied', () => {
     const lines: string[] = [];
-    expect(measureApplyEventBatch({ stored: [], removed: [] }, (l) => lines.push(l))).toEqual({ available: false });
-    expect(lines).toEqual(['KvIndexer.applyEventBatch is not in this build: its figures are left out']);
+    const f = measureApplyEventBatch({ stored, removed }, (l) => lines.push(l));
+    expect(f.storedEventsPerS).toBeGreaterThan(0);
+    expect(f.removedEventsPerS).toBeGreaterThan(0);
+    expect(lines[0]).toMatch(/^applyEventBatch \(32 events a payload\): \d+ stored events\/s/);
   });
 });

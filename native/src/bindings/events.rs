@@ -1,0 +1,221 @@
+//! KV event batches applied from their payload bytes (crate::events), synchronously or on a libuv
+//! thread, and the indexer's snapshot and restore as tasks off the JavaScript thread.
+//!
+//! The async apply decodes each event without the index's lock and takes the lock only to apply
+//! it, so a findMatches or a routing decision waits at most one event. It stops, marking the
+//! result `cancelled`, as soon as the worker is removed from the index (`removeWorker` bumps the
+//! worker's epoch under the same lock): no event of a removed worker applies after the removal.
+
+use napi::bindgen_prelude::*;
+use napi::{Env, Task};
+use napi_derive::napi;
+
+use super::errors::{coded, Code, Result};
+use super::indexer::{borrow_in, lock, to_key, NativeIndexer, SharedIndex};
+use crate::events::apply::{apply_batch, apply_event, BatchOutcome};
+use crate::events::decode::{open_batch, DecodeError, Events, Scratch};
+use crate::indexer::{IndexerMode, RadixIndexer, WorkerKey};
+
+#[napi(object)]
+pub struct NativeRefused {
+  pub block_size: u32,
+  pub token_count: u32,
+  pub unknown_parent: u32,
+  pub duplicate_hash: u32,
+  pub self_parent: u32,
+  pub hash_collision: u32,
+  pub index_full: u32,
+  pub malformed: u32,
+  pub invalid: u32,
+  pub unknown_removal: u32,
+}
+
+#[napi(object)]
+pub struct NativeMediumCount {
+  pub medium: String,
+  pub stored: u32,
+  pub removed: u32,
+}
+
+#[napi(object)]
+pub struct NativeDecodeError {
+  pub message: String,
+  pub path: String,
+}
+
+/// What one batch did (src/events/apply.ts reads it into the ingestion counters).
+#[napi(object)]
+pub struct NativeEventBatchResult {
+  /// Events in the batch.
+  pub events: u32,
+  pub stored: u32,
+  pub removed: u32,
+  pub cleared: u32,
+  pub refused: NativeRefused,
+  pub unknown_types: u32,
+  pub other_groups: u32,
+  /// Events about media other than the device (CPU, disk...), not applied, per medium.
+  pub other_media: Vec<NativeMediumCount>,
+  pub ts: f64,
+  pub dp_rank: Option<u32>,
+  /// The payload is not a valid batch: nothing was applied.
+  pub decode_error: Option<NativeDecodeError>,
+  /// The first event refused for fields of the wrong type (counted in `refused.invalid`).
+  pub invalid_event: Option<NativeDecodeError>,
+  /// The worker was removed while the batch was applied: the rest of it was not.
+  pub cancelled: bool,
+}
+
+fn to_js_error(e: DecodeError) -> NativeDecodeError {
+  NativeDecodeError { message: e.message, path: e.path }
+}
+
+fn to_result(outcome: std::result::Result<BatchOutcome, DecodeError>, cancelled: bool) -> NativeEventBatchResult {
+  let (o, decode_error) = match outcome {
+    Ok(o) => (o, None),
+    Err(e) => (BatchOutcome::default(), Some(to_js_error(e))),
+  };
+  let r = o.refused;
+  NativeEventBatchResult {
+    events: o.events,
+    stored: o.stored,
+    removed: o.removed,
+    cleared: o.cleared,
+    refused: NativeRefused {
+      block_size: r.block_size,
+      token_count: r.token_count,
+      unknown_parent: r.unknown_parent,
+      duplicate_hash: r.duplicate_hash,
+      self_parent: r.self_parent,
+      hash_collision: r.hash_collision,
+      index_full: r.index_full,
+      malformed: r.malformed,
+      invalid: r.invalid,
+      unknown_removal: r.unknown_removal,
+    },
+    unknown_types: o.unknown_types,
+    other_groups: o.other_groups,
+    other_media: o.other_media.into_iter().map(|m| NativeMediumCount { medium: m.medium, stored: m.stored, removed: m.removed }).collect(),
+    ts: o.ts,
+    dp_rank: o.dp_rank,
+    decode_error,
+    invalid_event: o.first_invalid.map(to_js_error),
+    cancelled,
+  }
+}
+
+pub struct ApplyBatchTask {
+  index: SharedIndex,
+  key: WorkerKey,
+  payload: Vec<u8>,
+  epoch: u64,
+}
+
+impl ApplyBatchTask {
+  fn run(&self) -> (std::result::Result<BatchOutcome, DecodeError>, bool) {
+    let bytes = &self.payload[..];
+    let batch = match open_batch(bytes) {
+      Ok(b) => b,
+      Err(e) => return (Err(e), false),
+    };
+    let mut out = BatchOutcome { events: batch.events, ts: batch.ts, dp_rank: batch.dp_rank, ..Default::default() };
+    let mut events = Events::new(bytes, &batch);
+    let (mut s, mut local) = (Scratch::default(), Vec::new());
+    while let Some(event) = events.next_event(&mut s) {
+      let mut ix = lock(&self.index);
+      if ix.worker_epoch(self.key.worker) != self.epoch {
+        return (Ok(out), true);
+      }
+      apply_event(&mut ix, self.key, event, &s, &mut local, &mut out);
+    }
+    (Ok(out), false)
+  }
+}
+
+impl Task for ApplyBatchTask {
+  type Output = (std::result::Result<BatchOutcome, DecodeError>, bool);
+  type JsValue = NativeEventBatchResult;
+
+  fn compute(&mut self) -> napi::Result<Self::Output> {
+    Ok(self.run())
+  }
+
+  fn resolve(&mut self, _env: Env, (outcome, cancelled): Self::Output) -> napi::Result<Self::JsValue> {
+    Ok(to_result(outcome, cancelled))
+  }
+}
+
+pub struct SnapshotTask {
+  index: SharedIndex,
+}
+
+impl Task for SnapshotTask {
+  type Output = Vec<u8>;
+  type JsValue = Uint8Array;
+
+  fn compute(&mut self) -> napi::Result<Self::Output> {
+    // A copy under the lock (a memory copy, the index stays usable), encoded without it.
+    let copy: RadixIndexer = lock(&self.index).clone();
+    Ok(copy.snapshot())
+  }
+
+  fn resolve(&mut self, _env: Env, bytes: Self::Output) -> napi::Result<Self::JsValue> {
+    Ok(Uint8Array::new(bytes))
+  }
+}
+
+pub struct RestoreTask {
+  bytes: Vec<u8>,
+}
+
+impl Task for RestoreTask {
+  type Output = std::result::Result<RadixIndexer, String>;
+  type JsValue = NativeIndexer;
+
+  fn compute(&mut self) -> napi::Result<Self::Output> {
+    Ok(RadixIndexer::restore(&self.bytes))
+  }
+
+  fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+    match output {
+      Ok(ix) => Ok(NativeIndexer::wrap(ix)),
+      Err(message) => {
+        // Rejected with the same code as the synchronous restore.
+        let err = JsError::from(coded(Code::InvalidSnapshot, message)).into_unknown(env);
+        Err(napi::Error::from(err))
+      }
+    }
+  }
+}
+
+#[napi]
+impl NativeIndexer {
+  /// A KV event batch from its msgpack payload, applied for (worker, dpRank) on this thread.
+  #[napi]
+  pub fn apply_event_batch(&self, worker: f64, dp_rank: f64, payload: &[u8]) -> Result<NativeEventBatchResult> {
+    let key = to_key(worker, dp_rank)?;
+    let mut ix = borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatch")?;
+    Ok(to_result(apply_batch(&mut ix, key, payload), false))
+  }
+
+  /// The same on a libuv thread (the payload is copied first): the JavaScript thread goes on.
+  #[napi(ts_return_type = "Promise<NativeEventBatchResult>")]
+  pub fn apply_event_batch_async(&self, worker: f64, dp_rank: f64, payload: &[u8]) -> Result<AsyncTask<ApplyBatchTask>> {
+    let key = to_key(worker, dp_rank)?;
+    let epoch = borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatchAsync")?.worker_epoch(key.worker);
+    Ok(AsyncTask::new(ApplyBatchTask { index: self.shared(), key, payload: payload.to_vec(), epoch }))
+  }
+
+  /// snapshot(), copied under the lock and encoded on a libuv thread.
+  #[napi(ts_return_type = "Promise<Uint8Array>")]
+  pub fn snapshot_async(&self) -> AsyncTask<SnapshotTask> {
+    AsyncTask::new(SnapshotTask { index: self.shared() })
+  }
+
+  /// restore(), decoded and checked on a libuv thread (the bytes are copied first).
+  #[napi(ts_return_type = "Promise<NativeIndexer>")]
+  pub fn restore_async(bytes: &[u8]) -> AsyncTask<RestoreTask> {
+    AsyncTask::new(RestoreTask { bytes: bytes.to_vec() })
+  }
+}
+

@@ -1,0 +1,204 @@
+//! Hand-written N-API entry points for the calls on the request path. napi-derive's generated
+//! glue tracks every receiver and typed-array borrow in a global table (a mutex, a hash map entry
+//! and an allocation per call): about 0.5 us per class-method call on the reference machine, more
+//! than a whole 8k-token prefix walk. These few functions read their arguments straight through
+//! Node-API instead (about 0.1 us), and find the index through a handle: each `NativeIndexer`
+//! registers its tree in this thread's table and unregisters it when collected.
+//!
+//! Every argument is checked (types, lengths, the handle); failures throw a TypeError or
+//! RangeError carrying the same codes as errors.rs. Panics never cross into JavaScript.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
+use std::ptr;
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+
+use super::errors::Code;
+use crate::indexer::WorkerKey;
+
+struct Registered {
+  indexer: super::indexer::SharedIndex,
+  /// The last findMatches result (best first), for a caller whose buffer was too small.
+  matches: Vec<(WorkerKey, u32)>,
+}
+
+thread_local! {
+  static REGISTRY: RefCell<Vec<Option<Registered>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Registers a tree; the handle identifies it in the fast calls of this thread.
+pub fn register(indexer: super::indexer::SharedIndex) -> u32 {
+  REGISTRY.with_borrow_mut(|r| {
+    let entry = Some(Registered { indexer, matches: Vec::new() });
+    match r.iter().position(Option::is_none) {
+      Some(i) => {
+        r[i] = entry;
+        i as u32
+      }
+      None => {
+        r.push(entry);
+        (r.len() - 1) as u32
+      }
+    }
+  })
+}
+
+pub fn unregister(handle: u32) {
+  // A collected indexer of a thread being torn down may find the table gone: nothing to do.
+  let _ = REGISTRY.try_with(|r| {
+    if let Ok(mut r) = r.try_borrow_mut() {
+      if let Some(slot) = r.get_mut(handle as usize) {
+        *slot = None;
+      }
+    }
+  });
+}
+
+/// Copies the last result of `handle` into `out` (3 numbers per match); false if too small.
+pub fn copy_matches(handle: u32, out: &mut [f64]) -> bool {
+  REGISTRY.with_borrow(|r| r.get(handle as usize).and_then(Option::as_ref).is_some_and(|e| write_matches(&e.matches, out)))
+}
+
+fn write_matches(matches: &[(WorkerKey, u32)], out: &mut [f64]) -> bool {
+  if out.len() < matches.len() * 3 {
+    return false;
+  }
+  for (chunk, (key, blocks)) in out.chunks_exact_mut(3).zip(matches) {
+    chunk[0] = key.worker as f64;
+    chunk[1] = key.dp_rank as f64;
+    chunk[2] = *blocks as f64;
+  }
+  true
+}
+
+/// A failure to throw: its class (TypeError or RangeError, else Error) and code.
+struct Fail(Code, String);
+
+unsafe fn throw(env: sys::napi_env, fail: Fail) -> sys::napi_value {
+  let code = std::ffi::CString::new(fail.0.as_str()).expect("codes have no NUL");
+  let msg = std::ffi::CString::new(fail.1.replace('\0', " ")).expect("NULs replaced");
+  unsafe {
+    match fail.0 {
+      Code::InvalidType => sys::napi_throw_type_error(env, code.as_ptr(), msg.as_ptr()),
+      Code::OutOfRange => sys::napi_throw_range_error(env, code.as_ptr(), msg.as_ptr()),
+      _ => sys::napi_throw_error(env, code.as_ptr(), msg.as_ptr()),
+    };
+  }
+  ptr::null_mut()
+}
+
+fn type_fail(msg: impl Into<String>) -> Fail {
+  Fail(Code::InvalidType, msg.into())
+}
+
+/// A typed array argument of the given element type: (data, length).
+unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, name: &str) -> std::result::Result<(*mut T, usize), Fail> {
+  let mut is = false;
+  if unsafe { sys::napi_is_typedarray(env, value, &mut is) } != sys::Status::napi_ok || !is {
+    return Err(type_fail(format!("{name} must be a typed array")));
+  }
+  let (mut ty, mut len, mut data, mut offset) = (0, 0usize, ptr::null_mut(), 0usize);
+  let status = unsafe { sys::napi_get_typedarray_info(env, value, &mut ty, &mut len, &mut data, ptr::null_mut(), &mut offset) };
+  if status != sys::Status::napi_ok || ty != kind {
+    return Err(type_fail(format!("{name} has the wrong element type")));
+  }
+  if len == 0 || data.is_null() {
+    // An empty (or detached) array: a dangling but aligned pointer makes an empty slice.
+    return Ok((ptr::NonNull::<T>::dangling().as_ptr(), 0));
+  }
+  Ok((data as *mut T, len))
+}
+
+unsafe fn arg_u32(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<u32, Fail> {
+  let mut v = 0u32;
+  match unsafe { sys::napi_get_value_uint32(env, value, &mut v) } {
+    sys::Status::napi_ok => Ok(v),
+    _ => Err(type_fail(format!("{name} must be a number"))),
+  }
+}
+
+unsafe fn arg_f64(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<f64, Fail> {
+  let mut v = 0f64;
+  match unsafe { sys::napi_get_value_double(env, value, &mut v) } {
+    sys::Status::napi_ok => Ok(v),
+    _ => Err(type_fail(format!("{name} must be a number"))),
+  }
+}
+
+unsafe fn arg_bool(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<bool, Fail> {
+  let mut v = false;
+  match unsafe { sys::napi_get_value_bool(env, value, &mut v) } {
+    sys::Status::napi_ok => Ok(v),
+    _ => Err(type_fail(format!("{name} must be a boolean"))),
+  }
+}
+
+/// findMatchesFast(handle, localHashes: BigUint64Array, earlyExit, nowMs, out: Float64Array):
+/// as NativeIndexer.findMatches (best first, [worker, dpRank, blocks] per match written into
+/// `out` when it fits; the count is returned either way).
+unsafe extern "C" fn find_matches_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+  let outcome = std::panic::catch_unwind(|| unsafe { find_matches_body(env, info) });
+  match outcome {
+    Ok(Ok(n)) => {
+      let mut result = ptr::null_mut();
+      unsafe { sys::napi_create_uint32(env, n, &mut result) };
+      result
+    }
+    Ok(Err(fail)) => unsafe { throw(env, fail) },
+    Err(_) => unsafe { throw(env, Fail(Code::Busy, "findMatches failed (a bug: please report it)".into())) },
+  }
+}
+
+unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::result::Result<u32, Fail> {
+  let mut argc = 5usize;
+  let mut argv = [ptr::null_mut(); 5];
+  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+  if argc < 5 {
+    return Err(type_fail("findMatchesFast takes (handle, localHashes, earlyExit, nowMs, out)"));
+  }
+  let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
+  let (hashes, n) = unsafe { typed_array::<u64>(env, argv[1], sys::TypedarrayType::biguint64_array, "localHashes") }?;
+  let early_exit = unsafe { arg_bool(env, argv[2], "earlyExit") }?;
+  let now_ms = unsafe { arg_f64(env, argv[3], "nowMs") }?;
+  let (out, out_len) = unsafe { typed_array::<f64>(env, argv[4], sys::TypedarrayType::float64_array, "out") }?;
+  if !now_ms.is_finite() {
+    return Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {now_ms}")));
+  }
+  if n > super::indexer::MAX_BLOCKS_PER_CALL {
+    return Err(Fail(Code::OutOfRange, format!("localHashes holds {n} blocks, more than the {} accepted per call", super::indexer::MAX_BLOCKS_PER_CALL)));
+  }
+  // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while these slices
+  // live. `out` is the wrapper's own buffer (src/core/indexer.ts), never the hashes' memory.
+  let hashes = unsafe { std::slice::from_raw_parts(hashes, n) };
+  let out = unsafe { std::slice::from_raw_parts_mut(out, out_len) };
+  REGISTRY.with_borrow_mut(|r| {
+    let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
+    let mut indexer = super::indexer::lock(&entry.indexer);
+    indexer.find_matches_sorted_into(hashes, early_exit, now_ms, &mut entry.matches);
+    write_matches(&entry.matches, out);
+    Ok(entry.matches.len() as u32)
+  })
+}
+
+/// Installs the hand-written functions next to the generated ones.
+#[napi(module_exports)]
+pub fn install_fast_calls(exports: Object, env: Env) -> napi::Result<()> {
+  let functions: [(&CStr, unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value); 1] =
+    [(c"findMatchesFast", find_matches_fast)];
+  for (name, cb) in functions {
+    let mut f = ptr::null_mut();
+    let status =
+      unsafe { sys::napi_create_function(env.raw(), name.as_ptr() as *const c_char, name.to_bytes().len() as isize, Some(cb), ptr::null_mut(), &mut f) };
+    if status != sys::Status::napi_ok {
+      return Err(napi::Error::from_reason("cannot create the fast calls"));
+    }
+    let status = unsafe { sys::napi_set_named_property(env.raw(), exports.raw(), name.as_ptr() as *const c_char, f) };
+    if status != sys::Status::napi_ok {
+      return Err(napi::Error::from_reason("cannot export the fast calls"));
+    }
+  }
+  Ok(())
+}

@@ -1,0 +1,208 @@
+use super::apply::{apply_batch, BatchOutcome};
+use super::decode::{fold_digest, open_batch, Event, Events, Scratch};
+use crate::hash::{block_seed, hash_block, BlockHasher, HASH_SEED};
+use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, WorkerKey};
+
+/// Hex with spaces and "quoted" strings, as PROTOCOLS.md writes payload bytes.
+fn bytes(spec: &str) -> Vec<u8> {
+  let mut out = Vec::new();
+  let mut rest = spec;
+  while !rest.is_empty() {
+    rest = rest.trim_start();
+    if let Some(r) = rest.strip_prefix('"') {
+      let end = r.find('"').unwrap();
+      out.extend_from_slice(r[..end].as_bytes());
+      rest = &r[end + 1..];
+    } else {
+      let end = rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len());
+      let hex = &rest[..end];
+      for i in (0..hex.len()).step_by(2) {
+        out.push(u8::from_str_radix(&hex[i..i + 2], 16).unwrap());
+      }
+      rest = &rest[end..];
+    }
+  }
+  out
+}
+
+const MAP_EVENT: &str = r#"93 cb41da305498100000 91 8a a4"type" ab"BlockStored" ac"block_hashes" 91 cfdeadbeef12345678
+  b1"parent_block_hash" c0 a9"token_ids" 94 01020304 aa"block_size" 04 a7"lora_id" c0 a6"medium"
+  a3"GPU" a9"lora_name" c0 a9"group_idx" 00 b2"kv_cache_spec_kind" ae"full_attention""#;
+const POSITIONAL: &str = r#"93 cb41da305498100000 91 97 ab"BlockStored" 91 cfdeadbeef12345678 c0 94 01020304 04 c0 a3"GPU""#;
+
+fn events_of(payload: &[u8]) -> Vec<(Event<'_>, Vec<u64>, Vec<u32>)> {
+  let batch = open_batch(payload).unwrap();
+  let mut ev = Events::new(payload, &batch);
+  let mut s = Scratch::default();
+  let mut out = Vec::new();
+  while let Some(e) = ev.next_event(&mut s) {
+    out.push((e, s.hashes.clone(), s.tokens.clone()));
+  }
+  out
+}
+
+#[test]
+fn the_protocol_examples_decode_alike() {
+  for spec in [MAP_EVENT.to_string() + " 00", POSITIONAL.to_string() + " 00"] {
+    let payload = bytes(&spec);
+    let batch = open_batch(&payload).unwrap();
+    assert_eq!((batch.events, batch.dp_rank), (1, Some(0)));
+    assert!((batch.ts - 1_757_000_000.0).abs() < 1e6);
+    let ev = events_of(&payload);
+    assert_eq!(ev[0].1, vec![0xdead_beef_1234_5678]);
+    assert_eq!(ev[0].2, vec![1, 2, 3, 4]);
+    assert_eq!(ev[0].0, Event::Stored { parent: None, block_size: 4, medium: Some("GPU"), lora_name: None, multimodal: false });
+  }
+}
+
+#[test]
+fn batches_as_maps_old_arrays_and_rank_aliases() {
+  // {"ts": 1, "events": [["AllBlocksCleared"]], "dp_rank": 3}
+  let map = bytes(r#"83 a2"ts" 01 a6"events" 91 91 b0"AllBlocksCleared" a7"dp_rank" 03"#);
+  let b = open_batch(&map).unwrap();
+  assert_eq!((b.ts, b.events, b.dp_rank), (1.0, 1, Some(3)));
+  // Old SGLang: [ts, events], no rank.
+  assert_eq!(open_batch(&bytes("92 01 90")).unwrap().dp_rank, None);
+  // Extra trailing elements of the batch are ignored.
+  assert_eq!(open_batch(&bytes("94 01 90 c0 07")).unwrap().events, 0);
+}
+
+#[test]
+fn hashes_are_exact_ints_int64_bits_and_folded_bytes() {
+  // BlockRemoved with [uint64, int64 -2, bytes of 10 (last 8 folded)], positional.
+  let payload = bytes(r#"92 01 91 92 ac"BlockRemoved" 93 cfffffffffffffffff d3fffffffffffffffe c40a 0102030405060708090a"#);
+  let ev = events_of(&payload);
+  assert_eq!(ev[0].1, vec![u64::MAX, u64::MAX - 1, fold_digest(&[3, 4, 5, 6, 7, 8, 9, 10])]);
+  assert_eq!(fold_digest(&[3, 4, 5, 6, 7, 8, 9, 10]), 0x0304_0506_0708_090a);
+}
+
+#[test]
+fn malformed_payloads_are_refused_whole_and_bad_events_alone() {
+  for bad in ["", "c1", "93 01", "92 01 90 00", "01", "91 01", "92 c0 90", "92 01 01", "93 01 90 ce 00010000", "dd ffffffff"] {
+    assert!(open_batch(&bytes(bad)).is_err(), "{bad}");
+  }
+  let e = open_batch(&bytes("92 a1\"x\" 90")).unwrap_err();
+  assert_eq!(e.path, "ts");
+  // A token id over 2^32 - 1, in the second event: that event alone is refused.
+  let payload = bytes(r#"92 01 92 91 b0"AllBlocksCleared" 95 ab"BlockStored" 90 c0 91 cf0000000100000000 04"#);
+  let ev = events_of(&payload);
+  assert_eq!(ev[0].0, Event::Cleared);
+  match &ev[1].0 {
+    Event::Invalid(e) => assert_eq!(e.path, "events[1].token_ids[0]"),
+    other => panic!("{other:?}"),
+  }
+  // Unknown types are skipped, secondary groups too; trailing event fields ignored.
+  let payload = bytes(r#"92 01 93 91 a3"Foo" 95 ac"BlockRemoved" 90 c0 01 07 96 ac"BlockRemoved" 90 c0 00 c0 ff"#);
+  let ev: Vec<_> = events_of(&payload).into_iter().map(|e| e.0).collect();
+  assert_eq!(ev, vec![Event::Unknown, Event::OtherGroup, Event::Removed { medium: None }]);
+}
+
+#[test]
+fn extra_keys_give_the_multimodal_digests_per_block() {
+  let digest = "00000000000000ff".to_string() + &"a".repeat(48);
+  // extra_keys: [[digest, "lora-x"], nil, [[digest, 3]]]
+  let spec = format!(r#"92 01 91 99 ab"BlockStored" 93 01 02 03 c0 9c {} 04 c0 c0 c0 93 92 d940"{digest}" a6"lora-x" c0 91 92 d940"{digest}" 03"#, "01 ".repeat(12));
+  let payload = bytes(&spec);
+  let batch = open_batch(&payload).unwrap();
+  let mut s = Scratch::default();
+  let e = Events::new(&payload, &batch).next_event(&mut s).unwrap();
+  assert!(matches!(e, Event::Stored { multimodal: true, .. }));
+  assert_eq!((s.mm_offsets.clone(), s.mm_hashes.clone()), (vec![0, 1, 1, 2], vec![255, 255]));
+}
+
+fn key(worker: u64) -> WorkerKey {
+  WorkerKey { worker, dp_rank: 0 }
+}
+
+#[test]
+fn a_batch_applies_with_counts_per_outcome_and_medium() {
+  let mut ix = RadixIndexer::new(IndexerConfig::new(4, IndexerMode::Events));
+  // stored [1,2,3,4] as 10; stored on CPU; removed unknown 99; stored with block size 8; cleared? no.
+  let payload = bytes(r#"93 01 95
+     95 ab"BlockStored" 91 0a c0 94 01020304 04
+     97 ab"BlockStored" 91 0b c0 94 05060708 04 c0 a3"CPU"
+     93 ac"BlockRemoved" 92 0a 63 a3"gpu"
+     95 ab"BlockStored" 91 0c c0 94 01020304 08
+     95 ab"BlockStored" 91 0d c0 93 010203 04
+     02"#);
+  let out = apply_batch(&mut ix, key(1), &payload).unwrap();
+  let want = BatchOutcome {
+    events: 5,
+    stored: 1,
+    removed: 1,
+    ts: 1.0,
+    dp_rank: Some(2),
+    other_media: vec![super::apply::MediumCount { medium: "CPU".into(), stored: 1, removed: 0 }],
+    refused: super::apply::Refused { block_size: 1, token_count: 1, unknown_removal: 1, ..Default::default() },
+    ..Default::default()
+  };
+  assert_eq!(out, want);
+  assert_eq!(ix.stats().blocks, 0, "stored then removed");
+}
+
+#[test]
+fn stored_tokens_are_hashed_with_the_lora_seed_and_the_window() {
+  let mut ix = RadixIndexer::new(IndexerConfig::new(4, IndexerMode::Events));
+  let payload = bytes(r#"92 01 91 98 ab"BlockStored" 91 0a c0 94 01020304 04 c0 c0 a1"L""#);
+  apply_batch(&mut ix, key(1), &payload).unwrap();
+  let mut out = Vec::new();
+  ix.find_matches_into(&[hash_block(&[1, 2, 3, 4], block_seed(Some("L"), None))], false, 0.0, &mut out);
+  assert_eq!(out, vec![(key(1), 1)]);
+  let mut cfg = IndexerConfig::new(4, IndexerMode::Events);
+  cfg.window = crate::hash::Window::Eagle;
+  let mut eagle = RadixIndexer::new(cfg);
+  let payload = bytes(r#"92 01 91 95 ab"BlockStored" 91 0a c0 95 0102030405 04"#);
+  assert_eq!(apply_batch(&mut eagle, key(1), &payload).unwrap().stored, 1);
+  let local = BlockHasher::new(4, HASH_SEED).window(crate::hash::Window::Eagle).hashes(&[1, 2, 3, 4, 5, 6]);
+  eagle.find_matches_into(&local, false, 0.0, &mut out);
+  assert_eq!(out, vec![(key(1), 1)]);
+}
+
+#[test]
+fn map_events_with_keys_of_other_types_and_batches_with_trailing_fields() {
+  // {1: "x", "type": "AllBlocksCleared"} in [ts, [event], dp, extra]
+  let payload = bytes(r#"94 01 91 82 01 a1"x" a4"type" b0"AllBlocksCleared" 05 c0"#);
+  let b = open_batch(&payload).unwrap();
+  assert_eq!(b.dp_rank, Some(5));
+  assert_eq!(events_of(&payload)[0].0, Event::Cleared);
+}
+
+#[test]
+#[ignore]
+fn decode_speed() {
+  // 32 stored events of 32 blocks x 16 tokens (uint16/uint32 ids), as the bench suite's.
+  let mut p = vec![0x93, 0x01, 0xdc, 0x00, 32];
+  for e in 0..32u64 {
+    p.extend_from_slice(&[0x95, 0xab]);
+    p.extend_from_slice(b"BlockStored");
+    p.extend_from_slice(&[0xdc, 0, 32]);
+    for j in 0..32u64 {
+      p.push(0xcf);
+      p.extend_from_slice(&(e * 32 + j + 1).to_be_bytes());
+    }
+    p.push(0xc0);
+    p.extend_from_slice(&[0xdd, 0, 0, 2, 0]);
+    for t in 0..512u32 {
+      let v = (t * 7919 + e as u32) % 150_000;
+      p.push(0xce);
+      p.extend_from_slice(&v.to_be_bytes());
+    }
+    p.push(0x10);
+  }
+  p.push(0x00);
+  let t = std::time::Instant::now();
+  for _ in 0..100 {
+    let b = open_batch(&p).unwrap();
+    let mut ev = Events::new(&p, &b);
+    let mut s = Scratch::default();
+    while ev.next_event(&mut s).is_some() {}
+  }
+  println!("decode: {:.2} us per event", t.elapsed().as_secs_f64() * 1e6 / 3200.0);
+  let t = std::time::Instant::now();
+  for r in 0..100 {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+    let out = apply_batch(&mut ix, key(r), &p).unwrap();
+    assert_eq!(out.stored, 32);
+  }
+  println!("decode + hash + apply: {:.2} us per event", t.elapsed().as_secs_f64() * 1e6 / 3200.0);
+}

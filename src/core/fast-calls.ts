@@ -1,0 +1,12 @@
+// The addon's hand-written entry points (native/src/bindings/fast.rs): the calls on the request
+// path, which skip napi-derive's per-call glue. They are not in the generated binding.d.ts, so
+// their types are declared here.
+import { native } from './binding.js';
+
+export interface FastCalls {
+  /** Matches against the tree `handle`; [worker, dpRank, blocks] per match into `out` (if it
+   * fits), best first. Returns the number of matches. */
+  findMatchesFast(handle: number, localHashes: BigUint64Array, earlyExit: boolean, nowMs: number, out: Float64Array): number;
+}
+
+export const fast = native as unknown as FastCalls;

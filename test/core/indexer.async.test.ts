@@ -1,0 +1,73 @@
+// The indexer's calls that work off the JavaScript thread: event batches, snapshot, restore.
+import { describe, expect, it } from 'vitest';
+import { KvIndexer } from '../../src/core/indexer.js';
+import { NativeErrorCode, nativeErrorCode } from '../../src/core/errors.js';
+import { KvEventBatchEncoder } from '../../src/sim/worker/kv-event-encoding.js';
+import { BS, localOf, match, tokensOf } from './indexer-fixtures.js';
+
+const encoder = new KvEventBatchEncoder('array');
+
+/** One batch of `n` chained stored events of one block each, for worker w. */
+function chain(n: number, base: number) {
+  const events = Array.from({ length: n }, (_, i) => ({
+    type: 'BlockStored' as const,
+    blockHashes: [BigInt(base + i)],
+    parentBlockHash: i === 0 ? null : BigInt(base + i - 1),
+    tokenIds: [...tokensOf([i])],
+    blockSize: BS,
+    loraName: null,
+    medium: 'GPU',
+  }));
+  return encoder.encode(0, events, 0);
+}
+
+describe('KvIndexer off-thread calls', () => {
+  it('applyEventBatchAsync applies like applyEventBatch', async () => {
+    const a = new KvIndexer({ blockSize: BS });
+    const b = new KvIndexer({ blockSize: BS });
+    const payload = chain(50, 1000);
+    const sync = a.applyEventBatch(1, 0, payload);
+    const async = await b.applyEventBatchAsync(1, 0, payload);
+    expect(async).toEqual(sync);
+    expect(sync).toMatchObject({ events: 50, stored: 50, cancelled: false });
+    expect(b.findMatches(localOf([0, 1, 2]))).toEqual([match(1, 3)]);
+    // Bad bytes never throw: the result says so.
+    const bad = await b.applyEventBatchAsync(1, 0, Buffer.from('c1', 'hex'));
+    expect(bad.decodeError?.message).toMatch(/invalid msgpack/);
+    expect(() => a.applyEventBatch(1, 0, 'x' as never)).toThrow(TypeError);
+    expect(() => a.applyEventBatch(1.5, 0, payload)).toThrow(RangeError);
+    expect(() => new KvIndexer({ blockSize: BS, mode: 'approximate' }).applyEventBatch(1, 0, payload)).toThrow(/'events' mode/);
+  });
+
+  it('a worker removed while its batch applies gets nothing more applied', async () => {
+    const ix = new KvIndexer({ blockSize: BS });
+    const pending = ix.applyEventBatchAsync(7, 0, chain(20_000, 1));
+    ix.removeWorker(7);
+    const r = await pending;
+    expect(r.cancelled || r.stored === 20_000).toBe(true);
+    if (r.cancelled) expect(ix.blocksOf(7, 0)).toBe(0);
+    // Batches started after the removal apply normally.
+    expect((await ix.applyEventBatchAsync(7, 0, chain(3, 1))).stored).toBe(3);
+    expect(ix.blocksOf(7, 0)).toBe(3);
+  });
+
+  it('snapshotAsync and restoreAsync round-trip, consistent while the index changes', async () => {
+    const ix = new KvIndexer({ blockSize: BS });
+    ix.applyEventBatch(1, 0, chain(100, 1));
+    const pending = ix.snapshotAsync();
+    ix.applyEventBatch(2, 0, chain(5, 9_000)); // after the copy, or before it: never half
+    const bytes = await pending;
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    const copy = await KvIndexer.restoreAsync(bytes);
+    expect(copy.blocksOf(1, 0)).toBe(100);
+    expect([0, 5]).toContain(copy.blocksOf(2, 0));
+    expect(copy.findMatches(localOf([0, 1, 2, 3]))).toEqual(KvIndexer.restore(bytes).findMatches(localOf([0, 1, 2, 3])));
+    const damaged = bytes.slice();
+    damaged[30] ^= 1;
+    const err = await KvIndexer.restoreAsync(damaged).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/KvIndexer.restore: corrupt snapshot/);
+    expect(nativeErrorCode(err)).toBe(NativeErrorCode.invalidSnapshot);
+    await expect(KvIndexer.restoreAsync([1] as never)).rejects.toThrow(TypeError);
+  });
+});
