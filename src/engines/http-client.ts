@@ -7,7 +7,7 @@ import type { SignalLike } from '../util/cancellation.js';
 import { expectInteger, expectObject } from '../util/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
 import { EventCursor, type EventBatchSource } from './event-batch.js';
-import { dispatchRequest, type ResponseBody, type ResponseHead } from './engine-response.js';
+import { dispatchRequest, RequestNotSentError, type ResponseBody, type ResponseHead } from './engine-response.js';
 import { engineBody } from './json.js';
 import { SseParser } from './sse.js';
 import type { SseEvent } from './types.js';
@@ -180,28 +180,34 @@ export class EngineClient {
   }
 }
 
-/** Maps an undici/socket failure to an EngineError (or an AbortError when the caller aborted). */
+/**
+ * Maps an undici/socket failure to an EngineError (or an AbortError when the caller aborted),
+ * saying whether the engine may have accepted the request (see EngineError.mayHaveAccepted).
+ */
 export function translateUndiciError(err: unknown, signal: SignalLike | undefined, engine: string, inBody: boolean): unknown {
   if (err instanceof EngineError) return err;
   if (signal?.aborted) return abortError(signal);
-  const code = (err as { code?: unknown } | null)?.code;
-  const detail = err instanceof Error ? err.message : String(err);
+  const sent = !(err instanceof RequestNotSentError);
+  const cause = sent ? err : (err as RequestNotSentError).cause;
+  const code = (cause as { code?: unknown } | null)?.code;
+  const detail = cause instanceof Error ? cause.message : String(cause);
   switch (code) {
+    // Failures of the connection itself: the request was never written.
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return transportError('engine_connect_timeout', engine, detail);
-    case 'UND_ERR_HEADERS_TIMEOUT':
-      return transportError('engine_first_byte_timeout', engine, detail);
-    case 'UND_ERR_BODY_TIMEOUT':
-      return transportError('engine_idle_timeout', engine, detail);
+      return transportError('engine_connect_timeout', engine, detail, false);
     case 'ECONNREFUSED':
     case 'ENOTFOUND':
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
     case 'EAI_AGAIN':
-      return transportError('engine_unreachable', engine, detail);
+      return transportError('engine_unreachable', engine, detail, false);
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return transportError('engine_first_byte_timeout', engine, detail);
+    case 'UND_ERR_BODY_TIMEOUT':
+      return transportError('engine_idle_timeout', engine, detail);
     default:
-      if (err instanceof Error && (err.name === 'AbortError' || code === 'UND_ERR_ABORTED')) return abortError(signal);
-      return transportError(inBody ? 'engine_stream_broken' : 'engine_unreachable', engine, detail);
+      if (cause instanceof Error && (cause.name === 'AbortError' || code === 'UND_ERR_ABORTED')) return abortError(signal);
+      return transportError(inBody ? 'engine_stream_broken' : 'engine_unreachable', engine, detail, sent);
   }
 }
 
