@@ -9,6 +9,7 @@ import { EngineError, abortError, transportError } from './errors.js';
 import { EventCursor, type EventBatchSource } from './event-batch.js';
 import { dispatchRequest, RequestNotSentError, type ResponseBody, type ResponseHead } from './engine-response.js';
 import { engineBody } from './json.js';
+import { parseBaseUrl } from './base-url.js';
 import { SseParser } from './sse.js';
 import type { SseEvent } from './types.js';
 
@@ -59,24 +60,6 @@ export function resolveClientOptions(opts: EngineClientOptions | undefined): Res
     connections: o.connections === undefined || o.connections === null ? null : expectInteger(o.connections, 'connections', 1, 1 << 20),
     maxResponseBytes: o.maxResponseBytes === undefined ? 64 << 20 : expectInteger(o.maxResponseBytes, 'maxResponseBytes', 1, 2 ** 31 - 1),
   };
-}
-
-/** Splits a base URL into the pool's origin and the path prefix routes are appended to. */
-export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string } {
-  if (typeof baseUrl !== 'string') throw new TypeError(`baseUrl must be a string, got ${typeof baseUrl}`);
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TypeError(`baseUrl must be an absolute http(s) URL, got '${baseUrl}'`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`baseUrl must use http or https, got '${baseUrl}'`);
-  }
-  if (url.search || url.hash || url.username || url.password) {
-    throw new TypeError(`baseUrl must not carry a query, fragment or credentials, got '${baseUrl}'`);
-  }
-  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
 }
 
 export class EngineClient {

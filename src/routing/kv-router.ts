@@ -8,7 +8,7 @@ import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-
 import { describe, expectInteger } from '../util/validate.js';
 import { abortError, isAbortError } from '../engines/errors.js';
 import { carriesToken } from '../engines/sse.js';
-import type { Leg, LegTransport } from '../engines/transport.js';
+import type { Leg, LegStream, LegTransport } from '../engines/transport.js';
 import type { OpenAiRoute, SseEvent } from '../engines/types.js';
 import { Booking, type KvRouterCore } from './booking.js';
 import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js';
@@ -178,15 +178,19 @@ export class KvRouter {
       }
       throw err;
     }
-    const source = new FirstEventSource(engine);
-    const cancel = hold
-      ? () => {
-          if (source.started) return engine.cancel();
-          const release = releaseThenClose(source, this.releaseTimeoutMs, () => leg.abort());
-          this.track(release);
-          return release;
-        }
-      : () => engine.cancel();
+    let source: LegStream | FirstEventSource = engine;
+    let cancel = (): void | Promise<void> => engine.cancel();
+    if (hold) {
+      // Closed before its first event, the leg runs on until its KV pull is done.
+      const watched = new FirstEventSource(engine);
+      source = watched;
+      cancel = () => {
+        if (watched.started) return engine.cancel();
+        const release = releaseThenClose(watched, this.releaseTimeoutMs, () => leg.abort());
+        this.track(release);
+        return release;
+      };
+    }
     return new GuardedStream({
       source,
       cancel,
