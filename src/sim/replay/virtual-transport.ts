@@ -13,12 +13,12 @@
 // then, not after every engine step.
 import { EngineError, abortError, transportError } from '../../engines/errors.js';
 import { isPlainObject } from '../../engines/handoff/common.js';
+import { withFields } from '../../util/objects.js';
 import { DONE_EVENT, makeEvent } from '../../engines/sse.js';
 import type { Leg, LegStream, LegTransport } from '../../engines/transport.js';
 import type { SseEvent, WorkerInfo } from '../../engines/types.js';
 import { makeUsage, wantsUsage } from '../../engines/usage.js';
 import type { TokenOutput } from '../engine/index.js';
-import { type ResponseHeader, fullResponse, textChunk, usageChunk } from '../worker/openai.js';
 import { KvRendezvous, type PullResult } from './kv-rendezvous.js';
 import type { VirtualPool } from './virtual-pool.js';
 
@@ -251,7 +251,7 @@ class LegState {
   private submitted = false;
   private finished = false;
   private cancelPull: (() => void) | undefined;
-  private readonly header: ResponseHeader;
+  private readonly head: AnswerHead;
   /** The request's id, unless an earlier leg of it was dropped from this engine. */
   private engineId: string;
 
@@ -264,7 +264,7 @@ class LegState {
     private readonly resolve: (v: unknown) => void,
     private readonly reject: (err: unknown) => void,
   ) {
-    this.header = { endpoint: 'completions', id: `cmpl-${leg.requestId}`, created: 0, model: typeof leg.body.model === 'string' ? leg.body.model : 'replay' };
+    this.head = { id: `cmpl-${leg.requestId}`, object: 'text_completion', created: 0, model: typeof leg.body.model === 'string' ? leg.body.model : 'replay' };
     const dropped = w.dropped.get(leg.requestId);
     this.engineId = dropped === undefined ? leg.requestId : `${leg.requestId}#${dropped}`;
   }
@@ -288,7 +288,7 @@ class LegState {
   output(out: TokenOutput): boolean {
     if (out.finishReason !== undefined) return this.finish(out);
     if (!this.streamed || out.index !== 0) return false;
-    this.stream!.push([chunk(textChunk(this.header, '', null))]);
+    this.stream!.push([chunk(withFields(this.head, { choices: [choice(null)] }))]);
     return true;
   }
 
@@ -331,15 +331,15 @@ class LegState {
       extras = prefill.extras(out, handsOff);
     }
     if (this.streamed) {
-      const batch: SseEvent[] = [chunk(textChunk(this.header, '', reason, extras.choice))];
-      if (wantsUsage(leg.body)) batch.push(chunk(usageChunk(this.header, usage)));
+      const batch: SseEvent[] = [chunk(withFields(this.head, { choices: [choice(reason, extras.choice)] }))];
+      if (wantsUsage(leg.body)) batch.push(chunk(withFields(this.head, { choices: [], usage })));
       batch.push(DONE_EVENT);
       this.stream!.push(batch);
       this.stream!.end();
       return true;
     }
     this.settled = true;
-    this.resolve(fullResponse(this.header, '', reason, usage, extras));
+    this.resolve(withFields(this.head, { choices: [choice(reason, extras.choice)], usage }, extras.top ?? {}));
     return true;
   }
 
@@ -433,6 +433,20 @@ class VirtualStream implements LegStream {
     this.cancel();
     return { value: undefined, done: true };
   }
+}
+
+/** What every answer and chunk of a leg starts with (a completions answer, as vLLM writes it). */
+interface AnswerHead {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+}
+
+/** The one choice of an answer or chunk; the simulated engines generate no text. */
+function choice(finishReason: string | null, extra?: Record<string, unknown>): Record<string, unknown> {
+  const c = { index: 0, text: '', logprobs: null, finish_reason: finishReason, stop_reason: null };
+  return extra ? withFields(c, extra) : c;
 }
 
 /** A chunk as an engine event: its shape is read (and its JSON parsed) once, on first use, as for HTTP engines. */
