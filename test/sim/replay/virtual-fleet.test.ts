@@ -1,5 +1,6 @@
 // Replay runs the live PrefillRouter over the virtual transport: the decode-availability check,
 // query-then-book, the fallback and the three handoffs, in virtual time.
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RoutingTotals } from '../../../src/core/routing-core.js';
@@ -8,7 +9,9 @@ import { runReplay, type ReplayReport } from '../../../src/sim/replay/replay.js'
 import { loadTrace, type TraceRequest } from '../../../src/sim/replay/trace.js';
 import { VirtualFleet, type VirtualFleetOptions } from '../../../src/sim/replay/virtual-fleet.js';
 
-const tracePath = fileURLToPath(new URL('../../../../shared/traces/synthetic_trace.jsonl', import.meta.url));
+// The repository's own copy of the trace once it has one (traces/), else the shared folder beside it.
+const inRepo = fileURLToPath(new URL('../../../traces/synthetic_trace.jsonl', import.meta.url));
+const tracePath = existsSync(inRepo) ? inRepo : fileURLToPath(new URL('../../../../shared/traces/synthetic_trace.jsonl', import.meta.url));
 let slice: TraceRequest[];
 
 beforeAll(async () => {
