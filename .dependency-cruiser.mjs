@@ -52,9 +52,7 @@ export default {
       name: 'no-circular',
       comment: 'no circle of files (type-only imports count too)',
       severity: 'error',
-      // The one circle left: PrefillRouter and its two handoffs. Issue 12's routing split (handoffs
-      // taking a request context, not the router) removes it; drop this exception with it.
-      from: { pathNot: '^src/routing/(prefill-router|prefill/sequential|prefill/bootstrap)\\.ts$' },
+      from: {},
       to: { circular: true },
     },
     {

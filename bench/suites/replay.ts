@@ -1,6 +1,6 @@
 // Routing quality on the real Mooncake traces (issue 6): each policy replayed offline in virtual
-// time through the live RoutingCore and the simulated engine model, on the default fleet of 4
-// aggregated workers. Reports TTFT, hit rate against the infinite-cache bound, and a load sweep.
+// time through the live router (PrefillRouter over KvRouters, legs to the simulated engine model
+// over the virtual transport), on the default fleet of 4 aggregated workers. Reports TTFT, hit rate against the infinite-cache bound, and a load sweep.
 import { fileURLToPath } from 'node:url';
 import { replayMarkdown } from '../../src/sim/replay/markdown.js';
 import { REPLAY_POLICIES, type ReplayPolicy } from '../../src/sim/replay/policies.js';
@@ -26,9 +26,9 @@ interface TraceRun {
 /** The sweep compares the baseline, the best load-only policy, kv and kv_ttft (all would double its time). */
 const SWEEP_POLICIES: readonly ReplayPolicy[] = ['round_robin', 'least_loaded', 'kv', 'kv_ttft'];
 
-function replay(ctx: BenchContext, name: string, trace: TraceRequest[], policies: readonly ReplayPolicy[], extra: { kvBlocks?: number; sweep?: number[] } = {}): TraceRun {
+async function replay(ctx: BenchContext, name: string, trace: TraceRequest[], policies: readonly ReplayPolicy[], extra: { kvBlocks?: number; sweep?: number[] } = {}): Promise<TraceRun> {
   const ttfts = new Map<ReplayPolicy, number[]>();
-  const report = runReplay({
+  const report = await runReplay({
     trace,
     traceName: name,
     workers: WORKERS,
@@ -57,9 +57,9 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   const synthetic = (await loadTrace(TRACES + 'synthetic_trace.jsonl')).slice(0, limit);
   const conversation = (await loadTrace(TRACES + 'conversation_trace.first-half.jsonl')).slice(0, limit);
 
-  const syn = replay(ctx, 'synthetic_trace.jsonl', synthetic, policies, { sweep: sweepLoads(1, ctx.quick ? 4 : 8) });
-  const conv = replay(ctx, 'conversation_trace.first-half.jsonl', conversation, policies);
-  const big = replay(ctx, 'synthetic_trace.jsonl', synthetic, ['round_robin', 'kv', 'kv_ttft'], { kvBlocks: LARGE_KV_BLOCKS });
+  const syn = await replay(ctx, 'synthetic_trace.jsonl', synthetic, policies, { sweep: sweepLoads(1, ctx.quick ? 4 : 8) });
+  const conv = await replay(ctx, 'conversation_trace.first-half.jsonl', conversation, policies);
+  const big = await replay(ctx, 'synthetic_trace.jsonl', synthetic, ['round_robin', 'kv', 'kv_ttft'], { kvBlocks: LARGE_KV_BLOCKS });
 
   const figures: Figure[] = [];
   for (const policy of ['kv', 'kv_ttft'] as const) {

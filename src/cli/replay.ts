@@ -1,6 +1,7 @@
 // `kvroute replay`: replays a Mooncake-format trace offline in virtual time (the default), or
 // online against a live router (--online --url).
 import { writeFile } from 'node:fs/promises';
+import { ENGINE_KINDS, type EngineKind } from '../engines/types.js';
 import { parseArgs } from 'node:util';
 import { replayMarkdown } from '../sim/replay/markdown.js';
 import { isReplayPolicy, REPLAY_POLICIES, type ReplayPolicy } from '../sim/replay/policies.js';
@@ -12,10 +13,13 @@ import { intFlag, UsageError } from './usage.js';
 export const HELP = `usage: kvroute replay --trace FILE [options]
 
 Offline (default): a discrete-event simulation of a fleet of simulated engines in virtual time,
-with kvroute's own routing code deciding.
+with kvroute's own router (PrefillRouter, as the server runs it) deciding.
   --trace FILE          Mooncake-format JSONL trace (required)
   --workers N           aggregated workers (default 4)
   --prefill P --decode D  disaggregated: P prefill and D decode workers instead
+  --handoff STYLE       prefill -> decode handoff of a disaggregated fleet: vllm (default), sglang
+                        or trtllm (vLLM and TensorRT-LLM hand off after the prefill; SGLang runs
+                        both legs at once, the decode waiting for the prefill's KV)
   --policy NAME         repeatable; one of ${REPLAY_POLICIES.join(', ')} (default: all)
   --block-size B        router and engine block size, must divide 512 (default 16)
   --kv-blocks K         KV cache blocks per worker (default 65536)
@@ -38,6 +42,8 @@ function isOnline(argv: string[]): boolean {
   return tokens.some((t) => t.kind === 'option' && t.name === 'online');
 }
 
+const isEngineKind = (v: string): v is EngineKind => (ENGINE_KINDS as readonly string[]).includes(v);
+
 export async function run(argv: string[]): Promise<number> {
   if (isOnline(argv)) {
     const { runOnline } = await import('./replay-online.js');
@@ -51,6 +57,7 @@ export async function run(argv: string[]): Promise<number> {
       workers: { type: 'string', default: '4' },
       prefill: { type: 'string' },
       decode: { type: 'string' },
+      handoff: { type: 'string' },
       policy: { type: 'string', multiple: true },
       'block-size': { type: 'string', default: '16' },
       'kv-blocks': { type: 'string', default: '65536' },
@@ -75,6 +82,9 @@ export async function run(argv: string[]): Promise<number> {
     values.prefill === undefined
       ? undefined
       : { prefill: intFlag(values.prefill, '--prefill', 1, 1024), decode: intFlag(values.decode, '--decode', 1, 1024) };
+  const handoff = values.handoff ?? 'vllm';
+  if (!isEngineKind(handoff)) throw new UsageError(`unknown --handoff '${handoff}'; one of ${ENGINE_KINDS.join(', ')}`);
+  if (values.handoff !== undefined && !disaggregated) throw new UsageError('--handoff needs --prefill and --decode');
   const blockSize = intFlag(values['block-size'], '--block-size', 1, 512);
   if (512 % blockSize !== 0) throw new UsageError(`--block-size must divide 512 (the traces' block), got ${blockSize}`);
   const kvBlocks = intFlag(values['kv-blocks'], '--kv-blocks', 1, 1 << 30);
@@ -91,7 +101,7 @@ export async function run(argv: string[]): Promise<number> {
   const sweepScales = values.sweep ? sweepLoads(speedup, sweepMax) : undefined;
 
   const progress = new ProgressLine(process.stderr);
-  const report = runReplay({ trace, traceName: values.trace, workers, disaggregated, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, onProgress: (m) => progress.update(m) });
+  const report = await runReplay({ trace, traceName: values.trace, workers, disaggregated, handoff, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, onProgress: (m) => progress.update(m) });
   progress.end();
   const md = replayMarkdown(report);
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');

@@ -3,6 +3,7 @@
 // carries the whole choice, then the usage chunk when the client asked for it, then [DONE].
 import { isPlainObject } from './handoff/common.js';
 import { DONE_EVENT, jsonEvent } from './sse.js';
+import { usageOf } from './usage.js';
 import type { OpenAiRoute, SseEvent } from './types.js';
 import { withFields } from '../util/objects.js';
 
@@ -11,7 +12,8 @@ export function completionAsEvents(route: OpenAiRoute, answer: Record<string, un
   const head = { id: answer.id, object: chat ? 'chat.completion.chunk' : 'text_completion', created: answer.created, model: answer.model };
   const choices = Array.isArray(answer.choices) ? answer.choices.filter(isPlainObject) : [];
   const events: SseEvent[] = [jsonEvent(withFields(head, { choices: choices.map((c) => (chat ? chatDelta(c) : completionChoice(c))) }))];
-  if (includeUsage && isPlainObject(answer.usage)) events.push(jsonEvent(withFields(head, { choices: [], usage: answer.usage })));
+  const usage = includeUsage ? usageOf(answer) : undefined;
+  if (usage) events.push(jsonEvent(withFields(head, { choices: [], usage })));
   events.push(DONE_EVENT);
   return events;
 }
@@ -29,10 +31,4 @@ function chatDelta(c: Record<string, unknown>): Record<string, unknown> {
   if (message.tool_calls !== undefined) delta.tool_calls = message.tool_calls;
   if (message.reasoning_content !== undefined) delta.reasoning_content = message.reasoning_content;
   return { index: c.index ?? 0, delta, logprobs: c.logprobs ?? null, finish_reason: c.finish_reason ?? null };
-}
-
-/** Whether the client asked for the usage chunk (stream_options.include_usage). */
-export function wantsUsage(body: Record<string, unknown>): boolean {
-  const o = body.stream_options;
-  return isPlainObject(o) && o.include_usage === true;
 }

@@ -94,11 +94,25 @@ export class ResponseBody {
 }
 
 /**
+ * The transport failed before the request was handed to a connected socket (connect refused or
+ * timed out, DNS, the connection lost first): the engine never saw it. `cause` is undici's error.
+ */
+export class RequestNotSentError extends Error {
+  override name = 'RequestNotSentError';
+  constructor(override readonly cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}
+
+/**
  * Dispatches `opts` on `dispatcher`; resolves with the response head once it arrived (the body is
- * read on demand), rejects with the transport's error or, when `signal` fires first, its reason.
+ * read on demand), rejects with the transport's error (a RequestNotSentError around it when the
+ * request was never written) or, when `signal` fires first, its reason.
  */
 export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.DispatchOptions, signal?: SignalLike): Promise<ResponseHead> {
   return new Promise<ResponseHead>((resolve, reject) => {
+    // Set once undici hands the request to a connected socket: for a body in memory (ours
+    // always are) it writes headers and body in the same synchronous call.
     let controller: Dispatcher.DispatchController | undefined;
     let body: ResponseBody | undefined;
     let settled = false;
@@ -134,7 +148,7 @@ export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.Dispatc
         if (body) body.fail(err);
         else if (!settled) {
           settled = true;
-          reject(err);
+          reject(controller ? err : new RequestNotSentError(err));
         }
       },
     };
@@ -144,7 +158,7 @@ export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.Dispatc
     } catch (err) {
       stopListening();
       settled = true;
-      reject(err);
+      reject(new RequestNotSentError(err));
     }
   });
 }

@@ -23,16 +23,23 @@ export class EngineError extends Error {
     readonly failure: EngineFailure = 'engine_rejected',
     /** Base URL of the engine that failed. */
     readonly engine?: string,
+    /**
+     * False only when the request certainly never reached the engine (connection refused, DNS,
+     * connect timeout, a connection lost before the request was written): the engine did no work
+     * for it, so sending it to another worker cannot run it twice. True for everything after the
+     * request was written, an engine's own answer included.
+     */
+    readonly mayHaveAccepted: boolean = true,
   ) {
     super(message);
   }
 }
 
 /** An EngineError for a transport failure, with a body shaped like an OpenAI error. */
-export function transportError(failure: Exclude<EngineFailure, 'engine_rejected'>, engine: string, detail: string): EngineError {
+export function transportError(failure: Exclude<EngineFailure, 'engine_rejected'>, engine: string, detail: string, mayHaveAccepted = true): EngineError {
   const status = failure === 'engine_connect_timeout' || failure === 'engine_first_byte_timeout' || failure === 'engine_idle_timeout' ? 504 : 502;
   const message = `${describeFailure(failure)} (${engine}): ${detail}`;
-  return new EngineError(status, { error: { message, type: 'engine_error', code: failure } }, message, failure, engine);
+  return new EngineError(status, { error: { message, type: 'engine_error', code: failure } }, message, failure, engine, mayHaveAccepted);
 }
 
 function describeFailure(failure: EngineFailure): string {

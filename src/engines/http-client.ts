@@ -7,8 +7,9 @@ import type { SignalLike } from '../util/cancellation.js';
 import { expectInteger, expectObject } from '../util/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
 import { EventCursor, type EventBatchSource } from './event-batch.js';
-import { dispatchRequest, type ResponseBody, type ResponseHead } from './engine-response.js';
+import { dispatchRequest, RequestNotSentError, type ResponseBody, type ResponseHead } from './engine-response.js';
 import { engineBody } from './json.js';
+import { parseBaseUrl } from './base-url.js';
 import { SseParser } from './sse.js';
 import type { SseEvent } from './types.js';
 
@@ -59,24 +60,6 @@ export function resolveClientOptions(opts: EngineClientOptions | undefined): Res
     connections: o.connections === undefined || o.connections === null ? null : expectInteger(o.connections, 'connections', 1, 1 << 20),
     maxResponseBytes: o.maxResponseBytes === undefined ? 64 << 20 : expectInteger(o.maxResponseBytes, 'maxResponseBytes', 1, 2 ** 31 - 1),
   };
-}
-
-/** Splits a base URL into the pool's origin and the path prefix routes are appended to. */
-export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string } {
-  if (typeof baseUrl !== 'string') throw new TypeError(`baseUrl must be a string, got ${typeof baseUrl}`);
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TypeError(`baseUrl must be an absolute http(s) URL, got '${baseUrl}'`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`baseUrl must use http or https, got '${baseUrl}'`);
-  }
-  if (url.search || url.hash || url.username || url.password) {
-    throw new TypeError(`baseUrl must not carry a query, fragment or credentials, got '${baseUrl}'`);
-  }
-  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
 }
 
 export class EngineClient {
@@ -180,28 +163,34 @@ export class EngineClient {
   }
 }
 
-/** Maps an undici/socket failure to an EngineError (or an AbortError when the caller aborted). */
+/**
+ * Maps an undici/socket failure to an EngineError (or an AbortError when the caller aborted),
+ * saying whether the engine may have accepted the request (see EngineError.mayHaveAccepted).
+ */
 export function translateUndiciError(err: unknown, signal: SignalLike | undefined, engine: string, inBody: boolean): unknown {
   if (err instanceof EngineError) return err;
   if (signal?.aborted) return abortError(signal);
-  const code = (err as { code?: unknown } | null)?.code;
-  const detail = err instanceof Error ? err.message : String(err);
+  const sent = !(err instanceof RequestNotSentError);
+  const cause = sent ? err : (err as RequestNotSentError).cause;
+  const code = (cause as { code?: unknown } | null)?.code;
+  const detail = cause instanceof Error ? cause.message : String(cause);
   switch (code) {
+    // Failures of the connection itself: the request was never written.
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return transportError('engine_connect_timeout', engine, detail);
-    case 'UND_ERR_HEADERS_TIMEOUT':
-      return transportError('engine_first_byte_timeout', engine, detail);
-    case 'UND_ERR_BODY_TIMEOUT':
-      return transportError('engine_idle_timeout', engine, detail);
+      return transportError('engine_connect_timeout', engine, detail, false);
     case 'ECONNREFUSED':
     case 'ENOTFOUND':
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
     case 'EAI_AGAIN':
-      return transportError('engine_unreachable', engine, detail);
+      return transportError('engine_unreachable', engine, detail, false);
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return transportError('engine_first_byte_timeout', engine, detail);
+    case 'UND_ERR_BODY_TIMEOUT':
+      return transportError('engine_idle_timeout', engine, detail);
     default:
-      if (err instanceof Error && (err.name === 'AbortError' || code === 'UND_ERR_ABORTED')) return abortError(signal);
-      return transportError(inBody ? 'engine_stream_broken' : 'engine_unreachable', engine, detail);
+      if (cause instanceof Error && (cause.name === 'AbortError' || code === 'UND_ERR_ABORTED')) return abortError(signal);
+      return transportError(inBody ? 'engine_stream_broken' : 'engine_unreachable', engine, detail, sent);
   }
 }
 

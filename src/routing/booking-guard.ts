@@ -58,7 +58,7 @@ export class StreamAbandonedError extends Error {
 
 export interface GuardedStreamOptions {
   /** The engine's events. */
-  source: AsyncIterator<SseEvent>;
+  source: AsyncIterator<SseEvent> | EventBatchSource;
   /**
    * Closes the engine leg (idempotent). When it returns a promise (a leg that must run a little
    * longer before it can be closed safely), the booking is freed once that promise settles.

@@ -4,7 +4,7 @@
 // then, bounded by a release timeout, and only then closed: the blocks are released by the normal
 // pull instead of being stranded. FirstEventSource watches for that first event.
 import { EventCursor, type EventBatchSource } from '../engines/event-batch.js';
-import type { EngineStream } from '../engines/http-client.js';
+import type { LegStream } from '../engines/transport.js';
 import type { SseEvent } from '../engines/types.js';
 
 export class FirstEventSource implements AsyncIterator<SseEvent>, EventBatchSource {
@@ -14,7 +14,7 @@ export class FirstEventSource implements AsyncIterator<SseEvent>, EventBatchSour
   private readonly seenOrEnded: Promise<void>;
   private signalSeen!: () => void;
 
-  constructor(readonly engine: EngineStream) {
+  constructor(readonly engine: LegStream) {
     this.seenOrEnded = new Promise<void>((r) => (this.signalSeen = r));
   }
 

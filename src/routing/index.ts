@@ -3,7 +3,8 @@
 // trackers and the handoff internals are not exported: they are how the routers keep their
 // invariants, not something to build on.
 export { PrefillRouter, type PrefillRouterOptions, type PrefillRouterStats, type PrefillRouterEvent, type RequestDone, type RouteQuery, type ServeMode } from './prefill-router.js';
-export { KvRouter, Booking, type KvRouterCore, type KvRouterOptions, type KvRouterStats, type LegOptions, type LegRoute } from './kv-router.js';
+export { KvRouter, type KvRouterOptions, type KvRouterStats, type LegOptions, type LegRoute } from './kv-router.js';
+export { Booking, type KvRouterCore } from './booking.js';
 export { WorkerPool, UnknownPoolWorkerError, type PoolCore, type WorkerState } from './worker-pool.js';
 export { parseRoutingHints, InvalidRoutingHintError, HINT_HEADERS, type HeaderBag, type HintOptions, type RoutingHints } from './hints.js';
 export { SessionAffinity, type SessionAffinityOptions, type SessionAffinityStats, type SessionBinding, type BoundWorker } from './session-affinity.js';

@@ -1,33 +1,27 @@
-// KvRouter: one per worker pool. It routes and books a request on the pool's RoutingCore, sends
-// the leg to the chosen engine, marks the booking's prefill completed at the first token and frees
+// KvRouter: one per worker pool. It routes and books a request on the pool's RoutingCore
+// (booking.ts), sends the leg to the chosen engine through the pool's LegTransport (HTTP, or the
+// replay's virtual engines), marks the booking's prefill completed at the first token and frees
 // the booking exactly once when the leg ends, fails, is aborted or is abandoned. Streamed legs are
 // handed out as pull-based GuardedStreams, so a slow consumer pauses the engine read.
 import { Cancellation, type SignalLike } from '../util/cancellation.js';
 import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-core.js';
-import { expectInteger } from '../util/validate.js';
+import { describe, expectInteger } from '../util/validate.js';
 import { abortError, isAbortError } from '../engines/errors.js';
-import type { EngineClients } from '../engines/http-client.js';
 import { carriesToken } from '../engines/sse.js';
-import type { OpenAiRoute, SseEvent, WorkerInfo } from '../engines/types.js';
+import type { Leg, LegStream, LegTransport } from '../engines/transport.js';
+import type { OpenAiRoute, SseEvent } from '../engines/types.js';
+import { Booking, type KvRouterCore } from './booking.js';
 import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js';
 import { FirstEventSource, releaseThenClose } from './first-event.js';
 import { UnknownWorkerHintError } from './errors.js';
 import type { WorkerPool } from './worker-pool.js';
 import { copyFields, withFields } from '../util/objects.js';
 
-/** What KvRouter needs from the pool's RoutingCore. */
-export interface KvRouterCore {
-  readonly config: { readonly blockSize: number; readonly policy?: PolicyName };
-  route(tokens: Uint32Array, req: RouteRequest): RoutingDecision;
-  query(tokens: Uint32Array, req: Omit<RouteRequest, 'requestId'> & { requestId?: string }): RoutingDecision;
-  markPrefillCompleted(requestId: string): boolean;
-  free(requestId: string): boolean;
-}
-
 export interface KvRouterOptions {
   core: KvRouterCore;
   pool: WorkerPool;
-  clients: EngineClients;
+  /** How legs reach the engines (HttpTransport over EngineClients for real engines). */
+  transport: LegTransport;
   /** A consumer that stops pulling a stream for this long abandons it (booking freed, leg closed). Default 120 s. */
   abandonAfterMs?: number;
   /** Longest a leg the client left is kept running to finish its KV handoff. Default 60 s. */
@@ -53,29 +47,6 @@ export interface LegOptions {
   onFinish?(reason: FreeReason, err?: unknown): void;
 }
 
-/** A routed, booked leg. */
-export class Booking {
-  private prefillMarked = false;
-
-  constructor(
-    readonly decision: RoutingDecision,
-    readonly worker: WorkerInfo,
-    readonly guard: BookingGuard,
-    private readonly core: KvRouterCore,
-  ) {}
-
-  get requestId(): string {
-    return this.decision.requestId;
-  }
-
-  /** The first token arrived: the worker's prefill work for this request is done. */
-  firstToken(): void {
-    if (this.prefillMarked || this.guard.freed) return;
-    this.prefillMarked = true;
-    this.core.markPrefillCompleted(this.decision.requestId);
-  }
-}
-
 export interface KvRouterStats {
   booked: number;
   /** Legs finished, by why. */
@@ -88,7 +59,7 @@ export interface KvRouterStats {
 export class KvRouter {
   readonly core: KvRouterCore;
   readonly pool: WorkerPool;
-  private readonly clients: EngineClients;
+  private readonly transport: LegTransport;
   private readonly abandonAfterMs: number;
   private readonly releaseTimeoutMs: number;
   private readonly releases = new Set<Promise<void>>();
@@ -102,7 +73,9 @@ export class KvRouter {
   constructor(o: KvRouterOptions) {
     this.core = o.core;
     this.pool = o.pool;
-    this.clients = o.clients;
+    const t = o.transport as Partial<LegTransport> | undefined;
+    if (typeof t?.json !== 'function' || typeof t.stream !== 'function') throw new TypeError(`options.transport must be a LegTransport (json and stream), got ${describe(o.transport)}`);
+    this.transport = o.transport;
     this.abandonAfterMs = o.abandonAfterMs === undefined ? 120_000 : expectInteger(o.abandonAfterMs, 'abandonAfterMs', 1, 86_400_000);
     this.releaseTimeoutMs = o.releaseTimeoutMs === undefined ? 60_000 : expectInteger(o.releaseTimeoutMs, 'releaseTimeoutMs', 1, 86_400_000);
   }
@@ -134,12 +107,10 @@ export class KvRouter {
 
   /** Sends a booked, non-streamed leg; the booking is freed when it settles. */
   async json(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, o: LegOptions): Promise<unknown> {
-    const client = this.clients.get(b.worker.baseUrl);
-    const call = { requestId: o.requestId, headers: dpHeaders(b) };
     if (!o.holdUntilFirstEvent) {
       if (o.signal.aborted) return this.refuse(b, o.signal);
       try {
-        const answer = await client.postJson(route, body, withFields(call, { signal: o.signal }));
+        const answer = await this.transport.json(legOf(b, route, body, o.requestId, o.signal));
         b.firstToken();
         b.guard.free('end');
         o.onFinish?.('end');
@@ -153,7 +124,7 @@ export class KvRouter {
     }
     // Held leg: runs on its own controller; the client's leaving only bounds it by the release timeout.
     const leg = new Cancellation();
-    const settled = client.postJson(route, body, withFields(call, { signal: leg.signal })).then(
+    const settled = this.transport.json(legOf(b, route, body, o.requestId, leg.signal)).then(
       (answer) => {
         b.firstToken();
         b.guard.free('end');
@@ -176,12 +147,10 @@ export class KvRouter {
 
   /** Sends a booked, streamed leg; resolves once the engine answered with its stream. */
   async stream(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, o: LegOptions): Promise<GuardedStream> {
-    const client = this.clients.get(b.worker.baseUrl);
-    const call = { requestId: o.requestId, headers: dpHeaders(b) };
     const hold = o.holdUntilFirstEvent === true;
     if (!hold && o.signal.aborted) return this.refuse(b, o.signal);
     const leg = new Cancellation();
-    const opening = client.postStream(route, body, withFields(call, { signal: hold ? leg.signal : o.signal }));
+    const opening = this.transport.stream(legOf(b, route, body, o.requestId, hold ? leg.signal : o.signal));
     let handedOver = false;
     let engine;
     try {
@@ -209,15 +178,19 @@ export class KvRouter {
       }
       throw err;
     }
-    const source = new FirstEventSource(engine);
-    const cancel = hold
-      ? () => {
-          if (source.started) return engine.cancel();
-          const release = releaseThenClose(source, this.releaseTimeoutMs, () => leg.abort());
-          this.track(release);
-          return release;
-        }
-      : () => engine.cancel();
+    let source: LegStream | FirstEventSource = engine;
+    let cancel = (): void | Promise<void> => engine.cancel();
+    if (hold) {
+      // Closed before its first event, the leg runs on until its KV pull is done.
+      const watched = new FirstEventSource(engine);
+      source = watched;
+      cancel = () => {
+        if (watched.started) return engine.cancel();
+        const release = releaseThenClose(watched, this.releaseTimeoutMs, () => leg.abort());
+        this.track(release);
+        return release;
+      };
+    }
     return new GuardedStream({
       source,
       cancel,
@@ -293,7 +266,6 @@ export class KvRouter {
   }
 }
 
-/** Engines with data parallelism take the rank in a header (vLLM's X-data-parallel-rank). */
-function dpHeaders(b: Booking): Record<string, string> | undefined {
-  return b.worker.dpSize > 1 ? { 'x-data-parallel-rank': String(b.decision.dpRank) } : undefined;
+function legOf(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, requestId: string, signal: SignalLike): Leg {
+  return { worker: b.worker, dpRank: b.decision.dpRank, route, body, requestId, signal };
 }

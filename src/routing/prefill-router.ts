@@ -1,33 +1,33 @@
-// PrefillRouter: the front door of routing (Dynamo's PrefillRouter). Without selectable prefill
-// workers it serves aggregated, straight to the decode pool (or refuses, when disaggregation is
-// enforced). With them it books a prefill worker (peeked first, so a worker that cannot be used
-// never advances a round-robin rotation) and runs the handoff of that worker's engine kind:
-// sequential (vLLM NIXL, TensorRT-LLM; prefill/sequential.ts) or bootstrap (SGLang;
-// prefill/bootstrap.ts). A prefill that fails falls back to aggregated serving when allowed.
-import type { SignalLike } from '../util/cancellation.js';
+// PrefillRouter: the front door of routing (Dynamo's PrefillRouter). Each request's mode is chosen
+// first (prefill/mode.ts): without selectable prefill workers it is served aggregated, straight
+// to the decode pool (or refused, when disaggregation is enforced; prefill/aggregated.ts). With
+// them the router checks that a decode worker could take the request, books a prefill worker
+// (peeked first, so a worker that cannot be used never advances a round-robin rotation) and runs
+// the handoff of that worker's engine kind: sequential (vLLM NIXL, TensorRT-LLM;
+// prefill/sequential.ts) or bootstrap (SGLang; prefill/bootstrap.ts). The paths take the
+// request's context (prefill/context.ts), never the router. A prefill that fails falls back to
+// aggregated serving when allowed.
 import type { RoutingDecision } from '../core/routing-core.js';
 import type { ServeMode } from '../core/vocabulary.js';
 import { describe } from '../util/validate.js';
 import { MissingRoutingHintError } from '../core/routing-errors.js';
-import { completionAsEvents, wantsUsage } from '../engines/completion-events.js';
-import { EngineError, abortError } from '../engines/errors.js';
+import { abortError } from '../engines/errors.js';
 import { randomRoomValue } from '../engines/bootstrap-room.js';
-import { carriesToken } from '../engines/sse.js';
-import type { SseEvent } from '../engines/types.js';
-import { attributePrefillWorker } from './attribution.js';
-import { type FreeReason, MappedStream } from './booking-guard.js';
+import type { Booking } from './booking.js';
+import { prefillFailed, serveAggregated } from './prefill/aggregated.js';
 import { runBootstrap } from './prefill/bootstrap.js';
+import { RequestContext, type RequestDone, type RouterEnv } from './prefill/context.js';
+import { chooseMode, type Mode } from './prefill/mode.js';
 import { runSequential } from './prefill/sequential.js';
-import { DisaggregationRequiredError, PrefillUnusableError } from './errors.js';
+import { PrefillUnusableError } from './errors.js';
 import type { RoutingHints } from './hints.js';
 import { type BoundWorker, type SessionBinding, SessionAffinity } from './session-affinity.js';
-import { type Booking, KvRouter, type LegOptions, type LegRoute } from './kv-router.js';
-import { type PhaseRouting, RequestTracker, type TrackerSummary, defaultClock } from './request-tracker.js';
-import { type RoutedResponse, type RouterRequest, expectedOutputTokens, validateRouterRequest } from './router-request.js';
-import { type PromptTokensDetails, cachedTokensOf, usageOf, withPromptTokensDetails } from './usage.js';
+import { KvRouter, type LegRoute } from './kv-router.js';
+import { defaultClock } from './request-tracker.js';
+import { type RoutedResponse, type RouterRequest, validateRouterRequest } from './router-request.js';
 import { withFields } from '../util/objects.js';
 
-export type { ServeMode };
+export type { RequestDone, ServeMode };
 
 export interface PrefillRouterOptions {
   /** Router of the prefill pool (it may be empty: then requests are served aggregated). */
@@ -46,12 +46,6 @@ export interface PrefillRouterOptions {
   /** Called once per request when its last leg finished, with its tracker's summary. */
   onRequestDone?(done: RequestDone): void;
   onEvent?(event: PrefillRouterEvent): void;
-}
-
-export interface RequestDone {
-  summary: TrackerSummary;
-  mode: ServeMode;
-  outcome: FreeReason;
 }
 
 export type PrefillRouterEvent =
@@ -75,14 +69,6 @@ export interface PrefillRouterStats {
   reactivations: number;
 }
 
-/** Per-request state the handoff paths share. */
-export interface RequestContext {
-  req: RouterRequest;
-  tracker: RequestTracker;
-  /** The client asked for a stream. */
-  stream: boolean;
-}
-
 export class PrefillRouter {
   readonly prefill: KvRouter;
   readonly decode: KvRouter;
@@ -95,6 +81,7 @@ export class PrefillRouter {
   private readonly onEvent?: (event: PrefillRouterEvent) => void;
   private wasActive: boolean;
   private readonly unsubscribe: () => void;
+  private readonly env: RouterEnv;
   private readonly counts: PrefillRouterStats = {
     requests: 0,
     aggregated: 0,
@@ -126,6 +113,22 @@ export class PrefillRouter {
     this.sessions = o.sessions;
     this.onRequestDone = o.onRequestDone;
     this.onEvent = o.onEvent;
+    this.env = {
+      prefill: this.prefill,
+      decode: this.decode,
+      fallbackToAggregated: this.fallbackToAggregated,
+      randomRoom: this.randomRoom,
+      sessions: this.sessions,
+      report: {
+        aggregated: () => void this.counts.aggregated++,
+        fallback: (requestId, error) => {
+          this.counts.fallbacks++;
+          this.onEvent?.({ type: 'fallback', requestId, error });
+        },
+        finishedAtPrefill: () => void this.counts.finishedAtPrefill++,
+        done: (ctx, mode, outcome) => this.onRequestDone?.({ summary: ctx.tracker.summary(), mode, outcome }),
+      },
+    };
     this.wasActive = this.active;
     this.unsubscribe = this.prefill.pool.onChange(() => this.activationChanged());
   }
@@ -151,8 +154,8 @@ export class PrefillRouter {
     const req = this.withSessionPins(validateRouterRequest(request));
     if (req.signal.aborted) throw abortError(req.signal);
     this.counts.requests++;
-    const ctx: RequestContext = { req, tracker: new RequestTracker(req.requestId, this.clock), stream: req.body.stream === true };
-    if (!this.active) return this.servePassThrough(ctx);
+    const ctx = new RequestContext(this.env, req, this.clock);
+    if (this.mode() === 'aggregated') return serveAggregated(ctx, 'aggregated');
     const permit = await ctx.tracker.setPhase('prefill', req.signal);
     let booking: Booking;
     try {
@@ -161,12 +164,12 @@ export class PrefillRouter {
       booking = this.bookPrefill(ctx);
     } catch (err) {
       permit.release();
-      if (!this.active) return this.servePassThrough(ctx); // the last prefill worker left meanwhile
-      if (err instanceof PrefillUnusableError) return this.prefillFailed(ctx, err);
+      if (this.mode() === 'aggregated') return serveAggregated(ctx, 'aggregated'); // the last prefill worker left meanwhile
+      if (err instanceof PrefillUnusableError) return prefillFailed(ctx, err);
       throw err;
     }
     this.counts.disaggregated++;
-    return booking.worker.kind === 'sglang' ? runBootstrap(this, ctx, booking, permit) : runSequential(this, ctx, booking, permit);
+    return booking.worker.kind === 'sglang' ? runBootstrap(ctx, booking, permit) : runSequential(ctx, booking, permit);
   }
 
   /** What handle() would choose now, without booking or advancing anything (for explanations). */
@@ -174,8 +177,7 @@ export class PrefillRouter {
     const base = { requestId: opts.requestId, loraName: opts.loraName };
     const sessionId = clientHints.sessionId;
     const hints = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
-    if (!this.active) {
-      if (this.enforceDisagg) throw new DisaggregationRequiredError();
+    if (this.mode() === 'aggregated') {
       return { mode: 'aggregated', decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
     }
     this.requirePrefillHint(hints);
@@ -198,114 +200,6 @@ export class PrefillRouter {
   /** Stops following the prefill pool (the routers and pools stay usable by their owner). */
   close(): void {
     this.unsubscribe();
-  }
-
-  // ---- used by the handoff paths ----
-
-  /** The decode leg of a disaggregated request: credit 0, no assumed KV reuse (the seeds' decode override). */
-  decodeLeg(ctx: RequestContext): LegRoute {
-    const { req } = ctx;
-    return {
-      requestId: req.requestId,
-      loraName: req.loraName,
-      pinnedWorker: req.hints.workerId,
-      pinnedDpRank: req.hints.dpRank,
-      expectedOutputTokens: expectedOutputTokens(req.body),
-      overlapScoreCredit: 0,
-    };
-  }
-
-  /**
-   * Fails fast, before any prefill work, when no decode worker could take the request: a prefill
-   * whose decode never comes would strand its KV blocks on the prefill worker.
-   */
-  private checkDecodeAvailable(ctx: RequestContext): void {
-    const pin = ctx.req.hints.workerId;
-    if (this.decode.pool.selectableCount === 0 || (pin !== undefined && !this.decode.pool.isSelectable(pin))) {
-      this.decode.query(ctx.req.tokens, this.decodeLeg(ctx)); // throws the core's own refusal
-    }
-  }
-
-  /** A failed prefill leg: aggregated serving when allowed and the failure is not the request's fault. */
-  async prefillFailed(ctx: RequestContext, err: unknown): Promise<RoutedResponse> {
-    if (ctx.req.signal.aborted) throw abortError(ctx.req.signal);
-    if (!this.fallbackToAggregated || isClientFault(err)) throw err;
-    this.counts.fallbacks++;
-    this.onEvent?.({ type: 'fallback', requestId: ctx.req.requestId, error: err });
-    return this.serveAggregated(ctx, 'fallback');
-  }
-
-  /** Prefill completed the request (EOS): its answer goes to the client, retold as a stream if asked. */
-  finishedAtPrefill(ctx: RequestContext, prefill: Booking, answer: Record<string, unknown>): RoutedResponse {
-    this.counts.finishedAtPrefill++;
-    ctx.tracker.recordTokens(1);
-    const usage = (answer as { usage?: unknown }).usage;
-    if (usage && typeof usage === 'object') this.recordUsage(ctx, usage as Record<string, unknown>);
-    this.done(ctx, 'disaggregated', 'end');
-    const payload = ctx.stream ? { stream: eventsOf(completionAsEvents(ctx.req.route, answer, wantsUsage(ctx.req.body))) } : { body: answer };
-    return this.respond(ctx, 'disaggregated', prefill, undefined, payload);
-  }
-
-  /** Leg options that feed the tracker and report the request's end. */
-  legOptions(ctx: RequestContext, mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = ctx.req.signal): LegOptions {
-    return {
-      requestId: ctx.req.requestId,
-      signal,
-      holdUntilFirstEvent,
-      onEvent: (ev) => {
-        if (carriesToken(ev)) ctx.tracker.recordTokens(1);
-      },
-      onFinish: (reason) => this.done(ctx, mode, reason),
-    };
-  }
-
-  /** The relayed stream: the prefill's cache details injected into the usage chunk, usage recorded. */
-  relay(ctx: RequestContext, stream: AsyncIterator<SseEvent>, details: () => PromptTokensDetails | undefined | Promise<PromptTokensDetails | undefined>): AsyncIterable<SseEvent> {
-    const withDetails = async (ev: SseEvent) => {
-      const out = withPromptTokensDetails(ev, await details());
-      this.recordUsage(ctx, usageOf(out)!);
-      return out;
-    };
-    // Token events pass through synchronously: only the usage chunk waits for the details.
-    return new MappedStream(stream, (ev) => (usageOf(ev) ? withDetails(ev) : ev));
-  }
-
-  recordUsage(ctx: RequestContext, usage: Record<string, unknown>): void {
-    const c = cachedTokensOf(usage);
-    if (c) ctx.tracker.recordUsage(c.prompt, c.cached);
-  }
-
-  recordRouting(ctx: RequestContext, phase: 'prefill' | 'decode' | 'aggregated', b: Booking): void {
-    ctx.tracker.recordRouting(phase, routingOf(b.decision));
-  }
-
-  respond(
-    ctx: RequestContext,
-    mode: ServeMode,
-    prefill: Booking | undefined,
-    decode: Booking | undefined,
-    payload: { stream?: AsyncIterable<SseEvent>; body?: unknown },
-  ): RoutedResponse {
-    const sessionId = ctx.req.hints.sessionId;
-    if (sessionId !== undefined && this.sessions) {
-      const at = (b: Booking | undefined) => b && { worker: b.decision.worker, dpRank: b.decision.dpRank };
-      this.sessions.bind(sessionId, { decode: at(decode), prefill: mode === 'disaggregated' ? at(prefill) : undefined });
-    }
-    const headers: Record<string, string> = { 'x-request-id': ctx.req.requestId, 'x-kvroute-mode': mode };
-    const direct = ctx.req.hints.prefillWorkerId === undefined ? undefined : { worker: ctx.req.hints.prefillWorkerId, dpRank: ctx.req.hints.prefillDpRank };
-    const booked = prefill && { worker: prefill.decision.worker, dpRank: prefill.decision.dpRank };
-    const who = mode === 'disaggregated' ? attributePrefillWorker(booked, direct, payload.body, (w) => this.prefill.pool.get(w)?.dpSize) : undefined;
-    if (who) {
-      headers['x-kvroute-prefill-worker'] = String(who.worker);
-      if (who.dpRank !== undefined) headers['x-kvroute-prefill-dp-rank'] = String(who.dpRank);
-    }
-    if (decode) {
-      headers['x-kvroute-decode-worker'] = String(decode.decision.worker);
-      headers['x-kvroute-decode-dp-rank'] = String(decode.decision.dpRank);
-    }
-    const computing = mode === 'disaggregated' ? prefill : decode;
-    if (computing) headers['x-kvroute-overlap-blocks'] = String(computing.decision.overlapBlocks);
-    return { status: 200, headers, ...payload };
   }
 
   // ---- private ----
@@ -336,44 +230,27 @@ export class PrefillRouter {
     return pins.workerId === undefined && pins.prefillWorkerId === undefined ? hints : withFields(hints, pins);
   }
 
-  private servePassThrough(ctx: RequestContext): Promise<RoutedResponse> {
-    if (this.enforceDisagg) throw new DisaggregationRequiredError();
-    return this.serveAggregated(ctx, 'aggregated');
+  /** This request's mode (prefill/mode.ts): throws DisaggregationRequiredError when it may not be served. */
+  private mode(): Mode {
+    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg });
   }
 
-  private async serveAggregated(ctx: RequestContext, mode: 'aggregated' | 'fallback'): Promise<RoutedResponse> {
-    const { req } = ctx;
-    const permit = await ctx.tracker.setPhase('aggregated', req.signal);
-    let booking: Booking;
-    try {
-      booking = this.decode.book(req.tokens, {
-        requestId: req.requestId,
-        loraName: req.loraName,
-        pinnedWorker: req.hints.workerId,
-        pinnedDpRank: req.hints.dpRank,
-        expectedOutputTokens: expectedOutputTokens(req.body),
-      });
-      this.recordRouting(ctx, 'aggregated', booking);
-    } finally {
-      permit.release();
+  /**
+   * Fails fast, before any prefill work, when no decode worker could take the request: a prefill
+   * whose decode never comes would strand its KV blocks on the prefill worker.
+   */
+  private checkDecodeAvailable(ctx: RequestContext): void {
+    const pin = ctx.req.hints.workerId;
+    if (this.decode.pool.selectableCount === 0 || (pin !== undefined && !this.decode.pool.isSelectable(pin))) {
+      this.decode.query(ctx.req.tokens, ctx.decodeLeg()); // throws the core's own refusal
     }
-    if (mode === 'aggregated') this.counts.aggregated++;
-    const opts = this.legOptions(ctx, mode, false);
-    if (ctx.stream) {
-      const stream = await this.decode.stream(booking, req.route, req.body, opts);
-      return this.respond(ctx, mode, undefined, booking, { stream: this.relay(ctx, stream, () => undefined) });
-    }
-    const answer = await this.decode.json(booking, req.route, req.body, opts);
-    const usage = (answer as { usage?: unknown } | null)?.usage;
-    if (usage && typeof usage === 'object') this.recordUsage(ctx, usage as Record<string, unknown>);
-    return this.respond(ctx, mode, undefined, booking, { body: answer });
   }
 
   /** Peeks the prefill worker, checks it can be used, then books it (advancing any rotation). */
   private bookPrefill(ctx: RequestContext): Booking {
     const { req } = ctx;
     this.requirePrefillHint(req.hints);
-    const leg: LegRoute = { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.prefillWorkerId, pinnedDpRank: req.hints.prefillDpRank };
+    const leg: LegRoute = ctx.prefillLeg();
     const peek = this.prefill.query(req.tokens, leg);
     const worker = this.prefill.pool.get(peek.worker);
     if (worker?.kind === 'sglang' && (worker.bootstrapHost === undefined || worker.bootstrapPort === undefined)) {
@@ -391,10 +268,6 @@ export class PrefillRouter {
     }
   }
 
-  private done(ctx: RequestContext, mode: ServeMode, outcome: FreeReason): void {
-    this.onRequestDone?.({ summary: ctx.tracker.summary(), mode, outcome });
-  }
-
   private activationChanged(): void {
     const now = this.active;
     if (now === this.wasActive) return;
@@ -405,28 +278,4 @@ export class PrefillRouter {
   }
 }
 
-/** The tracker's view of a routing decision. */
-export function routingOf(d: RoutingDecision): PhaseRouting {
-  return { worker: d.worker, dpRank: d.dpRank, overlapBlocks: d.overlapBlocks, promptTokens: d.promptTokens, cachedTokens: d.cachedTokens };
-}
 
-/** An engine's own 4xx verdict on the request would repeat on any worker: no fallback for it. */
-function isClientFault(err: unknown): boolean {
-  return err instanceof EngineError && err.failure === 'engine_rejected' && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429;
-}
-
-/** A fixed list of events as a pull-based stream. */
-function eventsOf(events: SseEvent[]): AsyncIterable<SseEvent> {
-  return {
-    [Symbol.asyncIterator]() {
-      let i = 0;
-      return {
-        next: async () => (i < events.length ? { value: events[i++], done: false } : { value: undefined, done: true }),
-        return: async () => {
-          i = events.length;
-          return { value: undefined, done: true };
-        },
-      };
-    },
-  };
-}

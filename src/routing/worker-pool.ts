@@ -2,7 +2,7 @@
 // a worker is selectable when it is healthy and not draining. The pool keeps its RoutingCore's
 // worker set equal to its own (add/remove) and gives the router the allowed-worker filter that
 // leaves unhealthy and draining workers out of selection while their requests in flight finish.
-import { parseBaseUrl } from '../engines/http-client.js';
+import { parseBaseUrl } from '../engines/base-url.js';
 import { ENGINE_KINDS, WORKER_ROLES, type WorkerInfo, type WorkerRole } from '../engines/types.js';
 import { describe, expectInteger, expectObject, expectWorkerId } from '../util/validate.js';
 

@@ -2,9 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HELP as ONLINE_HELP } from '../../src/cli/replay-online.js';
 import { HELP, run } from '../../src/cli/replay.js';
+import { UsageError } from '../../src/cli/usage.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const trace = `${root}traces/synthetic_trace.jsonl`;
@@ -115,5 +119,34 @@ describe('kvroute replay (offline) as a process', () => {
     expect(r.stderr).toMatch(/^kv x1: 100\/100 requests \(\d+ s\)$/m);
     expect(r.stderr).not.toMatch(/[\r\x1b]/);
     expect(r.stdout).toContain('| kv |');
+  });
+});
+
+describe('kvroute replay --handoff', () => {
+  let dir: string;
+  let small: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kvroute-replay-'));
+    small = join(dir, 'trace.jsonl');
+    const lines = [0, 200, 400, 600].map((t, i) => JSON.stringify({ timestamp: t, input_length: 700, output_length: 4, hash_ids: [1, 2 + i] }));
+    await writeFile(small, lines.join('\n') + '\n');
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('replays a disaggregated fleet in the chosen handoff style', async () => {
+    const out = join(dir, 'sglang.json');
+    const r = await replay(['--trace', small, '--prefill', '1', '--decode', '1', '--handoff', 'sglang', '--policy', 'kv', '--json', out]);
+    expect(r.code).toBe(0);
+    expect(r.out[0]).toContain('1 prefill + 1 decode workers (SGLang bootstrap KV handoff)');
+    const report = JSON.parse(await readFile(out, 'utf8'));
+    expect(report).toMatchObject({ prefill_workers: 1, decode_workers: 1, handoff: 'sglang', policies: { kv: { completed: 4, refused: 0 } } });
+  });
+
+  it('refuses an unknown style, and a style without a disaggregated fleet', async () => {
+    await expect(run(['--trace', small, '--prefill', '1', '--decode', '1', '--handoff', 'nixl'])).rejects.toThrow(UsageError);
+    await expect(run(['--trace', small, '--prefill', '1', '--decode', '1', '--handoff', 'nixl'])).rejects.toThrow(/unknown --handoff 'nixl'; one of vllm, sglang, trtllm/);
+    await expect(run(['--trace', small, '--handoff', 'trtllm'])).rejects.toThrow(/--handoff needs --prefill and --decode/);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { completionAsEvents, wantsUsage } from '../../src/engines/completion-events.js';
+import { completionAsEvents } from '../../src/engines/completion-events.js';
 import { EngineError } from '../../src/engines/errors.js';
 import { handoffFor, sglangHandoff, trtllmHandoff, vllmHandoff } from '../../src/engines/handoff/index.js';
 
@@ -129,11 +129,5 @@ describe('completionAsEvents', () => {
     const answer = { id: 'c', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'yo' }, finish_reason: 'stop' }] };
     const [first] = completionAsEvents('/v1/chat/completions', answer, true);
     expect(first.json).toEqual({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'yo' }, logprobs: null, finish_reason: 'stop' }] });
-  });
-
-  it('wantsUsage reads stream_options.include_usage', () => {
-    expect(wantsUsage({ stream_options: { include_usage: true } })).toBe(true);
-    expect(wantsUsage({ stream_options: { include_usage: 'yes' } })).toBe(false);
-    expect(wantsUsage({})).toBe(false);
   });
 });

@@ -1,7 +1,8 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { type AddressInfo, type Socket, createServer as createNetServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EngineError, isAbortError } from '../../src/engines/errors.js';
+import { RequestNotSentError } from '../../src/engines/engine-response.js';
 import { EngineClient, EngineClients, translateUndiciError } from '../../src/engines/http-client.js';
 import type { SseEvent } from '../../src/engines/types.js';
 
@@ -111,11 +112,34 @@ describe('EngineClient.postJson', () => {
     });
   });
 
-  it('maps a refused connection to 502 engine_unreachable', async () => {
+  it('maps a refused connection to 502 engine_unreachable, never accepted', async () => {
     const s = await serve(() => {});
     const url = s.url;
     await s.close();
-    await expect(client(url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 502, failure: 'engine_unreachable', engine: url });
+    await expect(client(url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 502, failure: 'engine_unreachable', engine: url, mayHaveAccepted: false });
+    await expect(client(url).postStream('/v1/completions', {}, { requestId: 'y' })).rejects.toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false });
+  });
+
+  it('says a request may have been accepted once it was written: a connection lost after, or any answer', async () => {
+    // The engine reads the request, then drops the connection without answering.
+    const dropping = await serve((req) => {
+      req.socket.destroy();
+    });
+    await expect(client(dropping.url).postJson('/v1/completions', { a: 1 }, { requestId: 'x' })).rejects.toMatchObject({ status: 502, mayHaveAccepted: true });
+    // A server that closes every connection as soon as it is accepted: the request was already written.
+    const raw = createNetServer((sock) => sock.destroy());
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+    open.push({ close: () => new Promise<void>((r) => raw.close(() => r())) });
+    const rawUrl = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+    await expect(client(rawUrl).postJson('/v1/completions', {}, { requestId: 'y' })).rejects.toMatchObject({ mayHaveAccepted: true });
+    const rejecting = await serve((_req, _body, res) => {
+      res.writeHead(503).end('{}');
+    });
+    await expect(client(rejecting.url).postJson('/v1/completions', {}, { requestId: 'z' })).rejects.toMatchObject({ status: 503, failure: 'engine_rejected', mayHaveAccepted: true });
+  });
+
+  it('a name that does not resolve is engine_unreachable, never accepted', async () => {
+    await expect(client('http://kvroute-test.invalid:8000').postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false });
   });
 
   it('times out with 504 when the engine sends nothing before the first-byte timeout', async () => {
@@ -302,6 +326,13 @@ describe('options and errors', () => {
     expect(translateUndiciError(e('UND_ERR_BODY_TIMEOUT'), undefined, 'u', true)).toMatchObject({ failure: 'engine_idle_timeout' });
     expect(translateUndiciError(e('ECONNREFUSED'), undefined, 'u', false)).toMatchObject({ status: 502, failure: 'engine_unreachable' });
     expect(translateUndiciError(e('UND_ERR_SOCKET'), undefined, 'u', true)).toMatchObject({ failure: 'engine_stream_broken' });
+    // Whether the engine may have accepted the request: not when the connection itself failed,
+    // nor when undici lost the connection before it wrote the request; after that, it may have.
+    expect(translateUndiciError(e('UND_ERR_CONNECT_TIMEOUT'), undefined, 'u', false)).toMatchObject({ mayHaveAccepted: false });
+    expect(translateUndiciError(e('ENOTFOUND'), undefined, 'u', false)).toMatchObject({ mayHaveAccepted: false });
+    expect(translateUndiciError(new RequestNotSentError(e('ECONNRESET')), undefined, 'u', false)).toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false });
+    expect(translateUndiciError(e('ECONNRESET'), undefined, 'u', false)).toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: true });
+    expect(translateUndiciError(e('UND_ERR_HEADERS_TIMEOUT'), undefined, 'u', false)).toMatchObject({ mayHaveAccepted: true });
     expect(isAbortError(translateUndiciError(e('UND_ERR_SOCKET'), AbortSignal.abort(), 'u', true))).toBe(true);
   });
 

@@ -3,6 +3,7 @@
 import { KvIndexer } from '../../src/core/indexer.js';
 import { RoutingCore, type PolicyName } from '../../src/core/routing-core.js';
 import { EngineClients, type EngineClientOptions } from '../../src/engines/http-client.js';
+import { HttpTransport } from '../../src/engines/http-transport.js';
 import type { EngineKind, SseEvent, WorkerInfo } from '../../src/engines/types.js';
 import type { RoutingHints } from '../../src/routing/hints.js';
 import { KvRouter } from '../../src/routing/kv-router.js';
@@ -69,12 +70,12 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   for (const e of prefillEngines) prefillPool.add(info(e));
   for (const e of decodeEngines) decodePool.add(info(e));
   const clients = new EngineClients({ firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, ...o.client });
-  const legs = { abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs };
+  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs };
   const events: PrefillRouterEvent[] = [];
   const done: RequestDone[] = [];
   const router = new PrefillRouter({
-    prefill: new KvRouter({ core: prefillCore, pool: prefillPool, clients, ...legs }),
-    decode: new KvRouter({ core: decodeCore, pool: decodePool, clients, ...legs }),
+    prefill: new KvRouter({ core: prefillCore, pool: prefillPool, ...legs }),
+    decode: new KvRouter({ core: decodeCore, pool: decodePool, ...legs }),
     onEvent: (e) => events.push(e),
     onRequestDone: (d) => done.push(d),
     ...o.router,

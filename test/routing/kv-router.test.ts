@@ -4,6 +4,7 @@ import { RoutingCore } from '../../src/core/routing-core.js';
 import { NoEligibleWorkerError } from '../../src/core/routing-errors.js';
 import { isAbortError } from '../../src/engines/errors.js';
 import { EngineClients } from '../../src/engines/http-client.js';
+import { HttpTransport } from '../../src/engines/http-transport.js';
 import { StreamAbandonedError } from '../../src/routing/booking-guard.js';
 import { UnknownWorkerHintError } from '../../src/routing/errors.js';
 import { KvRouter } from '../../src/routing/kv-router.js';
@@ -24,7 +25,7 @@ async function setup(n = 2, dpSize = 1, opts: { abandonAfterMs?: number } = {}) 
   const pool = new WorkerPool('decode', core, ['decode']);
   for (const e of engines) pool.add({ id: e.id, role: 'decode', kind: 'vllm', baseUrl: e.url, dpSize });
   const clients = new EngineClients();
-  const router = new KvRouter({ core, pool, clients, ...opts });
+  const router = new KvRouter({ core, pool, transport: new HttpTransport(clients), ...opts });
   closers.push(async () => {
     await clients.close();
     await Promise.all(engines.map((e) => e.close()));
@@ -98,6 +99,7 @@ describe('KvRouter', () => {
     expect(router.book(tokens, { requestId: 'z' }).worker.id).toBe(1);
     expect(router.query(tokens, {}).worker).toBe(1);
     expect(core.totals().requests).toBe(1);
-    expect(() => new KvRouter({ core, pool, clients: new EngineClients(), abandonAfterMs: 0 })).toThrow(RangeError);
+    expect(() => new KvRouter({ core, pool, transport: new HttpTransport(new EngineClients()), abandonAfterMs: 0 })).toThrow(RangeError);
+    expect(() => new KvRouter({ core, pool, transport: new EngineClients() as never })).toThrow(/options.transport must be a LegTransport/);
   });
 });

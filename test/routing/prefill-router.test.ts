@@ -300,7 +300,14 @@ describe('choosing workers', () => {
     // The same pool routing aggregated (credit 1) would prefer 201.
     const aggregated = f.router.decode.query(tokens, {});
     expect(cost(aggregated, 201).cost).toBeLessThan(cost(aggregated, 200).cost);
-    expect(f.router.decodeLeg({ req: request(), tracker: undefined as never, stream: false }).overlapScoreCredit).toBe(0);
+    // A served request's decode leg gets credit 0 too: with 201 also carrying a small booking,
+    // credit 1 would still choose 201 (its overlap outweighs the load), credit 0 chooses 200.
+    f.decodeCore.route(Uint32Array.of(90, 91, 92, 93), { requestId: 'load', pinnedWorker: 201 });
+    expect(f.router.decode.query(tokens, {}).worker).toBe(201);
+    const res = await f.router.handle(request({ tokens, body: { model: 'fake', prompt: [...tokens], max_tokens: 2 } }));
+    expect(res.headers['x-kvroute-decode-worker']).toBe('200');
+    f.decodeCore.free('load');
+    await drained(f);
   });
 });
 

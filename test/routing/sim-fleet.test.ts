@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { KvIndexer } from '../../src/core/indexer.js';
 import { RoutingCore } from '../../src/core/routing-core.js';
 import { EngineClients } from '../../src/engines/http-client.js';
+import { HttpTransport } from '../../src/engines/http-transport.js';
 import type { SseEvent } from '../../src/engines/types.js';
 import { KvRouter } from '../../src/routing/kv-router.js';
 import { PrefillRouter } from '../../src/routing/prefill-router.js';
@@ -14,6 +15,7 @@ import { collect, request, zeroTotals } from './harness.js';
 const ENGINE = { blockSize: 4, kvBlocks: 512, speedup: 1000 } as const;
 const workers: SimWorker[] = [];
 const clients = new EngineClients();
+const transport = new HttpTransport(clients);
 afterAll(async () => {
   await clients.close();
   await Promise.all(workers.map((w) => w.close()));
@@ -26,7 +28,7 @@ async function fleet(style: 'vllm' | 'sglang' | 'trtllm') {
   workers.push(prefill, decode);
   const pool = (name: string, roles: Array<'prefill' | 'decode'>) => {
     const core = new RoutingCore(new KvIndexer({ blockSize: 4 }), { blockSize: 4 });
-    return new KvRouter({ core, pool: new WorkerPool(name, core, roles), clients });
+    return new KvRouter({ core, pool: new WorkerPool(name, core, roles), transport });
   };
   const router = new PrefillRouter({ prefill: pool('prefill', ['prefill']), decode: pool('decode', ['decode']) });
   router.prefill.pool.add({

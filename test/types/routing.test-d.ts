@@ -1,14 +1,15 @@
 // The public API of `kvroute/routing`: the orchestration classes and the engine clients.
 import { describe, expectTypeOf, it } from 'vitest';
 import * as routing from 'kvroute/routing';
-import { EngineClients, KvRouter, PrefillRouter, parseRoutingHints, type RoutedResponse, type RouterRequest, type RoutingHints, type SseEvent } from 'kvroute/routing';
+import { HttpTransport, KvRouter, PrefillRouter, parseRoutingHints, type LegTransport, type RoutedResponse, type RouterRequest, type RoutingHints, type SseEvent } from 'kvroute/routing';
 
 describe('kvroute/routing', () => {
   it('routes a tokenized request to a response', () => {
     expectTypeOf<PrefillRouter['handle']>().toEqualTypeOf<(request: RouterRequest) => Promise<RoutedResponse>>();
     expectTypeOf<RoutedResponse['stream']>().toEqualTypeOf<AsyncIterable<SseEvent> | undefined>();
     expectTypeOf(parseRoutingHints).returns.toEqualTypeOf<RoutingHints>();
-    expectTypeOf<ConstructorParameters<typeof KvRouter>[0]['clients']>().toEqualTypeOf<EngineClients>();
+    expectTypeOf<ConstructorParameters<typeof KvRouter>[0]['transport']>().toEqualTypeOf<LegTransport>();
+    expectTypeOf<HttpTransport>().toMatchTypeOf<LegTransport>();
   });
 
   it('does not export what the routers keep their invariants with', () => {

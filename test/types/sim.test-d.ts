@@ -11,7 +11,7 @@ describe('kvroute/sim', () => {
   });
 
   it('replays traces', () => {
-    expectTypeOf(runReplay).toEqualTypeOf<(cfg: ReplayConfig) => ReplayReport>();
+    expectTypeOf(runReplay).toEqualTypeOf<(cfg: ReplayConfig) => Promise<ReplayReport>>();
     expectTypeOf(loadTrace).returns.toEqualTypeOf<Promise<TraceRequest[]>>();
   });
 });

@@ -30,8 +30,8 @@ export interface ReplayRound {
   dynamo: DynamoReplayRun;
 }
 
-function kvrouteRun(trace: readonly TraceRequest[], policy: 'round_robin' | 'kv'): KvrouteReplayRun {
-  const r = runReplay({ trace: [...trace], traceName: 'synthetic', workers: REPLAY_WORKERS, policies: [policy], blockSize: BLOCK_SIZE, kvBlocks: KV_BLOCKS, arrivalScale: 1, seed: 0 });
+async function kvrouteRun(trace: readonly TraceRequest[], policy: 'round_robin' | 'kv'): Promise<KvrouteReplayRun> {
+  const r = await runReplay({ trace: [...trace], traceName: 'synthetic', workers: REPLAY_WORKERS, policies: [policy], blockSize: BLOCK_SIZE, kvBlocks: KV_BLOCKS, arrivalScale: 1, seed: 0 });
   const p = r.policies[policy];
   return { wall_s: p.wall_s, simulated_s: p.simulated_s, completed: p.completed, hit_rate: p.hit_rate, median_ttft_ms: p.ttft_ms.p50 };
 }
@@ -43,7 +43,7 @@ export async function compareReplays(trace: readonly TraceRequest[], peer: Dynam
       let ours!: KvrouteReplayRun;
       let theirs!: DynamoReplayRun;
       for (const turn of round % 2 === 0 ? ['kvroute', 'dynamo'] : ['dynamo', 'kvroute']) {
-        if (turn === 'kvroute') ours = kvrouteRun(trace, pair.kvroute);
+        if (turn === 'kvroute') ours = await kvrouteRun(trace, pair.kvroute);
         else theirs = await peer.run(pair.dynamo);
       }
       out[pair.kvroute].push({ kvroute: ours, dynamo: theirs });

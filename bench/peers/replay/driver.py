@@ -30,7 +30,7 @@ def main() -> None:
             trace,
             num_workers=workers,
             router_mode=words[1],
-            # The traces name 512-token blocks (shared/traces/README.md).
+            # The traces name 512-token blocks (traces/README.md).
             trace_block_size=512,
         )
         call_s = time.perf_counter() - started

@@ -10,8 +10,8 @@ import { DynamoReplay, installDynamoReplay } from '../replay/peer.js';
 import { replayReport } from '../replay/report.js';
 
 const TRACE = 'synthetic_trace.jsonl';
-/** Where the trace may be: the repository's traces/, bench/traces/, or the shared folder beside a checkout. */
-const TRACE_DIRS = ['../../../traces/', '../../traces/', '../../../../shared/traces/'].map((d) => fileURLToPath(new URL(d, import.meta.url)));
+/** The repository's copy of the trace. */
+const TRACE_DIRS = ['../../../traces/'].map((d) => fileURLToPath(new URL(d, import.meta.url)));
 
 function traceFile(): string {
   const found = TRACE_DIRS.map((d) => d + TRACE).find((f) => existsSync(f));

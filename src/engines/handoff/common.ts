@@ -16,13 +16,6 @@ export function oneTokenPrefill(client: Body): Body {
   return body;
 }
 
-/** usage.prompt_tokens_details of a completion answer, when it is an object. */
-export function promptTokensDetailsOf(result: unknown): Record<string, unknown> | undefined {
-  const usage = (result as { usage?: unknown } | null)?.usage;
-  const details = (usage as { prompt_tokens_details?: unknown } | null | undefined)?.prompt_tokens_details;
-  return isPlainObject(details) ? details : undefined;
-}
-
 /** The answer as an object with a non-empty choices array, or an engine_bad_response error. */
 export function expectCompletion(result: unknown, engine: string, leg: string): Body & { choices: Body[] } {
   if (!isPlainObject(result)) throw transportError('engine_bad_response', engine, `the ${leg} answer is not a JSON object`);

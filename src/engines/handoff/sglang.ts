@@ -3,7 +3,7 @@
 // answer is drained, never relayed, so it is asked for as one JSON answer (stream false, no
 // stream_options): its usage then carries the prefill's cached tokens for the client's usage.
 import { withFields } from '../../util/objects.js';
-import { isPlainObject, promptTokensDetailsOf } from './common.js';
+import { promptTokensDetailsOf } from '../usage.js';
 import type { BootstrapAddress, BootstrapHandoff, Body } from './types.js';
 
 export const sglangHandoff: BootstrapHandoff = {
@@ -26,7 +26,7 @@ export const sglangHandoff: BootstrapHandoff = {
   },
 
   promptTokensDetails(result: unknown) {
-    return isPlainObject(result) ? promptTokensDetailsOf(result) : undefined;
+    return promptTokensDetailsOf(result);
   },
 };
 

@@ -2,7 +2,8 @@
 // context request id and an opaque state), which the generation_only leg carries back. A context
 // leg that already finished (finish_reason other than "length") is the client's answer.
 import { transportError } from '../errors.js';
-import { expectCompletion, isPlainObject, oneTokenPrefill, promptTokensDetailsOf } from './common.js';
+import { expectCompletion, isPlainObject, oneTokenPrefill } from './common.js';
+import { promptTokensDetailsOf } from '../usage.js';
 import type { Body, PrefillOutcome, SequentialHandoff } from './types.js';
 import { copyFields, withFields } from '../../util/objects.js';
 

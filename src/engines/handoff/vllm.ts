@@ -2,7 +2,8 @@
 // kv_transfer_params the prefill returns, hand them to decode; a null kv_transfer_params means the
 // prefill already finished the request (EOS) and is the client's answer.
 import { transportError } from '../errors.js';
-import { expectCompletion, isPlainObject, oneTokenPrefill, promptTokensDetailsOf } from './common.js';
+import { expectCompletion, isPlainObject, oneTokenPrefill } from './common.js';
+import { promptTokensDetailsOf } from '../usage.js';
 import type { Body, PrefillOutcome, SequentialHandoff } from './types.js';
 import { copyFields, withFields } from '../../util/objects.js';
 

@@ -7,26 +7,29 @@
 // allowed; after that, the client's stream ends with the prefill's error. A client that leaves
 // cancels both legs: SGLang drops an aborted room's transfer on both sides.
 import { Cancellation } from '../../util/cancellation.js';
+import { withFields } from '../../util/objects.js';
 import { bootstrapRoom } from '../../engines/bootstrap-room.js';
 import { isAbortError, abortError } from '../../engines/errors.js';
 import { sglangHandoff } from '../../engines/handoff/sglang.js';
 import type { SseEvent } from '../../engines/types.js';
+import { type PromptTokensDetails, withPromptTokensDetails } from '../../engines/usage.js';
+import type { Booking } from '../booking.js';
 import type { FreeReason } from '../booking-guard.js';
-import type { Booking } from '../kv-router.js';
-import type { PrefillRouter, RequestContext } from '../prefill-router.js';
+import type { LegOptions } from '../kv-router.js';
 import type { RoutedResponse } from '../router-request.js';
 import type { Permit } from '../semaphore.js';
-import { type PromptTokensDetails, answerWithPromptTokensDetails } from '../usage.js';
+import { prefillFailed } from './aggregated.js';
+import type { RequestContext } from './context.js';
 
 type PrefillResult = { ok: true; details: PromptTokensDetails | undefined } | { ok: false };
 
-export async function runBootstrap(router: PrefillRouter, ctx: RequestContext, prefill: Booking, permit: Permit): Promise<RoutedResponse> {
+export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit: Permit): Promise<RoutedResponse> {
   const { req } = ctx;
   const w = prefill.worker;
   const address = {
     host: w.bootstrapHost as string,
     port: w.bootstrapPort as number,
-    room: sglangHandoff.rooms(req.body, () => bootstrapRoom(w.dpSize, prefill.decision.dpRank, router.randomRoom)),
+    room: sglangHandoff.rooms(req.body, () => bootstrapRoom(w.dpSize, prefill.decision.dpRank, ctx.env.randomRoom)),
   };
 
   // One controller for both legs: the client leaving, or either leg failing, cancels both.
@@ -36,9 +39,9 @@ export async function runBootstrap(router: PrefillRouter, ctx: RequestContext, p
   let prefillError: unknown;
 
   const prefillLeg = (async () => {
-    router.recordRouting(ctx, 'prefill', prefill);
+    ctx.recordRouting('prefill', prefill);
     permit.release();
-    return router.prefill.json(prefill, req.route, sglangHandoff.prefillBody(req.body, address), {
+    return ctx.prefill.json(prefill, req.route, sglangHandoff.prefillBody(req.body, address), {
       requestId: req.requestId,
       signal: legs.signal,
     });
@@ -63,40 +66,37 @@ export async function runBootstrap(router: PrefillRouter, ctx: RequestContext, p
   (await ctx.tracker.setPhase('decode')).release(); // waits for the prefill to be routed
   let decode: Booking;
   try {
-    decode = router.decode.book(req.tokens, router.decodeLeg(ctx));
+    decode = ctx.decode.book(req.tokens, ctx.decodeLeg());
   } catch (err) {
     legs.abort();
     legDone();
     throw err;
   }
-  router.recordRouting(ctx, 'decode', decode);
-  const base = router.legOptions(ctx, 'disaggregated', false, legs.signal);
-  const opts = {
-    ...base,
+  ctx.recordRouting('decode', decode);
+  const base = ctx.legOptions('disaggregated', false, legs.signal);
+  const opts: LegOptions = withFields(base, {
     onFinish: (reason: FreeReason, err?: unknown) => {
       if (reason !== 'end') legs.abort(); // the decode leg failed or was closed: cancel the prefill
       legDone();
       base.onFinish?.(reason, err);
     },
-  };
+  });
   const details = async () => {
     const r = await prefillResult;
     return r.ok ? r.details : undefined;
   };
   try {
     if (ctx.stream) {
-      const stream = await router.decode.stream(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts);
-      return router.respond(ctx, 'disaggregated', prefill, decode, { stream: router.relay(ctx, new PrefillErrorFirst(stream, () => prefillError), details) });
+      const stream = await ctx.decode.stream(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts);
+      return ctx.respond('disaggregated', prefill, decode, { stream: ctx.relay(new PrefillErrorFirst(stream, () => prefillError), details) });
     }
-    const answer = answerWithPromptTokensDetails(await router.decode.json(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts), await details());
-    const usage = (answer as { usage?: unknown } | null)?.usage;
-    if (usage && typeof usage === 'object') router.recordUsage(ctx, usage as Record<string, unknown>);
-    return router.respond(ctx, 'disaggregated', prefill, decode, { body: answer });
+    const answer = await ctx.decode.json(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts);
+    return ctx.answer('disaggregated', prefill, decode, withPromptTokensDetails(answer, await details()));
   } catch (err) {
     legs.abort();
     if (req.signal.aborted) throw abortError(req.signal);
     await prefillResult;
-    if (prefillError !== undefined) return router.prefillFailed(ctx, prefillError);
+    if (prefillError !== undefined) return prefillFailed(ctx, prefillError);
     throw err;
   }
 }

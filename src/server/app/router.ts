@@ -4,6 +4,7 @@ import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import { Cancellation } from '../../util/cancellation.js';
 import { markVerbatim } from '../../engines/json.js';
+import { requestUsage, usageCounts, usageOf, wantsUsage } from '../../engines/usage.js';
 import { CHATML_TEMPLATE, ChatTemplate } from '../../preprocess/chat-template.js';
 import type { TextTokenizer } from '../../preprocess/types.js';
 import { handleAdmin } from '../fleet/admin.js';
@@ -174,9 +175,8 @@ export class RouterImpl implements Router {
       throw withRequestId(err, requestId);
     }
     // The router asks engines for usage (token metrics); the relay drops it if the client did not.
-    const so = prepared.body.stream_options as { include_usage?: boolean } | undefined;
-    const clientWantsUsage = so?.include_usage === true;
-    if (prepared.stream && !clientWantsUsage) prepared.body.stream_options = withFields(so ?? {}, { include_usage: true });
+    const clientWantsUsage = wantsUsage(prepared.body);
+    if (prepared.stream && !clientWantsUsage) requestUsage(prepared.body);
     // Unchanged and valid UTF-8 (the parse replaced any invalid byte): engines get the client's bytes.
     else if (prepared.verbatim && isUtf8(bytes)) markVerbatim(prepared.body, bytes);
 
@@ -217,8 +217,11 @@ export class RouterImpl implements Router {
     }
     call.signal?.removeEventListener('abort', onClientGone);
     const out = prepared.chatAsCompletions ? completionToChat(routed.body) : routed.body;
-    const usage = (routed.body as { usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } } | undefined)?.usage;
-    if (usage) this.metrics.usage(usage.prompt_tokens ?? 0, usage.completion_tokens ?? 0, usage.prompt_tokens_details?.cached_tokens ?? 0);
+    const usage = usageOf(routed.body);
+    if (usage) {
+      const c = usageCounts(usage);
+      this.metrics.usage(c.promptTokens, c.completionTokens, c.cachedTokens ?? 0);
+    }
     this.metrics.request(route, routed.status);
     return { status: routed.status, headers: withFields(routed.headers, idHeader, { 'content-type': 'application/json' }), body: JSON.stringify(out) };
   }

@@ -1,13 +1,17 @@
 // Assembles the routing layer behind the HTTP layer: per pool (prefill; decode and aggregated) a
 // KvIndexer, its RoutingCore, a WorkerPool and a KvRouter; one PrefillRouter over both; one
-// EventIngest per pool feeding its index; shared engine clients. The result is the Backend that
-// router.ts speaks to, so the HTTP layer never reaches into routing internals.
+// EventIngest per pool feeding its index; shared engine clients behind one HTTP leg transport. The
+// result is the Backend that router.ts speaks to, so the HTTP layer never reaches into routing
+// internals.
 import { KvIndexer } from '../../core/indexer.js';
 import { RoutingCore, type RoutingDecision } from '../../core/routing-core.js';
 import { EngineClients, type EngineClientOptions } from '../../engines/http-client.js';
+import { HttpTransport } from '../../engines/http-transport.js';
+import type { LegTransport } from '../../engines/transport.js';
 import type { WorkerInfo } from '../../engines/types.js';
 import { EventIngest } from '../../events/ingest.js';
-import { KvRouter, type KvRouterCore } from '../../routing/kv-router.js';
+import type { KvRouterCore } from '../../routing/booking.js';
+import { KvRouter } from '../../routing/kv-router.js';
 import { PrefillRouter } from '../../routing/prefill-router.js';
 import { SessionAffinity } from '../../routing/session-affinity.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
@@ -41,9 +45,10 @@ const SHUTDOWN_GRACE_MS = 2_000;
 
 export async function createBackend(config: RouterConfig, o: BackendOptions): Promise<Backend> {
   const clients = new EngineClients(o.engineClient);
+  const transport = new HttpTransport(clients);
   const parts: Record<PoolName, PoolParts> = {
-    prefill: buildPool('prefill', config, config.prefill, ['prefill'], clients, o),
-    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], clients, o),
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, o),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, o),
   };
   const sessions = config.sessionAffinity && new SessionAffinity({ ttlMs: config.sessionAffinity.ttlMs, maxSessions: config.sessionAffinity.maxSessions, clock: o.clock });
   const router = new PrefillRouter({
@@ -159,7 +164,7 @@ function buildPool(
   config: RouterConfig,
   routing: PoolRoutingConfig,
   roles: WorkerRole[],
-  clients: EngineClients,
+  transport: LegTransport,
   o: BackendOptions,
 ): PoolParts {
   const approximate = config.indexerMode === 'approximate';
@@ -186,7 +191,7 @@ function buildPool(
   const router = new KvRouter({
     core: observed(core, name, o.metrics),
     pool,
-    clients,
+    transport,
     abandonAfterMs: o.abandonAfterMs,
     releaseTimeoutMs: o.releaseTimeoutMs,
   });

@@ -5,6 +5,7 @@
 import { SHAPE_ERROR, SHAPE_USAGE } from '../../engines/chunk-shape.js';
 import { batchesOf } from '../../engines/event-batch.js';
 import { shapeOf } from '../../engines/sse.js';
+import { usageCounts, usageOf, type UsageCounts } from '../../engines/usage.js';
 import { ChatChunkConverter } from './chat.js';
 import { errorEventFrame, errorReply } from '../call/errors.js';
 import type { FrameStream } from '../call/call.js';
@@ -13,12 +14,6 @@ import type { SseEvent } from '../../engines/types.js';
 
 /** One server-sent event from an engine: `data` is the raw payload after "data: ". */
 export type { SseEvent };
-
-export interface UsageSeen {
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-}
 
 export interface RelayOptions {
   /** Metrics label: the route the client called. */
@@ -33,7 +28,7 @@ export interface RelayOptions {
   /** Aborts the engine legs (the router's own controller for this request). */
   abort(): void;
   /** Called once with the request's final HTTP-equivalent status (499 when the client left). */
-  onEnd?(status: number, usage: UsageSeen | undefined): void;
+  onEnd?(status: number, usage: UsageCounts | undefined): void;
 }
 
 const DONE_FRAME = 'data: [DONE]\n\n';
@@ -47,12 +42,12 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
   let pendingEnd = false; // [DONE] was synthesised: the next call ends the stream
   let tokenFrames = 0;
   let lastTokenAt = 0;
-  let usage: UsageSeen | undefined;
+  let usage: UsageCounts | undefined;
 
   const finish = (status: number) => {
     if (ended) return;
     ended = true;
-    if (usage) o.metrics.usage(usage.promptTokens, usage.completionTokens, usage.cachedTokens);
+    if (usage) o.metrics.usage(usage.promptTokens, usage.completionTokens, usage.cachedTokens ?? 0);
     o.metrics.request(o.route, status);
     o.onEnd?.(status, usage);
   };
@@ -92,7 +87,8 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
       finish(Number.isInteger(status) && status >= 400 && status < 600 ? status : 502);
       return `data: ${ev.data}\n\n`;
     }
-    if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
+    const u = usageOf(chunk);
+    if (u) usage = usageCounts(u);
     const usageOnly = Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage;
     if (usageOnly && !o.clientWantsUsage) return '';
     if (!usageOnly) tokenArrived();
@@ -143,15 +139,5 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
       // Let the engine-side iterator run its cleanup (booking free) without waiting for it.
       void batches.return?.()?.catch(() => undefined);
     },
-  };
-}
-
-function usageOf(u: unknown): UsageSeen {
-  const x = u as { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null };
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
-  return {
-    promptTokens: n(x.prompt_tokens),
-    completionTokens: n(x.completion_tokens),
-    cachedTokens: n(x.prompt_tokens_details?.cached_tokens),
   };
 }

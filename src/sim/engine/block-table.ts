@@ -24,7 +24,7 @@ export class BlockTables {
     const out = this.matched;
     out.length = 0;
     for (let i = 0; i < limit; i++) {
-      const block = this.cache.lookup(seq.hashes[i]);
+      const block = this.cache.lookup(seq.hashHi[i], seq.hashLo[i]);
       if (block < 0) break;
       out.push(block);
     }
@@ -89,7 +89,7 @@ export class BlockTables {
         continue;
       }
       const hash = seq.hashes[i];
-      const existing = this.cache.lookup(hash);
+      const existing = this.cache.lookup(seq.hashHi[i], seq.hashLo[i]);
       if (existing >= 0) {
         run = undefined;
         if (existing !== seq.blocks[i]) {
@@ -99,7 +99,7 @@ export class BlockTables {
         }
         continue;
       }
-      this.cache.register(seq.blocks[i], hash);
+      this.cache.register(seq.blocks[i], hash, seq.hashHi[i], seq.hashLo[i]);
       if (run === undefined) {
         run = {
           type: 'BlockStored',

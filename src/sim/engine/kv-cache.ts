@@ -4,14 +4,18 @@
 // never-registered free block is left. Invariant: a hash maps to at most one block, and a block is
 // in exactly one of {referenced, LRU (registered, ref 0), free stack (unregistered, ref 0)}.
 import { type KvEvent, pushRemoved } from './events.js';
+import { BlockHashIndex } from './hash-index.js';
 
 const NONE = -1;
 
 export class KvCache {
   readonly totalBlocks: number;
   private readonly refs: Int32Array;
+  /** A registered block's hash (for events), and its two halves (the index's key). */
   private readonly hashOf: (bigint | undefined)[];
-  private readonly byHash = new Map<bigint, number>();
+  private readonly hashHi: Int32Array;
+  private readonly hashLo: Int32Array;
+  private readonly byHash = new BlockHashIndex();
   // LRU of registered blocks with ref 0: head = evicted first.
   private readonly prev: Int32Array;
   private readonly next: Int32Array;
@@ -28,6 +32,8 @@ export class KvCache {
     this.totalBlocks = totalBlocks;
     this.refs = new Int32Array(totalBlocks);
     this.hashOf = new Array<bigint | undefined>(totalBlocks).fill(undefined);
+    this.hashHi = new Int32Array(totalBlocks);
+    this.hashLo = new Int32Array(totalBlocks);
     this.prev = new Int32Array(totalBlocks).fill(NONE);
     this.next = new Int32Array(totalBlocks).fill(NONE);
     this.freeStack = new Int32Array(totalBlocks);
@@ -54,9 +60,14 @@ export class KvCache {
     return this.evictedTotal;
   }
 
+  /** The block registered under the hash whose halves are (hi, lo), or -1. */
+  lookup(hi: number, lo: number): number {
+    return this.byHash.get(hi, lo);
+  }
+
   /** The block registered under `hash`, or -1. */
-  lookup(hash: bigint): number {
-    return this.byHash.get(hash) ?? NONE;
+  find(hash: bigint): number {
+    return this.byHash.get(hiOf(hash), loOf(hash));
   }
 
   isRegistered(block: number): boolean {
@@ -87,7 +98,7 @@ export class KvCache {
       block = this.lruHead;
       this.unlinkLru(block);
       const hash = this.hashOf[block]!;
-      this.byHash.delete(hash);
+      this.byHash.delete(this.hashHi[block], this.hashLo[block]);
       this.hashOf[block] = undefined;
       this.evictedTotal++;
       pushRemoved(events, hash);
@@ -109,18 +120,23 @@ export class KvCache {
     else this.freeStack[this.freeTop++] = block;
   }
 
-  /** Registers a referenced, unregistered block under a hash no other block has. */
-  register(block: number, hash: bigint): void {
-    if (this.hashOf[block] !== undefined || this.byHash.has(hash) || this.refs[block] === 0) {
+  /**
+   * Registers a referenced, unregistered block under a hash no other block has. `hi` and `lo` are
+   * the hash's halves, when the caller has them already.
+   */
+  register(block: number, hash: bigint, hi = hiOf(hash), lo = loOf(hash)): void {
+    if (this.hashOf[block] !== undefined || this.byHash.get(hi, lo) !== NONE || this.refs[block] === 0) {
       throw new Error(`KV block ${block} cannot be registered under ${hash}`);
     }
     this.hashOf[block] = hash;
-    this.byHash.set(hash, block);
+    this.hashHi[block] = hi;
+    this.hashLo[block] = lo;
+    this.byHash.add(hi, lo, block);
   }
 
   /** Forgets every hash (reset_prefix_cache): cached free blocks become plain free blocks. */
   clear(): void {
-    for (const block of this.byHash.values()) this.hashOf[block] = undefined;
+    this.hashOf.fill(undefined);
     this.byHash.clear();
     while (this.lruHead !== NONE) {
       const block = this.lruHead;
@@ -130,8 +146,8 @@ export class KvCache {
   }
 
   /** The registered hashes (for tests and consistency checks). */
-  cachedHashes(): IterableIterator<bigint> {
-    return this.byHash.keys();
+  *cachedHashes(): IterableIterator<bigint> {
+    for (const hash of this.hashOf) if (hash !== undefined) yield hash;
   }
 
   private linkLruTail(block: number): void {
@@ -157,3 +173,6 @@ export class KvCache {
     this.lruSize--;
   }
 }
+
+const hiOf = (hash: bigint): number => Number(hash >> 32n);
+const loOf = (hash: bigint): number => Number(hash & 0xffff_ffffn);

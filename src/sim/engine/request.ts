@@ -57,8 +57,9 @@ export class Sequence {
   chainBroken = false;
   /** Hashes of leading complete blocks (content only: stable across preemptions). */
   readonly hashes: bigint[] = [];
-  private readonly hashHi: number[] = [];
-  private readonly hashLo: number[] = [];
+  /** The two 32-bit halves of each hash (the prefix cache's key). */
+  readonly hashHi: number[] = [];
+  readonly hashLo: number[] = [];
 
   state: SequenceState = 'waiting';
   cachedTokens = 0;

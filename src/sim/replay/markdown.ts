@@ -44,5 +44,7 @@ export function replayMarkdown(r: ReplayReport): string {
 function fleetOf(r: ReplayReport): string {
   return r.prefill_workers === undefined
     ? `${r.workers} aggregated workers`
-    : `${r.prefill_workers} prefill + ${r.decode_workers} decode workers (vLLM-style KV handoff)`;
+    : `${r.prefill_workers} prefill + ${r.decode_workers} decode workers (${HANDOFF_NAMES[r.handoff ?? 'vllm']} KV handoff)`;
 }
+
+const HANDOFF_NAMES = { vllm: 'vLLM NIXL', sglang: 'SGLang bootstrap', trtllm: 'TensorRT-LLM' } as const;

@@ -4,7 +4,9 @@
 import { request } from 'undici';
 import { EngineClient } from '../../engines/http-client.js';
 import { EngineError } from '../../engines/errors.js';
-import { pendingRecord, type RequestRecord } from './virtual-fleet.js';
+import { carriesToken } from '../../engines/sse.js';
+import { eventUsage, usageCounts } from '../../engines/usage.js';
+import { pendingRecord, type RequestRecord } from './records.js';
 import { synthesizePrompt } from './synth.js';
 import type { TraceRequest } from './trace.js';
 
@@ -65,13 +67,15 @@ export async function replayOnline(opts: OnlineReplayOptions): Promise<OnlineRun
     try {
       const stream = await clients[i % clients.length].postStream('/v1/completions', body, { requestId: `replay-${i}` });
       for await (const ev of stream) {
-        const chunk = ev.json as { choices?: Array<{ text?: string }>; usage?: { completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } } | undefined;
-        if (!chunk) continue;
-        if (chunk.choices?.length && Number.isNaN(rec.firstTokenMs)) rec.firstTokenMs = performance.now() - start;
-        if (chunk.choices?.length) rec.outputTokens++;
-        if (chunk.usage) {
-          rec.cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
-          if (chunk.usage.completion_tokens) rec.outputTokens = chunk.usage.completion_tokens;
+        if (carriesToken(ev)) {
+          if (Number.isNaN(rec.firstTokenMs)) rec.firstTokenMs = performance.now() - start;
+          rec.outputTokens++;
+        }
+        const usage = eventUsage(ev);
+        if (usage) {
+          const c = usageCounts(usage);
+          rec.cachedTokens = c.cachedTokens ?? 0;
+          if (c.completionTokens) rec.outputTokens = c.completionTokens;
         }
       }
       rec.finishMs = performance.now() - start;

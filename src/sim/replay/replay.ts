@@ -1,6 +1,7 @@
 // Runs a trace through the virtual fleet once per policy (and optionally a load sweep) and
 // assembles the report.
 import { basename } from 'node:path';
+import type { EngineKind } from '../../engines/types.js';
 import type { EngineConfig } from '../engine/index.js';
 import { hitRateBound } from './bound.js';
 import type { ReplayPolicy } from './policies.js';
@@ -14,6 +15,8 @@ export interface ReplayConfig {
   workers: number;
   /** Prefill and decode pools instead of aggregated workers. */
   disaggregated?: { prefill: number; decode: number };
+  /** The handoff style of a disaggregated fleet (its workers' engine kind). Default vllm. */
+  handoff?: EngineKind;
   policies: readonly ReplayPolicy[];
   blockSize: number;
   kvBlocks: number;
@@ -41,6 +44,8 @@ export interface ReplayReport {
   workers: number;
   prefill_workers?: number;
   decode_workers?: number;
+  /** The prefill -> decode handoff style of a disaggregated fleet. */
+  handoff?: EngineKind;
   block_size: number;
   kv_blocks: number;
   arrival_scale: number;
@@ -84,14 +89,15 @@ export function offeredRps(trace: readonly TraceRequest[], scale: number): numbe
   return spanS > 0 ? trace.length / spanS : Infinity;
 }
 
-export function runReplay(cfg: ReplayConfig): ReplayReport {
+export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
   let wallMs = 0;
   let simulatedMs = 0;
-  const runOnce = (policy: ReplayPolicy, scale: number): PolicySummary => {
+  const runOnce = async (policy: ReplayPolicy, scale: number): Promise<PolicySummary> => {
     const started = performance.now();
-    const run = runVirtualFleet(cfg.trace, {
+    const run = await runVirtualFleet(cfg.trace, {
       workers: cfg.workers,
       disaggregated: cfg.disaggregated,
+      handoff: cfg.handoff,
       policy,
       engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
       seed: cfg.seed,
@@ -106,7 +112,7 @@ export function runReplay(cfg: ReplayConfig): ReplayReport {
   };
 
   const policies: Record<string, PolicySummary> = {};
-  for (const policy of cfg.policies) policies[policy] = runOnce(policy, cfg.arrivalScale);
+  for (const policy of cfg.policies) policies[policy] = await runOnce(policy, cfg.arrivalScale);
 
   let sweep: SweepPoint[] | undefined;
   if (cfg.sweepScales?.length) {
@@ -118,7 +124,7 @@ export function runReplay(cfg: ReplayConfig): ReplayReport {
       const offered = offeredRps(cfg.trace, scale);
       const point: SweepPoint = { scale, offered_rps: round(offered), policies: {} };
       for (const policy of sweepPolicies) {
-        const s = scale === cfg.arrivalScale && policies[policy] ? policies[policy] : runOnce(policy, scale);
+        const s = scale === cfg.arrivalScale && policies[policy] ? policies[policy] : await runOnce(policy, scale);
         if (!baselineP90.has(policy)) baselineP90.set(policy, s.ttft_ms.p90);
         const isSaturated = s.ttft_ms.p90 > SATURATION_TTFT_GROWTH * baselineP90.get(policy)! || s.refused > 0;
         if (isSaturated) saturated.add(policy);
@@ -142,6 +148,7 @@ export function runReplay(cfg: ReplayConfig): ReplayReport {
     workers: cfg.disaggregated ? cfg.disaggregated.prefill + cfg.disaggregated.decode : cfg.workers,
     prefill_workers: cfg.disaggregated?.prefill,
     decode_workers: cfg.disaggregated?.decode,
+    handoff: cfg.disaggregated ? (cfg.handoff ?? 'vllm') : undefined,
     block_size: cfg.blockSize,
     kv_blocks: cfg.kvBlocks,
     arrival_scale: cfg.arrivalScale,

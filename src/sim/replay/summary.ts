@@ -20,7 +20,7 @@ export interface PolicySummary {
 
 const round = (v: number, digits = 3) => (Number.isFinite(v) ? Number(v.toFixed(digits)) : v);
 
-export function summarizeRun(run: FleetRun, wallMs: number): PolicySummary {
+export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'simulatedMs'>, wallMs: number): PolicySummary {
   const ttft: number[] = [];
   const itl: number[] = [];
   const e2e: number[] = [];

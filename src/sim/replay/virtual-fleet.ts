@@ -1,20 +1,44 @@
 // Offline trace replay in virtual time: a discrete-event simulation of a fleet of simulated
 // engines (the same EngineModel the live simulated workers run) fed by a trace's arrivals, with
-// the live router's RoutingCore deciding. Aggregated (one pool) or disaggregated (a prefill pool
-// handing the KV over to a decode pool, as vLLM's NIXL path does). Nothing here sleeps or reads
-// a clock.
+// the live router deciding. Every request goes through a PrefillRouter over two KvRouters, exactly
+// as the server runs it, whose legs reach the engines through the VirtualTransport instead of
+// HTTP: aggregated (no prefill workers: pass-through to the decode pool) or disaggregated (a
+// prefill pool handing the KV to a decode pool in the handoff style of the workers' engine kind).
+// Nothing here sleeps or reads a clock.
+//
+// The router is asynchronous; the simulation is not. After an arrival, and after an engine step
+// whose outputs the router can see (a leg answered, a first token, a stream's end), the
+// simulation lets every pending promise run (one macrotask turn: the microtask queue drains
+// completely before it) before the next event, so each routing decision is taken at the virtual
+// time its cause happened. Steps the router cannot see cost no turn.
 import { RoutingError } from '../../core/routing-errors.js';
-import type { EngineConfig, TokenOutput } from '../engine/index.js';
+import { EngineError } from '../../engines/errors.js';
+import { batchesOf } from '../../engines/event-batch.js';
+import { carriesToken } from '../../engines/sse.js';
+import type { EngineKind, WorkerInfo } from '../../engines/types.js';
+import { eventUsage, usageCounts } from '../../engines/usage.js';
+import { KvRouter } from '../../routing/kv-router.js';
+import { PrefillRouter, type PrefillRouterStats } from '../../routing/prefill-router.js';
+import type { RoutedResponse } from '../../routing/router-request.js';
+import { WorkerPool } from '../../routing/worker-pool.js';
+import type { SignalLike } from '../../util/cancellation.js';
+import type { EngineConfig } from '../engine/index.js';
 import { EventQueue } from './event-queue.js';
 import { setupPolicy, type ReplayPolicy } from './policies.js';
+import { pendingRecord, type RequestRecord } from './records.js';
 import { synthesizePrompt } from './synth.js';
 import type { TraceRequest } from './trace.js';
+import { VIRTUAL_BOOTSTRAP_PORT, VirtualTransport } from './virtual-transport.js';
 import { LoadSpreadSampler, VirtualPool, type StepDone } from './virtual-pool.js';
+
+export type { RequestRecord };
 
 export interface VirtualFleetOptions {
   /** Aggregated workers; ignored when `disaggregated` is set. */
   workers: number;
   disaggregated?: { prefill: number; decode: number };
+  /** The workers' engine kind, which decides the prefill -> decode handoff. Default vllm. */
+  handoff?: EngineKind;
   policy: ReplayPolicy;
   /** Engine settings of every worker; blockSize is also the router's. */
   engine: EngineConfig & { blockSize: number; kvBlocks: number };
@@ -26,155 +50,168 @@ export interface VirtualFleetOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** What happened to one request, in virtual ms. */
-export interface RequestRecord {
-  arrivalMs: number;
-  worker: number;
-  promptTokens: number;
-  cachedTokens: number;
-  outputTokens: number;
-  firstTokenMs: number;
-  finishMs: number;
-  refused: boolean;
-}
-
-/** The record of a request that has not arrived yet (arrival time already scaled). */
-export function pendingRecord(req: TraceRequest, arrivalScale: number): RequestRecord {
-  return {
-    arrivalMs: req.timestamp / arrivalScale,
-    worker: -1,
-    promptTokens: req.inputLength,
-    cachedTokens: 0,
-    outputTokens: 0,
-    firstTokenMs: Number.NaN,
-    finishMs: Number.NaN,
-    refused: false,
-  };
-}
-
 export interface FleetRun {
   records: RequestRecord[];
   /** Mean over time of max / mean booked prefill tokens across the (prefill) workers. */
   loadSpread: number;
   simulatedMs: number;
+  /** The router's counts: requests per mode, fallbacks, requests finished at prefill. */
+  router: PrefillRouterStats;
 }
 
 const FAR_FUTURE_MS = 1e15;
 
-export function runVirtualFleet(trace: readonly TraceRequest[], opts: VirtualFleetOptions): FleetRun {
-  let now = 0;
-  const clock = () => now;
-  const steps = new EventQueue<StepDone>();
-  const makePool = (name: string, workers: number, overlapScoreCredit?: number) =>
-    new VirtualPool(
-      name,
-      workers,
-      opts.engine,
-      // Bookings must not expire while a request waits in a saturated virtual queue.
-      setupPolicy(opts.policy, {
-        blockSize: opts.engine.blockSize,
-        seed: opts.seed,
-        clock,
-        overrides: { staleBookingMs: FAR_FUTURE_MS, ...(overlapScoreCredit === undefined ? {} : { overlapScoreCredit }) },
-      }),
-      steps,
-      opts.seed + name.length,
-    );
-  const disagg = opts.disaggregated;
-  const prefillPool = disagg ? makePool('prefill', disagg.prefill) : undefined;
-  // The decode leg assumes no KV reuse (overlap credit 0), as the seeds' decode override does.
-  const mainPool = disagg ? makePool('decode', disagg.decode, 0) : makePool('aggregated', opts.workers);
-  const loadPool = prefillPool ?? mainPool;
+/** Lets every pending promise run: the microtask queue drains completely before a macrotask. */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-  const records = trace.map((r) => pendingRecord(r, opts.arrivalScale));
-  // Prompts of requests between their prefill and decode legs, and where their prefill ran.
-  const handoff = new Map<string, { tokens: Uint32Array; prefillWorker: number }>();
-  const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
+export class VirtualFleet {
+  readonly router: PrefillRouter;
+  readonly transport: VirtualTransport;
+  /** The prefill engines (disaggregated only). */
+  readonly prefillEngines: VirtualPool | undefined;
+  /** The decode engines, or the aggregated ones. */
+  readonly decodeEngines: VirtualPool;
+  private now = 0;
+  private readonly steps = new EventQueue<StepDone>();
+  private used = false;
 
-  const admit = (pool: VirtualPool, id: string, tokens: Uint32Array, maxTokens: number, extra: object): number => {
-    const decision = pool.routing.core.route(tokens, { requestId: id, expectedOutputTokens: maxTokens });
-    try {
-      pool.engines[decision.worker].submit({ id, promptTokens: tokens, maxTokens, ...extra }, now);
-    } catch (err) {
-      pool.routing.core.free(id);
-      throw err;
-    }
-    pool.kick(decision.worker, now);
-    return decision.worker;
-  };
-
-  const refuse = (i: number, err: unknown) => {
-    if (!(err instanceof RoutingError || err instanceof RangeError)) throw err;
-    records[i].refused = true;
-  };
-
-  const arrive = (i: number) => {
-    const req = trace[i];
-    const id = String(i);
-    const tokens = synthesizePrompt(req, opts.seed);
-    try {
-      if (prefillPool) {
-        const prefillWorker = admit(prefillPool, id, tokens, 1, { holdBlocksAfterFinish: true });
-        handoff.set(id, { tokens, prefillWorker });
-      } else {
-        records[i].worker = admit(mainPool, id, tokens, req.outputLength, {});
-      }
-    } catch (err) {
-      refuse(i, err);
-    }
-  };
-
-  const onPrefillOutput = (out: TokenOutput) => {
-    const i = Number(out.id);
-    prefillPool!.routing.core.markPrefillCompleted(out.id);
-    prefillPool!.routing.core.free(out.id);
-    records[i].cachedTokens = out.cachedTokens;
-    const leg = handoff.get(out.id)!;
-    try {
-      records[i].worker = admit(mainPool, out.id, leg.tokens, trace[i].outputLength, { kvTransferredTokens: leg.tokens.length });
-    } catch (err) {
-      prefillPool!.engines[leg.prefillWorker].release(out.id);
-      handoff.delete(out.id);
-      refuse(i, err);
-    }
-  };
-
-  const onOutput = (out: TokenOutput) => {
-    const rec = records[Number(out.id)];
-    if (out.index === 0) {
-      rec.firstTokenMs = now;
-      if (!prefillPool) rec.cachedTokens = out.cachedTokens;
-      mainPool.routing.core.markPrefillCompleted(out.id);
-      const leg = handoff.get(out.id);
-      if (leg) {
-        // The decode worker has pulled the KV: the prefill worker may drop its hold.
-        prefillPool!.engines[leg.prefillWorker].release(out.id);
-        handoff.delete(out.id);
-      }
-    }
-    rec.outputTokens = out.index + 1;
-    if (out.finishReason) {
-      rec.finishMs = now;
-      mainPool.routing.core.free(out.id);
-    }
-  };
-
-  let next = 0;
-  let reported = 0;
-  while (next < trace.length || steps.size > 0) {
-    const arrivalMs = next < trace.length ? records[next].arrivalMs : Infinity;
-    if (arrivalMs <= steps.peekTime()) {
-      now = arrivalMs;
-      arrive(next++);
-    } else {
-      const { time, item } = steps.pop()!;
-      now = time;
-      const outputs = item.pool.completeStep(item.worker, now);
-      for (const out of outputs) (item.pool === prefillPool ? onPrefillOutput : onOutput)(out);
-    }
-    spread.maybeSample(now, loadPool);
-    if (opts.onProgress && next - reported >= 256) opts.onProgress((reported = next), trace.length);
+  constructor(private readonly opts: VirtualFleetOptions) {
+    const clock = () => this.now;
+    this.transport = new VirtualTransport(clock);
+    const kind = opts.handoff ?? 'vllm';
+    const disagg = opts.disaggregated;
+    // Bookings must not expire while a request waits in a saturated virtual queue.
+    const routing = () => setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: { staleBookingMs: FAR_FUTURE_MS } });
+    const engines = (name: string, count: number, firstId: number) =>
+      new VirtualPool(name, count, opts.engine, routing(), this.steps, opts.seed + name.length, Array.from({ length: count }, (_, i) => firstId + i));
+    this.prefillEngines = disagg ? engines('prefill', disagg.prefill, 0) : undefined;
+    this.decodeEngines = disagg ? engines('decode', disagg.decode, disagg.prefill) : engines('aggregated', opts.workers, 0);
+    const router = (name: string, roles: WorkerInfo['role'][], pool: VirtualPool | undefined) => {
+      const core = (pool?.routing ?? routing()).core;
+      return new KvRouter({ core, pool: new WorkerPool(name, core, roles), transport: this.transport });
+    };
+    this.router = new PrefillRouter({
+      prefill: router('prefill', ['prefill'], this.prefillEngines),
+      decode: router('decode', ['decode', 'aggregated'], this.decodeEngines),
+      clock,
+    });
+    const role = disagg ? 'decode' : 'aggregated';
+    if (this.prefillEngines) this.addWorkers(this.router.prefill.pool, this.prefillEngines, 0, 'prefill', kind);
+    this.addWorkers(this.router.decode.pool, this.decodeEngines, disagg ? disagg.prefill : 0, role, kind);
   }
-  opts.onProgress?.(trace.length, trace.length);
-  return { records, loadSpread: spread.value(), simulatedMs: now };
+
+  /** Replays `trace` (once per fleet): every request through the router, in virtual time. */
+  async run(trace: readonly TraceRequest[]): Promise<FleetRun> {
+    if (this.used) throw new Error('a VirtualFleet replays one trace');
+    this.used = true;
+    const { opts, steps } = this;
+    const records = trace.map((r) => pendingRecord(r, opts.arrivalScale));
+    const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
+    const loadPool = this.prefillEngines ?? this.decodeEngines;
+    const client = new ReplayClient(this.router, () => this.now);
+
+    let next = 0;
+    let reported = 0;
+    while (next < trace.length || steps.size > 0) {
+      const arrivalMs = next < trace.length ? records[next].arrivalMs : Infinity;
+      if (arrivalMs <= steps.peekTime()) {
+        this.now = arrivalMs;
+        const i = next++;
+        client.send(String(i), trace[i], synthesizePrompt(trace[i], opts.seed), records[i]);
+        await settle();
+      } else {
+        const { time, item } = steps.pop()!;
+        this.now = time;
+        const outputs = item.pool.completeStep(item.index, time);
+        if (this.transport.deliver(item.pool, item.index, outputs)) await settle();
+      }
+      client.check();
+      spread.maybeSample(this.now, loadPool);
+      if (opts.onProgress && next - reported >= 256) opts.onProgress((reported = next), trace.length);
+    }
+    await settle();
+    client.check();
+    if (client.open > 0) throw new Error(`replay ended with ${client.open} requests that never finished (the simulation stalled)`);
+    await this.router.idle();
+    opts.onProgress?.(trace.length, trace.length);
+    return { records, loadSpread: spread.value(), simulatedMs: this.now, router: this.router.stats() };
+  }
+
+  private addWorkers(pool: WorkerPool, engines: VirtualPool, firstId: number, role: WorkerInfo['role'], kind: EngineKind): void {
+    for (let i = 0; i < engines.engines.length; i++) {
+      const id = firstId + i;
+      const info: WorkerInfo = { id, role, kind, baseUrl: `http://replay-worker-${id}.invalid`, dpSize: 1, kvCapacityBlocks: this.opts.engine.kvBlocks };
+      if (role === 'prefill' && kind === 'sglang') {
+        info.bootstrapHost = `replay-worker-${id}.invalid`;
+        info.bootstrapPort = VIRTUAL_BOOTSTRAP_PORT;
+      }
+      pool.add(info);
+      this.transport.addWorker(info, engines, i);
+    }
+  }
+}
+
+export function runVirtualFleet(trace: readonly TraceRequest[], opts: VirtualFleetOptions): Promise<FleetRun> {
+  return new VirtualFleet(opts).run(trace);
+}
+
+/**
+ * The trace's clients: each request streamed through the router (usage asked for), its first
+ * token, end and usage recorded at the virtual time they arrive. A refusal (a RoutingError, or an
+ * engine's 4xx verdict on the request) is recorded; any other failure stops the replay.
+ */
+class ReplayClient {
+  open = 0;
+  private failure: unknown;
+
+  constructor(
+    private readonly router: PrefillRouter,
+    private readonly clock: () => number,
+  ) {}
+
+  send(requestId: string, req: TraceRequest, tokens: Uint32Array, rec: RequestRecord): void {
+    const body = { model: 'replay', prompt: tokens, max_tokens: req.outputLength, stream: true, stream_options: { include_usage: true } };
+    this.open++;
+    this.router
+      .handle({ route: '/v1/completions', body, tokens, requestId, hints: {}, signal: STAYS })
+      .then((res) => this.read(res, rec))
+      .then(
+        () => this.open--,
+        (err: unknown) => {
+          this.open--;
+          if (isRefusal(err)) rec.refused = true;
+          else this.failure ??= err;
+        },
+      );
+  }
+
+  /** Throws the first failure that was not a refusal. */
+  check(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  private async read(res: RoutedResponse, rec: RequestRecord): Promise<void> {
+    rec.worker = Number(res.headers['x-kvroute-decode-worker'] ?? res.headers['x-kvroute-prefill-worker']);
+    if (!res.stream) throw new Error('the router answered a streamed request without a stream');
+    const events = batchesOf(res.stream[Symbol.asyncIterator]());
+    for (let batch = await events.nextBatch(); batch !== null; batch = await events.nextBatch()) {
+      for (const ev of batch) {
+        if (Number.isNaN(rec.firstTokenMs) && carriesToken(ev)) rec.firstTokenMs = this.clock();
+        const usage = eventUsage(ev);
+        if (usage) {
+          const c = usageCounts(usage);
+          rec.cachedTokens = c.cachedTokens ?? 0;
+          rec.outputTokens = c.completionTokens;
+        }
+      }
+    }
+    rec.finishMs = this.clock();
+  }
+}
+
+/** The signal of a client that never leaves: nothing to listen to. */
+const STAYS: SignalLike = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
+
+function isRefusal(err: unknown): boolean {
+  return err instanceof RoutingError || (err instanceof EngineError && err.failure === 'engine_rejected' && err.status >= 400 && err.status < 500);
 }

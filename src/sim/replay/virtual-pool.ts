@@ -1,6 +1,7 @@
 // A pool of simulated engines in virtual time with the routing state that serves it: the pool's
 // KvIndexer (fed by its engines' KV events, as the live router's event ingest would) and its
-// RoutingCore. Step completions go through one event queue shared by every pool of a fleet.
+// RoutingCore (whose workers the fleet's WorkerPool adds). Step completions go through one event
+// queue shared by every pool of a fleet.
 import type { KvEvent, StepResult, TokenOutput } from '../engine/index.js';
 import { EngineModel } from '../engine/model.js';
 import type { EngineConfig } from '../engine/index.js';
@@ -9,7 +10,8 @@ import type { PolicySetup } from './policies.js';
 
 export interface StepDone {
   pool: VirtualPool;
-  worker: number;
+  /** The engine's index in its pool. */
+  index: number;
 }
 
 export class VirtualPool {
@@ -23,33 +25,35 @@ export class VirtualPool {
     readonly routing: PolicySetup,
     private readonly steps: EventQueue<StepDone>,
     seed: number,
+    /** The router's id of each engine (its index by default). */
+    private readonly workerIds: readonly number[] = Array.from({ length: workers }, (_, i) => i),
   ) {
     this.engines = Array.from({ length: workers }, (_, w) => new EngineModel({ ...engine, seed: seed * 1000 + w }));
     this.pending = this.engines.map(() => null);
-    routing.core.setWorkers(this.engines.map((_, w) => ({ worker: w, kvCapacityBlocks: engine.kvBlocks })));
   }
 
   /** Starts a step on an idle engine after new work arrived. */
-  kick(worker: number, now: number): void {
-    if (!this.pending[worker]) this.startStep(worker, now);
+  kick(index: number, now: number): void {
+    if (!this.pending[index]) this.startStep(index, now);
   }
 
   /** Delivers a finished step (events into the index) and starts the next one. */
-  completeStep(worker: number, now: number): readonly TokenOutput[] {
-    const result = this.pending[worker]!;
-    if (this.routing.consumesEvents) this.applyEvents(worker, result.events);
-    this.startStep(worker, now);
+  completeStep(index: number, now: number): readonly TokenOutput[] {
+    const result = this.pending[index]!;
+    if (this.routing.consumesEvents) this.applyEvents(index, result.events);
+    this.startStep(index, now);
     return result.outputs;
   }
 
-  private startStep(worker: number, now: number): void {
-    const result = this.engines[worker].step(now);
-    this.pending[worker] = result;
-    if (result) this.steps.push(now + result.durationMs, { pool: this, worker });
+  private startStep(index: number, now: number): void {
+    const result = this.engines[index].step(now);
+    this.pending[index] = result;
+    if (result) this.steps.push(now + result.durationMs, { pool: this, index });
   }
 
-  private applyEvents(worker: number, events: readonly KvEvent[]): void {
+  private applyEvents(index: number, events: readonly KvEvent[]): void {
     const indexer = this.routing.indexer;
+    const worker = this.workerIds[index];
     for (const ev of events) {
       if (ev.type === 'BlockStored') {
         indexer.applyStored(worker, 0, ev.parentBlockHash, BigUint64Array.from(ev.blockHashes), Uint32Array.from(ev.tokenIds), {

@@ -18,9 +18,10 @@ import {
   parseJsonBody,
   responseId,
   textChunk,
-  usage,
+  type Usage,
   usageChunk,
 } from './openai.js';
+import { makeUsage } from '../../engines/usage.js';
 import { GeneratedText } from './token-text.js';
 import type { SimRequest, TokenOutput } from '../engine/index.js';
 import type { FaultState } from './faults.js';
@@ -71,9 +72,9 @@ export async function serveInference(rt: InferenceRuntime, ex: HttpExchange, end
   const tokenIds: number[] = [];
   let fullText = '';
 
-  const finish = (out: EngineToken, finishReason: FinishReason): { extras: ResponseExtras; u: ReturnType<typeof usage> } => {
+  const finish = (out: EngineToken, finishReason: FinishReason): { extras: ResponseExtras; u: Usage } => {
     const extras = plan.finish({ finishReason, promptTokens: out.promptTokens, tokenIds });
-    return { extras, u: usage(out.promptTokens, tokenIds.length, out.cachedTokens) };
+    return { extras, u: makeUsage(out.promptTokens, tokenIds.length, out.cachedTokens) };
   };
 
   const sink = {

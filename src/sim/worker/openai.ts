@@ -1,5 +1,6 @@
 // The OpenAI API as vLLM serves it: request parsing and validation (every mistake a 400 with an
 // OpenAI-style body), the built-in chat template, and the response and stream chunk shapes.
+import { makeUsage } from '../../engines/usage.js';
 import { byteTokenizer } from '../../preprocess/byte-tokenizer.js';
 import { invalidRequest } from './errors.js';
 
@@ -142,21 +143,7 @@ function optionalPositiveInt(v: unknown, name: string): number | undefined {
 
 export type FinishReason = 'length' | 'stop' | 'abort';
 
-export interface Usage {
-  prompt_tokens: number;
-  total_tokens: number;
-  completion_tokens: number;
-  prompt_tokens_details: { cached_tokens: number };
-}
-
-export function usage(promptTokens: number, completionTokens: number, cachedTokens: number): Usage {
-  return {
-    prompt_tokens: promptTokens,
-    total_tokens: promptTokens + completionTokens,
-    completion_tokens: completionTokens,
-    prompt_tokens_details: { cached_tokens: cachedTokens },
-  };
-}
+export type Usage = ReturnType<typeof makeUsage>;
 
 /** What is common to every response and chunk of one request. */
 export interface ResponseHeader {

@@ -3,7 +3,7 @@
 import { KvIndexer, RoutingCore, computeBlockHashes, computeBlockHashesAsync, type RoutingDecision } from 'kvroute';
 import { EventIngest } from 'kvroute/events';
 import { HashPool, type BatchHashResult } from 'kvroute/hash-pool';
-import { EngineClients, KvRouter, PrefillRouter, WorkerPool } from 'kvroute/routing';
+import { EngineClients, HttpTransport, KvRouter, PrefillRouter, WorkerPool } from 'kvroute/routing';
 import { createRouter, fetchHandler, listenUws, nodeHandler, type Router } from 'kvroute/server';
 import { runReplay, startSimWorker, type ReplayReport } from 'kvroute/sim';
 
@@ -15,7 +15,7 @@ export async function useEverything(): Promise<[RoutingDecision, BatchHashResult
   const core = new RoutingCore(indexer, { blockSize: 16 });
   const decision = core.route(new Uint32Array(32), { requestId: 'r' });
   new EventIngest({ indexer });
-  const pool = (name: string, roles: Array<'prefill' | 'decode' | 'aggregated'>) => new KvRouter({ core, pool: new WorkerPool(name, core, roles), clients: new EngineClients() });
+  const pool = (name: string, roles: Array<'prefill' | 'decode' | 'aggregated'>) => new KvRouter({ core, pool: new WorkerPool(name, core, roles), transport: new HttpTransport(new EngineClients()) });
   new PrefillRouter({ prefill: pool('prefill', ['prefill']), decode: pool('decode', ['decode', 'aggregated']) });
   const batch = await new HashPool().hashBatch(new Uint32Array(8), Uint32Array.of(0, 8), 4);
   const router: Router = await createRouter({ model: 'm' });

@@ -36,8 +36,9 @@ describe('KvCache', () => {
     cache.allocate(events);
     cache.allocate(events);
     expect(events).toEqual([{ type: 'BlockRemoved', blockHashes: [102n, 100n], medium: 'GPU' }]);
-    expect(cache.lookup(102n)).toBe(-1);
-    expect(cache.lookup(103n)).toBe(blocks[3]);
+    expect(cache.find(102n)).toBe(-1);
+    expect(cache.find(103n)).toBe(blocks[3]);
+    expect(cache.lookup(0, 103)).toBe(blocks[3]);
     expect(cache.evictions).toBe(2);
   });
 

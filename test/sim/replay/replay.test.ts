@@ -4,7 +4,6 @@ import { replayMarkdown } from '../../../src/sim/replay/markdown.js';
 import { REPLAY_POLICIES } from '../../../src/sim/replay/policies.js';
 import { runReplay, type ReplayReport } from '../../../src/sim/replay/replay.js';
 import { loadTrace, type TraceRequest } from '../../../src/sim/replay/trace.js';
-import { runVirtualFleet } from '../../../src/sim/replay/virtual-fleet.js';
 
 const tracePath = fileURLToPath(new URL('../../../traces/synthetic_trace.jsonl', import.meta.url));
 let slice: TraceRequest[];
@@ -19,8 +18,8 @@ const withoutWallTimes = (r: ReplayReport) =>
 describe('runReplay', () => {
   const base = { traceName: 'synthetic_trace.jsonl', workers: 3, blockSize: 16, kvBlocks: 8192, arrivalScale: 2, seed: 7 };
 
-  it('reports every policy in the documented JSON shape', () => {
-    const report = runReplay({ ...base, trace: slice, policies: REPLAY_POLICIES });
+  it('reports every policy in the documented JSON shape', async () => {
+    const report = await runReplay({ ...base, trace: slice, policies: REPLAY_POLICIES });
     expect(Object.keys(report.policies)).toEqual([...REPLAY_POLICIES]);
     for (const p of Object.values(report.policies)) {
       expect(p.completed + p.refused).toBe(150);
@@ -39,21 +38,21 @@ describe('runReplay', () => {
     expect(replayMarkdown(report)).toContain('| kv_approx |');
   });
 
-  it('is reproducible: the same seed gives the same figures', () => {
-    const a = runReplay({ ...base, trace: slice, policies: ['random', 'kv'] });
-    const b = runReplay({ ...base, trace: slice, policies: ['random', 'kv'] });
+  it('is reproducible: the same seed gives the same figures', async () => {
+    const a = await runReplay({ ...base, trace: slice, policies: ['random', 'kv'] });
+    const b = await runReplay({ ...base, trace: slice, policies: ['random', 'kv'] });
     expect(withoutWallTimes(a)).toEqual(withoutWallTimes(b));
-    const c = runReplay({ ...base, seed: 8, trace: slice, policies: ['random'] });
+    const c = await runReplay({ ...base, seed: 8, trace: slice, policies: ['random'] });
     expect(c.policies.random).not.toEqual(a.policies.random);
   });
 
-  it('routes shared prefixes to the worker holding them: kv hits more than round robin', () => {
-    const report = runReplay({ ...base, trace: slice, policies: ['round_robin', 'kv'] });
+  it('routes shared prefixes to the worker holding them: kv hits more than round robin', async () => {
+    const report = await runReplay({ ...base, trace: slice, policies: ['round_robin', 'kv'] });
     expect(report.policies.kv.hit_rate).toBeGreaterThan(report.policies.round_robin.hit_rate);
   });
 
-  it('runs a load sweep until every policy saturates', () => {
-    const report = runReplay({ ...base, trace: slice.slice(0, 80), policies: ['kv'], sweepScales: [2, 4, 8, 16, 32, 64, 128, 256] });
+  it('runs a load sweep until every policy saturates', async () => {
+    const report = await runReplay({ ...base, trace: slice.slice(0, 80), policies: ['kv'], sweepScales: [2, 4, 8, 16, 32, 64, 128, 256] });
     const sweep = report.sweep!;
     expect(sweep[0].scale).toBe(2);
     expect(sweep[1].offered_rps).toBeCloseTo(sweep[0].offered_rps * 2, 1);
@@ -62,26 +61,6 @@ describe('runReplay', () => {
     expect(sweep.at(-1)!.policies.kv.saturated || sweep.length === 8).toBe(true);
     expect(sweep.slice(0, -1).every((p) => !p.policies.kv.saturated)).toBe(true);
     expect(sweep.at(-1)!.policies.kv.ttft_p90_ms).toBeGreaterThan(sweep[0].policies.kv.ttft_p90_ms);
-  });
-});
-
-describe('runVirtualFleet disaggregated', () => {
-  it('runs prefill on one pool and decode on the other, and frees every booking', () => {
-    const run = runVirtualFleet(slice.slice(0, 60), {
-      workers: 0,
-      disaggregated: { prefill: 2, decode: 2 },
-      policy: 'kv',
-      engine: { blockSize: 16, kvBlocks: 8192 },
-      seed: 1,
-      arrivalScale: 1,
-    });
-    const done = run.records.filter((r) => Number.isFinite(r.finishMs));
-    expect(done).toHaveLength(60);
-    for (const r of done) {
-      expect(r.firstTokenMs).toBeGreaterThan(r.arrivalMs);
-      expect(r.finishMs).toBeGreaterThanOrEqual(r.firstTokenMs);
-      expect(r.outputTokens).toBeGreaterThan(0);
-    }
   });
 });
 

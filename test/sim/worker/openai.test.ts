@@ -7,9 +7,9 @@ import {
   parseJsonBody,
   renderChat,
   textChunk,
-  usage,
   usageChunk,
 } from '../../../src/sim/worker/openai.js';
+import { makeUsage } from '../../../src/engines/usage.js';
 
 const opts = { defaultChatMaxTokens: 256 };
 const parse = (endpoint: 'completions' | 'chat', body: Record<string, unknown>) => parseInferenceRequest(endpoint, body, opts);
@@ -94,7 +94,7 @@ describe('parseJsonBody', () => {
 describe('response shapes', () => {
   const completion = { endpoint: 'completions' as const, id: 'cmpl-1', created: 100, model: 'm' };
   const chat = { ...completion, endpoint: 'chat' as const, id: 'chatcmpl-1' };
-  const u = usage(10, 2, 8);
+  const u = makeUsage(10, 2, 8);
 
   it('reports usage with cached tokens', () => {
     expect(u).toEqual({ prompt_tokens: 10, total_tokens: 12, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 8 } });

@@ -1,0 +1,42 @@
+// The leg transport: how one booked leg of a request reaches its engine and how the engine's
+// answer comes back. Routing sends legs only through this interface. The HTTP transport
+// (http-transport.ts) speaks to real engines over undici; the trace replay's virtual transport
+// (src/sim/replay) hands legs to simulated engines in virtual time.
+//
+// Failures are typed: an EngineError (its `failure` says what broke, `mayHaveAccepted` whether the
+// engine may have started on the request: false only when it certainly never got it, so the leg
+// could go to another worker without running twice), or an AbortError once the leg's signal fired.
+import type { SignalLike } from '../util/cancellation.js';
+import type { EventBatchSource } from './event-batch.js';
+import type { OpenAiRoute, SseEvent, WorkerInfo } from './types.js';
+
+/** One leg, routed and booked: where it goes and what it carries. */
+export interface Leg {
+  worker: WorkerInfo;
+  /** The data-parallel rank the router chose on that worker. */
+  dpRank: number;
+  route: OpenAiRoute;
+  /** The engine request body (the client's, with what the handoff adds). */
+  body: Record<string, unknown>;
+  /** The request's id, the same on every leg (X-Request-Id over HTTP). */
+  requestId: string;
+  /** Cancels the leg: a pending answer rejects with an AbortError and the engine drops the request. */
+  signal?: SignalLike;
+}
+
+/**
+ * A streamed answer, pulled: nothing is read from the engine until the consumer asks for the next
+ * batch, so a slow consumer pauses the engine. Batches are never empty; null is the end.
+ */
+export interface LegStream extends EventBatchSource {
+  nextBatch(): Promise<readonly SseEvent[] | null>;
+  /** Stops reading and closes the leg (idempotent): the engine learns the request is abandoned. */
+  cancel(): void;
+}
+
+export interface LegTransport {
+  /** Sends a non-streamed leg; resolves with the engine's JSON answer (2xx). */
+  json(leg: Leg): Promise<unknown>;
+  /** Sends a streamed leg; resolves once the engine answered 2xx with its stream. */
+  stream(leg: Leg): Promise<LegStream>;
+}

@@ -1,0 +1,39 @@
+// Aggregated serving: one leg to a decode-pool worker, which computes the prompt and decodes; the
+// client's body goes as it came. Used when the request's mode is aggregated, and as the fallback
+// of a disaggregated request whose prefill failed for a reason that is not the request's own.
+import { EngineError, abortError } from '../../engines/errors.js';
+import type { Booking } from '../booking.js';
+import type { RoutedResponse } from '../router-request.js';
+import type { RequestContext } from './context.js';
+
+export async function serveAggregated(ctx: RequestContext, mode: 'aggregated' | 'fallback'): Promise<RoutedResponse> {
+  const { req, decode } = ctx;
+  const permit = await ctx.tracker.setPhase('aggregated', req.signal);
+  let booking: Booking;
+  try {
+    booking = decode.book(req.tokens, ctx.aggregatedLeg());
+    ctx.recordRouting('aggregated', booking);
+  } finally {
+    permit.release();
+  }
+  if (mode === 'aggregated') ctx.env.report.aggregated();
+  const opts = ctx.legOptions(mode, false);
+  if (ctx.stream) {
+    const stream = await decode.stream(booking, req.route, req.body, opts);
+    return ctx.respond(mode, undefined, booking, { stream: ctx.relay(stream, () => undefined) });
+  }
+  return ctx.answer(mode, undefined, booking, await decode.json(booking, req.route, req.body, opts));
+}
+
+/** A failed prefill leg: aggregated serving when allowed and the failure is not the request's fault. */
+export async function prefillFailed(ctx: RequestContext, err: unknown): Promise<RoutedResponse> {
+  if (ctx.req.signal.aborted) throw abortError(ctx.req.signal);
+  if (!ctx.env.fallbackToAggregated || isClientFault(err)) throw err;
+  ctx.env.report.fallback(ctx.req.requestId, err);
+  return serveAggregated(ctx, 'fallback');
+}
+
+/** An engine's own 4xx verdict on the request would repeat on any worker: no fallback for it. */
+function isClientFault(err: unknown): boolean {
+  return err instanceof EngineError && err.failure === 'engine_rejected' && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429;
+}

@@ -1,0 +1,156 @@
+// One request on its way through PrefillRouter: the request, its tracker, the two pools' routers,
+// and the request-scoped steps every serving path shares (leg routes and options, usage, the
+// response). The paths (aggregated.ts, sequential.ts, bootstrap.ts) take this context, never the
+// router: PrefillRouter builds it, decides the mode, books the prefill and picks the path.
+import type { ServeMode } from '../../core/vocabulary.js';
+import type { SignalLike } from '../../util/cancellation.js';
+import type { RoutingDecision } from '../../core/routing-core.js';
+import type { SseEvent } from '../../engines/types.js';
+import { type PromptTokensDetails, eventUsage, eventWithPromptTokensDetails, usageCounts, usageOf, type Usage } from '../../engines/usage.js';
+import { carriesToken } from '../../engines/sse.js';
+import type { Booking } from '../booking.js';
+import { type FreeReason, MappedStream } from '../booking-guard.js';
+import type { KvRouter, LegOptions, LegRoute } from '../kv-router.js';
+import { type Phase, type PhaseRouting, RequestTracker, type TrackerSummary } from '../request-tracker.js';
+import { type RoutedResponse, type RouterRequest, expectedOutputTokens } from '../router-request.js';
+import type { SessionAffinity } from '../session-affinity.js';
+import { responseHeaders } from './response.js';
+
+
+export interface RequestDone {
+  summary: TrackerSummary;
+  mode: ServeMode;
+  outcome: FreeReason;
+}
+
+/** What requests report to the router serving them (its counts and callbacks). */
+export interface RequestReport {
+  /** Booked aggregated (a fallback is counted by `fallback`). */
+  aggregated(): void;
+  /** The prefill failed and the request falls back to aggregated serving. */
+  fallback(requestId: string, err: unknown): void;
+  finishedAtPrefill(): void;
+  /** The request's last leg finished. */
+  done(ctx: RequestContext, mode: ServeMode, outcome: FreeReason): void;
+}
+
+/** What a request needs from the router serving it; one per router, shared by its requests. */
+export interface RouterEnv {
+  readonly prefill: KvRouter;
+  readonly decode: KvRouter;
+  readonly fallbackToAggregated: boolean;
+  /** Source of 63-bit random bootstrap room values. */
+  readonly randomRoom: () => bigint;
+  readonly sessions: SessionAffinity | undefined;
+  readonly report: RequestReport;
+}
+
+export class RequestContext {
+  readonly tracker: RequestTracker;
+  /** The client asked for a stream. */
+  readonly stream: boolean;
+
+  constructor(
+    readonly env: RouterEnv,
+    readonly req: RouterRequest,
+    clock: () => number,
+  ) {
+    this.tracker = new RequestTracker(req.requestId, clock);
+    this.stream = req.body.stream === true;
+  }
+
+  get prefill(): KvRouter {
+    return this.env.prefill;
+  }
+
+  get decode(): KvRouter {
+    return this.env.decode;
+  }
+
+  /** The aggregated leg: the decode pool computes the prompt, so its cached blocks count. */
+  aggregatedLeg(): LegRoute {
+    const { req } = this;
+    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank, expectedOutputTokens: expectedOutputTokens(req.body) };
+  }
+
+  /** The prefill leg, where the client (or its session) pinned it. */
+  prefillLeg(): LegRoute {
+    const { req } = this;
+    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.prefillWorkerId, pinnedDpRank: req.hints.prefillDpRank };
+  }
+
+  /** The decode leg of a disaggregated request: credit 0, no assumed KV reuse (the seeds' decode override). */
+  decodeLeg(): LegRoute {
+    const { req } = this;
+    return {
+      requestId: req.requestId,
+      loraName: req.loraName,
+      pinnedWorker: req.hints.workerId,
+      pinnedDpRank: req.hints.dpRank,
+      expectedOutputTokens: expectedOutputTokens(req.body),
+      overlapScoreCredit: 0,
+    };
+  }
+
+  /** Leg options that feed the tracker and report the request's end. */
+  legOptions(mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = this.req.signal): LegOptions {
+    return {
+      requestId: this.req.requestId,
+      signal,
+      holdUntilFirstEvent,
+      onEvent: (ev) => {
+        if (carriesToken(ev)) this.tracker.recordTokens(1);
+      },
+      onFinish: (reason) => this.done(mode, reason),
+    };
+  }
+
+  recordRouting(phase: Phase, b: Booking): void {
+    this.tracker.recordRouting(phase, routingOf(b.decision));
+  }
+
+  /** The engine's cache report of a JSON answer (or a usage object) feeds the request's hit rate. */
+  recordUsage(usage: Usage | undefined): void {
+    if (!usage) return;
+    const c = usageCounts(usage);
+    if (c.cachedTokens !== undefined) this.tracker.recordUsage(c.promptTokens, c.cachedTokens);
+  }
+
+  /** A JSON answer: its usage recorded, then the response. */
+  answer(mode: ServeMode, prefill: Booking | undefined, decode: Booking | undefined, body: unknown): RoutedResponse {
+    this.recordUsage(usageOf(body));
+    return this.respond(mode, prefill, decode, { body });
+  }
+
+  /** The relayed stream: the prefill's cache details injected into the usage chunk, usage recorded. */
+  relay(stream: AsyncIterator<SseEvent>, details: () => PromptTokensDetails | undefined | Promise<PromptTokensDetails | undefined>): AsyncIterable<SseEvent> {
+    const withDetails = async (ev: SseEvent) => {
+      const out = eventWithPromptTokensDetails(ev, await details());
+      this.recordUsage(eventUsage(out));
+      return out;
+    };
+    // Token events pass through synchronously: only the usage chunk waits for the details.
+    return new MappedStream(stream, (ev) => (eventUsage(ev) ? withDetails(ev) : ev));
+  }
+
+  /** The response: the session bound to the workers that served it, the routing headers. */
+  respond(mode: ServeMode, prefill: Booking | undefined, decode: Booking | undefined, payload: { stream?: AsyncIterable<SseEvent>; body?: unknown }): RoutedResponse {
+    const { req, env } = this;
+    const sessionId = req.hints.sessionId;
+    if (sessionId !== undefined && env.sessions) {
+      const at = (b: Booking | undefined) => b && { worker: b.decision.worker, dpRank: b.decision.dpRank };
+      env.sessions.bind(sessionId, { decode: at(decode), prefill: mode === 'disaggregated' ? at(prefill) : undefined });
+    }
+    const headers = responseHeaders(req, mode, prefill?.decision, decode?.decision, payload.body, (w) => env.prefill.pool.get(w)?.dpSize);
+    return { status: 200, headers, stream: payload.stream, body: payload.body };
+  }
+
+  done(mode: ServeMode, outcome: FreeReason): void {
+    this.env.report.done(this, mode, outcome);
+  }
+}
+
+/** The tracker's view of a routing decision. */
+export function routingOf(d: RoutingDecision): PhaseRouting {
+  return { worker: d.worker, dpRank: d.dpRank, overlapBlocks: d.overlapBlocks, promptTokens: d.promptTokens, cachedTokens: d.cachedTokens };
+}

@@ -1,0 +1,58 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BlockHashIndex } from '../../../src/sim/engine/hash-index.js';
+
+describe('BlockHashIndex', () => {
+  it('stores, finds and deletes by both halves of a hash', () => {
+    const ix = new BlockHashIndex();
+    ix.add(1, 0xffff_ffff, 7);
+    ix.add(2, 0xffff_ffff, 8); // same low half: same home slot
+    expect(ix.get(1, 0xffff_ffff)).toBe(7);
+    expect(ix.get(2, 0xffff_ffff)).toBe(8);
+    expect(ix.get(3, 0xffff_ffff)).toBe(-1);
+    expect(ix.delete(1, 0xffff_ffff)).toBe(true);
+    expect(ix.delete(1, 0xffff_ffff)).toBe(false);
+    expect(ix.get(2, 0xffff_ffff)).toBe(8); // shifted back into the hole, still found
+    expect(ix.size).toBe(1);
+    ix.clear();
+    expect(ix.get(2, 0xffff_ffff)).toBe(-1);
+    expect(ix.size).toBe(0);
+  });
+
+  it('agrees with a Map under any mix of adds and deletes, through growth and clustered keys', () => {
+    // Low halves from a small set cluster entries in a few home slots (wrapping at the table's end).
+    const key = fc.tuple(fc.integer({ min: 0, max: 7 }), fc.constantFrom(0, 1, 1023, 1024, 2047, 0xffff_ffff, 0x8000_0000));
+    const op = fc.oneof(fc.tuple(fc.constant('add' as const), key), fc.tuple(fc.constant('delete' as const), key));
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 400 }), fc.integer({ min: 0, max: 1500 }), (ops, bulk) => {
+        const ix = new BlockHashIndex();
+        const ref = new Map<string, number>();
+        // Enough distinct keys to make the table grow, interleaved with the clustered ones.
+        for (let i = 0; i < bulk; i++) {
+          ix.add(i * 7919, i * 104729, i);
+          ref.set(`${i * 7919}:${i * 104729}`, i);
+        }
+        let v = bulk;
+        for (const [kind, [hi, lo]] of ops) {
+          const k = `${hi}:${lo}`;
+          if (kind === 'add') {
+            if (ref.has(k)) continue; // add takes absent keys only
+            ix.add(hi, lo, v);
+            ref.set(k, v++);
+          } else {
+            expect(ix.delete(hi, lo)).toBe(ref.delete(k));
+          }
+        }
+        expect(ix.size).toBe(ref.size);
+        const wrong: string[] = [];
+        for (const [k, val] of ref) {
+          const [hi, lo] = k.split(':').map(Number);
+          if (ix.get(hi, lo) !== val) wrong.push(k);
+        }
+        for (let hi = 0; hi < 8; hi++) for (const lo of [0, 1, 1023, 1024, 2047, 0xffff_ffff, 0x8000_0000]) if (ix.get(hi, lo) !== (ref.get(`${hi}:${lo}`) ?? -1)) wrong.push(`${hi}:${lo}`);
+        expect(wrong).toEqual([]);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
