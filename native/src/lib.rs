@@ -7,5 +7,6 @@ pub mod indexer;
 pub mod load;
 pub mod prompt;
 pub mod select;
+pub mod tokenize;
 
 mod bindings;

@@ -6,3 +6,4 @@ mod hash_batch;
 mod indexer;
 mod prompt;
 mod routing;
+mod tokenize;
