@@ -1,7 +1,9 @@
-//! kvroute's native core: block hashing, the KV radix indexer, load booking and selection.
+//! kvroute's native core: block hashing, the KV radix indexer, load booking and selection, and
+//! the preprocessing of text prompts (tokenizers, chat templates).
 //! The modules below `bindings` are plain Rust (no N-API types) and unit-tested with cargo;
 //! `bindings` holds the thin N-API layer the TypeScript `src/core` classes call.
 
+pub mod chat;
 pub mod hash;
 pub mod indexer;
 pub mod load;

@@ -1,6 +1,8 @@
-// A HuggingFace tokenizer.json, encoded and decoded natively (native/src/tokenize, the
-// `tokenizers` crate): a prompt's ids land in a Uint32Array that routing hashes as it is.
+// A text tokenizer run natively (native/src/tokenize): a HuggingFace tokenizer.json through the
+// `tokenizers` crate, or the built-in byte tokenizer. A prompt's ids land in a Uint32Array that
+// routing hashes as it is; request bodies can be read and tokenized in one call.
 import { native, type Binding } from './binding.js';
+import type { ScannedPrompt } from './prompt-scan.js';
 import { allocU32 } from './result-slab.js';
 import { describe, expectUint8Array } from '../util/validate.js';
 
@@ -8,41 +10,79 @@ import { describe, expectUint8Array } from '../util/validate.js';
 let scratch = new Uint32Array(16_384);
 /** Scratch kept between calls, up to this many ids; a longer text gets its own for the call. */
 const MAX_KEPT_SCRATCH = 1 << 20;
+const span = new Uint32Array(2);
 
-export class NativeHfTokenizer {
-  private constructor(private readonly inner: Binding.NativeTokenizer) {}
+export class NativeTextTokenizer {
+  private constructor(
+    /** The binding's tokenizer (for src/core/chat-template.ts). */
+    readonly binding: Binding.NativeTokenizer,
+  ) {}
 
   /** Reads a tokenizer.json (its UTF-8 bytes) on this thread: a large vocabulary takes a second or more. */
-  static fromJson(json: Uint8Array): NativeHfTokenizer {
+  static fromJson(json: Uint8Array): NativeTextTokenizer {
     expectUint8Array(json, 'json');
-    return new NativeHfTokenizer(native.NativeTokenizer.fromJson(json));
+    return new NativeTextTokenizer(native.NativeTokenizer.fromJson(json));
   }
 
   /** Reads a tokenizer.json on a libuv thread, leaving the event loop free. */
-  static async load(json: Uint8Array): Promise<NativeHfTokenizer> {
+  static async load(json: Uint8Array): Promise<NativeTextTokenizer> {
     expectUint8Array(json, 'json');
-    return new NativeHfTokenizer(await native.loadTokenizer(Buffer.from(json.buffer, json.byteOffset, json.byteLength)));
+    return new NativeTextTokenizer(await native.loadTokenizer(Buffer.from(json.buffer, json.byteOffset, json.byteLength)));
+  }
+
+  /** The byte tokenizer (one id per UTF-8 byte, as src/preprocess/byte-tokenizer.ts). */
+  static bytes(): NativeTextTokenizer {
+    return new NativeTextTokenizer(native.NativeTokenizer.bytes());
   }
 
   /** The ids of `text`, special tokens written in it included (none added). */
   encode(text: string): Uint32Array {
     if (typeof text !== 'string') throw new TypeError(`text must be a string, got ${describe(text)}`);
-    const count = this.inner.encode(text, scratch);
-    if (count > scratch.length) {
-      const own = new Uint32Array(count);
-      this.inner.takeIds(own);
-      if (count <= MAX_KEPT_SCRATCH) scratch = new Uint32Array(count);
-      return own;
-    }
-    const ids = allocU32(count);
-    ids.set(scratch.subarray(0, count));
-    return ids;
+    return collectIds(this.binding, (out) => this.binding.encode(text, out));
+  }
+
+  /**
+   * A completions body's text prompt (a string or a batch of one), read from the bytes and
+   * tokenized in one call, with the byte span of the prompt's value; undefined when the body is
+   * not that plain case (then parse it whole).
+   */
+  encodePromptBody(body: Uint8Array): ScannedPrompt | undefined {
+    expectUint8Array(body, 'body');
+    return scannedIds(this.binding, (out, where) => this.binding.encodePromptBody(body, out, where));
   }
 
   /** The text of `ids`, special tokens left out unless asked for. */
   decode(ids: Uint32Array | ArrayLike<number>, skipSpecialTokens = true): string {
-    return this.inner.decode(toUint32Array(ids), skipSpecialTokens);
+    return this.binding.decode(toUint32Array(ids), skipSpecialTokens);
   }
+}
+
+/**
+ * The ids a native call wrote through `tokenizer` (see native/src/bindings/tokenize.rs) and the
+ * byte span it wrote into `where`: `call` returns their count, -1 for "not the plain case", and a
+ * count above the array's length means they wait in the tokenizer for takeIds.
+ */
+export function scannedIds(tokenizer: Binding.NativeTokenizer, call: (out: Uint32Array, where: Uint32Array) => number): ScannedPrompt | undefined {
+  let declined = false;
+  const tokens = collectIds(tokenizer, (out) => {
+    const count = call(out, span);
+    declined = count < 0;
+    return Math.max(count, 0);
+  });
+  return declined ? undefined : { tokens, start: span[0], end: span[1] };
+}
+
+function collectIds(tokenizer: Binding.NativeTokenizer, call: (out: Uint32Array) => number): Uint32Array {
+  const count = call(scratch);
+  if (count > scratch.length) {
+    const own = new Uint32Array(count);
+    tokenizer.takeIds(own);
+    if (count <= MAX_KEPT_SCRATCH) scratch = new Uint32Array(count);
+    return own;
+  }
+  const ids = allocU32(count);
+  ids.set(scratch.subarray(0, count));
+  return ids;
 }
 
 function toUint32Array(ids: Uint32Array | ArrayLike<number>): Uint32Array {

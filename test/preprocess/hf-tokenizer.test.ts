@@ -2,7 +2,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CHATML_TEMPLATE, ChatTemplate, parseChatMessages } from '../../src/preprocess/chat-template.js';
+import { CHATML_TEMPLATE, ChatTemplate } from '../../src/preprocess/chat-template.js';
 import { HfTokenizer, loadHfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { TINY_MODEL } from './tokenizer-fixtures.js';
 
@@ -69,39 +69,5 @@ describe('HfTokenizer', () => {
     expect(a.length).toBe(40_000);
     expect(a[39_999]).toBe(6);
     expect(Array.from(b)).toEqual([6]);
-  });
-});
-
-describe('ChatTemplate', () => {
-  it('passes the special tokens of the config to the template', () => {
-    const t = new ChatTemplate('{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}', { bos_token: '<s>' });
-    expect(t.render([{ role: 'user', content: 'hi' }])).toBe('<s>hi');
-  });
-
-  it('gives the template every field of a message (tool calls, names), content flattened to text', () => {
-    const messages = parseChatMessages([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
-      { role: 'tool', tool_call_id: 'c1', name: 'get_weather', content: [{ type: 'text', text: 'sunny' }] },
-    ]);
-    expect(messages[0]).toMatchObject({ role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather' } }] });
-    expect(messages[1]).toMatchObject({ role: 'tool', tool_call_id: 'c1', name: 'get_weather', content: 'sunny' });
-    const t = new ChatTemplate(
-      "{% for m in messages %}{% if m.tool_calls %}[call {{ m.tool_calls[0].function.name }}]{% elif m.role == 'tool' %}[{{ m.tool_call_id }}: {{ m.content }}]{% endif %}{% endfor %}",
-    );
-    expect(t.render(messages, false)).toBe('[call get_weather][c1: sunny]');
-  });
-
-  it('parses OpenAI messages, including text content parts', () => {
-    expect(parseChatMessages([{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }])).toEqual([
-      { role: 'user', content: 'ab' },
-    ]);
-  });
-
-  it('refuses malformed messages with TypeError', () => {
-    expect(() => parseChatMessages([])).toThrow(TypeError);
-    expect(() => parseChatMessages('hi')).toThrow(/messages/);
-    expect(() => parseChatMessages([{ content: 'x' }])).toThrow(/role/);
-    expect(() => parseChatMessages([{ role: 'user', content: 5 }])).toThrow(/content/);
-    expect(() => parseChatMessages([{ role: 'user', content: [{ type: 'image_url' }] }])).toThrow(/text part/);
   });
 });

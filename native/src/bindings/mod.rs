@@ -1,5 +1,6 @@
 //! N-API bindings: argument checks and conversions only, no routing logic.
 
+mod chat;
 mod errors;
 mod hash;
 mod hash_batch;

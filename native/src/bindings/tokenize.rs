@@ -1,5 +1,6 @@
-//! `NativeTokenizer`: a HuggingFace tokenizer.json (crate::tokenize) behind `HfTokenizer`
-//! (src/preprocess/hf-tokenizer.ts). Conversions and checks only.
+//! `NativeTokenizer`: a text encoder (crate::tokenize: a HuggingFace tokenizer.json or the byte
+//! tokenizer) behind src/core/tokenizer.ts. Conversions and checks only. Ids go into an array of
+//! the caller's; when it is too small the call returns the count and keeps the ids for takeIds.
 
 use std::sync::Arc;
 
@@ -7,14 +8,15 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::errors::range_error;
-use crate::tokenize::{HfTokenizer, TokenIds};
+use crate::prompt;
+use crate::tokenize::{HfTokenizer, TokenIds, Tokenizer};
 
 /// A buffer this large is kept between calls; a larger one is dropped after its call.
 const KEPT_IDS: usize = 1 << 16;
 
 #[napi]
 pub struct NativeTokenizer {
-  inner: Arc<HfTokenizer>,
+  inner: Arc<Tokenizer>,
   /// The last encode's ids, for a caller whose array was too small.
   ids: TokenIds,
 }
@@ -24,16 +26,31 @@ impl NativeTokenizer {
   /// Reads a tokenizer.json from its UTF-8 bytes, on the calling thread (see loadTokenizer).
   #[napi(factory)]
   pub fn from_json(json: &[u8]) -> Result<Self> {
-    Ok(Self::new(read(json)?))
+    Ok(Self::new(Tokenizer::Hf(read(json)?)))
   }
 
-  /// Encodes `text` into `out` and returns the id count. When the count is larger than
-  /// out.length, nothing is written: takeIds(larger) hands over the same ids.
+  /// The byte tokenizer: one id per UTF-8 byte.
+  #[napi(factory)]
+  pub fn bytes() -> Self {
+    Self::new(Tokenizer::Bytes)
+  }
+
+  /// Encodes `text` into `out` and returns the id count (see the module comment).
   #[napi]
   pub fn encode(&mut self, text: String, out: Uint32ArraySlice) -> Result<u32> {
-    self.ids.clear();
-    self.inner.encode_into(&text, &mut self.ids).map_err(Error::from_reason)?;
+    self.encode_str(&text)?;
     self.take_ids(out)
+  }
+
+  /// A completions body's text prompt (a string, or a batch of one), read and tokenized from the
+  /// body's bytes: the ids as for encode, the prompt value's byte span in `span[0]..span[1]`.
+  /// -1 when the body is not that plain case (the caller parses it whole).
+  #[napi]
+  pub fn encode_prompt_body(&mut self, body: &[u8], out: Uint32ArraySlice, span: Uint32ArraySlice) -> Result<i64> {
+    let Some(p) = prompt::scan_text_prompt(body) else { return Ok(-1) };
+    self.encode_str(&p.text)?;
+    write_span(span, p.start, p.end)?;
+    Ok(i64::from(self.take_ids(out)?))
   }
 
   /// The last encode's ids into `out` (when they fit); returns their count.
@@ -59,9 +76,27 @@ impl NativeTokenizer {
 }
 
 impl NativeTokenizer {
-  fn new(inner: HfTokenizer) -> Self {
+  fn new(inner: Tokenizer) -> Self {
     Self { inner: Arc::new(inner), ids: TokenIds::default() }
   }
+
+  /// Encodes into the kept ids (see take_ids).
+  pub(super) fn encode_str(&mut self, text: &str) -> Result<()> {
+    self.ids.clear();
+    self.inner.encode_into(text, &mut self.ids).map_err(Error::from_reason)
+  }
+}
+
+/// Writes a byte span into the caller's 2-entry array.
+pub(super) fn write_span(mut span: Uint32ArraySlice, start: usize, end: usize) -> Result<()> {
+  // SAFETY: as in take_ids.
+  let span = unsafe { span.as_mut() };
+  if span.len() < 2 || end > u32::MAX as usize {
+    return Err(range_error("span must hold 2 entries and the body be under 4 GiB"));
+  }
+  span[0] = start as u32;
+  span[1] = end as u32;
+  Ok(())
 }
 
 fn read(json: &[u8]) -> Result<HfTokenizer> {
@@ -89,6 +124,6 @@ impl Task for LoadTokenizer {
   }
 
   fn resolve(&mut self, _env: Env, output: HfTokenizer) -> Result<NativeTokenizer> {
-    Ok(NativeTokenizer::new(output))
+    Ok(NativeTokenizer::new(Tokenizer::Hf(output)))
   }
 }

@@ -49,6 +49,35 @@ impl HfTokenizer {
   }
 }
 
+/// A text encoder: a HuggingFace tokenizer, or the built-in byte tokenizer (one id per UTF-8 byte,
+/// as src/preprocess/byte-tokenizer.ts) of the simulated fleet.
+pub enum Tokenizer {
+  Hf(HfTokenizer),
+  Bytes,
+}
+
+impl Tokenizer {
+  pub fn encode_into(&self, text: &str, out: &mut TokenIds) -> Result<(), String> {
+    match self {
+      Self::Hf(t) => t.encode_into(text, out),
+      Self::Bytes => {
+        out.0.extend(text.bytes().map(|b| PipelineToken::from(u32::from(b))));
+        Ok(())
+      }
+    }
+  }
+
+  pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String, String> {
+    match self {
+      Self::Hf(t) => t.decode(ids, skip_special_tokens),
+      Self::Bytes => {
+        let bytes = ids.iter().map(|&id| u8::try_from(id).map_err(|_| format!("byte tokenizer ids are below 256, got {id}"))).collect::<Result<Vec<u8>, String>>()?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+      }
+    }
+  }
+}
+
 /// Token ids written by `encode_into`, kept between calls so encoding allocates nothing.
 #[derive(Default)]
 pub struct TokenIds(Vec<PipelineToken>);

@@ -48,3 +48,13 @@ fn reads_the_version_without_building_the_document() {
   assert_eq!(version::of("{\"model\": {}}").unwrap(), None);
   assert!(version::of("[1]").is_err());
 }
+
+#[test]
+fn the_byte_tokenizer_gives_one_id_per_utf8_byte() {
+  let mut ids = TokenIds::default();
+  Tokenizer::Bytes.encode_into("hé", &mut ids).unwrap();
+  assert_eq!(ids.as_slice(), [104, 195, 169]);
+  assert_eq!(Tokenizer::Bytes.decode(&[104, 195, 169], true).unwrap(), "hé");
+  assert_eq!(Tokenizer::Bytes.decode(&[195], true).unwrap(), "\u{fffd}");
+  assert!(Tokenizer::Bytes.decode(&[256], true).is_err());
+}
