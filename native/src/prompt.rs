@@ -44,6 +44,31 @@ pub fn scan_token_prompt(body: &[u8], out: &mut [u32]) -> Option<TokenPrompt> {
   Some(TokenPrompt { start, end: start + raw.len(), count })
 }
 
+/// Room `write_ids_json` needs for `count` ids: up to 10 digits and a comma each, and brackets.
+pub fn max_ids_json_len(count: usize) -> usize {
+  count * 11 + 2
+}
+
+/// `ids` as a JSON array (`[1,2,3]`, the text JSON.stringify writes for them) into `out` (at
+/// least `max_ids_json_len(ids.len())` bytes); returns the length written.
+pub fn write_ids_json(ids: &[u32], out: &mut [u8]) -> usize {
+  let out = &mut out[..max_ids_json_len(ids.len())];
+  out[0] = b'[';
+  let mut at = 1;
+  let mut digits = itoa::Buffer::new();
+  for (i, &id) in ids.iter().enumerate() {
+    if i > 0 {
+      out[at] = b',';
+      at += 1;
+    }
+    let text = digits.format(id).as_bytes();
+    out[at..at + text.len()].copy_from_slice(text);
+    at += text.len();
+  }
+  out[at] = b']';
+  at + 1
+}
+
 /// A text prompt and where its value stands in the body.
 #[derive(Debug, PartialEq, Eq)]
 pub struct TextPrompt<'a> {
@@ -317,5 +342,18 @@ mod tests {
     ] {
       assert_eq!(text(body), None, "{body}");
     }
+  }
+
+  #[test]
+  fn writes_ids_as_json_stringify_does() {
+    let ids = [0, 7, 10, 4_294_967_295, 123_456];
+    let mut out = vec![0u8; max_ids_json_len(ids.len())];
+    let len = write_ids_json(&ids, &mut out);
+    assert_eq!(&out[..len], b"[0,7,10,4294967295,123456]");
+    let max = [u32::MAX; 3];
+    let mut out = vec![0u8; max_ids_json_len(3)];
+    assert_eq!(write_ids_json(&max, &mut out), out.len() - 1); // the last comma's room is spare
+    assert_eq!(write_ids_json(&[], &mut out), 2);
+    assert_eq!(&out[..2], b"[]");
   }
 }

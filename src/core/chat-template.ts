@@ -48,11 +48,13 @@ export class CompiledChatTemplate {
   }
 }
 
+/** Runs a render: the addon's argument errors (code InvalidArg) become TypeError, any other failure a ChatRenderError. */
 function rendered<T>(call: () => T): T {
   try {
     return call();
   } catch (err) {
-    if (err instanceof TypeError || !(err instanceof Error)) throw err;
+    if (!(err instanceof Error) || err instanceof TypeError) throw err;
+    if ((err as { code?: unknown }).code === 'InvalidArg') throw new TypeError(err.message);
     throw new ChatRenderError(err.message);
   }
 }

@@ -3,7 +3,7 @@
 // the body, so a 1k-token prompt no longer becomes a 6 KB string and a 1,024-element array first.
 import { native } from './binding.js';
 import { allocU32 } from './result-slab.js';
-import { expectUint8Array } from '../util/validate.js';
+import { expectUint32Array, expectUint8Array } from '../util/validate.js';
 
 export interface ScannedPrompt {
   tokens: Uint32Array;
@@ -34,4 +34,22 @@ export function scanTokenPrompt(body: Uint8Array): ScannedPrompt | undefined {
   const tokens = allocU32(count);
   tokens.set(out.subarray(0, count));
   return { tokens, start: span[0], end: span[1] };
+}
+
+let jsonScratch = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * Token ids as the JSON array text engines receive (JSON.stringify's text), written natively as
+ * ASCII and read as a one-byte string: `[${ids.join(',')}]` took 27 us for 1k ids.
+ */
+export function tokenIdsJsonText(tokens: Uint32Array): string {
+  expectUint32Array(tokens, 'tokens');
+  const need = tokens.length * 11 + 2;
+  let out = jsonScratch;
+  if (out.length < need) {
+    out = Buffer.allocUnsafe(need);
+    if (need <= MAX_KEPT_SCRATCH * 4) jsonScratch = out;
+  }
+  const length = native.tokenIdsJsonInto(tokens, out);
+  return out.toString('latin1', 0, length);
 }

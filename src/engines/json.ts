@@ -6,6 +6,8 @@
 // JSON.stringify's own TypeError stands. A body the router did not change goes out as the
 // client's own bytes (see markVerbatim).
 
+import { tokenIdsJsonText } from '../core/prompt-scan.js';
+
 /**
  * A body field whose JSON text is already written: a long token-id prompt is never rebuilt as
  * an array of numbers and serialised again. Top-level body fields only (stringifyBody).
@@ -40,9 +42,9 @@ export class RawJson {
   }
 }
 
-/** Token ids as a JSON array (what JSON.stringify of the ids as numbers writes). */
+/** Token ids as a JSON array (what JSON.stringify of the ids as numbers writes), written natively. */
 export function tokenIdsJson(tokens: Uint32Array): RawJson {
-  return RawJson.ofText(`[${tokens.join(',')}]`);
+  return RawJson.ofText(tokenIdsJsonText(tokens));
 }
 
 const VERBATIM = Symbol('kvroute.verbatimJson');

@@ -27,3 +27,18 @@ pub fn scan_token_prompt(body: &[u8], mut out: Uint32ArraySlice, mut span: Uint3
     None => -1,
   })
 }
+
+/// Token ids as the JSON array text engines receive (what JSON.stringify writes for them) into
+/// `out` (at least 11 bytes an id, plus 2), without a JavaScript number-to-string conversion per
+/// id; returns the length written (ASCII).
+#[napi]
+pub fn token_ids_json_into(ids: &[u32], mut out: Uint8ArraySlice) -> Result<u32> {
+  // SAFETY: a synchronous call: no JavaScript runs while the slice lives, and `out` is an array
+  // of the wrapper's own (src/core/prompt-scan.ts), never `ids`' buffer.
+  let out = unsafe { out.as_mut() };
+  let need = prompt::max_ids_json_len(ids.len());
+  if out.len() < need {
+    return Err(range_error(format!("out must hold at least {need} bytes, got {}", out.len())));
+  }
+  Ok(prompt::write_ids_json(ids, out) as u32)
+}
