@@ -44,7 +44,7 @@ export class CompiledChatTemplate {
   /** A chat request body rendered and tokenized in one native call; undefined when the body is not the plain case. */
   encodeBody(tokenizer: NativeTextTokenizer, body: Uint8Array): ScannedPrompt | undefined {
     expectUint8Array(body, 'body');
-    return rendered(() => scannedIds(tokenizer.binding, (out, where) => this.inner.encodeBody(tokenizer.binding, body, out, where)));
+    return rendered(() => scannedIds(tokenizer.binding, (out, where, times) => this.inner.encodeBody(tokenizer.binding, body, out, where, times)));
   }
 }
 

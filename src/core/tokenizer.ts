@@ -11,6 +11,21 @@ let scratch = new Uint32Array(16_384);
 /** Scratch kept between calls, up to this many ids; a longer text gets its own for the call. */
 const MAX_KEPT_SCRATCH = 1 << 20;
 const span = new Uint32Array(2);
+/** Microseconds of the last native request read: [read, render, tokenize]. */
+const timings = new Float64Array(3);
+
+/** Where the last native request read (encodePromptBody, a chat template's encodeBody) spent its time. */
+export interface PreprocessTimings {
+  /** The body's JSON read and the prompt or messages taken out. */
+  readUs: number;
+  /** The chat template rendered (0 for a completions prompt). */
+  renderUs: number;
+  tokenizeUs: number;
+}
+
+export function lastPreprocessTimings(): PreprocessTimings {
+  return { readUs: timings[0], renderUs: timings[1], tokenizeUs: timings[2] };
+}
 
 export class NativeTextTokenizer {
   private constructor(
@@ -48,7 +63,7 @@ export class NativeTextTokenizer {
    */
   encodePromptBody(body: Uint8Array): ScannedPrompt | undefined {
     expectUint8Array(body, 'body');
-    return scannedIds(this.binding, (out, where) => this.binding.encodePromptBody(body, out, where));
+    return scannedIds(this.binding, (out, where, times) => this.binding.encodePromptBody(body, out, where, times));
   }
 
   /** The text of `ids`, special tokens left out unless asked for. */
@@ -58,14 +73,14 @@ export class NativeTextTokenizer {
 }
 
 /**
- * The ids a native call wrote through `tokenizer` (see native/src/bindings/tokenize.rs) and the
- * byte span it wrote into `where`: `call` returns their count, -1 for "not the plain case", and a
+ * The ids a native call wrote through `tokenizer` (see native/src/bindings/tokenize.rs), the
+ * byte span it wrote into `where` and its stage timings into `times`: `call` returns their count, -1 for "not the plain case", and a
  * count above the array's length means they wait in the tokenizer for takeIds.
  */
-export function scannedIds(tokenizer: Binding.NativeTokenizer, call: (out: Uint32Array, where: Uint32Array) => number): ScannedPrompt | undefined {
+export function scannedIds(tokenizer: Binding.NativeTokenizer, call: (out: Uint32Array, where: Uint32Array, times: Float64Array) => number): ScannedPrompt | undefined {
   let declined = false;
   const tokens = collectIds(tokenizer, (out) => {
-    const count = call(out, span);
+    const count = call(out, span, timings);
     declined = count < 0;
     return Math.max(count, 0);
   });

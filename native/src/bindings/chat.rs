@@ -6,7 +6,7 @@ use napi_derive::napi;
 use minijinja::Value;
 
 use super::errors::type_error;
-use super::tokenize::{write_span, NativeTokenizer};
+use super::tokenize::{write_span, NativeTokenizer, Stage, StageTimer};
 use crate::chat::request::read_chat_request;
 use crate::chat::ChatTemplate;
 
@@ -50,13 +50,19 @@ impl NativeChatTemplate {
   }
 
   /// A chat request body rendered and tokenized in one call: the ids as NativeTokenizer.encode
-  /// gives them, `span` set to where `messages` stand; -1 when the body is not the plain case.
+  /// gives them, `span` set to where `messages` stand, the microseconds of each stage in
+  /// `timings` (read, render, tokenize); -1 when the body is not the plain case.
   #[napi]
-  pub fn encode_body(&self, tokenizer: &mut NativeTokenizer, body: &[u8], out: Uint32ArraySlice, span: Uint32ArraySlice) -> Result<i64> {
+  pub fn encode_body(&self, tokenizer: &mut NativeTokenizer, body: &[u8], out: Uint32ArraySlice, span: Uint32ArraySlice, timings: Float64ArraySlice) -> Result<i64> {
+    let mut timer = StageTimer::start();
     let Some(req) = read_chat_request(body) else { return Ok(-1) };
+    timer.lap(Stage::Read);
     let text = self.inner.render(&req.input()).map_err(Error::from_reason)?;
+    timer.lap(Stage::Render);
     tokenizer.encode_str(&text)?;
+    timer.lap(Stage::Tokenize);
     write_span(span, req.start, req.end)?;
+    timer.write(timings)?;
     Ok(i64::from(tokenizer.take_ids(out)?))
   }
 }

@@ -3,6 +3,7 @@
 //! the caller's; when it is too small the call returns the count and keeps the ids for takeIds.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -43,13 +44,18 @@ impl NativeTokenizer {
   }
 
   /// A completions body's text prompt (a string, or a batch of one), read and tokenized from the
-  /// body's bytes: the ids as for encode, the prompt value's byte span in `span[0]..span[1]`.
-  /// -1 when the body is not that plain case (the caller parses it whole).
+  /// body's bytes: the ids as for encode, the prompt value's byte span in `span[0]..span[1]`,
+  /// and the microseconds spent reading and tokenizing in `timings` (see StageTimer). -1 when
+  /// the body is not that plain case (the caller parses it whole).
   #[napi]
-  pub fn encode_prompt_body(&mut self, body: &[u8], out: Uint32ArraySlice, span: Uint32ArraySlice) -> Result<i64> {
+  pub fn encode_prompt_body(&mut self, body: &[u8], out: Uint32ArraySlice, span: Uint32ArraySlice, timings: Float64ArraySlice) -> Result<i64> {
+    let mut timer = StageTimer::start();
     let Some(p) = prompt::scan_text_prompt(body) else { return Ok(-1) };
+    timer.lap(Stage::Read);
     self.encode_str(&p.text)?;
+    timer.lap(Stage::Tokenize);
     write_span(span, p.start, p.end)?;
+    timer.write(timings)?;
     Ok(i64::from(self.take_ids(out)?))
   }
 
@@ -84,6 +90,43 @@ impl NativeTokenizer {
   pub(super) fn encode_str(&mut self, text: &str) -> Result<()> {
     self.ids.clear();
     self.inner.encode_into(text, &mut self.ids).map_err(Error::from_reason)
+  }
+}
+
+/// The stages of reading a request natively, in the order of the timings array.
+#[derive(Clone, Copy)]
+pub(super) enum Stage {
+  /// The body's JSON read and the prompt or messages taken out.
+  Read = 0,
+  /// The chat template rendered.
+  Render = 1,
+  Tokenize = 2,
+}
+
+/// Microseconds per stage of one call, written to the caller's `timings` ([read, render,
+/// tokenize]; a stage the call does not have is 0), as the routing core reports its phases.
+pub(super) struct StageTimer {
+  last: Instant,
+  us: [f64; 3],
+}
+
+impl StageTimer {
+  pub(super) fn start() -> Self {
+    Self { last: Instant::now(), us: [0.0; 3] }
+  }
+
+  pub(super) fn lap(&mut self, stage: Stage) {
+    let now = Instant::now();
+    self.us[stage as usize] = now.duration_since(self.last).as_secs_f64() * 1e6;
+    self.last = now;
+  }
+
+  pub(super) fn write(&self, mut timings: Float64ArraySlice) -> Result<()> {
+    // SAFETY: as in take_ids.
+    let timings = unsafe { timings.as_mut() };
+    let dst = timings.get_mut(..3).ok_or_else(|| range_error("timings must hold 3 entries"))?;
+    dst.copy_from_slice(&self.us);
+    Ok(())
   }
 }
 
