@@ -25,35 +25,59 @@ const OVERHEAD_RATE_PER_S = 1000;
  * runs (see overhead.ts), the load generator on the engine's thread, after an open-loop warm-up of
  * both paths.
  */
-export async function measureOverhead(
-  world: World,
-  o: { routedUrl: string; engineUrl: string; body: string; arrivals: ArrivalProcess; requests: number; rounds: number; warmup: number; ratePerS?: number },
-): Promise<OverheadMeasure> {
+export async function measureOverhead(world: World, o: OverheadOptions & { body: string }): Promise<OverheadMeasure> {
+  const [measured] = await measureOverheads(world, { ...o, bodies: [o.body] });
+  return measured;
+}
+
+export interface OverheadOptions {
+  routedUrl: string;
+  engineUrl: string;
+  arrivals: ArrivalProcess;
+  /** Routed requests per body over all rounds. */
+  requests: number;
+  rounds: number;
+  warmup: number;
+  ratePerS?: number;
+}
+
+/**
+ * The overhead of several request bodies (the same prompt in different forms) measured in the same
+ * rounds: each round runs every body (direct and routed, in an order that rotates from round to
+ * round), so a stretch of the shared machine's other work moves one round of each, not one body.
+ */
+export async function measureOverheads(world: World, o: OverheadOptions & { bodies: readonly string[] }): Promise<OverheadMeasure[]> {
   const rate = o.ratePerS ?? OVERHEAD_RATE_PER_S;
-  const common = { path: '/v1/completions', body: o.body, concurrency: 32, maxMs: (o.requests * 1000) / rate + 5_000, ratePerS: rate, arrivals: o.arrivals };
   const perRound = Math.ceil(o.requests / o.rounds);
-  const run = (url: string, requests = perRound) => world.load({ ...common, requests, url }, { ownThread: false });
+  const run = (body: string, url: string, requests = perRound) =>
+    world.load({ path: '/v1/completions', body, concurrency: 32, maxMs: (requests * 1000) / rate + 5_000, ratePerS: rate, arrivals: o.arrivals, requests, url }, { ownThread: false });
   // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
-  await run(o.engineUrl, o.warmup);
-  await run(o.routedUrl, o.warmup);
-  const gc = recordGcPauses();
-  const rounds: RoundLatencies[] = [];
-  let routedCompleted = 0;
-  for (let i = 0; i < o.rounds; i++) {
-    // Alternate which path goes first, so neither always meets the machine right after the other.
-    let direct: LoadResult;
-    let routed: LoadResult;
-    if (i % 2 === 0) {
-      direct = await run(o.engineUrl);
-      routed = await run(o.routedUrl);
-    } else {
-      routed = await run(o.routedUrl);
-      direct = await run(o.engineUrl);
-    }
-    rounds.push({ direct: direct.latenciesMs, routed: routed.latenciesMs });
-    routedCompleted += routed.completed;
+  for (const body of o.bodies) {
+    await run(body, o.engineUrl, o.warmup);
+    await run(body, o.routedUrl, o.warmup);
   }
-  return { rate_per_s: rate, arrivals: o.arrivals, requests: routedCompleted, ...overheadFromRounds(rounds), router_gc: gc.stop() };
+  const gc = recordGcPauses();
+  const rounds: RoundLatencies[][] = o.bodies.map(() => []);
+  const routedCompleted = o.bodies.map(() => 0);
+  for (let i = 0; i < o.rounds; i++) {
+    for (let k = 0; k < o.bodies.length; k++) {
+      const b = (k + i) % o.bodies.length;
+      // Alternate which path goes first, so neither always meets the machine right after the other.
+      let direct: LoadResult;
+      let routed: LoadResult;
+      if (i % 2 === 0) {
+        direct = await run(o.bodies[b], o.engineUrl);
+        routed = await run(o.bodies[b], o.routedUrl);
+      } else {
+        routed = await run(o.bodies[b], o.routedUrl);
+        direct = await run(o.bodies[b], o.engineUrl);
+      }
+      rounds[b].push({ direct: direct.latenciesMs, routed: routed.latenciesMs });
+      routedCompleted[b] += routed.completed;
+    }
+  }
+  const routerGc = gc.stop();
+  return o.bodies.map((_, b) => ({ rate_per_s: rate, arrivals: o.arrivals, requests: routedCompleted[b], ...overheadFromRounds(rounds[b]), router_gc: routerGc }));
 }
 
 export function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {

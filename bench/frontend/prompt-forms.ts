@@ -11,7 +11,7 @@ import { promptText } from '../lib/prompt-text.js';
 import { median } from '../lib/stats.js';
 import { percentile, type LoadResult } from './loadgen.js';
 import { round3 } from './overhead.js';
-import { closedLoop, closedLoopWithCpu, measureOverhead, type OverheadMeasure } from './measure.js';
+import { closedLoop, closedLoopWithCpu, measureOverheads, type OverheadMeasure } from './measure.js';
 import type { World } from './world-process.js';
 
 export const PROMPT_FORMS = ['token ids', 'text', 'chat'] as const;
@@ -89,12 +89,11 @@ export async function measurePromptForms(world: World, o: PromptFormOptions): Pr
     }
     const figures: PromptFormFigure[] = [];
     for (const [f, form] of PROMPT_FORMS.entries()) {
-      const { path, body, tokens } = bodies[form];
       const m = measured[f];
       const latencies = Float64Array.from(m.results.flatMap((x) => Array.from(x.latenciesMs))).sort();
       const fig: PromptFormFigure = {
         form,
-        prompt_tokens: tokens,
+        prompt_tokens: bodies[form].tokens,
         concurrency: 64,
         rounds,
         requests: m.results.reduce((n, x) => n + x.completed, 0),
@@ -105,22 +104,26 @@ export async function measurePromptForms(world: World, o: PromptFormOptions): Pr
         p99_ms: round3(percentile(latencies, 99)),
         ...(m.cpu.length > 0 ? { router_cpu_us_per_request: Math.round(median(m.cpu) * 10) / 10, round_router_cpu_us: m.cpu.map((c) => Math.round(c)) } : {}),
       };
-      if (form !== 'chat') {
-        fig.overhead = await measureOverhead(world, {
-          routedUrl: server.url,
-          engineUrl: world.engineUrl,
-          body,
-          arrivals: 'uniform',
-          requests: o.quick ? 400 : 8_000,
-          rounds: o.quick ? 2 : 5,
-          warmup: o.quick ? 200 : 1_000,
-          ratePerS: OVERHEAD_RATE_PER_S,
-        });
-      }
       figures.push(fig);
+    }
+    // Added latency of the completions forms, measured in the same alternating rounds.
+    const timed = figures.filter((f) => f.form !== 'chat');
+    const overheads = await measureOverheads(world, {
+      routedUrl: server.url,
+      engineUrl: world.engineUrl,
+      bodies: timed.map((f) => bodies[f.form].body),
+      arrivals: 'uniform',
+      requests: o.quick ? 400 : 8_000,
+      rounds: o.quick ? 2 : 5,
+      warmup: o.quick ? 200 : 1_000,
+      ratePerS: OVERHEAD_RATE_PER_S,
+    });
+    timed.forEach((f, i) => (f.overhead = overheads[i]));
+    for (const fig of figures) {
+      const m = measured[PROMPT_FORMS.indexOf(fig.form)];
       const failedNote = fig.failed ? `, ${fig.failed} failed: ${m.results.find((x) => x.firstError)?.firstError}` : '';
       o.log(
-        `frontend, ${form} prompts (${tokens} tokens, ${path}, real tokenizer): ${fig.rps} req/s, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request (rounds ${fig.round_router_cpu_us?.join(', ') ?? '?'})` +
+        `frontend, ${fig.form} prompts (${fig.prompt_tokens} tokens, ${bodies[fig.form].path}, real tokenizer): ${fig.rps} req/s, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request (rounds ${fig.round_router_cpu_us?.join(', ') ?? '?'})` +
           (fig.overhead ? `, added latency at ${OVERHEAD_RATE_PER_S} req/s p50 ${fig.overhead.overhead_p50_ms} ms, p99 ${fig.overhead.overhead_p99_ms} ms (rounds ${fig.overhead.round_overhead_p99_ms.join(', ')})` : '') +
           failedNote,
       );
