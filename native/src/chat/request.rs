@@ -68,7 +68,12 @@ pub fn template_messages(messages: &Value) -> Option<Value> {
     if role.as_str().is_none_or(str::is_empty) {
       return None;
     }
-    let content = content_text(&m.get_attr("content").ok()?)?;
+    let given = m.get_attr("content").ok()?;
+    if given.kind() == ValueKind::String {
+      out.push(m); // already what the template sees: no copy
+      continue;
+    }
+    let content = content_text(&given)?;
     let mut fields: Vec<(Value, Value)> = Vec::with_capacity(m.len().unwrap_or(0) + 1);
     let mut has_content = false;
     for key in m.try_iter().ok()? {
