@@ -10,18 +10,19 @@
 // < 1 ms at 1,000 req/s.
 import { createRouter } from '../../src/server/app/router.js';
 import { listenUws } from '../../src/server/http/uws.js';
-import type { ArrivalProcess } from './arrivals.js';
-import type { LoadOptions, LoadResult } from './loadgen.js';
+import type { HfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { percentile } from '../lib/stats.js';
-import { recordGcPauses, type GcPauses } from './gc-pauses.js';
-import { overheadFromRounds, round3, type OverheadRounds, type RoundLatencies } from './overhead.js';
-import { threadCpuMicros } from './thread-cpu.js';
+import { closedLoop, closedLoopWithCpu, measureOverhead, type OverheadMeasure } from './measure.js';
+import { round3 } from './overhead.js';
+import { measurePromptForms, type PromptFormFigure } from './prompt-forms.js';
 import { startWorld, type World } from './world-process.js';
 
 export interface FrontendBenchOptions {
   quick?: boolean;
   /** Progress lines. */
   log?: (line: string) => void;
+  /** Also measure the prompt forms (token ids, text, chat) through a router with this real tokenizer (prompt-forms.ts). */
+  realTokenizer?: { dir: string; tokenizer: HfTokenizer };
 }
 
 export interface ThroughputFigure {
@@ -37,16 +38,9 @@ export interface ThroughputFigure {
   router_cpu_us_per_request?: number;
 }
 
-export interface OverheadFigure extends OverheadRounds {
+export interface OverheadFigure extends OverheadMeasure {
   prompt_tokens: number;
   stream: boolean;
-  rate_per_s: number;
-  /** How sends were spaced: evenly (the target's load) or as a Poisson process. */
-  arrivals: ArrivalProcess;
-  /** Routed requests over all rounds. */
-  requests: number;
-  /** The router process's GC pauses over the rounds (direct runs included: the router idles then). */
-  router_gc: GcPauses;
 }
 
 /** Long streams, a write per token: what one streamed token costs the router. */
@@ -67,6 +61,8 @@ export interface FrontendBenchResult {
   throughput: ThroughputFigure[];
   overhead: OverheadFigure[];
   per_token: PerTokenFigure;
+  /** With a real tokenizer: the same prompt as token ids, text and chat. */
+  prompt_forms?: PromptFormFigure[];
   targets: { streamed_rps_1k: number; streamed_rps_target: number; overhead_p99_ms_1k: number; overhead_p99_target_ms: number };
 }
 
@@ -122,6 +118,9 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
     }
     const perToken = await measurePerToken(world, o.quick ? 300 : 3_000);
     log(`frontend: ${STREAM_TOKENS}-token streams, a write per token: ${perToken.tokens_per_s} tokens/s, router CPU ${perToken.router_cpu_us_per_token ?? '?'} us per token (${perToken.router_cpu_us_per_request ?? '?'} us per request)${perToken.failed ? `, ${perToken.failed} failed` : ''}`);
+    const promptForms = o.realTokenizer
+      ? await measurePromptForms(world, { quick: !!o.quick, model: MODEL, outputTokens: OUTPUT_TOKENS, tokenizerDir: o.realTokenizer.dir, tokenizer: o.realTokenizer.tokenizer, log })
+      : undefined;
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
     const o1k = overhead.find((t) => t.prompt_tokens === 1024 && t.stream && t.arrivals === 'uniform')!;
     return {
@@ -129,6 +128,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
       throughput,
       overhead,
       per_token: perToken,
+      ...(promptForms ? { prompt_forms: promptForms } : {}),
       targets: { streamed_rps_1k: s1k.rps, streamed_rps_target: 5000, overhead_p99_ms_1k: o1k.overhead_p99_ms, overhead_p99_target_ms: 1 },
     };
   } finally {
@@ -136,42 +136,6 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
     await router.close();
     await world.close();
   }
-}
-
-const OVERHEAD_RATE_PER_S = 1000;
-
-/**
- * Router overhead at a fixed rate: alternating rounds of direct and routed runs (see overhead.ts),
- * the load generator on the engine's thread, after an open-loop warm-up of both paths.
- */
-async function measureOverhead(
-  world: World,
-  o: { routedUrl: string; engineUrl: string; body: string; arrivals: ArrivalProcess; requests: number; rounds: number; warmup: number },
-): Promise<Omit<OverheadFigure, 'prompt_tokens' | 'stream'>> {
-  const common = { path: '/v1/completions', body: o.body, concurrency: 32, maxMs: o.requests + 5_000, ratePerS: OVERHEAD_RATE_PER_S, arrivals: o.arrivals };
-  const perRound = Math.ceil(o.requests / o.rounds);
-  const run = (url: string, requests = perRound) => world.load({ ...common, requests, url }, { ownThread: false });
-  // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
-  await run(o.engineUrl, o.warmup);
-  await run(o.routedUrl, o.warmup);
-  const gc = recordGcPauses();
-  const rounds: RoundLatencies[] = [];
-  let routedCompleted = 0;
-  for (let i = 0; i < o.rounds; i++) {
-    // Alternate which path goes first, so neither always meets the machine right after the other.
-    let direct: LoadResult;
-    let routed: LoadResult;
-    if (i % 2 === 0) {
-      direct = await run(o.engineUrl);
-      routed = await run(o.routedUrl);
-    } else {
-      routed = await run(o.routedUrl);
-      direct = await run(o.engineUrl);
-    }
-    rounds.push({ direct: direct.latenciesMs, routed: routed.latenciesMs });
-    routedCompleted += routed.completed;
-  }
-  return { rate_per_s: OVERHEAD_RATE_PER_S, arrivals: o.arrivals, requests: routedCompleted, ...overheadFromRounds(rounds), router_gc: gc.stop() };
 }
 
 /** A router in front of the world's streaming engine, loaded closed-loop with 64 long streams. */
@@ -195,18 +159,6 @@ async function measurePerToken(world: World, requests: number): Promise<PerToken
     await server.close();
     await router.close();
   }
-}
-
-function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {
-  return world.load(opts, { ownThread: true });
-}
-
-/** A closed loop, with the router thread's CPU per completed request over it (Linux; else undefined). */
-async function closedLoopWithCpu(world: World, opts: LoadOptions): Promise<{ r: LoadResult; cpuPerRequest?: number }> {
-  const before = threadCpuMicros();
-  const r = await closedLoop(world, opts);
-  const after = threadCpuMicros();
-  return { r, cpuPerRequest: before !== undefined && after !== undefined && r.completed > 0 ? (after - before) / r.completed : undefined };
 }
 
 function requestBody(tokens: number, stream: boolean, maxTokens = OUTPUT_TOKENS): string {

@@ -3,7 +3,10 @@
 // 8k-token prompts (see bench/frontend/run.ts for the method). Targets: >= 5,000 streamed req/s
 // with short outputs; router overhead p99 < 1 ms at 1,000 req/s.
 import { ROUTER_NODE_FLAGS } from '../../src/cli/node-flags.js';
+import { loadHfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
+import type { PromptFormFigure } from '../frontend/prompt-forms.js';
 import { runFrontendBench } from '../frontend/run.js';
+import { REAL_TOKENIZER_PACKAGE, realTokenizerDir } from '../lib/real-tokenizer.js';
 import type { BenchContext, BenchSuite, Figure, SuiteResult } from '../lib/suite.js';
 import { barChart } from '../lib/svg.js';
 
@@ -16,7 +19,9 @@ export const suite: BenchSuite = {
   // The router's process runs with the flags npm start gives it (src/cli/node-flags.ts).
   nodeFlags: ROUTER_NODE_FLAGS,
   async run(ctx: BenchContext): Promise<SuiteResult> {
-    const r = await runFrontendBench({ quick: ctx.quick, log: (line) => ctx.progress(line) });
+    ctx.progress(`loading the real tokenizer (${REAL_TOKENIZER_PACKAGE})`);
+    const dir = realTokenizerDir();
+    const r = await runFrontendBench({ quick: ctx.quick, log: (line) => ctx.progress(line), realTokenizer: { dir, tokenizer: await loadHfTokenizer(dir) } });
     const figures: Figure[] = [];
     for (const t of r.throughput) {
       const headline = t.prompt_tokens === 1024 && t.stream;
@@ -78,6 +83,8 @@ export const suite: BenchSuite = {
         note: `a request's CPU over its tokens, its routing included (${pt.router_cpu_us_per_request} us per request)`,
       });
     }
+    const forms = r.prompt_forms ?? [];
+    figures.push(...promptFormFigures(forms));
     const rows = r.overhead.map((o) => {
       const t = r.throughput.find((x) => x.prompt_tokens === o.prompt_tokens && x.stream === o.stream)!;
       return `| ${label(o.prompt_tokens, o.stream)} | ${o.arrivals} | ${t.rps} | ${t.router_cpu_us_per_request ?? 'n/a'} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} | ${o.round_overhead_p99_ms.join(', ')} | ${o.pooled_overhead_p99_ms} | ${o.router_gc.scavenges_per_s}, ${o.router_gc.scavenge_p50_ms} / ${o.router_gc.scavenge_max_ms} |`;
@@ -113,6 +120,71 @@ export const suite: BenchSuite = {
       })),
       yLabel: 'requests / s',
     });
-    return { figures, sections: [{ title: 'Frontend', markdown }], charts: [{ name: 'throughput', title: 'Router throughput', svg: chart }], data: r };
+    const sections = [{ title: 'Frontend', markdown }];
+    if (forms.length > 0) sections.push({ title: 'Frontend: text, chat and token-id prompts (real tokenizer)', markdown: promptFormsMarkdown(forms) });
+    return { figures, sections, charts: [{ name: 'throughput', title: 'Router throughput', svg: chart }], data: r };
   },
 };
+
+/** Per prompt form: req/s and router CPU against the token-id form's, added latency at the steady rate (target < 0.5 ms). */
+function promptFormFigures(forms: PromptFormFigure[]): Figure[] {
+  const ids = forms.find((f) => f.form === 'token ids');
+  const figures: Figure[] = [];
+  for (const f of forms) {
+    const vsIds = f !== ids && ids !== undefined;
+    const what = `${f.form} prompts, 1k tokens, streamed, real tokenizer`;
+    figures.push({
+      name: `requests per second, ${what}, ${f.concurrency} in flight`,
+      value: f.rps,
+      unit: 'req/s',
+      better: 'higher',
+      ...(vsIds ? { reference: { name: 'token-id prompts', value: ids.rps } } : {}),
+      headline: f.form === 'text',
+      note: `median of ${f.rounds} rounds, the forms alternating (${f.round_rps.join(', ')})${f.failed ? `; ${f.failed} failed` : ''}`,
+    });
+    if (f.router_cpu_us_per_request !== undefined) {
+      figures.push({
+        name: `router thread CPU per request, ${what}`,
+        value: f.router_cpu_us_per_request,
+        unit: 'us',
+        better: 'lower',
+        ...(vsIds && ids.router_cpu_us_per_request !== undefined ? { reference: { name: 'token-id prompts', value: ids.router_cpu_us_per_request } } : {}),
+        headline: f.form === 'text',
+        note: `the router thread alone, median of ${f.rounds} rounds (${f.round_router_cpu_us?.join(', ')} us)`,
+      });
+    }
+    if (f.overhead) {
+      figures.push({
+        name: `added latency p99 at a steady ${f.overhead.rate_per_s} req/s, ${what}`,
+        value: f.overhead.overhead_p99_ms,
+        unit: 'ms',
+        better: 'lower',
+        target: { op: '<=', value: 0.5 },
+        headline: true,
+        note: `median of ${f.overhead.rounds} alternating rounds (${f.overhead.round_overhead_p99_ms.join(', ')} ms); pooled ${f.overhead.pooled_overhead_p99_ms} ms`,
+      });
+      figures.push({ name: `added latency p50 at a steady ${f.overhead.rate_per_s} req/s, ${what}`, value: f.overhead.overhead_p50_ms, unit: 'ms', better: 'lower' });
+    }
+  }
+  return figures;
+}
+
+function promptFormsMarkdown(forms: PromptFormFigure[]): string {
+  const rows = forms.map((f) => {
+    const o = f.overhead;
+    return `| ${f.form} | ${f.prompt_tokens} | ${f.rps} | ${f.router_cpu_us_per_request ?? 'n/a'} | ${f.round_router_cpu_us?.join(', ') ?? ''} | ${f.p50_ms} / ${f.p99_ms} | ${o ? `${o.overhead_p50_ms} / ${o.overhead_p99_ms}` : 'n/a'} | ${o ? o.round_overhead_p99_ms.join(', ') : ''} |`;
+  });
+  return [
+    "A router configured with Qwen2.5's tokenizer.json and chat template, in front of the same instant",
+    'engine: one 1k-token prompt sent as token ids, as text (the router tokenizes it) and as a chat request',
+    '(system + user message: the router renders the template and tokenizes), streamed, 4 output tokens.',
+    'Engines get token ids in every case. Throughput: closed loop, 64 in flight, the three forms in alternating',
+    'rounds (medians over the rounds; the per-round router CPU is listed). Added latency: open loop at',
+    'a steady rate, routed minus direct at the same percentile, median of alternating rounds (the instant',
+    'engine has no chat endpoint to compare a chat request against).',
+    '',
+    '| prompt | tokens | req/s | router thread CPU per request (us) | CPU per round (us) | latency p50 / p99 (ms), closed loop | added latency p50 / p99 (ms) | added p99 per round (ms) |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}

@@ -11,6 +11,8 @@ export const NativeErrorCode = {
   wrongMode: 'ERR_KVROUTE_WRONG_MODE',
   busy: 'ERR_KVROUTE_BUSY',
   invalidSnapshot: 'ERR_KVROUTE_INVALID_SNAPSHOT',
+  tokenizer: 'ERR_KVROUTE_TOKENIZER',
+  chatTemplate: 'ERR_KVROUTE_CHAT_TEMPLATE',
   noEligibleWorker: 'ERR_KVROUTE_NO_ELIGIBLE_WORKER',
   backpressure: 'ERR_KVROUTE_BACKPRESSURE',
   missingRoutingHint: 'ERR_KVROUTE_MISSING_ROUTING_HINT',

@@ -6,6 +6,8 @@
 // JSON.stringify's own TypeError stands. A body the router did not change goes out as the
 // client's own bytes (see markVerbatim).
 
+import { jsonWithTokenIds, tokenIdsJsonText } from '../core/prompt-scan.js';
+
 /**
  * A body field whose JSON text is already written: a long token-id prompt is never rebuilt as
  * an array of numbers and serialised again. Top-level body fields only (stringifyBody).
@@ -16,6 +18,8 @@ export class RawJson {
   private constructor(
     private readonly bytes: Uint8Array | undefined,
     text: string | undefined,
+    /** Token ids this value is the JSON array of, written when needed (stringifyBody writes them in place). */
+    readonly tokenIds?: Uint32Array,
   ) {
     this.decoded = text;
   }
@@ -29,8 +33,15 @@ export class RawJson {
     return new RawJson(bytes, undefined);
   }
 
+  /** The JSON array of `tokens` (kept, not copied). */
+  static ofTokenIds(tokens: Uint32Array): RawJson {
+    return new RawJson(undefined, undefined, tokens);
+  }
+
   get text(): string {
-    this.decoded ??= Buffer.from(this.bytes!.buffer, this.bytes!.byteOffset, this.bytes!.byteLength).toString('utf8');
+    if (this.decoded === undefined) {
+      this.decoded = this.tokenIds ? tokenIdsJsonText(this.tokenIds) : Buffer.from(this.bytes!.buffer, this.bytes!.byteOffset, this.bytes!.byteLength).toString('utf8');
+    }
     return this.decoded;
   }
 
@@ -40,9 +51,9 @@ export class RawJson {
   }
 }
 
-/** Token ids as a JSON array (what JSON.stringify of the ids as numbers writes). */
+/** Token ids as a JSON array (what JSON.stringify of the ids as numbers writes), written natively when sent. */
 export function tokenIdsJson(tokens: Uint32Array): RawJson {
-  return RawJson.ofText(`[${tokens.join(',')}]`);
+  return RawJson.ofTokenIds(tokens);
 }
 
 const VERBATIM = Symbol('kvroute.verbatimJson');
@@ -58,12 +69,21 @@ export function markVerbatim<T extends Record<string, unknown>>(body: T, bytes: 
   return Object.freeze(body);
 }
 
-/** What to send for `body`: the client's bytes when it is marked verbatim, else its JSON text. */
+/**
+ * What to send for `body`: the client's bytes when it is marked verbatim, else its JSON (UTF-8
+ * bytes when it carries token ids, which are written natively; text otherwise).
+ */
 export function engineBody(body: Record<string, unknown>): string | Uint8Array {
-  return ((body as { [VERBATIM]?: Uint8Array })[VERBATIM]) ?? stringifyBody(body);
+  return ((body as { [VERBATIM]?: Uint8Array })[VERBATIM]) ?? serializeBody(body);
 }
 
+/** The JSON text of an engine body. */
 export function stringifyBody(body: Record<string, unknown>): string {
+  const out = serializeBody(body);
+  return typeof out === 'string' ? out : Buffer.from(out.buffer, out.byteOffset, out.byteLength).toString('utf8');
+}
+
+function serializeBody(body: Record<string, unknown>): string | Uint8Array {
   let special = false;
   for (const key in body) {
     if (isSpecialValue(body[key])) {
@@ -73,15 +93,25 @@ export function stringifyBody(body: Record<string, unknown>): string {
   }
   if (!special) return JSON.stringify(body);
   const parts: string[] = [];
+  // One id array is written last, straight into the body's bytes: no string of its own (a 1k-token
+  // prompt's ids are 5 KB, and each such string per request cost the router scavenges).
+  let idsKey: string | undefined;
+  let ids: Uint32Array | undefined;
   for (const key of Object.keys(body)) {
     const value = body[key];
     let text: string | undefined;
+    if (value instanceof RawJson && value.tokenIds && ids === undefined) {
+      idsKey = key;
+      ids = value.tokenIds;
+      continue;
+    }
     if (value instanceof RawJson) text = value.text;
     else if (typeof value === 'bigint') text = value.toString();
     else if (isBigintArray(value)) text = `[${value.join(',')}]`;
     else text = JSON.stringify(value);
     if (text !== undefined) parts.push(`${JSON.stringify(key)}:${text}`); // undefined/functions are skipped, as JSON.stringify does
   }
+  if (ids !== undefined) return jsonWithTokenIds(`{${parts.join(',')}`, JSON.stringify(idsKey), ids);
   return `{${parts.join(',')}}`;
 }
 

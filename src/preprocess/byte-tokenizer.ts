@@ -1,13 +1,21 @@
 // The built-in default tokenizer: one token per UTF-8 byte (ids 0..255). It needs no model files,
 // round-trips any text exactly, and gives the router and the simulated engine the same token ids.
+import { NativeTextTokenizer } from '../core/tokenizer.js';
 import type { TextTokenizer } from './types.js';
 
 export const BYTE_VOCAB_SIZE = 256;
 
 const encoder = new TextEncoder();
+let nativeBytes: NativeTextTokenizer | undefined;
 
 export const byteTokenizer = {
   name: 'byte' as const,
+
+  /** The same tokenizer in the addon, made on first use (the router reads request bodies with it). */
+  get native(): NativeTextTokenizer {
+    nativeBytes ??= NativeTextTokenizer.bytes();
+    return nativeBytes;
+  },
 
   encode(text: string): Uint32Array {
     if (typeof text !== 'string') throw new TypeError(`text must be a string, got ${typeof text}`);

@@ -1,6 +1,6 @@
-// Chat templates are Jinja, as HuggingFace defines them (tokenizer_config.json's chat_template),
-// rendered with @huggingface/jinja.
-import { Template } from '@huggingface/jinja';
+// Chat templates are Jinja, as HuggingFace defines them (tokenizer_config.json's chat_template):
+// compiled once and rendered natively as apply_chat_template renders them (src/core/chat-template.ts).
+import { CompiledChatTemplate } from '../core/chat-template.js';
 import { withFields } from '../util/objects.js';
 import { describe } from '../util/validate.js';
 import type { ChatMessage } from './types.js';
@@ -10,30 +10,37 @@ export const CHATML_TEMPLATE =
   "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-export class ChatTemplate {
-  private readonly template: Template;
+/** What a render reads besides the messages, as a chat request carries it. */
+export interface ChatRenderExtras {
+  /** The request's tools (HuggingFace passes None without them). */
+  tools?: unknown;
+  /** More template variables (vLLM's chat_template_kwargs). */
+  chat_template_kwargs?: unknown;
+}
 
-  constructor(
-    source: string,
-    private readonly specialTokens: Record<string, string> = {},
-  ) {
-    if (typeof source !== 'string' || source.length === 0) throw new TypeError('chat template must be a non-empty string');
-    this.template = new Template(source);
+export class ChatTemplate {
+  /** The native template, which also reads chat requests straight from their bytes. */
+  readonly compiled: CompiledChatTemplate;
+
+  /**
+   * `specialTokens`: the tokenizer's special tokens (bos_token, eos_token, ...), variables of
+   * every render as apply_chat_template gives them. Throws when the template does not compile.
+   */
+  constructor(source: string, specialTokens: Record<string, string | string[]> = {}) {
+    this.compiled = new CompiledChatTemplate(source, specialTokens);
   }
 
-  render(messages: readonly ChatMessage[], addGenerationPrompt = true): string {
-    return this.template.render({
-      messages: messages as ChatMessage[],
-      add_generation_prompt: addGenerationPrompt,
-      ...this.specialTokens,
-    });
+  /** Messages as parseChatMessages returns them. Throws ChatRenderError when the template refuses them. */
+  render(messages: readonly ChatMessage[], addGenerationPrompt = true, extras: ChatRenderExtras = {}): string {
+    return this.compiled.render(withFields(extras, { messages, add_generation_prompt: addGenerationPrompt }));
   }
 }
 
 /**
  * Checks an OpenAI `messages` array and flattens content parts to text; the messages' other
  * fields go to the template as they are (as HuggingFace's apply_chat_template passes them).
- * Throws TypeError with a message fit for a 400 response.
+ * Throws TypeError with a message fit for a 400 response. native/src/chat/request.rs reads the
+ * messages of a request body the same way.
  */
 export function parseChatMessages(value: unknown): ChatMessage[] {
   if (!Array.isArray(value) || value.length === 0) {

@@ -1,8 +1,15 @@
 // What the frontend needs from a tokenizer: text <-> token ids, and a name for /v1/models and logs.
+import type { NativeTextTokenizer } from '../core/tokenizer.js';
+
 export interface TextTokenizer {
   readonly name: string;
   encode(text: string): Uint32Array;
   decode(ids: ArrayLike<number>): string;
+  /**
+   * The same tokenizer run natively, when it has one: request bodies are then read, rendered and
+   * tokenized in one native call (src/server/openai/request.ts). Must give the ids encode gives.
+   */
+  readonly native?: NativeTextTokenizer;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { scanTokenPrompt } from '../../src/core/prompt-scan.js';
+import fc from 'fast-check';
+import { scanTokenPrompt, tokenIdsJsonText } from '../../src/core/prompt-scan.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -36,5 +37,25 @@ describe('scanTokenPrompt', () => {
 
   it('refuses a body that is not bytes', () => {
     expect(() => scanTokenPrompt('{"prompt":[1]}' as unknown as Uint8Array)).toThrow(TypeError);
+  });
+});
+
+describe('tokenIdsJsonText', () => {
+  it('writes what JSON.stringify writes for the ids', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 0xffffffff }), { maxLength: 300 }), (ids) => {
+        expect(tokenIdsJsonText(Uint32Array.from(ids))).toBe(JSON.stringify(ids));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('writes prompts larger than its kept scratch', () => {
+    const ids = Uint32Array.from({ length: 300_000 }, (_, i) => 0xffffffff - i);
+    expect(tokenIdsJsonText(ids)).toBe(JSON.stringify(Array.from(ids)));
+  });
+
+  it('refuses ids that are not a Uint32Array', () => {
+    expect(() => tokenIdsJsonText([1, 2] as unknown as Uint32Array)).toThrow(TypeError);
   });
 });

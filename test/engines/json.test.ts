@@ -29,6 +29,27 @@ describe('RawJson', () => {
     expect(tokenIdsJson(Uint32Array.of(1, 2)).text).toBe(JSON.stringify([1, 2]));
   });
 
+  it('writes token ids natively, last and in place, as bytes engines can be sent', () => {
+    const body = { model: 'm\u00e9', prompt: tokenIdsJson(Uint32Array.of(7, 0, 4294967295)), room: 9n, n: 1 };
+    expect(stringifyBody(body)).toBe('{"model":"m\u00e9","room":9,"n":1,"prompt":[7,0,4294967295]}');
+    const bytes = engineBody(body);
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    expect(JSON.parse(Buffer.from(bytes as Uint8Array).toString('utf8'))).toEqual({ model: 'm\u00e9', room: 9, n: 1, prompt: [7, 0, 4294967295] });
+    expect(stringifyBody({ prompt: tokenIdsJson(Uint32Array.of(1)) })).toBe('{"prompt":[1]}');
+    // A second id array is written as text; the body stays valid JSON.
+    expect(JSON.parse(stringifyBody({ a: tokenIdsJson(Uint32Array.of(1)), b: tokenIdsJson(Uint32Array.of(2, 3)) }))).toEqual({ a: [1], b: [2, 3] });
+  });
+
+  it('gives each body bytes of its own, small or large', () => {
+    const ids = (n: number, v: number) => new Uint32Array(n).fill(v);
+    const small = engineBody({ prompt: tokenIdsJson(ids(3, 1)) }) as Uint8Array;
+    const large = engineBody({ prompt: tokenIdsJson(ids(20_000, 123_456)) }) as Uint8Array;
+    const next = engineBody({ prompt: tokenIdsJson(ids(3, 2)) }) as Uint8Array;
+    expect(Buffer.from(small).toString()).toBe('{"prompt":[1,1,1]}');
+    expect(Buffer.from(next).toString()).toBe('{"prompt":[2,2,2]}');
+    expect((JSON.parse(Buffer.from(large).toString()) as { prompt: number[] }).prompt).toEqual(Array.from(ids(20_000, 123_456)));
+  });
+
   it('refuses to be nested, where it would serialise as {}', () => {
     expect(() => stringifyBody({ a: { prompt: RawJson.ofText('[1]') } })).toThrow(TypeError);
     expect(() => stringifyBody({ a: [RawJson.ofText('[1]')], room: 1n })).toThrow(TypeError);

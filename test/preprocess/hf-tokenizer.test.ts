@@ -1,12 +1,11 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CHATML_TEMPLATE, ChatTemplate, parseChatMessages } from '../../src/preprocess/chat-template.js';
+import { CHATML_TEMPLATE, ChatTemplate } from '../../src/preprocess/chat-template.js';
 import { HfTokenizer, loadHfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
+import { TINY_MODEL } from './tokenizer-fixtures.js';
 
-// A small but real model directory (test/fixtures/tiny-model): a WordLevel tokenizer.json with a
-// whitespace pre-tokenizer, and a ChatML template in its tokenizer_config.json.
-const TINY_MODEL = fileURLToPath(new URL('../fixtures/tiny-model', import.meta.url));
 
 describe('HfTokenizer', () => {
   let tok: HfTokenizer;
@@ -30,42 +29,45 @@ describe('HfTokenizer', () => {
     expect(ids).toContain(5);
   });
 
+  it('takes tokenizer.json as bytes, text or parsed contents', () => {
+    const bytes = readFileSync(join(TINY_MODEL, 'tokenizer.json'));
+    for (const tokenizer of [bytes, bytes.toString('utf8'), JSON.parse(bytes.toString('utf8')) as object]) {
+      expect(Array.from(new HfTokenizer({ tokenizer }).encode('world hello'))).toEqual([6, 5]);
+    }
+  });
+
   it('refuses something that is not a tokenizer.json, and a directory without one', async () => {
     expect(() => new HfTokenizer({ tokenizer: null as unknown as object })).toThrow(TypeError);
+    expect(() => new HfTokenizer({ tokenizer: [] as unknown as object })).toThrow(TypeError);
+    expect(() => new HfTokenizer({ tokenizer: '{"version": "2.0"' })).toThrow(/tokenizer\.json/);
+    expect(() => new HfTokenizer({ tokenizer: { version: '1.0', model: { type: 'Nope' } } })).toThrow(/tokenizer\.json/);
     await expect(loadHfTokenizer(join(TINY_MODEL, 'missing'))).rejects.toThrow(/tokenizer\.json/);
-  });
-});
-
-describe('ChatTemplate', () => {
-  it('passes the special tokens of the config to the template', () => {
-    const t = new ChatTemplate('{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}', { bos_token: '<s>' });
-    expect(t.render([{ role: 'user', content: 'hi' }])).toBe('<s>hi');
-  });
-
-  it('gives the template every field of a message (tool calls, names), content flattened to text', () => {
-    const messages = parseChatMessages([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
-      { role: 'tool', tool_call_id: 'c1', name: 'get_weather', content: [{ type: 'text', text: 'sunny' }] },
-    ]);
-    expect(messages[0]).toMatchObject({ role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather' } }] });
-    expect(messages[1]).toMatchObject({ role: 'tool', tool_call_id: 'c1', name: 'get_weather', content: 'sunny' });
-    const t = new ChatTemplate(
-      "{% for m in messages %}{% if m.tool_calls %}[call {{ m.tool_calls[0].function.name }}]{% elif m.role == 'tool' %}[{{ m.tool_call_id }}: {{ m.content }}]{% endif %}{% endfor %}",
-    );
-    expect(t.render(messages, false)).toBe('[call get_weather][c1: sunny]');
+    const dir = mkdtempSync(join(tmpdir(), 'kvroute-tok-'));
+    try {
+      writeFileSync(join(dir, 'tokenizer.json'), '{"model": 5}');
+      await expect(loadHfTokenizer(dir)).rejects.toThrow(new RegExp(`cannot load the tokenizer of ${dir}`));
+      copyFileSync(join(TINY_MODEL, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+      writeFileSync(join(dir, 'tokenizer_config.json'), '{not json');
+      await expect(loadHfTokenizer(dir)).rejects.toThrow(/tokenizer_config\.json/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
-  it('parses OpenAI messages, including text content parts', () => {
-    expect(parseChatMessages([{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }])).toEqual([
-      { role: 'user', content: 'ab' },
-    ]);
+  it('refuses text that is not a string and ids that are not token ids', () => {
+    expect(() => tok.encode(5 as unknown as string)).toThrow(TypeError);
+    expect(() => tok.decode([1.5])).toThrow(RangeError);
+    expect(() => tok.decode([-1])).toThrow(RangeError);
+    expect(() => tok.decode('5' as unknown as number[])).toThrow(TypeError);
+    expect(tok.decode(Uint32Array.of(5, 99999))).toBe('hello');
   });
 
-  it('refuses malformed messages with TypeError', () => {
-    expect(() => parseChatMessages([])).toThrow(TypeError);
-    expect(() => parseChatMessages('hi')).toThrow(/messages/);
-    expect(() => parseChatMessages([{ content: 'x' }])).toThrow(/role/);
-    expect(() => parseChatMessages([{ role: 'user', content: 5 }])).toThrow(/content/);
-    expect(() => parseChatMessages([{ role: 'user', content: [{ type: 'image_url' }] }])).toThrow(/text part/);
+  it('encodes texts longer than its kept scratch, each result its own', () => {
+    const long = 'hello world '.repeat(20_000);
+    const a = tok.encode(long);
+    const b = tok.encode('world');
+    expect(a.length).toBe(40_000);
+    expect(a[39_999]).toBe(6);
+    expect(Array.from(b)).toEqual([6]);
   });
 });

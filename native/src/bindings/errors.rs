@@ -18,6 +18,10 @@ pub enum Code {
   Busy,
   /// Snapshot bytes that are damaged, truncated, of an unknown version or inconsistent.
   InvalidSnapshot,
+  /// A tokenizer.json that cannot load, or text it cannot encode / ids it cannot decode.
+  Tokenizer,
+  /// A chat template that does not compile, or refuses to render the messages (raise_exception).
+  ChatTemplate,
   /// Routing refusals (src/core/routing-errors.ts).
   NoEligibleWorker,
   Backpressure,
@@ -26,12 +30,14 @@ pub enum Code {
 }
 
 impl Code {
-  pub const ALL: [Code; 9] = [
+  pub const ALL: [Code; 11] = [
     Code::InvalidType,
     Code::OutOfRange,
     Code::WrongMode,
     Code::Busy,
     Code::InvalidSnapshot,
+    Code::Tokenizer,
+    Code::ChatTemplate,
     Code::NoEligibleWorker,
     Code::Backpressure,
     Code::MissingRoutingHint,
@@ -45,6 +51,8 @@ impl Code {
       Code::WrongMode => "ERR_KVROUTE_WRONG_MODE",
       Code::Busy => "ERR_KVROUTE_BUSY",
       Code::InvalidSnapshot => "ERR_KVROUTE_INVALID_SNAPSHOT",
+      Code::Tokenizer => "ERR_KVROUTE_TOKENIZER",
+      Code::ChatTemplate => "ERR_KVROUTE_CHAT_TEMPLATE",
       Code::NoEligibleWorker => "ERR_KVROUTE_NO_ELIGIBLE_WORKER",
       Code::Backpressure => "ERR_KVROUTE_BACKPRESSURE",
       Code::MissingRoutingHint => "ERR_KVROUTE_MISSING_ROUTING_HINT",

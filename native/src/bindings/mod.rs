@@ -1,5 +1,6 @@
 //! N-API bindings: argument checks and conversions only, no routing logic.
 
+mod chat;
 mod errors;
 mod events;
 mod fast;
@@ -8,3 +9,4 @@ mod hash_batch;
 mod indexer;
 mod prompt;
 mod routing;
+mod tokenize;

@@ -27,3 +27,39 @@ pub fn scan_token_prompt(body: &[u8], mut out: Uint32ArraySlice, mut span: Uint3
     None => -1,
   })
 }
+
+/// Token ids as the JSON array text engines receive (what JSON.stringify writes for them) into
+/// `out` (at least 11 bytes an id, plus 2), without a JavaScript number-to-string conversion per
+/// id; returns the length written (ASCII).
+#[napi]
+pub fn token_ids_json_into(ids: &[u32], mut out: Uint8ArraySlice) -> Result<u32> {
+  // SAFETY: a synchronous call: no JavaScript runs while the slice lives, and `out` is an array
+  // of the wrapper's own (src/core/prompt-scan.ts), never `ids`' buffer.
+  let out = unsafe { out.as_mut() };
+  let need = prompt::max_ids_json_len(ids.len());
+  if out.len() < need {
+    return Err(range_error(format!("out must hold at least {need} bytes, got {}", out.len())));
+  }
+  Ok(prompt::write_ids_json(ids, out) as u32)
+}
+
+/// `head` (an object's JSON text without its closing `}`), then `key` (a JSON string) and the
+/// JSON array of `ids` as its last member, then `}`, into `out`: a body with its prompt as ids in
+/// one piece. Returns the length written (UTF-8).
+#[napi]
+pub fn json_with_token_ids_into(head: String, key: String, ids: &[u32], mut out: Uint8ArraySlice) -> Result<u32> {
+  // SAFETY: as in token_ids_json_into.
+  let out = unsafe { out.as_mut() };
+  let need = head.len() + key.len() + 2 + prompt::max_ids_json_len(ids.len());
+  if out.len() < need {
+    return Err(range_error(format!("out must hold at least {need} bytes, got {}", out.len())));
+  }
+  let mut at = 0;
+  for piece in [head.as_bytes(), if head.len() > 1 { b"," } else { b"" }, key.as_bytes(), b":"] {
+    out[at..at + piece.len()].copy_from_slice(piece);
+    at += piece.len();
+  }
+  at += prompt::write_ids_json(ids, &mut out[at..]);
+  out[at] = b'}';
+  Ok((at + 1) as u32)
+}

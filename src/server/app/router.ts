@@ -67,17 +67,21 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
 
 async function loadPreprocessing(config: RouterConfig, opts: CreateRouterOptions): Promise<{ tokenizer: TextTokenizer; chatTemplate: ChatTemplate }> {
   let tokenizer = opts.tokenizer;
-  let template = opts.chatTemplate ?? (config.chatTemplate ? new ChatTemplate(config.chatTemplate) : undefined);
+  let specialTokens: Record<string, string> = {};
+  let modelTemplate: ChatTemplate | undefined;
   if (!tokenizer) {
     if (config.tokenizer.type === 'byte') {
       tokenizer = (await import('../../preprocess/byte-tokenizer.js')).byteTokenizer;
     } else {
       const hf = await (await import('../../preprocess/hf-tokenizer.js')).loadHfTokenizer(config.tokenizer.path);
       tokenizer = hf;
-      template ??= hf.chatTemplate;
+      specialTokens = hf.specialTokens;
+      modelTemplate = hf.chatTemplate;
     }
   }
-  return { tokenizer, chatTemplate: template ?? new ChatTemplate(CHATML_TEMPLATE) };
+  // A configured template overrides the model's, with the model's special tokens.
+  const configured = config.chatTemplate ? new ChatTemplate(config.chatTemplate, specialTokens) : undefined;
+  return { tokenizer, chatTemplate: opts.chatTemplate ?? configured ?? modelTemplate ?? new ChatTemplate(CHATML_TEMPLATE) };
 }
 
 export class RouterImpl implements Router {
@@ -166,8 +170,8 @@ export class RouterImpl implements Router {
     let prepared: PreparedRequest;
     try {
       bytes = await this.readBody(call);
-      const parsed = parseRequestBody(route, bytes);
-      prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.tokens);
+      const parsed = parseRequestBody(route, bytes, this.pre);
+      prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
       if (!this.ready()) {
         throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
       }

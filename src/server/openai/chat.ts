@@ -2,6 +2,8 @@
 // converted back to the chat format: text_completion -> chat.completion, and each streamed chunk
 // -> chat.completion.chunk with a `delta` (the first delta of each choice carries the role).
 
+import { withFields } from '../../util/objects.js';
+
 type Json = Record<string, unknown>;
 
 interface CompletionChoice {
@@ -20,19 +22,15 @@ export function completionToChat(completion: unknown): unknown {
   if (!completion || typeof completion !== 'object') return completion;
   const c = completion as Json;
   const choices = Array.isArray(c.choices) ? (c.choices as CompletionChoice[]) : [];
-  const out: Json = {
-    ...c,
+  return withFields(c, {
     id: chatId(c.id),
     object: 'chat.completion',
-    choices: choices.map((ch, i) => ({
-      index: ch.index ?? i,
-      message: { role: 'assistant', content: ch.text ?? '' },
-      logprobs: null,
-      finish_reason: ch.finish_reason ?? null,
-      ...(ch.stop_reason !== undefined ? { stop_reason: ch.stop_reason } : {}),
-    })),
-  };
-  return out;
+    choices: choices.map((ch, i) => {
+      const choice: Json = { index: ch.index ?? i, message: { role: 'assistant', content: ch.text ?? '' }, logprobs: null, finish_reason: ch.finish_reason ?? null };
+      if (ch.stop_reason !== undefined) choice.stop_reason = ch.stop_reason;
+      return choice;
+    }),
+  });
 }
 
 /** Streamed: converts chunks of one stream, remembering which choices already sent their role. */
@@ -44,8 +42,8 @@ export class ChatChunkConverter {
     const c = chunk as Json;
     if (c.error !== undefined) return chunk; // an in-stream error passes as is
     const choices = Array.isArray(c.choices) ? (c.choices as CompletionChoice[]) : [];
-    return {
-      ...c,
+    // withFields, not spread: a spread object given more fields outlives scavenges on Node 20 (src/util/objects.ts).
+    return withFields(c, {
       id: chatId(c.id),
       object: 'chat.completion.chunk',
       choices: choices.map((ch, i) => {
@@ -59,6 +57,6 @@ export class ChatChunkConverter {
         else if (delta.role) delta.content = '';
         return { index, delta, logprobs: null, finish_reason: ch.finish_reason ?? null };
       }),
-    };
+    });
   }
 }

@@ -7,6 +7,7 @@
 // Requests that need the engine's own chat machinery (tools, response_format, chat logprobs, custom
 // templates) are forwarded to /v1/chat/completions untouched and tokenized for routing only.
 import { randomUUID } from 'node:crypto';
+import { ChatRenderError } from '../../core/chat-template.js';
 import { parseChatMessages, type ChatTemplate } from '../../preprocess/chat-template.js';
 import type { TextTokenizer } from '../../preprocess/types.js';
 import { describe, isShortVisibleAscii } from '../../util/validate.js';
@@ -15,7 +16,7 @@ import { badRequest, HttpError, notFound } from '../call/errors.js';
 
 import type { OpenAiRoute } from '../../engines/types.js';
 import { copyFields } from '../../util/objects.js';
-import { scanTokenPrompt } from '../../core/prompt-scan.js';
+import { scanTokenPrompt, type ScannedPrompt } from '../../core/prompt-scan.js';
 import { RawJson, tokenIdsJson } from '../../engines/json.js';
 export type { OpenAiRoute };
 
@@ -74,26 +75,57 @@ function parseJsonText(text: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** A prompt read and tokenized natively from the request's bytes (see parseRequestBody). */
+export interface ScannedRequest {
+  tokens: Uint32Array;
+  /** What was read: a completions prompt of token ids or of text, or a chat request's messages. */
+  kind: 'ids' | 'text' | 'chat';
+}
+
 export interface RequestBody {
-  /** The parsed body. With `tokens`, its `prompt` is a RawJson of the prompt's bytes. */
+  /** The parsed body. With `scanned`, the field it read (`prompt`, or `messages` for chat) is a RawJson of its bytes. */
   json: Record<string, unknown>;
-  /** A completions prompt of token ids, read from the bytes without parsing it in JavaScript. */
-  tokens?: Uint32Array;
+  scanned?: ScannedRequest;
 }
 
 /**
- * Parses a request body. A completions body whose prompt is a plain array of token ids has the
- * ids read natively (core/prompt-scan.ts) and only the rest parsed here; any other body is
- * parsed whole, so every error reads as before.
+ * Parses a request body. A completions prompt of token ids (core/prompt-scan.ts) or of text, and
+ * a chat request's messages (rendered with the chat template), are read and tokenized natively
+ * from the bytes, with the tokenizer's native form, and only the rest is parsed here. Any other
+ * body (and any body the native reader leaves alone, e.g. a malformed message) is parsed whole,
+ * so every error reads as before.
  */
-export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array): RequestBody {
+export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array, pre?: Preprocessor): RequestBody {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const scanned = route === '/v1/completions' && mayHoldTokenIds(buf) ? scanTokenPrompt(bytes) : undefined;
-  if (!scanned) return { json: parseJsonObject(bytes) };
-  // The body with a placeholder where the prompt's array stood (the native scan validated it all).
-  const json = parseJsonText(`${buf.toString('utf8', 0, scanned.start)}0${buf.toString('utf8', scanned.end)}`);
-  json.prompt = RawJson.ofBytes(bytes.subarray(scanned.start, scanned.end));
-  return { json, tokens: scanned.tokens };
+  const tokenizer = pre?.tokenizer.native;
+  let found: ScannedPrompt | undefined;
+  let kind: ScannedRequest['kind'];
+  if (route === '/v1/completions') {
+    kind = 'ids';
+    found = mayHoldTokenIds(buf) ? scanTokenPrompt(bytes) : undefined;
+    if (!found && tokenizer) {
+      kind = 'text';
+      found = tokenizer.encodePromptBody(bytes);
+    }
+  } else {
+    kind = 'chat';
+    found = tokenizer ? rendering(() => pre!.chatTemplate.compiled.encodeBody(tokenizer, bytes)) : undefined;
+  }
+  if (!found) return { json: parseJsonObject(bytes) };
+  // The body with a placeholder where the value read stood (the native reader validated it all).
+  const json = parseJsonText(`${buf.toString('utf8', 0, found.start)}0${buf.toString('utf8', found.end)}`);
+  json[kind === 'chat' ? 'messages' : 'prompt'] = RawJson.ofBytes(bytes.subarray(found.start, found.end));
+  return { json, scanned: { tokens: found.tokens, kind } };
+}
+
+/** Runs a chat template, a refusal of the client's messages becoming a 400. */
+function rendering<T>(render: () => T): T {
+  try {
+    return render();
+  } catch (err) {
+    if (err instanceof ChatRenderError) throw badRequest(`the chat template cannot render these messages: ${err.message}`, 'chat_template_refused');
+    throw err;
+  }
 }
 
 const PROMPT_KEY = Buffer.from('"prompt"');
@@ -120,8 +152,8 @@ export function prepareRequest(
   body: Record<string, unknown>,
   headers: Record<string, string | undefined>,
   pre: Preprocessor,
-  /** The prompt's ids when parseRequestBody read them (body.prompt is then their RawJson). */
-  scannedTokens?: Uint32Array,
+  /** What parseRequestBody read natively (the field it read is then a RawJson). */
+  scanned?: ScannedRequest,
 ): PreparedRequest {
   checkModel(body.model, pre.models);
   checkCommonFields(body);
@@ -133,16 +165,14 @@ export function prepareRequest(
   const untouched = !Object.hasOwn(body, 'nvext') && body.model !== undefined;
 
   if (route === '/v1/completions') {
-    const tokens = scannedTokens ? checkedLength(scannedTokens) : completionPrompt(body.prompt, pre.tokenizer);
+    const tokens = scanned ? checkedLength(scanned.tokens) : completionPrompt(body.prompt, pre.tokenizer);
     // Token ids the client sent are already what the engine needs (the checks above passed).
-    forEngine.prompt = scannedTokens ? body.prompt : (clientIds(body.prompt) ?? tokenIdsJson(tokens));
+    forEngine.prompt = scanned?.kind === 'ids' ? body.prompt : (clientIds(body.prompt) ?? tokenIdsJson(tokens));
     const verbatim = untouched && forEngine.prompt === body.prompt;
     return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints, verbatim };
   }
 
-  const messages = parseChatMessages(body.messages);
-  const text = pre.chatTemplate.render(messages, body.add_generation_prompt !== false);
-  const tokens = checkedLength(pre.tokenizer.encode(text));
+  const tokens = checkedLength(scanned ? scanned.tokens : chatTokens(body, pre));
   if (needsEngineChat(body)) {
     return { clientRoute: route, engineRoute: route, body: forEngine, tokens, stream, chatAsCompletions: false, hints, verbatim: untouched };
   }
@@ -232,6 +262,14 @@ function checkedLength(tokens: Uint32Array): Uint32Array {
   if (tokens.length === 0) throw badRequest('the prompt tokenizes to nothing', 'invalid_prompt');
   if (tokens.length > MAX_PROMPT_TOKENS) throw new HttpError(413, 'invalid_request_error', 'prompt_too_long', `prompt has more than ${MAX_PROMPT_TOKENS} tokens`);
   return tokens;
+}
+
+/** A chat body parsed in JavaScript: its messages checked, rendered (tools and template kwargs included) and tokenized. */
+function chatTokens(body: Record<string, unknown>, pre: Preprocessor): Uint32Array {
+  const messages = parseChatMessages(body.messages);
+  const extras = { tools: body.tools ?? undefined, chat_template_kwargs: body.chat_template_kwargs ?? undefined };
+  const text = rendering(() => pre.chatTemplate.render(messages, body.add_generation_prompt !== false, extras));
+  return pre.tokenizer.encode(text);
 }
 
 // Chat features only the engine's own chat endpoint implements.

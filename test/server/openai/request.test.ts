@@ -72,23 +72,59 @@ describe('parseRequestBody', () => {
   it('reads a token-id prompt natively and parses the rest, keeping the prompt as the client wrote it', () => {
     const text = '{"model":"m1", "prompt" : [5, 6,7], "max_tokens":4,"stream":true}';
     const r = parseRequestBody('/v1/completions', bytes(text));
-    expect(Array.from(r.tokens!)).toEqual([5, 6, 7]);
+    expect(r.scanned?.kind).toBe('ids');
+    expect(Array.from(r.scanned!.tokens)).toEqual([5, 6, 7]);
     expect(r.json.prompt).toBeInstanceOf(RawJson);
     expect((r.json.prompt as RawJson).text).toBe('[5, 6,7]');
     expect(Object.keys(r.json)).toEqual(['model', 'prompt', 'max_tokens', 'stream']);
     expect(sent(r.json)).toEqual(JSON.parse(text));
   });
 
-  it('parses whole what it does not read natively: text, batches, non-plain numbers, chat', () => {
+  it('parses whole what it does not read natively: batches, non-plain numbers, malformed messages, and text without a native tokenizer', () => {
     // (A nested "prompt" holding text ahead of the real one only skips the native path.)
-    for (const text of ['{"prompt":"hi"}', '{"prompt":[[1,2]]}', '{"prompt":[1.0,2]}', '{"prompt":[-0]}', '{"prompt":[1],"prompt":[2]}', '{"model":"m1"}', '{"nvext":{"prompt":"x"},"prompt":[1,2]}']) {
-      const r = parseRequestBody('/v1/completions', bytes(text));
-      expect(r.tokens, text).toBeUndefined();
+    for (const text of ['{"prompt":[[1,2]]}', '{"prompt":[1.0,2]}', '{"prompt":[-0]}', '{"prompt":[1],"prompt":[2]}', '{"prompt":["a","b"]}', '{"prompt":"a","prompt":"b"}', '{"prompt":"\\ud800"}', '{"model":"m1"}', '{"nvext":{"prompt":"x"},"prompt":[1,2]}']) {
+      const r = parseRequestBody('/v1/completions', bytes(text), pre);
+      expect(r.scanned, text).toBeUndefined();
       expect(r.json, text).toEqual(JSON.parse(text));
     }
-    const chat = parseRequestBody('/v1/chat/completions', bytes('{"messages":[],"prompt":[1]}'));
-    expect(chat.tokens).toBeUndefined();
-    expect(chat.json).toEqual({ messages: [], prompt: [1] });
+    expect(parseRequestBody('/v1/completions', bytes('{"prompt":"hi"}')).scanned).toBeUndefined();
+    for (const text of ['{"messages":[],"prompt":[1]}', '{"messages":[{"content":"x"}]}', '{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}']) {
+      const chat = parseRequestBody('/v1/chat/completions', bytes(text), pre);
+      expect(chat.scanned, text).toBeUndefined();
+      expect(chat.json, text).toEqual(JSON.parse(text));
+    }
+  });
+
+  it('reads and tokenizes a text prompt natively, keeping it as the client wrote it', () => {
+    for (const [text, prompt] of [['{"model":"m1","prompt":"h\\u00e9 \\"x\\"","n":1}', 'hé "x"'], ['{"prompt": [ "one" ]}', 'one']] as const) {
+      const r = parseRequestBody('/v1/completions', bytes(text), pre);
+      expect(r.scanned?.kind).toBe('text');
+      expect(Array.from(r.scanned!.tokens)).toEqual(Array.from(byteTokenizer.encode(prompt)));
+      expect(sent(r.json)).toEqual(JSON.parse(text));
+    }
+  });
+
+  it('renders and tokenizes a chat request natively, as the JavaScript path does', () => {
+    const text = '{"model":"m1","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"stream":true}';
+    const r = parseRequestBody('/v1/chat/completions', bytes(text), pre);
+    expect(r.scanned?.kind).toBe('chat');
+    expect(r.json.messages).toBeInstanceOf(RawJson);
+    expect(sent(r.json)).toEqual(JSON.parse(text));
+    const native = prepareRequest('/v1/chat/completions', r.json, {}, pre, r.scanned);
+    const js = prepareRequest('/v1/chat/completions', JSON.parse(text) as Record<string, unknown>, {}, pre);
+    expect(byteTokenizer.decode(native.tokens)).toBe('<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n');
+    expect(Array.from(native.tokens)).toEqual(Array.from(js.tokens));
+    expect(sent(native.body)).toEqual(sent(js.body));
+  });
+
+  it('answers 400 when the chat template refuses the messages, natively or not', () => {
+    const strict = { ...pre, chatTemplate: new ChatTemplate("{% if messages[0].role != 'user' %}{{ raise_exception('user first, please') }}{% endif %}x") };
+    const text = '{"messages":[{"role":"assistant","content":"hi"}]}';
+    for (const err of [httpError(() => parseRequestBody('/v1/chat/completions', bytes(text), strict)), httpError(() => prepareRequest('/v1/chat/completions', JSON.parse(text) as Record<string, unknown>, {}, strict))]) {
+      expect(err.status).toBe(400);
+      expect(err.code).toBe('chat_template_refused');
+      expect(err.message).toMatch(/user first, please/);
+    }
   });
 
   it('gives malformed bodies the same errors as parseJsonObject', () => {
@@ -108,7 +144,7 @@ describe('parseRequestBody', () => {
         entries.splice(Math.min(at, entries.length), 0, ['prompt', prompt]);
         const text = JSON.stringify(Object.fromEntries(entries), null, indent);
         const r = parseRequestBody('/v1/completions', bytes(text));
-        expect(Array.from(r.tokens!)).toEqual(prompt);
+        expect(Array.from(r.scanned!.tokens)).toEqual(prompt);
         expect(sent(r.json)).toEqual(JSON.parse(text));
       }),
       { numRuns: 500 },
@@ -162,12 +198,12 @@ describe('prepareRequest', () => {
   it('keeps a natively read prompt as the client wrote it, verbatim or re-serialised', () => {
     const text = '{"model":"m1","prompt":[9, 8, 7],"stream":true}';
     const r = parseRequestBody('/v1/completions', bytes(text));
-    const p = prepareRequest('/v1/completions', r.json, {}, pre, r.tokens);
+    const p = prepareRequest('/v1/completions', r.json, {}, pre, r.scanned);
     expect(p.verbatim).toBe(true);
     expect(Array.from(p.tokens)).toEqual([9, 8, 7]);
     // The router changes the body (here: the default model): the prompt's own text is spliced in.
     const q = parseRequestBody('/v1/completions', bytes('{"prompt":[9, 8, 7]}'));
-    const changed = prepareRequest('/v1/completions', q.json, {}, pre, q.tokens);
+    const changed = prepareRequest('/v1/completions', q.json, {}, pre, q.scanned);
     expect(changed.verbatim).toBe(false);
     expect(stringifyBody(changed.body)).toBe('{"prompt":[9, 8, 7],"model":"m1"}');
   });
