@@ -23,6 +23,8 @@ export class EngineError extends Error {
     readonly failure: EngineFailure = 'engine_rejected',
     /** Base URL of the engine that failed. */
     readonly engine?: string,
+    /** What went wrong in the transport's words (errno text, addresses): for logs, never for clients. */
+    readonly detail?: string,
   ) {
     super(message);
   }
@@ -32,10 +34,11 @@ export class EngineError extends Error {
 export function transportError(failure: Exclude<EngineFailure, 'engine_rejected'>, engine: string, detail: string): EngineError {
   const status = failure === 'engine_connect_timeout' || failure === 'engine_first_byte_timeout' || failure === 'engine_idle_timeout' ? 504 : 502;
   const message = `${describeFailure(failure)} (${engine}): ${detail}`;
-  return new EngineError(status, { error: { message, type: 'engine_error', code: failure } }, message, failure, engine);
+  return new EngineError(status, { error: { message, type: 'engine_error', code: failure } }, message, failure, engine, detail);
 }
 
-function describeFailure(failure: EngineFailure): string {
+/** The failure in a few words, without the engine's address or the system's error text. */
+export function describeFailure(failure: EngineFailure): string {
   switch (failure) {
     case 'engine_unreachable':
       return 'engine unreachable';

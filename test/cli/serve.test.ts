@@ -126,6 +126,7 @@ describe('kvroute serve as a process', () => {
     }
     const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.on('exit', r)));
     expect(code).toBe(0);
-    expect(stdout).toMatch(/SIGINT: shutting down/);
+    expect(stdout).toMatch(/"signal":"SIGINT".*stopping: draining/);
+    expect(stdout).toMatch(/stopped: 0 requests were in flight, 0 cut, 0 bookings left/);
   });
 });
