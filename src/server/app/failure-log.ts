@@ -17,7 +17,10 @@ export class FailureLog {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  record(requestId: string | undefined, route: string, status: number, code: string, message: string, err: unknown): void {
+  /** A 5xx answer (its status and OpenAI-style body, as the client got it) and the error behind it. */
+  record(requestId: string | undefined, route: string, reply: { status: number; body: string }, err: unknown): void {
+    const { status } = reply;
+    const { code, message } = (JSON.parse(reply.body) as { error: { code: string; message: string } }).error;
     const key = `${status} ${code}`;
     const now = this.clock();
     const seen = this.recent.get(key);
@@ -29,6 +32,7 @@ export class FailureLog {
     const fields: Record<string, unknown> = { route, status, code };
     if (seen && seen.suppressed > 0) fields.suppressed = seen.suppressed;
     if (err instanceof EngineError) {
+      fields.error = err.message;
       if (err.engine !== undefined) {
         fields.engine = redactUrl(err.engine);
         const worker = this.workerOf(err.engine);

@@ -311,7 +311,7 @@ export class RouterImpl implements Router {
           workerOf: this.workerOf,
           onEnd: (status, _usage, failure) => {
             call.signal?.removeEventListener('abort', onClientGone);
-            if (status >= 500) this.failures.record(requestId, route, status, codeOf(failure), 'stream ended with an error', failure);
+            if (status >= 500) this.failures.record(requestId, route, errorReply(failure, this.workerOf), failure);
             this.debugLine(requestId, route, status, routed.headers, caller, startedAt);
           },
           onConsumed: () => entry.done(),
@@ -415,7 +415,7 @@ export class RouterImpl implements Router {
     const headers: Record<string, string> = copyFields(r.headers);
     const id = (err as { requestId?: unknown } | null)?.requestId ?? call.headers['x-request-id'];
     if (isShortVisibleAscii(id)) headers['x-request-id'] = id;
-    if (r.status >= 500) this.failures.record(isShortVisibleAscii(id) ? id : undefined, label, r.status, codeOf(err), messageOf(err), err);
+    if (r.status >= 500) this.failures.record(isShortVisibleAscii(id) ? id : undefined, label, r, err);
     return { status: r.status, headers, body: r.body };
   }
 
@@ -464,18 +464,6 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function codeOf(err: unknown): string {
-  if (err instanceof HttpError) return err.code;
-  const failure = (err as { failure?: unknown } | null)?.failure;
-  if (typeof failure === 'string') return failure;
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'error';
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function json(status: number, value: unknown): HttpReply {
