@@ -17,6 +17,7 @@ import { recordGcPauses, type GcPauses } from './gc-pauses.js';
 import { overheadFromRounds, round3, type OverheadRounds, type RoundLatencies } from './overhead.js';
 import { threadCpuMicros } from './thread-cpu.js';
 import { startWorld, type World } from './world-process.js';
+import { measureLoggerCost, type LoggerCostFigure } from './logger-cost.js';
 
 export interface FrontendBenchOptions {
   quick?: boolean;
@@ -67,6 +68,8 @@ export interface FrontendBenchResult {
   throughput: ThroughputFigure[];
   overhead: OverheadFigure[];
   per_token: PerTokenFigure;
+  /** Router CPU per request with logging at info against silent, side by side. */
+  logger_cost: LoggerCostFigure;
   targets: { streamed_rps_1k: number; streamed_rps_target: number; overhead_p99_ms_1k: number; overhead_p99_target_ms: number };
 }
 
@@ -122,6 +125,8 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
     }
     const perToken = await measurePerToken(world, o.quick ? 300 : 3_000);
     log(`frontend: ${STREAM_TOKENS}-token streams, a write per token: ${perToken.tokens_per_s} tokens/s, router CPU ${perToken.router_cpu_us_per_token ?? '?'} us per token (${perToken.router_cpu_us_per_request ?? '?'} us per request)${perToken.failed ? `, ${perToken.failed} failed` : ''}`);
+    const loggerCost = await measureLoggerCost(world, { config: routerConfig, body: requestBody(1024, true), promptTokens: 1024, stream: true, rounds: o.quick ? 2 : 6, requests: o.quick ? 1_500 : 10_000 });
+    log(`frontend: logging at info vs silent, router CPU per request: ${loggerCost.info_cpu_us_per_request} vs ${loggerCost.silent_cpu_us_per_request} us (rounds ${loggerCost.round_info_cpu_us.join(', ')} vs ${loggerCost.round_silent_cpu_us.join(', ')}); ${loggerCost.info_lines_during_rounds} lines logged during the rounds`);
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
     const o1k = overhead.find((t) => t.prompt_tokens === 1024 && t.stream && t.arrivals === 'uniform')!;
     return {
@@ -129,6 +134,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
       throughput,
       overhead,
       per_token: perToken,
+      logger_cost: loggerCost,
       targets: { streamed_rps_1k: s1k.rps, streamed_rps_target: 5000, overhead_p99_ms_1k: o1k.overhead_p99_ms, overhead_p99_target_ms: 1 },
     };
   } finally {

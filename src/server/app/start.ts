@@ -61,7 +61,7 @@ export async function startServer(opts: StartOptions): Promise<StartedServer> {
     const r = router;
     const f = fleet;
     const a = adminServer;
-    log.info(startupFields(r, server.url, a?.url, f), 'kvroute started');
+    log.info(startupFields(r, server.url, a?.url, f, opts.apiKeys?.length ?? 0), 'kvroute started');
     let closing: Promise<void> | undefined;
     const close = () => {
       closing ??= (async () => {
@@ -96,15 +96,16 @@ export async function startServer(opts: StartOptions): Promise<StartedServer> {
 }
 
 /** The startup line: version, listeners and the configuration's shape, secrets left out. */
-function startupFields(router: Router, url: string, adminUrl: string | undefined, fleet: EmbeddedFleet | undefined): Record<string, unknown> {
+function startupFields(router: Router, url: string, adminUrl: string | undefined, fleet: EmbeddedFleet | undefined, keysPassedIn: number): Record<string, unknown> {
   const c = router.config;
+  const keySources = [c.apiKeysFile !== undefined ? `the file ${c.apiKeysFile}` : '', keysPassedIn > 0 ? `${keysPassedIn} passed in (KVROUTE_API_KEYS)` : ''].filter((s) => s !== '');
   return {
     version: packageVersion(),
     node: process.version,
     listen: url,
     admin: adminUrl ?? `${url}/admin`,
     admin_access: c.adminToken !== undefined ? 'bearer token' : 'loopback clients only',
-    api_keys: c.apiKeysFile !== undefined ? `from ${c.apiKeysFile}` : 'none (the OpenAI routes are open)',
+    api_keys: keySources.length > 0 ? keySources.join(' and ') : 'none (the OpenAI routes are open)',
     rate_limit: c.rateLimit,
     tls: c.tls !== undefined,
     reuse_port: c.reusePort,
