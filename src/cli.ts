@@ -24,7 +24,7 @@ function usage(): string {
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === '--version' || name === '-v') {
-    const { packageVersion } = await import('./cli/version.js');
+    const { packageVersion } = await import('./util/package-version.js');
     console.log(packageVersion());
     return 0;
   }

@@ -16,6 +16,7 @@ import { closedLoop, closedLoopWithCpu, measureOverhead, type OverheadMeasure } 
 import { round3 } from './overhead.js';
 import { measurePromptForms, type PromptFormFigure } from './prompt-forms.js';
 import { startWorld, type World } from './world-process.js';
+import { measureLoggerCost, type LoggerCostFigure } from './logger-cost.js';
 
 export interface FrontendBenchOptions {
   quick?: boolean;
@@ -63,6 +64,8 @@ export interface FrontendBenchResult {
   per_token: PerTokenFigure;
   /** With a real tokenizer: the same prompt as token ids, text and chat. */
   prompt_forms?: PromptFormFigure[];
+  /** Router CPU per request with logging at info against silent, side by side. */
+  logger_cost: LoggerCostFigure;
   targets: { streamed_rps_1k: number; streamed_rps_target: number; overhead_p99_ms_1k: number; overhead_p99_target_ms: number };
 }
 
@@ -121,6 +124,8 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
     const promptForms = o.realTokenizer
       ? await measurePromptForms(world, { quick: !!o.quick, model: MODEL, outputTokens: OUTPUT_TOKENS, tokenizerDir: o.realTokenizer.dir, tokenizer: o.realTokenizer.tokenizer, log })
       : undefined;
+    const loggerCost = await measureLoggerCost(world, { config: routerConfig, body: requestBody(1024, true), promptTokens: 1024, stream: true, rounds: o.quick ? 2 : 6, requests: o.quick ? 1_500 : 10_000 });
+    log(`frontend: logging at info vs silent, router CPU per request: ${loggerCost.info_cpu_us_per_request} vs ${loggerCost.silent_cpu_us_per_request} us (rounds ${loggerCost.round_info_cpu_us.join(', ')} vs ${loggerCost.round_silent_cpu_us.join(', ')}); ${loggerCost.info_lines_during_rounds} lines logged during the rounds`);
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
     const o1k = overhead.find((t) => t.prompt_tokens === 1024 && t.stream && t.arrivals === 'uniform')!;
     return {
@@ -129,6 +134,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
       overhead,
       per_token: perToken,
       ...(promptForms ? { prompt_forms: promptForms } : {}),
+      logger_cost: loggerCost,
       targets: { streamed_rps_1k: s1k.rps, streamed_rps_target: 5000, overhead_p99_ms_1k: o1k.overhead_p99_ms, overhead_p99_target_ms: 1 },
     };
   } finally {

@@ -85,6 +85,15 @@ export const suite: BenchSuite = {
     }
     const forms = r.prompt_forms ?? [];
     figures.push(...promptFormFigures(forms));
+    const lc = r.logger_cost;
+    figures.push({
+      name: `router thread CPU per request with logging at info, ${label(lc.prompt_tokens, lc.stream)}, closed loop`,
+      value: lc.info_cpu_us_per_request,
+      unit: 'us',
+      better: 'lower',
+      reference: { name: 'the same router with logging silent', value: lc.silent_cpu_us_per_request },
+      note: `median of ${lc.rounds} alternating rounds of ${lc.requests_per_round} requests (info ${lc.round_info_cpu_us.join(', ')}; silent ${lc.round_silent_cpu_us.join(', ')} us); ${lc.info_lines_during_rounds} lines logged during the rounds${lc.failed ? `; ${lc.failed} failed` : ''}`,
+    });
     const rows = r.overhead.map((o) => {
       const t = r.throughput.find((x) => x.prompt_tokens === o.prompt_tokens && x.stream === o.stream)!;
       return `| ${label(o.prompt_tokens, o.stream)} | ${o.arrivals} | ${t.rps} | ${t.router_cpu_us_per_request ?? 'n/a'} | ${t.p50_ms} / ${t.p99_ms} | ${o.direct_p50_ms} / ${o.direct_p99_ms} | ${o.routed_p50_ms} / ${o.routed_p99_ms} | ${o.overhead_p50_ms} / ${o.overhead_p99_ms} | ${o.round_overhead_p99_ms.join(', ')} | ${o.pooled_overhead_p99_ms} | ${o.router_gc.scavenges_per_s}, ${o.router_gc.scavenge_p50_ms} / ${o.router_gc.scavenge_max_ms} |`;

@@ -6,6 +6,11 @@ import { EVENT_ENCODINGS, type EventEncoding } from '../sim/worker/kv-event-enco
 import { ENGINE_KINDS, WORKER_ROLES, type WorkerRole } from '../core/vocabulary.js';
 import type { PdStyle } from '../sim/worker/handoff/types.js';
 import { UsageError, intFlag } from './usage.js';
+import { LOG_LEVELS, type Logger, type LogLevel } from '../util/logger.js';
+import { onStopSignals } from './signals.js';
+
+/** Not 8000: that is where npm start's router listens, and two servers must not share a port. */
+export const MOCK_DEFAULT_PORT = 8100;
 
 export const HELP = `usage: kvroute mock [options]
 
@@ -20,7 +25,7 @@ options:
   --role R              aggregated | prefill | decode (default aggregated)
   --pd-style S          prefill/decode handoff style: vllm | sglang | trtllm (default vllm)
   --host H              address to bind (default 127.0.0.1)
-  --port P              HTTP port of the first worker (default 8000)
+  --port P              HTTP port of the first worker (default 8100: npm start's router has 8000)
   --zmq-port Z          ZeroMQ KV event PUB port of the first worker (default 5557)
   --replay-port R       ZeroMQ replay ROUTER port of the first worker (default 5600)
   --bootstrap-port B    KV side channel / bootstrap port of the first prefill worker (default 8998)
@@ -30,11 +35,19 @@ options:
   --event-encoding E    map (current vLLM) | array (legacy positional) (default map)
   --seed X              seed of the first worker; the others use X+1, X+2, ... (default 0)
   --model NAME          served model name (default kvroute-sim)
+  --reuse-port          share the HTTP ports with other processes (SO_REUSEPORT); without it a busy
+                        port is an error
+  --drain-timeout-ms N  on SIGTERM/SIGINT, how long requests in flight may finish (default 30000)
+  --log-level L         fatal|error|warn|info|debug|trace|silent for the lines on stderr (default
+                        info; env KVROUTE_LOG_LEVEL)
   -h, --help            show this help
+
+SIGTERM or Ctrl-C drains: /health answers 503, no new connections, requests in flight finish (then
+streams are cut with an error event), exit status 0; a second signal exits at once (128 + signal).
 
 example:
   kvroute mock --workers 2
-  curl -N localhost:8000/v1/completions -H 'content-type: application/json' \\
+  curl -N localhost:8100/v1/completions -H 'content-type: application/json' \\
     -d '{"prompt":"Hello","max_tokens":8,"stream":true}'`;
 
 export interface MockConfig {
@@ -54,10 +67,13 @@ export interface MockConfig {
   eventEncoding: EventEncoding;
   seed: number;
   model: string;
+  reusePort: boolean;
+  drainTimeoutMs: number;
+  logLevel: LogLevel;
 }
 
 /** Parses the flags; a UsageError (exit status 2) names any bad one. Returns null for --help. */
-export function parseMockArgs(argv: string[]): MockConfig | null {
+export function parseMockArgs(argv: string[], env: NodeJS.ProcessEnv = {}): MockConfig | null {
   const { values, positionals } = parseArgs({
     args: argv,
     strict: true,
@@ -69,7 +85,7 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
       role: { type: 'string', default: 'aggregated' },
       'pd-style': { type: 'string', default: 'vllm' },
       host: { type: 'string', default: '127.0.0.1' },
-      port: { type: 'string', default: '8000' },
+      port: { type: 'string', default: String(MOCK_DEFAULT_PORT) },
       'zmq-port': { type: 'string', default: '5557' },
       'replay-port': { type: 'string', default: '5600' },
       'bootstrap-port': { type: 'string', default: '8998' },
@@ -79,6 +95,9 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
       'event-encoding': { type: 'string', default: 'map' },
       seed: { type: 'string', default: '0' },
       model: { type: 'string', default: 'kvroute-sim' },
+      'reuse-port': { type: 'boolean', default: false },
+      'drain-timeout-ms': { type: 'string', default: '30000' },
+      'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -114,6 +133,9 @@ export function parseMockArgs(argv: string[]): MockConfig | null {
     eventEncoding: oneOf(values['event-encoding'], '--event-encoding', EVENT_ENCODINGS),
     seed: intFlag(values.seed, '--seed', 0, 2 ** 31),
     model,
+    reusePort: values['reuse-port'] === true,
+    drainTimeoutMs: intFlag(values['drain-timeout-ms'], '--drain-timeout-ms', 0, 3_600_000),
+    logLevel: values['log-level'] !== undefined ? oneOf(values['log-level'], '--log-level', LOG_LEVELS) : env.KVROUTE_LOG_LEVEL ? oneOf(env.KVROUTE_LOG_LEVEL, 'KVROUTE_LOG_LEVEL', LOG_LEVELS) : 'info',
   };
 }
 
@@ -150,6 +172,7 @@ export async function startMock(cfg: MockConfig): Promise<SimFleet> {
     model: cfg.model,
     basePorts: { http: cfg.port, zmq: cfg.zmqPort, replay: cfg.replayPort, bootstrap: cfg.bootstrapPort },
     engine: { blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks, speedup: cfg.speedup, seed: cfg.seed },
+    reusePort: cfg.reusePort,
   });
 }
 
@@ -161,32 +184,34 @@ export function describeFleet(fleet: SimFleet): string[] {
   });
 }
 
-/** Runs until SIGINT/SIGTERM (or `signal` aborts, for embedding and tests), then stops cleanly. */
-export async function run(argv: string[], opts: { signal?: AbortSignal; log?: (line: string) => void } = {}): Promise<number> {
+/**
+ * Runs until SIGINT/SIGTERM (or `signal` aborts, for embedding and tests), then drains and stops
+ * cleanly (see HELP); `logger` gets the lifecycle lines (default: kvroute's own on stderr).
+ */
+export async function run(argv: string[], opts: { signal?: AbortSignal; log?: (line: string) => void; logger?: Logger } = {}): Promise<number> {
   const log = opts.log ?? ((line: string) => console.log(line));
-  const cfg = parseMockArgs(argv);
+  const cfg = parseMockArgs(argv, process.env);
   if (!cfg) {
     log(HELP);
     return 0;
   }
+  const logger = opts.logger ?? (await import('../server/observability/logger.js')).createLogger({ level: cfg.logLevel, base: { name: 'kvroute-mock', pid: process.pid } });
   const fleet = await startMock(cfg);
   // Handlers first, then the ready message: a Ctrl-C sent as soon as it is printed must be caught.
-  const stopped = new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      opts.signal?.removeEventListener('abort', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-    if (opts.signal?.aborted) stop();
-    else opts.signal?.addEventListener('abort', stop, { once: true });
-  });
+  const stopped = onStopSignals(
+    logger,
+    cfg.drainTimeoutMs,
+    async () => {
+      const result = await fleet.drain(cfg.drainTimeoutMs);
+      await fleet.close();
+      return `${result.inFlight} requests were in flight, ${result.cut} cut`;
+    },
+    opts.signal,
+  );
   for (const line of describeFleet(fleet)) log(line);
   log(`KV events: topic "kv-events", ${cfg.eventEncoding} encoding, block size ${cfg.blockSize}. Ctrl-C stops.`);
-  await stopped;
-  await fleet.close();
+  logger.info({ workers: fleet.workers.map((w) => ({ id: w.id, role: w.role, url: w.url })) }, 'kvroute mock started');
+  const status = await stopped;
   log('stopped');
-  return 0;
+  return status;
 }

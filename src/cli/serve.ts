@@ -7,6 +7,8 @@ import { EmbeddedFleetSchema, RouterConfigSchema } from '../server/config/schema
 import type { EmbeddedFleetOptions } from '../server/app/embedded.js';
 import type { StartOptions } from '../server/app/start.js';
 import { missingRouterFlags } from './node-flags.js';
+import { parseApiKeys } from '../server/access/api-keys.js';
+import { onStopSignals } from './signals.js';
 import { applyFlags, declaredFlags, helpEntries, helpEntry, parseArgsOptions, type FlagValues } from './settings-flags.js';
 import { UsageError } from './usage.js';
 
@@ -36,10 +38,19 @@ ${helpEntries(SETTING_FLAGS, 'Listening').join('\n')}
 Routing:
 ${helpEntries(SETTING_FLAGS, 'Routing').join('\n')}
 
+Access:
+${helpEntries(SETTING_FLAGS, 'Access').join('\n')}
+
 Operations:
 ${[...helpEntries(SETTING_FLAGS, 'Operations'), helpEntry('-h, --help', 'this help')].join('\n')}
 
-Ctrl-C (SIGINT) or SIGTERM stops the server, the event subscribers and any embedded fleet.
+Secrets: the command line shows in \`ps\` to every user of the machine; give the admin token and API
+keys in files (--admin-token-file, --api-keys-file) or the environment (KVROUTE_ADMIN_TOKEN,
+KVROUTE_API_KEYS holding the keys file's text).
+
+SIGTERM or Ctrl-C (SIGINT) drains: /health answers 503 at once, the listeners stop accepting, the
+requests in flight finish (up to --drain-timeout-ms, then streams end with an error frame), and
+the process exits 0. A second signal exits at once (status 128 + the signal's number).
 `;
 
 export type ServeOptions = StartOptions;
@@ -69,10 +80,20 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
   }
   const fleet: Record<string, unknown> = {};
   await applyFlags(fleet, EMBEDDED_FLAGS, values as FlagValues);
+  const out: ServeOptions = { config };
+  const keysText = env.KVROUTE_API_KEYS;
+  if (keysText !== undefined && keysText.trim() !== '') {
+    try {
+      out.apiKeys = parseApiKeys(keysText, 'KVROUTE_API_KEYS');
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const embedded = values.embedded || config.workers.length === 0;
-  if (!embedded) return { config };
+  if (!embedded) return out;
   if (config.workers.length > 0) throw new UsageError("--embedded serves its own simulated fleet: drop --worker and the config's workers");
-  return { config, embedded: Value.Default(EmbeddedFleetSchema, fleet) as Pick<EmbeddedFleetOptions, 'prefill' | 'decode' | 'style' | 'speedup'> };
+  out.embedded = Value.Default(EmbeddedFleetSchema, fleet) as Pick<EmbeddedFleetOptions, 'prefill' | 'decode' | 'style' | 'speedup'>;
+  return out;
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -87,24 +108,15 @@ export async function run(argv: string[]): Promise<number> {
     console.error(`kvroute: for steady latency, run the router with NODE_OPTIONS='${missing.join(' ')}' (npm start does)`);
   }
   const { startServer } = await import('../server/app/start.js');
-  const server = await startServer(opts);
+  const { createLogger } = await import('../server/observability/logger.js');
+  const log = createLogger({ level: opts.config.logLevel });
+  const server = await startServer(Object.assign({ logger: log }, opts));
 
   // Handlers first, then the banner: a Ctrl-C sent as soon as it is printed must be caught.
-  const stopped = new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      console.log(`\n${signal}: shutting down`);
-      server.close().then(resolve, (err: unknown) => {
-        console.error(`kvroute: shutdown error: ${(err as Error).message}`);
-        resolve();
-      });
-    };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+  const stopped = onStopSignals(log, opts.config.drainTimeoutMs, async () => {
+    const result = await server.drain();
+    return `${result.inFlight} requests were in flight, ${result.cut} cut, ${result.booked} bookings left`;
   });
   console.log(server.banner());
-  await stopped;
-  return 0;
+  return stopped;
 }

@@ -30,6 +30,8 @@ export class EngineError extends Error {
      * request was written, an engine's own answer included.
      */
     readonly mayHaveAccepted: boolean = true,
+    /** What went wrong in the transport's words (errno text, addresses): for logs, never for clients. */
+    readonly detail?: string,
   ) {
     super(message);
   }
@@ -39,10 +41,11 @@ export class EngineError extends Error {
 export function transportError(failure: Exclude<EngineFailure, 'engine_rejected'>, engine: string, detail: string, mayHaveAccepted = true): EngineError {
   const status = failure === 'engine_connect_timeout' || failure === 'engine_first_byte_timeout' || failure === 'engine_idle_timeout' ? 504 : 502;
   const message = `${describeFailure(failure)} (${engine}): ${detail}`;
-  return new EngineError(status, { error: { message, type: 'engine_error', code: failure } }, message, failure, engine, mayHaveAccepted);
+  return new EngineError(status, { error: { message, type: 'engine_error', code: failure } }, message, failure, engine, mayHaveAccepted, detail);
 }
 
-function describeFailure(failure: EngineFailure): string {
+/** The failure in a few words, without the engine's address or the system's error text. */
+export function describeFailure(failure: EngineFailure): string {
   switch (failure) {
     case 'engine_unreachable':
       return 'engine unreachable';

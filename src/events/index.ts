@@ -4,3 +4,4 @@ export { DecodeError, decodeEventBatch, type DecodedBatch, type DecodeResult, ty
 export type { IndexerPort } from './apply.js';
 export type { IngestCounters } from './counters.js';
 export type { SubscriberState } from './subscriber.js';
+export type { IngestIncident } from './incidents.js';

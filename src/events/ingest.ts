@@ -5,6 +5,7 @@
 import { BatchApplier, type IndexerPort } from './apply.js';
 import { addCounters, newCounters, type IngestCounters } from './counters.js';
 import { EventSubscriber, type SubscriberState } from './subscriber.js';
+import type { IngestIncident } from './incidents.js';
 import { describe, expectDpRank, expectInteger, expectWorkerId } from '../util/validate.js';
 
 export interface EventIngestOptions {
@@ -22,6 +23,8 @@ export interface EventIngestOptions {
   maxMessageBytes?: number;
   /** Unexpected failures of the background loops (default: printed to stderr). */
   onError?: (err: unknown, worker: number) => void;
+  /** Gaps, replays, engine restarts and cleared indexes as they happen (default: not reported). */
+  onIncident?: (incident: IngestIncident) => void;
 }
 
 export interface IngestWorkerSpec {
@@ -53,8 +56,9 @@ export class EventIngest {
   private readonly applier: BatchApplier;
   private readonly workers = new Map<number, { subscribers: EventSubscriber[]; counters: IngestCounters[] }>();
   private readonly retired: Array<Promise<void>> = [];
-  private readonly config: Required<Omit<EventIngestOptions, 'indexer' | 'onError'>>;
+  private readonly config: Required<Omit<EventIngestOptions, 'indexer' | 'onError' | 'onIncident'>>;
   private readonly onError: (err: unknown, worker: number) => void;
+  private readonly onIncident?: (incident: IngestIncident) => void;
   private closed = false;
 
   constructor(opts: EventIngestOptions) {
@@ -75,6 +79,8 @@ export class EventIngest {
       maxMessageBytes: expectInteger(opts.maxMessageBytes ?? 64 << 20, 'maxMessageBytes', 1024, 2 ** 31 - 1),
     };
     if (opts.onError !== undefined && typeof opts.onError !== 'function') throw new TypeError(`onError must be a function, got ${describe(opts.onError)}`);
+    if (opts.onIncident !== undefined && typeof opts.onIncident !== 'function') throw new TypeError(`onIncident must be a function, got ${describe(opts.onIncident)}`);
+    this.onIncident = opts.onIncident;
     this.onError = opts.onError ?? ((err, worker) => console.error(`kvroute: KV event ingestion for worker ${worker} failed:`, err));
   }
 
@@ -117,6 +123,7 @@ export class EventIngest {
             counters: c,
             ...this.config,
             onError: (err) => this.onError(err, worker),
+            onIncident: this.onIncident,
           }),
         );
         counters.push(c);

@@ -15,6 +15,7 @@ import type { IngestCounters } from './counters.js';
 import { parseEventMessage } from './frames.js';
 import { ReplayError, replayBatches } from './replay.js';
 import { SequenceTracker } from './sequence.js';
+import type { IngestIncident } from './incidents.js';
 
 export interface SubscriberOptions {
   worker: number;
@@ -37,6 +38,8 @@ export interface SubscriberOptions {
   maxMessageBytes: number;
   /** Unexpected failures (bugs), reported instead of thrown from a background loop. */
   onError?: (err: unknown) => void;
+  /** Gaps, replays, restarts and cleared indexes, as they happen (for logs). */
+  onIncident?: (incident: IngestIncident) => void;
 }
 
 export interface SubscriberState {
@@ -170,11 +173,13 @@ export class EventSubscriber {
     if (verdict.kind === 'restart') {
       // The engine process started again: whatever it held is gone, and numbering restarts at 0.
       counters.restarts++;
+      this.report({ kind: 'restart', seq, lastSeq: this.tracker.lastApplied });
       this.clearIndex();
       verdict = this.tracker.classify(seq);
     }
     if (verdict.kind === 'gap') {
       counters.gaps++;
+      this.report({ kind: 'gap', from: verdict.from, to: seq });
       await this.recover(verdict.from, seq, payload);
     } else {
       await this.applyPayload(seq, payload);
@@ -203,6 +208,7 @@ export class EventSubscriber {
     const { counters, replayEndpoint } = this.opts;
     if (!replayEndpoint) {
       counters.replayFailures++;
+      this.report({ kind: 'index_cleared', reason: 'no replay endpoint to repair the gap' });
       return this.restartFrom(liveSeq, livePayload);
     }
     counters.replays++;
@@ -216,6 +222,7 @@ export class EventSubscriber {
           if (batch.seq > from) {
             // The engine no longer buffers the start of the gap: rebuild from what it still has.
             counters.replayTooOld++;
+            this.report({ kind: 'index_cleared', reason: `the replay buffer starts at ${batch.seq}, after the gap's start ${from}` });
             this.clearIndex();
             this.tracker.resumeAt(batch.seq - 1n);
           }
@@ -231,6 +238,7 @@ export class EventSubscriber {
       if (this.closed) return;
       if (!(err instanceof ReplayError)) throw err;
       counters.replayFailures++;
+      this.report({ kind: 'index_cleared', reason: `replay failed: ${err.message}` });
       return this.restartFrom(liveSeq, livePayload);
     } finally {
       this.replaying = false;
@@ -239,16 +247,20 @@ export class EventSubscriber {
     if (first) {
       // Nothing buffered from `from` on, not even the live batch: the buffer was reset (restart).
       counters.replayTooOld++;
+      this.report({ kind: 'index_cleared', reason: 'the replay buffer holds nothing from the gap on' });
       return this.restartFrom(liveSeq, livePayload);
     }
     const lastApplied = this.tracker.lastApplied ?? -1n;
     if (lastApplied >= liveSeq) {
       this.tracker.replayedThrough(liveSeq);
+      this.report({ kind: 'replayed', from, to: liveSeq });
     } else if (lastApplied === liveSeq - 1n) {
       await this.applyPayload(liveSeq, livePayload);
+      this.report({ kind: 'replayed', from, to: liveSeq });
     } else {
       // The replay ended before reaching the live batch: the engine's numbering moved under us.
       counters.replayFailures++;
+      this.report({ kind: 'index_cleared', reason: `the replay ended at ${lastApplied}, before the live batch ${liveSeq}` });
       await this.restartFrom(liveSeq, livePayload);
     }
   }
@@ -258,6 +270,15 @@ export class EventSubscriber {
     this.clearIndex();
     this.tracker.resumeAt(liveSeq - 1n);
     await this.applyPayload(liveSeq, livePayload);
+  }
+
+  private report(what: IngestIncident['what']): void {
+    if (!this.opts.onIncident) return;
+    try {
+      this.opts.onIncident({ worker: this.opts.worker, dpRank: this.opts.dpRank, what });
+    } catch (err) {
+      this.opts.onError?.(err);
+    }
   }
 
   private clearIndex(): void {

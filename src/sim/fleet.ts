@@ -16,6 +16,8 @@ export interface SimFleetOptions extends Omit<SimWorkerOptions, 'id' | 'httpPort
 
 export interface SimFleet {
   workers: SimWorker[];
+  /** Drains every worker at once (see SimWorker.drain); sums what was in flight and what was cut. */
+  drain(timeoutMs: number): Promise<{ inFlight: number; cut: number }>;
   close(): Promise<void>;
 }
 
@@ -58,6 +60,10 @@ export async function startSimFleet(opts: SimFleetOptions): Promise<SimFleet> {
   let closed = false;
   return {
     workers: started,
+    async drain(timeoutMs) {
+      const results = await Promise.all(started.map((w) => w.drain(timeoutMs)));
+      return { inFlight: results.reduce((n, r) => n + r.inFlight, 0), cut: results.reduce((n, r) => n + r.cut, 0) };
+    },
     async close() {
       if (closed) return;
       closed = true;

@@ -11,7 +11,7 @@ describe('parseMockArgs', () => {
       role: 'aggregated',
       pdStyle: 'vllm',
       host: '127.0.0.1',
-      port: 8000,
+      port: 8100,
       zmqPort: 5557,
       replayPort: 5600,
       bootstrapPort: 8998,
@@ -21,6 +21,9 @@ describe('parseMockArgs', () => {
       eventEncoding: 'map',
       seed: 0,
       model: 'kvroute-sim',
+      reusePort: false,
+      drainTimeoutMs: 30_000,
+      logLevel: 'info',
     });
   });
 

@@ -58,6 +58,43 @@ describe('kvroute serve options', () => {
     ]);
   });
 
+  it('reads the operations settings: log level, drain timeout, ports, TLS, limits, secrets in files', async () => {
+    const o = await opts(
+      ['--log-level', 'debug', '--drain-timeout-ms', '5000', '--reuse-port', '--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--max-tokens-limit', '8192', '--admin-token-file', '/run/secrets/admin', '--api-keys-file', 'keys.txt', '--key-requests-per-minute', '60', '--key-tokens-per-minute', '100000'],
+      {},
+    );
+    expect(o.config).toMatchObject({
+      logLevel: 'debug',
+      drainTimeoutMs: 5000,
+      reusePort: true,
+      tls: { certFile: 'c.pem', keyFile: 'k.pem' },
+      maxTokensLimit: 8192,
+      adminTokenFile: '/run/secrets/admin',
+      apiKeysFile: 'keys.txt',
+      rateLimit: { requestsPerMinute: 60, tokensPerMinute: 100000 },
+    });
+    const d = await opts([]);
+    expect(d.config).toMatchObject({ logLevel: 'info', drainTimeoutMs: 30_000, reusePort: false, maxTokensLimit: 1_048_576, rateLimit: {} });
+    expect((await opts([], { KVROUTE_LOG_LEVEL: 'warn', KVROUTE_ADMIN_TOKEN_FILE: '/t' })).config).toMatchObject({ logLevel: 'warn', adminTokenFile: '/t' });
+    await expect(serveOptions(['--log-level', 'loud'], {})).rejects.toThrow(/--log-level must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'/);
+  });
+
+  it('reads API keys from KVROUTE_API_KEYS, never echoing one in an error', async () => {
+    const o = await opts([], { KVROUTE_API_KEYS: 'team-a:sk-aaaaaaaaaaaaaaaaaaaa,team-b:sk-bbbbbbbbbbbbbbbbbbbb' });
+    expect(o.apiKeys?.map((k) => k.name)).toEqual(['team-a', 'team-b']);
+    const bad = serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' });
+    await expect(bad).rejects.toBeInstanceOf(UsageError);
+    await expect(serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' })).rejects.toThrow(/^KVROUTE_API_KEYS line 1: the key of 'team-a' must be 16 to 512/);
+    await expect(serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' })).rejects.not.toThrow(/short-secret/);
+  });
+
+  it('says in --help that the command line shows in ps, and how signals drain', () => {
+    expect(HELP).toMatch(/--admin-token TOKEN +bearer token of \/admin \(on the command line it shows in `ps`/);
+    expect(HELP).toContain('--admin-token-file FILE');
+    expect(HELP).toMatch(/Secrets: the command line shows in `ps`/);
+    expect(HELP).toMatch(/A second signal exits at once/);
+  });
+
   it('reads a chat template file', async () => {
     const o = await opts(['--chat-template', example]);
     expect(o.config.chatTemplate).toContain('"workers"');
@@ -126,6 +163,7 @@ describe('kvroute serve as a process', () => {
     }
     const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.on('exit', r)));
     expect(code).toBe(0);
-    expect(stdout).toMatch(/SIGINT: shutting down/);
+    expect(stdout).toMatch(/"signal":"SIGINT".*stopping: draining/);
+    expect(stdout).toMatch(/stopped: 0 requests were in flight, 0 cut, 0 bookings left/);
   });
 });

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { packageVersion } from '../../src/cli/version.js';
+import { packageVersion } from '../../src/util/package-version.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const version = (JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { version: string }).version;

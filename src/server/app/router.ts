@@ -12,7 +12,7 @@ import type { Backend } from './backend.js';
 import { collectBody } from '../call/body.js';
 import { parseRouterConfig, type RouterConfig, type RouterConfigInput } from '../config/config.js';
 import { completionToChat } from '../openai/chat.js';
-import { errorReply, HttpError, notFound } from '../call/errors.js';
+import { errorReply, HttpError, notFound, type WorkerOf } from '../call/errors.js';
 import { HealthMonitor } from '../fleet/health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from '../call/call.js';
 import { RouterMetrics } from '../observability/metrics.js';
@@ -20,13 +20,43 @@ import { parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type Op
 import { relayStream } from '../openai/relay.js';
 import { WorkerRegistry } from '../fleet/registry.js';
 import { copyFields, withFields } from '../../util/objects.js';
-import { isShortVisibleAscii } from '../../util/validate.js';
+import { expectInteger, isShortVisibleAscii } from '../../util/validate.js';
+import { levelEnabled, silentLogger, type Logger } from '../../util/logger.js';
+import { expectedOutputTokens } from '../../routing/router-request.js';
+import { RateLimitedError, type AccessControl, type Caller } from '../access/access.js';
+import type { ApiKey } from '../access/api-keys.js';
+import { loadAccess } from '../access/load.js';
+import { FailureLog } from './failure-log.js';
+import { InFlight } from './inflight.js';
 
 export interface CreateRouterOptions {
   /** Tokenizer overriding config.tokenizer (e.g. an already loaded one). */
   tokenizer?: TextTokenizer;
   chatTemplate?: ChatTemplate;
   clock?: () => number;
+  /**
+   * Where the router logs: kvroute's own (`createLogger`), or any logger of pino's shape (Fastify's
+   * `app.log`). Default: nothing is logged.
+   */
+  logger?: Logger;
+  /** API keys of the OpenAI routes, besides those of config.apiKeysFile. */
+  apiKeys?: readonly ApiKey[];
+}
+
+export interface DrainOptions {
+  /** How long requests in flight may take to finish (default config.drainTimeoutMs). */
+  timeoutMs?: number;
+}
+
+export interface DrainResult {
+  /** Requests in flight when the drain began. */
+  inFlight: number;
+  /** Requests still running when the time ran out, ended at once (streams with an error frame). */
+  cut: number;
+  timedOut: boolean;
+  ms: number;
+  /** Requests still booked on any worker afterwards: 0 unless something leaked. */
+  booked: number;
 }
 
 export interface Router {
@@ -41,28 +71,43 @@ export interface Router {
   ready(): boolean;
   /** Runs one health round now (otherwise they run every config.health.intervalMs). */
   checkHealth(): Promise<void>;
+  /** Drain began: /health answers 503, new requests get 503 with Retry-After and Connection: close. */
+  readonly draining: boolean;
+  /**
+   * Stops taking requests (as `draining` says) and resolves once those in flight have finished,
+   * streams to their end; when `timeoutMs` runs out first, the rest are cut (streams end with an
+   * error frame, bookings are freed). Then close() the frontends and the router.
+   */
+  drain(o?: DrainOptions): Promise<DrainResult>;
+  readonly log: Logger;
   close(): Promise<void>;
 }
 
 type RouteName = 'completions' | 'chat' | 'models' | 'route' | 'metrics' | 'health' | 'live';
 
-const ROUTES: Record<string, { method: string; name: RouteName }> = {
-  '/v1/completions': { method: 'POST', name: 'completions' },
-  '/v1/chat/completions': { method: 'POST', name: 'chat' },
-  '/v1/models': { method: 'GET', name: 'models' },
-  '/v1/route': { method: 'POST', name: 'route' },
-  '/metrics': { method: 'GET', name: 'metrics' },
-  '/health': { method: 'GET', name: 'health' },
-  '/live': { method: 'GET', name: 'live' },
+/** openai: the routes API keys guard and a drain refuses. */
+const ROUTES: Record<string, { method: string; name: RouteName; openai: boolean }> = {
+  '/v1/completions': { method: 'POST', name: 'completions', openai: true },
+  '/v1/chat/completions': { method: 'POST', name: 'chat', openai: true },
+  '/v1/models': { method: 'GET', name: 'models', openai: true },
+  '/v1/route': { method: 'POST', name: 'route', openai: true },
+  '/metrics': { method: 'GET', name: 'metrics', openai: false },
+  '/health': { method: 'GET', name: 'health', openai: false },
+  '/live': { method: 'GET', name: 'live', openai: false },
 };
 
 export async function createRouter(input: RouterConfigInput = {}, opts: CreateRouterOptions = {}): Promise<Router> {
-  const config = parseRouterConfig(input);
+  const parsed = parseRouterConfig(input);
+  const access = await loadAccess(parsed, opts.apiKeys, opts.clock);
+  const config = copyFields(parsed);
+  if (access.adminToken !== undefined) config.adminToken = access.adminToken;
   const { tokenizer, chatTemplate } = await loadPreprocessing(config, opts);
+  const log = opts.logger ?? silentLogger;
   const metrics = new RouterMetrics();
   const { createBackend } = await import('./wiring.js');
-  const backend = await createBackend(config, { metrics, clock: opts.clock });
-  return new RouterImpl(config, metrics, backend, { tokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header }, opts.clock);
+  const backend = await createBackend(config, { metrics, clock: opts.clock, log });
+  const pre: Preprocessor = { tokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
+  return new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock });
 }
 
 async function loadPreprocessing(config: RouterConfig, opts: CreateRouterOptions): Promise<{ tokenizer: TextTokenizer; chatTemplate: ChatTemplate }> {
@@ -84,24 +129,51 @@ async function loadPreprocessing(config: RouterConfig, opts: CreateRouterOptions
   return { tokenizer, chatTemplate: opts.chatTemplate ?? configured ?? modelTemplate ?? new ChatTemplate(CHATML_TEMPLATE) };
 }
 
+/** Requests a cut stream or request may take to end before the drain returns anyway. */
+const CUT_GRACE_MS = 2_000;
+
+export interface RouterParts {
+  config: RouterConfig;
+  metrics: RouterMetrics;
+  backend: Backend;
+  pre: Preprocessor;
+  log: Logger;
+  access?: AccessControl;
+  clock?: () => number;
+}
+
 export class RouterImpl implements Router {
+  readonly config: RouterConfig;
+  readonly metrics: RouterMetrics;
   readonly registry: WorkerRegistry;
+  readonly log: Logger;
+  private readonly backend: Backend;
+  private readonly pre: Preprocessor;
+  private readonly access?: AccessControl;
   private readonly health: HealthMonitor;
+  private readonly inFlight = new InFlight();
+  private readonly failures: FailureLog;
+  private readonly workerOf: WorkerOf;
+  private isDraining = false;
   private closed = false;
 
-  constructor(
-    readonly config: RouterConfig,
-    readonly metrics: RouterMetrics,
-    private readonly backend: Backend,
-    private readonly pre: Preprocessor,
-    clock?: () => number,
-  ) {
+  constructor(p: RouterParts) {
+    const { config, metrics, backend, clock } = p;
+    this.config = config;
+    this.metrics = metrics;
+    this.backend = backend;
+    this.pre = p.pre;
+    this.log = p.log;
+    this.access = p.access;
     this.registry = new WorkerRegistry({
       pools: backend.pools,
       ingest: backend.ingest,
       healthGraceMs: config.health.blockGraceMs,
       clock,
+      log: p.log.child({ component: 'fleet' }),
     });
+    this.workerOf = (url) => this.registry.workerWithUrl(url);
+    this.failures = new FailureLog(p.log, this.workerOf, clock);
     metrics.attach({
       ...backend.metricsSources,
       workerStates: () => this.registry.list().map((w) => ({ worker: w.id, role: w.role, state: w.state })),
@@ -127,11 +199,22 @@ export class RouterImpl implements Router {
     return this.registry.canServe() && this.backend.canServe();
   }
 
+  get draining(): boolean {
+    return this.isDraining;
+  }
+
   checkHealth(): Promise<void> {
     return this.health.checkAll();
   }
 
   async handle(call: HttpCall): Promise<HttpReply> {
+    const reply = await this.answer(call);
+    // Draining: the client should take its next request elsewhere.
+    if (this.isDraining) reply.headers.connection = 'close';
+    return reply;
+  }
+
+  private async answer(call: HttpCall): Promise<HttpReply> {
     const startedAt = performance.now();
     const path = call.url.split('?', 1)[0];
     const route = ROUTES[path];
@@ -144,10 +227,15 @@ export class RouterImpl implements Router {
       if (call.method !== route.method && !(route.method === 'GET' && call.method === 'HEAD')) {
         throw new HttpError(405, 'invalid_request_error', 'method_not_allowed', `${path} takes ${route.method}, not ${call.method}`, { allow: route.method });
       }
+      let caller: Caller | undefined;
+      if (route.openai) {
+        if (this.isDraining) throw new HttpError(503, 'service_unavailable', 'router_draining', 'the router is shutting down: send the request to another replica', { 'retry-after': '1' });
+        caller = this.access?.authenticate(call.headers.authorization);
+      }
       switch (route.name) {
         case 'completions':
         case 'chat':
-          return await this.openai(path as OpenAiRoute, call, startedAt);
+          return await this.openai(path as OpenAiRoute, call, startedAt, caller);
         case 'route':
           return this.counted(label, await this.routeQuery(call));
         case 'models':
@@ -164,70 +252,125 @@ export class RouterImpl implements Router {
     }
   }
 
-  private async openai(route: OpenAiRoute, call: HttpCall, startedAt: number): Promise<HttpReply> {
+  private async openai(route: OpenAiRoute, call: HttpCall, startedAt: number, caller: Caller | undefined): Promise<HttpReply> {
     const requestId = requestIdOf(call.headers['x-request-id']);
-    let bytes: Uint8Array;
-    let prepared: PreparedRequest;
-    try {
-      bytes = await this.readBody(call);
-      const parsed = parseRequestBody(route, bytes, this.pre);
-      prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
-      if (!this.ready()) {
-        throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
-      }
-    } catch (err) {
-      throw withRequestId(err, requestId);
-    }
-    // The router asks engines for usage (token metrics); the relay drops it if the client did not.
-    const clientWantsUsage = wantsUsage(prepared.body);
-    if (prepared.stream && !clientWantsUsage) requestUsage(prepared.body);
-    // Unchanged and valid UTF-8 (the parse replaced any invalid byte): engines get the client's bytes.
-    else if (prepared.verbatim && isUtf8(bytes)) markVerbatim(prepared.body, bytes);
-
+    const entry = this.inFlight.begin();
     const controller = new Cancellation();
-    const onClientGone = () => controller.abort();
-    call.signal?.addEventListener('abort', onClientGone, { once: true });
-    if (call.signal?.aborted) controller.abort();
-    this.metrics.frontend((performance.now() - startedAt) * 1000);
-    let routed;
+    // A drain that ran out of time ends a request still waiting for its engine with a 503.
+    let cut: HttpError | undefined;
+    entry.onCut(() => {
+      cut = drainCut();
+      controller.abort();
+    });
+    let streaming = false;
     try {
-      routed = await this.backend.dispatch({
-        route: prepared.engineRoute,
-        body: prepared.body,
-        tokens: prepared.tokens,
-        requestId,
-        hints: prepared.hints,
-        signal: controller.signal,
-      });
-    } catch (err) {
-      call.signal?.removeEventListener('abort', onClientGone);
-      throw withRequestId(err, requestId);
-    }
-    const idHeader = { 'x-request-id': requestId };
-    if (routed.stream) {
-      return {
-        status: routed.status,
-        headers: withFields(routed.headers, idHeader, SSE_HEADERS),
-        stream: relayStream(routed.stream, {
+      let bytes: Uint8Array;
+      let prepared: PreparedRequest;
+      try {
+        bytes = await this.readBody(call);
+        const parsed = parseRequestBody(route, bytes, this.pre);
+        prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
+        if (!this.ready()) {
+          throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
+        }
+        if (caller) this.admit(caller, prepared);
+      } catch (err) {
+        throw withRequestId(err, requestId);
+      }
+      // The router asks engines for usage (token metrics); the relay drops it if the client did not.
+      const clientWantsUsage = wantsUsage(prepared.body);
+      if (prepared.stream && !clientWantsUsage) requestUsage(prepared.body);
+      // Unchanged and valid UTF-8 (the parse replaced any invalid byte): engines get the client's bytes.
+      else if (prepared.verbatim && isUtf8(bytes)) markVerbatim(prepared.body, bytes);
+
+      const onClientGone = () => controller.abort();
+      call.signal?.addEventListener('abort', onClientGone, { once: true });
+      if (call.signal?.aborted) controller.abort();
+      this.metrics.frontend((performance.now() - startedAt) * 1000);
+      let routed;
+      try {
+        routed = await this.backend.dispatch({
+          route: prepared.engineRoute,
+          body: prepared.body,
+          tokens: prepared.tokens,
+          requestId,
+          hints: prepared.hints,
+          signal: controller.signal,
+        });
+      } catch (err) {
+        call.signal?.removeEventListener('abort', onClientGone);
+        if (cut) throw withRequestId(cut, requestId);
+        if (call.signal?.aborted) this.metrics.clientDisconnect();
+        throw withRequestId(err, requestId);
+      }
+      const idHeader = { 'x-request-id': requestId };
+      if (routed.stream) {
+        const relay = relayStream(routed.stream, {
           route,
           chat: prepared.chatAsCompletions,
           clientWantsUsage,
           startedAt,
           metrics: this.metrics,
           abort: () => controller.abort(),
-          onEnd: () => call.signal?.removeEventListener('abort', onClientGone),
-        }),
-      };
+          workerOf: this.workerOf,
+          onEnd: (status, _usage, failure) => {
+            call.signal?.removeEventListener('abort', onClientGone);
+            if (status >= 500) this.failures.record(requestId, route, errorReply(failure, this.workerOf), failure);
+            this.debugLine(requestId, route, status, routed.headers, caller, startedAt);
+          },
+          onConsumed: () => entry.done(),
+        });
+        entry.onCut(() => relay.interrupt(drainCut()));
+        streaming = true;
+        return { status: routed.status, headers: withFields(routed.headers, idHeader, SSE_HEADERS), stream: relay };
+      }
+      call.signal?.removeEventListener('abort', onClientGone);
+      const out = prepared.chatAsCompletions ? completionToChat(routed.body) : routed.body;
+      const usage = usageOf(routed.body);
+      if (usage) {
+        const c = usageCounts(usage);
+        this.metrics.usage(c.promptTokens, c.completionTokens, c.cachedTokens ?? 0);
+      }
+      // The answer came, but its client had left: it is never written.
+      const gone = call.signal?.aborted === true;
+      if (gone) this.metrics.clientDisconnect();
+      this.metrics.request(route, gone ? 499 : routed.status);
+      this.debugLine(requestId, route, gone ? 499 : routed.status, routed.headers, caller, startedAt);
+      return { status: routed.status, headers: withFields(routed.headers, idHeader, { 'content-type': 'application/json' }), body: JSON.stringify(out) };
+    } finally {
+      if (!streaming) entry.done();
     }
-    call.signal?.removeEventListener('abort', onClientGone);
-    const out = prepared.chatAsCompletions ? completionToChat(routed.body) : routed.body;
-    const usage = usageOf(routed.body);
-    if (usage) {
-      const c = usageCounts(usage);
-      this.metrics.usage(c.promptTokens, c.completionTokens, c.cachedTokens ?? 0);
+  }
+
+  /** Takes the request from its key's limits (429 when over them); counted per key name. */
+  private admit(caller: Caller, prepared: PreparedRequest): void {
+    const tokens = prepared.tokens.length + (expectedOutputTokens(prepared.body) ?? 0);
+    try {
+      this.access!.admit(caller, tokens);
+    } catch (err) {
+      this.metrics.apiKeyRequest(caller.name, err instanceof RateLimitedError ? `rate_limited_${err.limit}` : 'too_large', 0);
+      throw err;
     }
-    this.metrics.request(route, routed.status);
-    return { status: routed.status, headers: withFields(routed.headers, idHeader, { 'content-type': 'application/json' }), body: JSON.stringify(out) };
+    this.metrics.apiKeyRequest(caller.name, 'admitted', tokens);
+  }
+
+  /** One line per request, at debug level only (nothing per request at info). */
+  private debugLine(requestId: string, route: string, status: number, headers: Record<string, string>, caller: Caller | undefined, startedAt: number): void {
+    if (!levelEnabled(this.log, 'debug')) return;
+    this.log.debug(
+      {
+        request_id: requestId,
+        route,
+        status,
+        mode: headers['x-kvroute-mode'],
+        prefill_worker: headers['x-kvroute-prefill-worker'],
+        decode_worker: headers['x-kvroute-decode-worker'],
+        overlap_blocks: headers['x-kvroute-overlap-blocks'],
+        key: caller?.name,
+        ms: Math.round((performance.now() - startedAt) * 1000) / 1000,
+      },
+      'request',
+    );
   }
 
   /** POST /v1/route: the same preprocessing as a real request, then a query that books nothing. */
@@ -249,7 +392,7 @@ export class RouterImpl implements Router {
     const workers = this.registry.list();
     const count = (pred: (w: (typeof workers)[number]) => boolean) => workers.filter(pred).length;
     const summary = {
-      status: this.ready() ? 'ready' : 'unavailable',
+      status: this.isDraining ? 'draining' : this.ready() ? 'ready' : 'unavailable',
       workers: workers.length,
       healthy: count((w) => w.state === 'healthy'),
       unhealthy: count((w) => w.state === 'unhealthy'),
@@ -273,13 +416,37 @@ export class RouterImpl implements Router {
   }
 
   private failed(label: string, err: unknown, call: HttpCall): HttpReply {
-    const r = errorReply(err);
-    if (r.status === 429) this.metrics.backpressureRefusal();
+    const r = errorReply(err, this.workerOf);
+    if (r.status === 429 && !(err instanceof HttpError)) this.metrics.backpressureRefusal();
     this.metrics.request(label, r.status);
     const headers: Record<string, string> = copyFields(r.headers);
     const id = (err as { requestId?: unknown } | null)?.requestId ?? call.headers['x-request-id'];
     if (isShortVisibleAscii(id)) headers['x-request-id'] = id;
+    if (r.status >= 500) this.failures.record(isShortVisibleAscii(id) ? id : undefined, label, r, err);
     return { status: r.status, headers, body: r.body };
+  }
+
+  async drain(o: DrainOptions = {}): Promise<DrainResult> {
+    const timeoutMs = o.timeoutMs === undefined ? this.config.drainTimeoutMs : expectInteger(o.timeoutMs, 'timeoutMs', 0, 86_400_000);
+    const startedAt = performance.now();
+    const inFlight = this.inFlight.size;
+    if (!this.isDraining) {
+      this.isDraining = true;
+      this.log.info({ in_flight: inFlight, timeout_ms: timeoutMs }, 'draining: /health answers 503, new requests get 503 with Retry-After');
+    }
+    const timedOut = !(await within(this.inFlight.idle(), timeoutMs));
+    let cut = 0;
+    if (timedOut) {
+      cut = this.inFlight.cutAll();
+      this.log.warn({ cut, timeout_ms: timeoutMs }, 'drain timeout: requests still in flight were cut (streams end with an error frame)');
+      await within(this.inFlight.idle(), CUT_GRACE_MS);
+    }
+    // Let the frontends write what they pulled last (the end of each stream) before anything closes.
+    await new Promise((resolve) => setImmediate(resolve));
+    const booked = this.backend.metricsSources.workerLoads().reduce((n, l) => n + l.requests, 0);
+    const result = { inFlight, cut, timedOut, ms: Math.round(performance.now() - startedAt), booked };
+    this.log.info(result, 'drained');
+    return result;
   }
 
   async close(): Promise<void> {
@@ -287,6 +454,22 @@ export class RouterImpl implements Router {
     this.closed = true;
     await this.health.close();
     await this.backend.close();
+  }
+}
+
+/** The 503 of a request cut by a drain that ran out of time. */
+function drainCut(): HttpError {
+  return new HttpError(503, 'service_unavailable', 'router_shutting_down', 'the router shut down before this request finished (its drain timeout ran out)', { 'retry-after': '1' });
+}
+
+/** Whether `p` settled within `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true as const), expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

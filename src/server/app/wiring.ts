@@ -19,6 +19,9 @@ import type { Backend, LegExplanation, RouteExplanation } from './backend.js';
 import type { PoolRoutingConfig, RouterConfig, WorkerConfig, WorkerRole } from '../config/config.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { PoolName, PoolPort } from '../fleet/registry.js';
+import type { IngestIncident } from '../../events/incidents.js';
+import { silentLogger, type Logger } from '../../util/logger.js';
+import { withFields } from '../../util/objects.js';
 
 export interface BackendOptions {
   metrics: RouterMetrics;
@@ -28,6 +31,8 @@ export interface BackendOptions {
   abandonAfterMs?: number;
   /** Longest a decode leg is kept running after its client left, to pull the prefill's KV. */
   releaseTimeoutMs?: number;
+  /** KV event gaps, replays and engine restarts are logged here. */
+  log?: Logger;
 }
 
 interface PoolParts {
@@ -141,6 +146,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
             replays: s.replays,
             decodeErrors: s.decodeErrors,
             restarts: s.restarts,
+            skipped: { unknown_type: s.unknownEventTypes, other_group: s.otherGroupEvents, other_medium: s.ignoredMedium },
           })),
         ),
       indexStats: () => [parts.prefill, parts.decode].map((p) => ({ pool: p.name, ...p.indexer.stats() })),
@@ -195,8 +201,36 @@ function buildPool(
     abandonAfterMs: o.abandonAfterMs,
     releaseTimeoutMs: o.releaseTimeoutMs,
   });
-  const ingest = approximate ? undefined : new EventIngest({ indexer });
+  const log = (o.log ?? silentLogger).child({ component: 'kv-events', pool: name });
+  const ingest = approximate
+    ? undefined
+    : new EventIngest({
+        indexer,
+        onIncident: (incident) => logIncident(log, incident),
+        onError: (err, worker) => log.error({ worker, err }, 'KV event ingestion failed'),
+      });
   return { name, indexer, core, pool, router, ingest };
+}
+
+/** One line per event stream incident: a join's catch-up at info, lost history and restarts as warnings. */
+function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): void {
+  const at = { worker, dp_rank: dpRank };
+  switch (what.kind) {
+    case 'gap':
+      // Joining a running engine counts as a gap from 0: routine, not a loss.
+      if (what.from === 0n) log.info(withFields(at, { to: String(what.to) }), 'KV events: joined a running engine, catching up from its replay buffer');
+      else log.warn(withFields(at, { from: String(what.from), to: String(what.to) }), 'KV events: sequence gap, replaying the missing batches');
+      return;
+    case 'replayed':
+      log.info(withFields(at, { from: String(what.from), to: String(what.to) }), 'KV events: gap repaired from the replay');
+      return;
+    case 'index_cleared':
+      log.warn(withFields(at, { reason: what.reason }), "KV events: history lost, the worker's blocks were cleared from the index");
+      return;
+    case 'restart':
+      log.warn(withFields(at, { seq: String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq) }), "engine restarted (KV event sequence went back): the worker's blocks were cleared");
+      return;
+  }
 }
 
 /** The core as KvRouter sees it, with every booked decision observed by the metrics. */

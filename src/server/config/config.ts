@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.js';
+import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
 import { HealthSchema, PoolRoutingSchema, RouterConfigSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
@@ -85,6 +86,7 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
     config.sessionAffinity = s;
   }
   if (c.adminToken !== undefined && c.adminToken !== '') config.adminToken = c.adminToken;
+  if (config.adminToken !== undefined && c.adminTokenFile !== undefined) throw new TypeError('give either adminToken or adminTokenFile, not both');
   config.workers = c.workers.map((w, i) => normaliseWorker(w as Resolved<typeof WorkerSchema.properties>, `workers[${i}]`));
   checkUniqueIds(config.workers);
   return config;
@@ -182,8 +184,11 @@ function httpUrl(value: string, where: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new TypeError(`${where} must be an http(s) URL, got '${value}'`);
+    throw new TypeError(`${where} must be an http(s) URL, got '${redactUrl(value)}'`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`${where} must be an http(s) URL, got '${value}'`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`${where} must be an http(s) URL, got '${redactUrl(value)}'`);
+  // The engine client refuses these; refusing them here keeps a worker from being half added.
+  if (url.username || url.password) throw new TypeError(`${where} must not carry credentials (user:password@), got '${redactUrl(value)}'`);
+  if (url.search || url.hash) throw new TypeError(`${where} must not carry a query or a fragment, got '${value}'`);
   return value.replace(/\/+$/, '');
 }

@@ -4,6 +4,7 @@
 // the flag and its --help line come with its `cli` annotation.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ENGINE_KINDS, INDEXER_MODES, POLICY_NAMES, WORKER_ROLES } from '../../core/vocabulary.js';
+import { LOG_LEVELS } from '../../util/logger.js';
 import { MAX_BLOCK_SIZE } from '../../util/validate.js';
 import { defaulted, oneOf, type Annotations, type FlagAnnotation } from './declare.js';
 
@@ -138,6 +139,38 @@ export const HealthSchema = Type.Object(
   { additionalProperties: false, default: {}, description: 'Health checking of the workers.' },
 );
 
+/** Per API key limits, token buckets refilled continuously; a key's own limits (in the keys file) replace these. */
+export const RateLimitSchema = Type.Object(
+  {
+    requestsPerMinute: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1e9,
+        description: 'Requests per minute per API key (a burst of one minute\'s worth); above it, 429 with Retry-After.',
+        ...cli({ flag: 'key-requests-per-minute', arg: 'N', group: 'Access', help: 'requests per minute per API key, 429 above', defaultHelp: 'default: no limit' }),
+      }),
+    ),
+    tokensPerMinute: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1e12,
+        description: 'Tokens per minute per API key: a request costs its prompt tokens plus its max_tokens (what it may generate), charged when it is admitted; above it, 429 with Retry-After.',
+        ...cli({ flag: 'key-tokens-per-minute', arg: 'N', group: 'Access', help: 'tokens per minute per API key, a request costing prompt + max_tokens; 429 above', defaultHelp: 'default: no limit' }),
+      }),
+    ),
+  },
+  { additionalProperties: false, default: {}, description: 'Rate limits of every API key (with apiKeysFile).' },
+);
+
+/** TLS on the router's listeners. */
+export const TlsSchema = Type.Object(
+  {
+    certFile: text({ description: 'PEM certificate (chain) file.', ...cli({ flag: 'tls-cert', arg: 'FILE', group: 'Listening', help: 'serve HTTPS with this PEM certificate (chain) file (needs --tls-key)' }) }),
+    keyFile: text({ description: 'PEM private key file.', ...cli({ flag: 'tls-key', arg: 'FILE', group: 'Listening', help: 'the PEM private key of --tls-cert' }) }),
+  },
+  { additionalProperties: false, description: 'Serve HTTPS: every listener of the router (the admin listener too) uses this certificate.' },
+);
+
 /** The router's configuration: a JSON file (`kvroute serve --config`), or what a library user passes to createRouter. */
 export const RouterConfigSchema = Type.Object(
   {
@@ -235,6 +268,21 @@ export const RouterConfigSchema = Type.Object(
         ...cli({ flag: 'max-body-bytes', arg: 'N', group: 'Operations', help: 'request body limit, 413 above' }),
       }),
     ),
+    apiKeysFile: Type.Optional(
+      text({
+        description:
+          "A file of API keys for the OpenAI routes (/v1/*): one `name:key` per line (# comments), or JSON [{ name, key, requestsPerMinute?, tokensPerMinute? }]. With keys, a request needs `Authorization: Bearer <key>` (401 otherwise); without, the routes are open. The key's name, never the key, shows in logs and metrics.",
+        ...cli({
+          flag: 'api-keys-file',
+          arg: 'FILE',
+          env: 'KVROUTE_API_KEYS_FILE',
+          group: 'Access',
+          help: 'API keys of the OpenAI routes: `name:key` lines or JSON [{name, key, requestsPerMinute?, tokensPerMinute?}]; 401 without a valid Bearer key. KVROUTE_API_KEYS may hold the same text instead of a file',
+          defaultHelp: 'default: no keys, the routes are open',
+        }),
+      }),
+    ),
+    rateLimit: defaulted(RateLimitSchema),
     adminToken: Type.Optional(
       Type.String({
         description:
@@ -243,9 +291,15 @@ export const RouterConfigSchema = Type.Object(
           flag: 'admin-token',
           arg: 'TOKEN',
           env: 'KVROUTE_ADMIN_TOKEN',
-          group: 'Operations',
-          help: 'bearer token of /admin; without one, the admin API answers loopback clients only, and when --host is not a loopback address it is served on its own listener on 127.0.0.1 instead',
+          group: 'Access',
+          help: 'bearer token of /admin (on the command line it shows in `ps`: prefer --admin-token-file or the environment variable); without one, the admin API answers loopback clients only, and when --host is not a loopback address it is served on its own listener on 127.0.0.1 instead',
         }),
+      }),
+    ),
+    adminTokenFile: Type.Optional(
+      text({
+        description: 'A file holding the admin API bearer token (surrounding whitespace ignored), instead of adminToken.',
+        ...cli({ flag: 'admin-token-file', arg: 'FILE', env: 'KVROUTE_ADMIN_TOKEN_FILE', group: 'Access', help: 'a file holding the bearer token of /admin (not shown by `ps`)' }),
       }),
     ),
     adminPort: Type.Optional(
@@ -253,7 +307,40 @@ export const RouterConfigSchema = Type.Object(
         minimum: 0,
         maximum: 65535,
         description: 'Port of that loopback admin listener (default: port + 1; 0 lets the system choose).',
-        ...cli({ flag: 'admin-port', arg: 'PORT', group: 'Operations', help: 'port of that loopback admin listener', defaultHelp: 'default: --port + 1; 0 = any' }),
+        ...cli({ flag: 'admin-port', arg: 'PORT', group: 'Access', help: 'port of that loopback admin listener', defaultHelp: 'default: --port + 1; 0 = any' }),
+      }),
+    ),
+    tls: Type.Optional(TlsSchema),
+    reusePort: defaulted(
+      Type.Boolean({
+        default: false,
+        description: "Share the port with other processes (SO_REUSEPORT: the kernel splits connections between them). Off: a port another process holds is refused at startup.",
+        ...cli({ flag: 'reuse-port', group: 'Listening', help: 'share the port with other processes listening on it (SO_REUSEPORT); without it a busy port is an error' }),
+      }),
+    ),
+    maxTokensLimit: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2 ** 32 - 1,
+        default: 1_048_576,
+        description: 'Largest max_tokens / max_completion_tokens a request may ask for; above it, 400. The default is the longest context windows served today (about 1M tokens): no answer can be longer.',
+        ...cli({ flag: 'max-tokens-limit', arg: 'N', group: 'Operations', help: 'largest max_tokens a request may ask for, 400 above' }),
+      }),
+    ),
+    logLevel: defaulted(
+      oneOf(LOG_LEVELS, {
+        default: 'info',
+        description: "Log level of kvroute serve's logger (JSON lines on stderr, pretty on a terminal). info logs state changes (startup, worker health, engine restarts, KV event gaps, 5xx answers, drain), never a line per request; debug adds one per request.",
+        ...cli({ flag: 'log-level', arg: 'LEVEL', env: 'KVROUTE_LOG_LEVEL', group: 'Operations', help: 'log level' }),
+      }),
+    ),
+    drainTimeoutMs: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3_600_000,
+        default: 30_000,
+        description: 'On SIGTERM or SIGINT, how long requests in flight may take to finish before their streams are cut (an error frame) and the process exits.',
+        ...cli({ flag: 'drain-timeout-ms', arg: 'N', group: 'Operations', help: 'on SIGTERM/SIGINT, how long requests in flight may finish (then streams end with an error frame)' }),
       }),
     ),
     health: defaulted(HealthSchema),

@@ -6,6 +6,7 @@ import type { WorkerConfig, WorkerRole } from '../config/config.js';
 import { checkUniqueIds } from '../config/config.js';
 import { HealthTracker } from './health.js';
 import { withFields } from '../../util/objects.js';
+import { redactUrl, silentLogger, type Logger } from '../../util/logger.js';
 import type { PoolName } from '../../core/vocabulary.js';
 
 export type { PoolName };
@@ -35,6 +36,7 @@ export interface WorkerStatus {
   id: number;
   role: WorkerRole;
   kind: WorkerConfig['kind'];
+  /** Credentials in the URL are shown as `***`. */
   baseUrl: string;
   dpSize: number;
   state: WorkerState;
@@ -49,6 +51,8 @@ export interface RegistryOptions {
   ingest: IngestPort;
   healthGraceMs: number;
   clock?: () => number;
+  /** Workers added and removed, state changes with their reason (default: nothing logged). */
+  log?: Logger;
 }
 
 interface Entry {
@@ -80,21 +84,40 @@ export class WorkerRegistry {
   private readonly entries = new Map<number, Entry>();
   private readonly health: HealthTracker;
   private readonly clock: () => number;
+  private readonly log: Logger;
 
   constructor(private readonly opts: RegistryOptions) {
     this.health = new HealthTracker(opts.healthGraceMs);
     this.clock = opts.clock ?? Date.now;
+    this.log = opts.log ?? silentLogger;
   }
 
-  /** Registers a worker: healthy until a check says otherwise, in selection, events subscribed. */
+  /**
+   * Registers a worker: healthy until a check says otherwise, in selection, events subscribed. All
+   * or nothing: when a part refuses it (its event endpoints, the pool), everything done for it is
+   * undone before the error is thrown, so a refused worker never lingers.
+   */
   add(config: WorkerConfig): void {
     if (this.entries.has(config.id)) throw new WorkerExistsError(config.id);
     checkUniqueIds([...[...this.entries.values()].map((e) => e.config), config]);
     const entry: Entry = { config, draining: false, inSelection: false };
-    this.entries.set(config.id, entry);
-    this.health.add(config.id);
-    this.opts.ingest.subscribe(config, poolOf(config.role));
-    this.sync(entry);
+    const pool = this.opts.pools[poolOf(config.role)];
+    let subscribed = false;
+    try {
+      this.opts.ingest.subscribe(config, poolOf(config.role));
+      subscribed = true;
+      this.entries.set(config.id, entry);
+      this.health.add(config.id);
+      this.sync(entry);
+    } catch (err) {
+      this.entries.delete(config.id);
+      this.health.remove(config.id);
+      if (subscribed) this.opts.ingest.unsubscribe(config.id);
+      if (entry.inSelection) pool.disable(config.id);
+      pool.remove(config.id);
+      throw err;
+    }
+    this.log.info({ worker: config.id, role: config.role, kind: config.kind, url: redactUrl(config.baseUrl), dp_size: config.dpSize, kv_events: config.kvEvents.length > 0 }, 'worker added');
   }
 
   /** Stops new requests from going to the worker; requests in flight finish. */
@@ -102,6 +125,7 @@ export class WorkerRegistry {
     const entry = this.get(id);
     entry.draining = true;
     this.sync(entry);
+    this.log.info({ worker: id, active_requests: this.opts.pools[poolOf(entry.config.role)].activeRequests(id) }, 'worker draining (admin API)');
     return this.status(entry);
   }
 
@@ -110,6 +134,7 @@ export class WorkerRegistry {
     const entry = this.get(id);
     entry.draining = false;
     this.sync(entry);
+    this.log.info({ worker: id, state: this.stateOf(entry) }, 'worker activated (admin API)');
     return this.status(entry);
   }
 
@@ -125,6 +150,7 @@ export class WorkerRegistry {
     pool.remove(id);
     this.health.remove(id);
     this.entries.delete(id);
+    this.log.info({ worker: id }, 'worker removed');
     return withFields(status, { state: 'draining' as const, inSelection: false });
   }
 
@@ -133,7 +159,12 @@ export class WorkerRegistry {
     const entry = this.entries.get(id);
     if (!entry) return;
     const verdict = this.health.record(id, ok, this.clock(), error);
-    if (verdict === 'became_unhealthy' || verdict === 'became_healthy') this.sync(entry);
+    if (verdict === 'became_unhealthy' || verdict === 'became_healthy') {
+      this.sync(entry);
+      const fields = { worker: id, url: redactUrl(entry.config.baseUrl), state: this.stateOf(entry), in_selection: entry.inSelection };
+      if (verdict === 'became_unhealthy') this.log.warn(withFields(fields, { error }), 'worker unhealthy: out of selection');
+      else this.log.info(fields, 'worker healthy again');
+    }
     this.expireGrace();
   }
 
@@ -142,9 +173,17 @@ export class WorkerRegistry {
     const expired = this.health.expired(this.clock());
     for (const id of expired) {
       const entry = this.entries.get(id);
-      if (entry) this.opts.pools[poolOf(entry.config.role)].dropBlocks(id);
+      if (!entry) continue;
+      this.opts.pools[poolOf(entry.config.role)].dropBlocks(id);
+      this.log.warn({ worker: id, grace_ms: this.opts.healthGraceMs }, 'worker unhealthy past the grace period: its blocks left the index');
     }
     return expired;
+  }
+
+  /** The id of the worker with this base URL (error answers name workers, never URLs). */
+  workerWithUrl(baseUrl: string): number | undefined {
+    for (const e of this.entries.values()) if (e.config.baseUrl === baseUrl) return e.config.id;
+    return undefined;
   }
 
   has(id: number): boolean {
@@ -191,7 +230,7 @@ export class WorkerRegistry {
       id: c.id,
       role: c.role,
       kind: c.kind,
-      baseUrl: c.baseUrl,
+      baseUrl: redactUrl(c.baseUrl),
       dpSize: c.dpSize,
       state: this.stateOf(entry),
       inSelection: entry.inSelection,

@@ -3,10 +3,13 @@
 // res.cork(); write() returning false means "buffered, stop writing until onWritable" (the data is
 // kept by uWS and never resent). Every request is answered exactly once.
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
+import { createSecureContext } from 'node:tls';
 import uWS from 'uWebSockets.js';
 import { Cancellation } from '../../util/cancellation.js';
 import { isShortVisibleAscii } from '../../util/validate.js';
+import { listenOn } from '../../util/uws-listen.js';
 import { errorReply, HttpError, notFound } from '../call/errors.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { BoundedBodyBuffer } from '../call/body.js';
@@ -29,12 +32,21 @@ export interface ListenOptions {
   routes?: 'all' | 'public' | 'admin';
   /** With routes 'public': where the admin API is served instead. */
   adminElsewhere?: string;
+  /**
+   * Share the port with other processes that listen on it with SO_REUSEPORT (the kernel splits
+   * connections between them). Default false: a port another process holds fails the listen.
+   */
+  reusePort?: boolean;
+  /** HTTPS with these PEM files (certificate chain and private key). */
+  tls?: { certFile: string; keyFile: string };
 }
 
 export interface RunningServer {
   readonly host: string;
   readonly port: number;
   readonly url: string;
+  /** Stops accepting connections; open ones keep being served (a drain), until close(). */
+  stopAccepting(): void;
   close(): Promise<void>;
 }
 
@@ -49,12 +61,13 @@ interface ResponseState {
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
-export function listenUws(handler: CallHandler, opts: ListenOptions = {}): Promise<RunningServer> {
+export async function listenUws(handler: CallHandler, opts: ListenOptions = {}): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
   const routes = opts.routes ?? 'all';
   if (routes !== 'all' && routes !== 'public' && routes !== 'admin') throw new TypeError(`routes must be 'all', 'public' or 'admin', got '${String(routes)}'`);
   const refusal = routes === 'all' ? undefined : refusalReply(routes, opts.adminElsewhere);
-  const app = uWS.App();
+  if (opts.tls) await checkTls(opts.tls);
+  const app = opts.tls ? uWS.SSLApp({ cert_file_name: opts.tls.certFile, key_file_name: opts.tls.keyFile }) : uWS.App();
   app.any('/*', (res, req) => {
     if (refusal) {
       const path = req.getUrl();
@@ -63,28 +76,46 @@ export function listenUws(handler: CallHandler, opts: ListenOptions = {}): Promi
     }
     onRequest(handler, res, req);
   });
-  return new Promise((resolve, reject) => {
-    app.listen(host, opts.port ?? 0, (token) => {
-      if (!token) {
-        reject(new Error(`cannot listen on ${host}:${opts.port ?? 0} (address in use or not permitted)`));
-        return;
-      }
-      const port = uWS.us_socket_local_port(token as unknown as Parameters<typeof uWS.us_socket_local_port>[0]);
-      resolve(runningServer(app, token, host, port));
-    });
-  });
+  const port = opts.port ?? 0;
+  const token = await listenOn(app, host, port, opts.reusePort === true, routes === 'admin' ? 'admin API' : 'router');
+  return runningServer(app, token, host, uWS.us_socket_local_port(token), opts.tls !== undefined);
 }
 
-function runningServer(app: TemplatedApp, token: us_listen_socket, host: string, port: number): RunningServer {
+/** The certificate and key load and match, checked by Node before uWS gets them (it would only fail to listen). */
+async function checkTls(tls: { certFile: string; keyFile: string }): Promise<void> {
+  const read = async (path: string, what: string) => {
+    try {
+      return await readFile(path);
+    } catch (err) {
+      throw new Error(`cannot read the TLS ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  const cert = await read(tls.certFile, 'certificate');
+  const key = await read(tls.keyFile, 'key');
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    throw new Error(`the TLS certificate ${tls.certFile} and key ${tls.keyFile} are not a usable pair: ${(err as Error).message}`);
+  }
+}
+
+function runningServer(app: TemplatedApp, token: us_listen_socket, host: string, port: number, tls: boolean): RunningServer {
   let closed = false;
+  let accepting = true;
+  const stopAccepting = () => {
+    if (!accepting) return;
+    accepting = false;
+    uWS.us_listen_socket_close(token);
+  };
   return {
     host,
     port,
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url: `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    stopAccepting,
     async close() {
       if (closed) return;
       closed = true;
-      uWS.us_listen_socket_close(token);
+      stopAccepting();
       // close() (present at runtime, absent from the typings) also drops keep-alive connections,
       // whose onAborted handlers cancel any stream still running.
       (app as unknown as { close?: () => void }).close?.();
@@ -153,7 +184,8 @@ function send(res: HttpResponse, reply: HttpReply, state: ResponseState): void {
       writeHead(res, reply);
       state.ended = true;
       // A 413 answered before the upload finished: close the connection rather than read the rest.
-      res.end(reply.body ?? '', reply.status === 413);
+      // A draining router asks for the connection to be closed too (its Connection: close says so).
+      res.end(reply.body ?? '', reply.status === 413 || reply.headers.connection === 'close');
     });
     return;
   }

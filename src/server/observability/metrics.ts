@@ -18,6 +18,8 @@ export interface EventStatsSample {
   worker: number;
   applied: number;
   rejected: Record<string, number>;
+  /** Events left out on purpose, by reason: unknown_type, other_group (hybrid models), other_medium (CPU, disk). */
+  skipped?: Record<string, number>;
   gaps: number;
   replays: number;
   decodeErrors: number;
@@ -125,6 +127,18 @@ export class RouterMetrics {
     help: 'Requests whose client went away before the response ended',
     registers: [this.registry],
   });
+  private readonly keyRequests = new Counter({
+    name: 'kvroute_api_key_requests_total',
+    help: "Requests with an API key, by the key's name and result (admitted, rate_limited_requests, rate_limited_tokens, too_large)",
+    labelNames: ['key', 'result'] as const,
+    registers: [this.registry],
+  });
+  private readonly keyTokens = new Counter({
+    name: 'kvroute_api_key_tokens_total',
+    help: "Tokens charged to an API key's token rate limit (prompt + max_tokens of admitted requests), by the key's name",
+    labelNames: ['key'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     const self = this;
@@ -201,6 +215,18 @@ export class RouterMetrics {
           for (const [reason, n] of Object.entries(s.rejected)) {
             if (n > 0) this.inc({ worker: String(s.worker), reason }, n);
           }
+        }
+      },
+    });
+    new Counter({
+      name: 'kvroute_kv_events_skipped_total',
+      help: 'KV events skipped on purpose, by reason: unknown_type (an event type the decoder does not know), other_group (a secondary KV cache group), other_medium (CPU or disk tiers)',
+      labelNames: ['worker', 'reason'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of self.sources?.eventStats() ?? []) {
+          for (const [reason, n] of Object.entries(s.skipped ?? {})) this.inc({ worker: String(s.worker), reason }, n);
         }
       },
     });
@@ -303,6 +329,12 @@ export class RouterMetrics {
 
   clientDisconnect(): void {
     this.aborted.inc();
+  }
+
+  /** A request with an API key: admitted (charged `tokens`) or refused by the key's limits. */
+  apiKeyRequest(key: string, result: string, tokens: number): void {
+    this.keyRequests.inc({ key, result });
+    if (tokens > 0) this.keyTokens.inc({ key }, tokens);
   }
 
   get contentType(): string {

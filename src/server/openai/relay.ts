@@ -1,13 +1,14 @@
 // The SSE relay: the engine's events become frames for the client a batch at a time, pulled by the
 // frontend (so a slow client pauses the engine read). Completions chunks are relayed verbatim,
 // chat-as-completions chunks are converted; usage is observed for metrics. The relay ends exactly
-// once: at the engine's end, on an engine failure (an error frame, then the end), or on cancel.
+// once: at the engine's end, on an engine failure (an error frame, then the end), on cancel, or
+// when the router cuts it (a drain that ran out of time: an error frame, then the end).
 import { SHAPE_ERROR, SHAPE_USAGE } from '../../engines/chunk-shape.js';
 import { batchesOf } from '../../engines/event-batch.js';
 import { shapeOf } from '../../engines/sse.js';
 import { usageCounts, usageOf, type UsageCounts } from '../../engines/usage.js';
 import { ChatChunkConverter } from './chat.js';
-import { errorEventFrame, errorReply } from '../call/errors.js';
+import { errorEventFrame, errorReply, type WorkerOf } from '../call/errors.js';
 import type { FrameStream } from '../call/call.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { SseEvent } from '../../engines/types.js';
@@ -27,13 +28,23 @@ export interface RelayOptions {
   metrics: RouterMetrics;
   /** Aborts the engine legs (the router's own controller for this request). */
   abort(): void;
-  /** Called once with the request's final HTTP-equivalent status (499 when the client left). */
-  onEnd?(status: number, usage: UsageCounts | undefined): void;
+  /** Names the worker of a failed engine in the error frame (never its URL). */
+  workerOf?: WorkerOf;
+  /** Called once with the request's final HTTP-equivalent status (499 when the client left) and the failure that ended it, if any. */
+  onEnd?(status: number, usage: UsageCounts | undefined, failure?: unknown): void;
+  /** Called once when the frontend pulled the end (or cancelled): nothing more will be written. */
+  onConsumed?(): void;
+}
+
+/** A relay the router can also cut short. */
+export interface RelayStream extends FrameStream {
+  /** Ends the stream now: the next pull gets an error frame for `err`, then the end; the engine legs abort. */
+  interrupt(err: unknown): void;
 }
 
 const DONE_FRAME = 'data: [DONE]\n\n';
 
-export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): FrameStream {
+export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): RelayStream {
   // Whole batches (every event one engine read produced) become one string of frames.
   const batches = batchesOf(source[Symbol.asyncIterator]());
   const converter = o.chat ? new ChatChunkConverter() : undefined;
@@ -43,13 +54,25 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
   let tokenFrames = 0;
   let lastTokenAt = 0;
   let usage: UsageCounts | undefined;
+  let lastFrame: string | null = null; // an interrupt's error frame, sent by the next pull
 
-  const finish = (status: number) => {
+  const finish = (status: number, failure?: unknown) => {
     if (ended) return;
     ended = true;
     if (usage) o.metrics.usage(usage.promptTokens, usage.completionTokens, usage.cachedTokens ?? 0);
     o.metrics.request(o.route, status);
-    o.onEnd?.(status, usage);
+    o.onEnd?.(status, usage, failure);
+  };
+  let consumed = false;
+  /** The interrupt's frame once, then the end (the frontend has seen everything). */
+  const takeLastFrame = (): string | null => {
+    const frame = lastFrame;
+    lastFrame = null;
+    if (frame === null && !consumed) {
+      consumed = true;
+      o.onConsumed?.();
+    }
+    return frame;
   };
 
   const tokenArrived = () => {
@@ -84,7 +107,7 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
     if (chunk.error !== undefined && chunk.error !== null) {
       // The engine reported a failure inside the stream: pass it on and end.
       const status = Number((chunk.error as { code?: unknown }).code);
-      finish(Number.isInteger(status) && status >= 400 && status < 600 ? status : 502);
+      finish(Number.isInteger(status) && status >= 400 && status < 600 ? status : 502, chunk.error);
       return `data: ${ev.data}\n\n`;
     }
     const u = usageOf(chunk);
@@ -106,16 +129,16 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
         try {
           batch = await batches.nextBatch();
         } catch (err) {
-          if (ended) return null; // cancelled meanwhile: the failure is the abort itself
-          const frame = errorEventFrame(err);
-          finish(errorReply(err).status);
+          if (ended) return takeLastFrame(); // cancelled or cut meanwhile: the failure is the abort itself
+          const frame = errorEventFrame(err, o.workerOf);
+          finish(errorReply(err, o.workerOf).status, err);
           return frame;
         }
-        if (ended) return null;
+        if (ended) return takeLastFrame();
         if (batch === null) {
           if (sawDone) {
             finish(200);
-            return null;
+            return takeLastFrame();
           }
           // Engines end with [DONE]; an engine stream that lacked it still ends properly here.
           pendingEnd = true;
@@ -128,10 +151,20 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): F
         }
         if (frames !== '') return frames;
       }
-      return null;
+      return takeLastFrame();
+    },
+
+    interrupt(err: unknown): void {
+      if (ended) return;
+      lastFrame = errorEventFrame(err, o.workerOf);
+      finish(errorReply(err).status, err);
+      o.abort();
+      void batches.return?.()?.catch(() => undefined);
     },
 
     cancel(): void {
+      lastFrame = null;
+      takeLastFrame();
       if (ended) return;
       o.metrics.clientDisconnect();
       finish(499);

@@ -18,6 +18,7 @@ import type { OpenAiRoute } from '../../engines/types.js';
 import { copyFields } from '../../util/objects.js';
 import { scanTokenPrompt, type ScannedPrompt } from '../../core/prompt-scan.js';
 import { RawJson, tokenIdsJson } from '../../engines/json.js';
+import { nestsDeeperThan } from '../../util/json-depth.js';
 export type { OpenAiRoute };
 
 export type { RoutingHints };
@@ -44,9 +45,13 @@ export interface Preprocessor {
   models: readonly string[];
   /** The session affinity header, when affinity is on. */
   sessionHeader?: string;
+  /** The largest max_tokens / max_completion_tokens a request may ask for (default: no cap). */
+  maxTokensLimit?: number;
 }
 
 const MAX_PROMPT_TOKENS = 1 << 22;
+/** Bodies nesting deeper are refused (a chat message with content parts is 4 levels deep). */
+export const MAX_JSON_DEPTH = 64;
 
 /** The client's X-Request-Id when well-formed, otherwise a new one; a malformed id is a 400. */
 export function requestIdOf(header: string | undefined): string {
@@ -72,6 +77,7 @@ function parseJsonText(text: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw badRequest(`request body must be a JSON object, got ${describe(value)}`, 'invalid_json');
   }
+  if (nestsDeeperThan(value, MAX_JSON_DEPTH)) throw badRequest(`request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`, 'invalid_json');
   return value as Record<string, unknown>;
 }
 
@@ -156,7 +162,7 @@ export function prepareRequest(
   scanned?: ScannedRequest,
 ): PreparedRequest {
   checkModel(body.model, pre.models);
-  checkCommonFields(body);
+  checkCommonFields(body, pre.maxTokensLimit);
   const hints = routingHints(headers, body.nvext, pre.sessionHeader);
   const stream = body.stream === true;
   const forEngine: Record<string, unknown> = copyFields(body);
@@ -197,7 +203,7 @@ function checkModel(model: unknown, models: readonly string[]): void {
 }
 
 /** Type checks of the fields the router itself reads or rewrites. */
-function checkCommonFields(body: Record<string, unknown>): void {
+function checkCommonFields(body: Record<string, unknown>, maxTokensLimit = Number.MAX_SAFE_INTEGER): void {
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
     throw badRequest(`'stream' must be a boolean, got ${describe(body.stream)}`, 'invalid_type');
   }
@@ -206,6 +212,10 @@ function checkCommonFields(body: Record<string, unknown>): void {
     if (v === undefined || v === null) continue;
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
       throw badRequest(`'${field}' must be a positive integer, got ${typeof v === 'number' ? v : describe(v)}`, 'invalid_type');
+    }
+    // 1e20 is an integer too: past the cap it is refused as too large, not as a wrong type.
+    if (field !== 'n' && v > maxTokensLimit) {
+      throw badRequest(`'${field}' must be at most ${maxTokensLimit} (this router's max tokens limit), got ${v}`, 'max_tokens_too_large');
     }
   }
   const so = body.stream_options;

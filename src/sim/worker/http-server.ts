@@ -5,6 +5,7 @@
 // until onWritable.
 import uWS from 'uWebSockets.js';
 import { OpenAiError, errorJson } from './errors.js';
+import { listenOn } from '../../util/uws-listen.js';
 
 export interface RequestInfo {
   /** Upper-case method. */
@@ -32,10 +33,18 @@ export interface HttpServerOptions {
   maxBodyBytes?: number;
   /** A label for bind errors ("HTTP", "KV side channel"). */
   label?: string;
+  /** Share the port with other processes (SO_REUSEPORT); default: a busy port is an error. */
+  reusePort?: boolean;
 }
 
 export interface HttpServer {
   readonly port: number;
+  /**
+   * A graceful stop's first half: no new connections, and new requests on open ones (health checks
+   * included) get 503 with Connection: close; resolves once the exchanges in flight have finished,
+   * or after `timeoutMs`, when those still open are cut (a stream ends with an error event).
+   */
+  drain(timeoutMs: number): Promise<{ inFlight: number; cut: number }>;
   /** Stops listening and closes every open connection (in-flight exchanges see an abort). */
   close(): void;
 }
@@ -72,6 +81,8 @@ export class HttpExchange {
   constructor(
     private readonly res: uWS.HttpResponse,
     readonly request: RequestInfo,
+    /** Called once, when the reply completed or the client went away. */
+    private readonly onSettled?: (ex: HttpExchange) => void,
   ) {}
 
   /** True once the client went away (or the server closed the connection). */
@@ -109,7 +120,7 @@ export class HttpExchange {
 
   send(status: number, body: string, headers: Record<string, string>): void {
     if (this.state !== 'open') return;
-    this.state = 'done';
+    this.settle('done');
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
@@ -140,7 +151,7 @@ export class HttpExchange {
       this.endWhenDrained = true;
       return;
     }
-    this.state = 'done';
+    this.settle('done');
     this.res.cork(() => this.res.end());
   }
 
@@ -153,9 +164,14 @@ export class HttpExchange {
   /** @internal */
   markAborted(): void {
     if (this.finished) return;
-    this.state = 'aborted';
+    this.settle('aborted');
     this.pending.length = 0;
     for (const fn of this.abortListeners.splice(0)) fn();
+  }
+
+  private settle(state: 'done' | 'aborted'): void {
+    this.state = state;
+    this.onSettled?.(this);
   }
 
   private write(chunk: string): void {
@@ -182,7 +198,7 @@ export class HttpExchange {
         if (ok) {
           this.paused = false;
           if (this.endWhenDrained) {
-            this.state = 'done';
+            this.settle('done');
             this.res.end();
           }
         }
@@ -202,7 +218,25 @@ export function listenHttp(opts: HttpServerOptions): Promise<HttpServer> {
     (byPath.get(r.path) as Map<string, Handler>).set(r.method, r.handler);
   }
 
+  const open = new Set<HttpExchange>();
+  const settled = (ex: HttpExchange) => {
+    open.delete(ex);
+    if (open.size === 0) for (const wake of idleWaiters.splice(0)) wake();
+  };
+  const idleWaiters: Array<() => void> = [];
+  let draining = false;
+
   app.any('/*', (res, req) => {
+    if (draining && req.getUrl() !== '/admin/faults') {
+      // Connection: close, and no body is read: the client takes its next request elsewhere.
+      res.cork(() => {
+        res.writeStatus(statusLine(503));
+        res.writeHeader('content-type', 'application/json');
+        res.writeHeader('retry-after', '1');
+        res.end(errorJson(new OpenAiError(503, 'the worker is shutting down', 'service_unavailable', 'worker_draining')), true);
+      });
+      return;
+    }
     const request: RequestInfo = {
       method: req.getMethod().toUpperCase(),
       path: req.getUrl(),
@@ -212,7 +246,8 @@ export function listenHttp(opts: HttpServerOptions): Promise<HttpServer> {
     req.forEach((k, v) => {
       request.headers[k] = v;
     });
-    const ex = new HttpExchange(res, request);
+    const ex = new HttpExchange(res, request, settled);
+    open.add(ex);
     res.onAborted(() => ex.markAborted());
 
     const methods = byPath.get(request.path);
@@ -236,24 +271,48 @@ export function listenHttp(opts: HttpServerOptions): Promise<HttpServer> {
     });
   });
 
-  return new Promise((resolve, reject) => {
-    app.listen(opts.host, opts.port, (listenSocket) => {
-      if (!listenSocket) {
-        reject(new Error(`cannot bind the ${opts.label ?? 'HTTP'} server on ${opts.host}:${opts.port} (port in use or address unavailable)`));
-        return;
-      }
-      let closed = false;
-      resolve({
-        port: uWS.us_socket_local_port(listenSocket),
-        close() {
-          if (closed) return;
-          closed = true;
-          uWS.us_listen_socket_close(listenSocket);
-          // Not in the typings of this uWS build, but present: closes every open connection.
-          (app as unknown as { close?: () => void }).close?.();
-        },
-      });
-    });
+  return listenOn(app, opts.host, opts.port, opts.reusePort === true, `the worker's ${opts.label ?? 'HTTP'} server`).then((listenSocket) => {
+    let closed = false;
+    let listening = true;
+    const stopListening = () => {
+      if (listening) uWS.us_listen_socket_close(listenSocket);
+      listening = false;
+    };
+    return {
+      port: uWS.us_socket_local_port(listenSocket),
+      async drain(timeoutMs: number) {
+        draining = true;
+        stopListening();
+        const inFlight = open.size;
+        let timer: NodeJS.Timeout | undefined;
+        const idle = open.size === 0 ? true : await new Promise<boolean>((resolve) => {
+          idleWaiters.push(() => resolve(true));
+          timer = setTimeout(() => resolve(false), timeoutMs);
+        });
+        clearTimeout(timer);
+        let cut = 0;
+        if (!idle) {
+          const cutError = new OpenAiError(503, 'the worker shut down before this request finished (its drain timeout ran out)', 'service_unavailable', 'worker_shutting_down');
+          for (const ex of [...open]) {
+            cut++;
+            if (ex.streaming) {
+              ex.sse(errorJson(cutError));
+              ex.endStream();
+            } else {
+              ex.error(cutError);
+            }
+          }
+        }
+        return { inFlight, cut };
+      },
+      close() {
+        if (closed) return;
+        closed = true;
+        stopListening();
+        // Not in the typings of this uWS build, but present: closes every open connection.
+        (app as unknown as { close?: () => void }).close?.();
+      },
+    };
   });
 }
 

@@ -44,6 +44,10 @@ export interface SimWorkerOptions {
   defaultChatMaxTokens?: number;
   /** Wall clock (ms) for timestamps and engine time. */
   clock?: () => number;
+  /** Share the HTTP and side channel ports with other processes (SO_REUSEPORT); default: a busy port is an error. */
+  reusePort?: boolean;
+  /** The HTTP server's request body limit (default 64 MiB: vLLM has no small limit of its own). */
+  maxBodyBytes?: number;
 }
 
 export interface SimWorkerFaults {
@@ -65,10 +69,19 @@ export interface SimWorker {
   /** The current engine model (a restart swaps in a fresh one). */
   readonly model: EngineModel;
   readonly faults: SimWorkerFaults;
+  /**
+   * Stops taking requests (no new connections; /health and new requests answer 503) and resolves
+   * when those in flight have finished, or after `timeoutMs`, cutting the rest (streams end with an
+   * error event). The KV side channel keeps serving decode workers' pulls until close().
+   */
+  drain(timeoutMs: number): Promise<{ inFlight: number; cut: number }>;
   close(): Promise<void>;
 }
 
 type Model = SteppableModel<SimRequest, TokenOutput, KvEvent>;
+
+/** vLLM sets no small body limit of its own: the router's limit, not the worker's, should apply first. */
+const SIM_MAX_BODY_BYTES = 64 << 20;
 
 export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker> {
   const o = validateOptions(opts);
@@ -107,7 +120,7 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
     const engineId = `kvroute-sim-${o.id}-${clock().toString(36)}`;
     let sideChannel: HttpServer | undefined;
     if (o.role === 'prefill') {
-      sideChannel = await startSideChannel({ host: o.host, port: o.bootstrapPort, holds, engineId, maxWaitMs: o.handoffWaitMs });
+      sideChannel = await startSideChannel({ host: o.host, port: o.bootstrapPort, holds, engineId, maxWaitMs: o.handoffWaitMs, reusePort: opts.reusePort });
       closers.push(() => sideChannel?.close());
     }
     let nextBlockId = 0;
@@ -193,6 +206,8 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
     const http = await listenHttp({
       host: o.host,
       port: o.httpPort,
+      reusePort: opts.reusePort,
+      maxBodyBytes: opts.maxBodyBytes ?? SIM_MAX_BODY_BYTES,
       routes: [
         { method: 'POST', path: '/v1/completions', handler: gated((ex) => serveInference(runtime, ex, 'completions')) },
         { method: 'POST', path: '/v1/chat/completions', handler: gated((ex) => serveInference(runtime, ex, 'chat')) },
@@ -243,6 +258,7 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
         dropEvents: (n) => publisher.dropNext(expectCount(n, 'dropEvents')),
         restart,
       },
+      drain: (timeoutMs) => http.drain(timeoutMs),
       async close() {
         if (closed) return;
         closed = true;

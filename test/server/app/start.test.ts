@@ -14,7 +14,7 @@ const embedded = { prefill: 0, decode: 1, style: 'vllm' as const, speedup: 100 }
 
 describe('startServer', () => {
   it('serves the admin API on its own loopback listener when listening beyond loopback without a token', async () => {
-    started = await startServer({ config: parseRouterConfig({ host: '0.0.0.0', port: 0, health: { intervalMs: 0 } }), embedded });
+    started = await startServer({ config: parseRouterConfig({ host: '0.0.0.0', port: 0, health: { intervalMs: 0 }, logLevel: 'silent' }), embedded });
     const publicUrl = started.server.url.replace('0.0.0.0', '127.0.0.1');
     const refused = await fetch(`${publicUrl}/admin/workers`);
     expect(refused.status).toBe(403);
@@ -35,11 +35,11 @@ describe('startServer', () => {
   });
 
   it('keeps one listener when it listens on loopback, or when a token guards the admin API', async () => {
-    started = await startServer({ config: parseRouterConfig({ port: 0, health: { intervalMs: 0 } }), embedded });
+    started = await startServer({ config: parseRouterConfig({ port: 0, health: { intervalMs: 0 }, logLevel: 'silent' }), embedded });
     expect(started.adminServer).toBeUndefined();
     expect((await fetch(`${started.server.url}/admin/workers`)).status).toBe(200);
     await started.close();
-    started = await startServer({ config: parseRouterConfig({ host: '0.0.0.0', port: 0, adminToken: 's3cret', health: { intervalMs: 0 } }), embedded });
+    started = await startServer({ config: parseRouterConfig({ host: '0.0.0.0', port: 0, adminToken: 's3cret', health: { intervalMs: 0 }, logLevel: 'silent' }), embedded });
     expect(started.adminServer).toBeUndefined();
     const url = started.server.url.replace('0.0.0.0', '127.0.0.1');
     expect((await fetch(`${url}/admin/workers`)).status).toBe(401);

@@ -23,7 +23,7 @@ describe('collectBody', () => {
     }
     await expect(collectBody(endless(), 25)).rejects.toSatisfy((e: unknown) => e instanceof HttpError && e.status === 413);
     expect(pulled).toBe(3);
-    await expect(collectBody(Buffer.alloc(5), 4)).rejects.toThrow(/exceeds the limit of 4 bytes/);
+    await expect(collectBody(Buffer.alloc(5), 4)).rejects.toThrow(/exceeds the router's limit of 4 bytes \(--max-body-bytes\)/);
     await expect(collectBody(chunks('a'), 4, '100')).rejects.toThrow(/exceeds/);
   });
 });

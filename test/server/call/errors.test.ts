@@ -10,7 +10,7 @@ describe('errorReply', () => {
   it('answers HttpErrors with their own status and an OpenAI-style body', () => {
     const r = errorReply(payloadTooLarge(1024));
     expect(r.status).toBe(413);
-    expect(parse(r.body)).toEqual({ error: { message: 'request body exceeds the limit of 1024 bytes', type: 'invalid_request_error', code: 'payload_too_large' } });
+    expect(parse(r.body)).toEqual({ error: { message: "request body exceeds the router's limit of 1024 bytes (--max-body-bytes)", type: 'invalid_request_error', code: 'payload_too_large' } });
     expect(errorReply(new HttpError(404, 'invalid_request_error', 'model_not_found', 'no')).status).toBe(404);
   });
 
@@ -41,12 +41,33 @@ describe('errorReply', () => {
     expect(parse(r.body).error).toEqual({ message: 'prompt too long', type: 'BadRequestError', code: '400' });
     const e = errorReply(new EngineError(500, 'boom', 'engine answered 500'));
     expect(e.status).toBe(502);
-    expect(parse(e.body).error.message).toMatch(/engine failed: boom/);
+    expect(parse(e.body).error.message).toBe('engine failed (the engine): boom');
     const broken = errorReply(transportError('engine_stream_broken', 'http://127.0.0.1:1', 'socket hang up'));
     expect(broken.status).toBe(502);
     expect(parse(broken.body).error.code).toBe('engine_stream_broken');
     expect(errorReply(transportError('engine_first_byte_timeout', 'http://h:1', 'slow')).status).toBe(504);
     expect(errorReply(new EngineError(503, 'busy', 'engine answered 503')).headers['retry-after']).toBe('1');
+  });
+
+  it('names a failed engine by its worker id, never by URL, and leaves the transport\'s words to the log', () => {
+    const workerOf = (url: string) => (url === 'http://user:secret@10.0.0.7:8000' ? 7 : undefined);
+    const refused = transportError('engine_unreachable', 'http://user:secret@10.0.0.7:8000', 'connect ECONNREFUSED 10.0.0.7:8000');
+    const r = errorReply(refused, workerOf);
+    expect(r.status).toBe(502);
+    expect(parse(r.body).error).toEqual({ message: 'engine unreachable (worker 7)', type: 'engine_error', code: 'engine_unreachable' });
+    expect(r.body).not.toMatch(/10\.0\.0\.7|ECONNREFUSED|secret/);
+    // Without a worker to name (an engine the registry no longer knows): still no URL.
+    expect(parse(errorReply(refused).body).error.message).toBe('engine unreachable (the engine)');
+    const failed = errorReply(new EngineError(500, { error: { message: 'CUDA out of memory' } }, 'engine http://user:secret@10.0.0.7:8000 answered 500', 'engine_rejected', 'http://user:secret@10.0.0.7:8000'), workerOf);
+    expect(parse(failed.body).error.message).toBe('engine failed (worker 7): CUDA out of memory');
+    const busy = errorReply(new EngineError(503, 'busy', 'engine answered 503', 'engine_rejected', 'http://user:secret@10.0.0.7:8000'), workerOf);
+    expect(parse(busy.body).error.message).toBe('engine unavailable (worker 7): busy');
+  });
+
+  it("says an engine's 413 was the engine's limit, not the router's", () => {
+    const r = errorReply(new EngineError(413, { error: { message: 'request body exceeds the limit of 8388608 bytes', type: 'invalid_request_error', code: 'payload_too_large' } }, 'engine answered 413', 'engine_rejected', 'http://h:1'), () => 3);
+    expect(r.status).toBe(413);
+    expect(parse(r.body).error.message).toBe('worker 3 refused the request as too large (the router passed it on under its own limit): request body exceeds the limit of 8388608 bytes');
   });
 
   it('maps TypeError and RangeError to 400 (keeping their code) and anything else to 500', () => {

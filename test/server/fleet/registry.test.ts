@@ -92,4 +92,49 @@ describe('WorkerRegistry', () => {
     expect(() => registry.remove(4)).toThrow(/no worker with id 4/);
     registry.add(worker(4, 'decode')); // the id is free again
   });
+
+  it('adds all or nothing: a part that refuses the worker leaves no trace of it', () => {
+    const { registry, pools, subscribed } = setup();
+    const refusing = pools.decode;
+    const enable = refusing.enable.bind(refusing);
+    refusing.enable = () => {
+      throw new TypeError('the pool refuses it');
+    };
+    expect(() => registry.add(worker(6, 'decode'))).toThrow('the pool refuses it');
+    expect(registry.list()).toEqual([]);
+    expect(registry.has(6)).toBe(false);
+    expect(subscribed.has(6)).toBe(false); // subscribed, then unsubscribed again
+    expect(refusing.removed).toContain(6);
+    // The id is free: a later add of a good worker with it works.
+    refusing.enable = enable;
+    registry.add(worker(6, 'decode'));
+    expect(registry.list().map((w) => w.id)).toEqual([6]);
+  });
+
+  it('adds nothing when the event subscription refuses the worker', () => {
+    const pools = { prefill: new RecordingPool(), decode: new RecordingPool() };
+    const registry = new WorkerRegistry({
+      pools,
+      ingest: {
+        subscribe: () => {
+          throw new RangeError('cannot subscribe');
+        },
+        unsubscribe: () => undefined,
+      },
+      healthGraceMs: 0,
+    });
+    expect(() => registry.add(worker(2, 'prefill'))).toThrow('cannot subscribe');
+    expect(registry.list()).toEqual([]);
+    expect(pools.prefill.selected.size).toBe(0);
+  });
+
+  it('shows a URL with credentials as ***, and finds a worker by its URL', () => {
+    const { registry } = setup();
+    registry.add(worker(3, 'decode'));
+    expect(registry.workerWithUrl('http://127.0.0.1:9003')).toBe(3);
+    // The config check refuses credentials; a registry given one anyway never shows it.
+    registry.add(Object.assign(worker(8, 'decode'), { baseUrl: 'http://user:secret@127.0.0.1:9008' }));
+    expect(registry.list().find((w) => w.id === 8)?.baseUrl).toBe('http://***@127.0.0.1:9008');
+    expect(registry.workerWithUrl('http://127.0.0.1:1')).toBeUndefined();
+  });
 });

@@ -5,6 +5,8 @@ import { createRouter, type Router } from '../../../src/server/app/router.js';
 import type { EngineKind, RouterConfigInput } from '../../../src/server/config/config.js';
 import { startEmbeddedFleet, type EmbeddedFleet } from '../../../src/server/app/embedded.js';
 import { listenUws, type RunningServer } from '../../../src/server/http/uws.js';
+import type { ApiKey } from '../../../src/server/access/api-keys.js';
+import type { Logger } from '../../../src/util/logger.js';
 
 export const MODEL = 'kvroute-sim';
 export const BLOCK_SIZE = 16;
@@ -25,6 +27,9 @@ export interface TestRouterOptions {
   speedup?: number;
   kvBlocks?: number;
   config?: RouterConfigInput;
+  /** Where the router logs (default: nowhere). */
+  logger?: Logger;
+  apiKeys?: ApiKey[];
 }
 
 export async function startTestRouter(o: TestRouterOptions = {}): Promise<TestRouter> {
@@ -39,7 +44,7 @@ export async function startTestRouter(o: TestRouterOptions = {}): Promise<TestRo
   });
   let router: Router | undefined;
   try {
-    router = await createRouter({ port: 0, blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, seed: 7, ...o.config, workers: fleet.workers });
+    router = await createRouter({ port: 0, blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, seed: 7, ...o.config, workers: fleet.workers }, { logger: o.logger, apiKeys: o.apiKeys });
     const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
     const r = router;
     return {

@@ -1,5 +1,6 @@
 // The same router behind each adapter (node:http, Express, Fastify, Hono) behaves like the
 // uWebSockets.js frontend: openai client streams and non-streams, errors, disconnects.
+import { request, type IncomingHttpHeaders } from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRouter, type Router } from '../../../src/server/app/router.js';
@@ -125,5 +126,42 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
     await waitForNoLoad(server.url);
   });
 });
+
+describe.each(ADAPTERS)('a draining router behind %s', (name) => {
+  it('finishes the stream in flight and answers new requests 503 with Connection: close', async () => {
+    const fleet = await startEmbeddedFleet({ prefill: 0, decode: 1, style: 'vllm', speedup: 200, blockSize: BLOCK_SIZE, kvBlocks: 1024, model: MODEL });
+    const router = await createRouter({ blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, workers: fleet.workers });
+    const server = await startFrontend(name, router);
+    try {
+      fleet.sim[0].faults.hang(true); // the stream waits for its engine until the test lets it go
+      const streamed = fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: prompt(40, 9), max_tokens: 8, stream: true }) }).then((r) => r.text());
+      await waitFor(async () => (await metricSum(server.url, 'kvroute_worker_active_requests')) === 1, 'the stream to be booked');
+      const drained = router.drain({ timeoutMs: 30_000 });
+      const refused = await rawRequest(`${server.url}/v1/completions`, JSON.stringify({ prompt: 'x', max_tokens: 1 }));
+      expect(refused.status).toBe(503);
+      expect(refused.headers.connection).toBe('close');
+      expect(refused.headers['retry-after']).toBe('1');
+      fleet.sim[0].faults.hang(false);
+      expect((await streamed).endsWith('data: [DONE]\n\n')).toBe(true);
+      expect(await drained).toMatchObject({ inFlight: 1, cut: 0, booked: 0 });
+    } finally {
+      await server.close();
+      await router.close();
+      await fleet.close();
+    }
+  });
+});
+
+/** A POST over a connection of its own (node:http), so the Connection header is read as sent. */
+function rawRequest(url: string, body: string): Promise<{ status: number; headers: IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 type ErrorBody = { error: { code: string; type: string; message: string } };

@@ -87,7 +87,8 @@ describe('relayStream', () => {
     const frames = await drain(relayStream(events([chunk('a'), failure]), o));
     expect(frames.length).toBe(2);
     const err = JSON.parse(frames[1].slice(6)) as { error: { message: string; code: string } };
-    expect(err.error.message).toMatch(/socket hang up/);
+    // The client learns what failed; the transport's own words (and the URL) are for the log.
+    expect(err.error).toEqual({ message: 'engine connection broke mid-response (the engine)', type: 'engine_error', code: 'engine_stream_broken' });
     expect(ends).toEqual([502]);
   });
 

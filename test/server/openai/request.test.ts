@@ -30,6 +30,16 @@ describe('parseJsonObject', () => {
     expect(err.status).toBe(400);
     expect(err.code).toBe('invalid_json');
   });
+  it('takes 64 levels of nesting and refuses more, also on the native scan path', () => {
+    const nest = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    expect(parseJsonObject(bytes(`{"a":${nest(63)}}`))).toBeTruthy();
+    for (const body of [`{"a":${nest(64)}}`, `{"prompt":[1,2],"a":${nest(64)}}`, `{"prompt":${nest(100_000)}}`]) {
+      const err = httpError(() => parseRequestBody('/v1/completions', bytes(body)));
+      expect(err.status).toBe(400);
+      expect(err.code).toBe('invalid_json');
+      expect(err.message).toBe('request body nests arrays and objects more than 64 levels deep');
+    }
+  });
 });
 
 describe('requestIdOf', () => {
@@ -227,6 +237,19 @@ describe('prepareRequest', () => {
     const err = httpError(() => prepareRequest('/v1/completions', body as Record<string, unknown>, {}, pre));
     expect(err.status).toBe(400);
     expect(err.message).toMatch(message);
+  });
+
+  it('refuses max_tokens and max_completion_tokens over the limit, naming it', () => {
+    const capped: Preprocessor = { ...pre, maxTokensLimit: 4096 };
+    expect(prepareRequest('/v1/completions', { prompt: 'x', max_tokens: 4096 }, {}, capped).body.max_tokens).toBe(4096);
+    for (const field of ['max_tokens', 'max_completion_tokens']) {
+      const err = httpError(() => prepareRequest('/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], [field]: 4097 }, {}, capped));
+      expect(err.status).toBe(400);
+      expect(err.code).toBe('max_tokens_too_large');
+      expect(err.message).toBe(`'${field}' must be at most 4096 (this router's max tokens limit), got 4097`);
+    }
+    // n is not a token count: the limit does not apply to it.
+    expect(() => prepareRequest('/v1/completions', { prompt: 'x', n: 5000 }, {}, capped)).not.toThrow();
   });
 
   it('refuses malformed chat messages with 400', () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../helpers/processes.js';
 import { invalidRequest } from '../../../src/sim/worker/errors.js';
 import { type HttpExchange, type HttpServer, listenHttp } from '../../../src/sim/worker/http-server.js';
 
@@ -148,6 +149,20 @@ describe('listenHttp', () => {
   it('reports a taken port as a clear error', async () => {
     const s = await listenHttp({ host: '127.0.0.1', port: 0, routes: [] });
     servers.push(s);
-    await expect(listenHttp({ host: '127.0.0.1', port: s.port, routes: [] })).rejects.toThrow(/cannot bind the HTTP server/);
+    await expect(listenHttp({ host: '127.0.0.1', port: s.port, routes: [] })).rejects.toThrow(
+      new RegExp(`cannot listen on 127\\.0\\.0\\.1:${s.port} \\(the worker's HTTP server\\): the port is in use by another process`),
+    );
+  });
+
+  it('shares a port only when both servers ask for it (SO_REUSEPORT)', async () => {
+    // A fixed port: Linux never shares a port the system picked (port 0) with a later bind.
+    const a = await listenHttp({ host: '127.0.0.1', port: await freePort(), routes: [], reusePort: true });
+    servers.push(a);
+    const b = await listenHttp({ host: '127.0.0.1', port: a.port, routes: [], reusePort: true });
+    servers.push(b);
+    expect(b.port).toBe(a.port);
+    // An exclusive bind refuses a shared port too.
+    await expect(listenHttp({ host: '127.0.0.1', port: a.port, routes: [] })).rejects.toThrow(/the port is in use/);
   });
 });
+

@@ -249,7 +249,7 @@ describe('startSimWorker options', () => {
         () => new Error('startSimWorker should have failed'),
         (err: Error) => err,
       );
-      expect(failure.message).toMatch(/cannot bind the HTTP server/);
+      expect(failure.message).toMatch(/cannot listen on 127\.0\.0\.1:\d+ \(the worker's HTTP server\): the port is in use/);
       expect(publishers).toHaveBeenCalledTimes(1);
       expect(replays).toHaveBeenCalledTimes(1);
       const ports = [(await publishers.mock.results[0].value) as KvEventPublisher, (await replays.mock.results[0].value) as ReplayServer].map((s) =>

@@ -15,6 +15,7 @@ export interface SideChannelOptions {
   engineId: string;
   /** Upper bound on a pull's wait, whatever the client asks. */
   maxWaitMs: number;
+  reusePort?: boolean;
 }
 
 export async function startSideChannel(opts: SideChannelOptions): Promise<HttpServer> {
@@ -23,6 +24,7 @@ export async function startSideChannel(opts: SideChannelOptions): Promise<HttpSe
     port: opts.port,
     label: 'KV side channel',
     maxBodyBytes: 64 * 1024,
+    reusePort: opts.reusePort,
     routes: [
       { method: 'GET', path: '/health', handler: (ex) => ex.json(200, { status: 'ok', engine_id: opts.engineId }) },
       {

@@ -1,0 +1,13 @@
+// What happened to a worker's KV event stream that an operator should know: the ingest reports
+// these through a callback (EventIngestOptions.onIncident) and logs nothing itself; the server
+// turns them into log lines.
+
+export interface IngestIncident {
+  worker: number;
+  dpRank: number;
+  what:
+    | { kind: 'gap'; from: bigint; to: bigint } // batches [from, to) never arrived: a replay follows
+    | { kind: 'replayed'; from: bigint; to: bigint } // the gap [from, to) was repaired from the replay service
+    | { kind: 'index_cleared'; reason: string } // history lost for good: the worker's blocks were cleared, rebuilt from here on
+    | { kind: 'restart'; seq: bigint; lastSeq: bigint | null }; // the sequence went back: the engine restarted, its blocks were cleared
+}

@@ -1,0 +1,50 @@
+// The log lines of 5xx answers: the request id, the status and code, and what the client is never
+// told (the engine's URL, credentials removed, and the transport's own words). When a fleet is
+// down every request fails the same way: one line a second per (status, code), with how many
+// were left out since the last.
+import { EngineError } from '../../engines/errors.js';
+import { redactUrl, type Logger } from '../../util/logger.js';
+import type { WorkerOf } from '../call/errors.js';
+
+const WINDOW_MS = 1000;
+
+export class FailureLog {
+  private readonly recent = new Map<string, { at: number; suppressed: number }>();
+
+  constructor(
+    private readonly log: Logger,
+    private readonly workerOf: WorkerOf,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** A 5xx answer (its status and OpenAI-style body, as the client got it) and the error behind it. */
+  record(requestId: string | undefined, route: string, reply: { status: number; body: string }, err: unknown): void {
+    const { status } = reply;
+    const { code, message } = (JSON.parse(reply.body) as { error: { code: string; message: string } }).error;
+    const key = `${status} ${code}`;
+    const now = this.clock();
+    const seen = this.recent.get(key);
+    if (seen && now - seen.at < WINDOW_MS) {
+      seen.suppressed++;
+      return;
+    }
+    this.recent.set(key, { at: now, suppressed: 0 });
+    const fields: Record<string, unknown> = { route, status, code };
+    if (seen && seen.suppressed > 0) fields.suppressed = seen.suppressed;
+    if (err instanceof EngineError) {
+      fields.error = err.message;
+      if (err.engine !== undefined) {
+        fields.engine = redactUrl(err.engine);
+        const worker = this.workerOf(err.engine);
+        if (worker !== undefined) fields.worker = worker;
+      }
+      fields.failure = err.failure;
+      if (err.detail !== undefined) fields.detail = err.detail;
+    } else if (err instanceof Error && status === 500) {
+      fields.err = { type: err.name, message: err.message, stack: err.stack };
+    }
+    const log = requestId === undefined ? this.log : this.log.child({ request_id: requestId });
+    if (status === 500) log.error(fields, message);
+    else log.warn(fields, message);
+  }
+}
