@@ -117,6 +117,8 @@ function startupFields(router: Router, url: string, adminUrl: string | undefined
     policy: { decode: c.decode.policy, prefill: c.prefill.policy },
     session_affinity: c.sessionAffinity?.header ?? false,
     health_interval_ms: c.health.intervalMs,
+    max_retries: c.maxRetries,
+    ejection: c.outlierDetection.enabled ? { base_ms: c.outlierDetection.baseEjectionTimeMs, max_percent: c.outlierDetection.maxEjectionPercent } : false,
     max_body_bytes: c.maxBodyBytes,
     max_tokens_limit: c.maxTokensLimit,
     drain_timeout_ms: c.drainTimeoutMs,
