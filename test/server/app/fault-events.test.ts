@@ -73,12 +73,12 @@ describe('a worker that refuses connections', () => {
     expect(await bookedLoad(t.url)).toEqual({ requests: 0, prefillTokens: 0, decodeBlocks: 0 });
   });
 
-  it('with maxRetries 0 and ejection off, the request that reaches it fails (502) and the next ones still pay for it', async () => {
+  it('with maxRetries 0 and ejection off, each request that reaches it fails (503 with Retry-After: it never ran) and the next ones still pay for it', async () => {
     t = await startTestRouter({ decode: 2, config: { routing: { policy: 'round_robin' }, maxRetries: 0, outlierDetection: { enabled: false } } });
     await t.fleet.sim[1].close();
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await complete(t.url, { prompt: prompt(40, i), max_tokens: 3 })).status);
-    expect(statuses.filter((s) => s === 502)).toHaveLength(2);
+    expect(statuses.filter((s) => s === 503)).toHaveLength(2);
     expect(await metricSum(t.url, 'kvroute_leg_retries_total')).toBe(0);
     expect(await metricSum(t.url, 'kvroute_worker_ejections_total')).toBe(0);
     expect(await adminWorker(t.url, 1)).toMatchObject({ inSelection: true, ejected: false });
