@@ -1,6 +1,6 @@
 // Faults as an operator meets them, with real processes: `kvroute serve` routers in front of four
-// `kvroute mock` workers, one of them SIGKILLed mid-stream, later restarted, then every worker
-// killed. What each client sees is checked, and every router's load gauges return to 0. The
+// `kvroute mock` workers, one of them SIGKILLed mid-stream, later restarted, malformed input sent,
+// then every worker killed. What each client sees is checked, and every router's load gauges return to 0. The
 // assertions are about outcomes and counts, never timings: round robin makes which request meets
 // the dead worker certain, and the routers without health checks see it only through their legs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -169,6 +169,20 @@ describe('kvroute serve in front of four kvroute mock workers, one SIGKILLed', (
     // Without health checks nothing brings it back before its ejection ends.
     expect(await adminWorker(rr.url, victim.id)).toMatchObject({ ejected: true, inSelection: false });
   }, 150_000);
+
+  it('refuses malformed input without harm: nesting past 64 levels is 400 invalid_json, a bad admin body registers no ghost', async () => {
+    const deep = `{"prompt":${'['.repeat(100_000)}${']'.repeat(100_000)},"max_tokens":2}`;
+    const res = await fetch(`${kv.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: deep });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+    const listed = async () => ((await (await fetch(`${kv.url}/admin/workers`)).json()) as { workers: Array<{ id: number }> }).workers.map((w) => w.id);
+    const before = await listed();
+    const bad = await fetch(`${kv.url}/admin/workers`, { method: 'POST', body: JSON.stringify({ id: 99, role: 'boss', baseUrl: 'http://user:pw@127.0.0.1:1' }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).not.toContain('pw@');
+    expect(await listed()).toEqual(before);
+    expect(before).not.toContain(99);
+  });
 
   it('all workers down: 503 with Retry-After, whether the health checks noticed yet or not', async () => {
     await Promise.all(mocks.map((m) => killed(m)));
