@@ -3,22 +3,31 @@
 // cached in an LRU list and is evicted (BlockRemoved) only when a fresh block is needed and no
 // never-registered free block is left. Invariant: a hash maps to at most one block, and a block is
 // in exactly one of {referenced, LRU (registered, ref 0), free stack (unregistered, ref 0)}.
-import { type KvEvent, pushRemoved } from './events.js';
+//
+// Layout: everything the cache knows about a block sits in one record of BLOCK_FIELDS int32s
+// (reference count, LRU links, registered flag, hash halves), so touching a block (allocate,
+// acquire, release, evict) costs one cache line, not one per field: a replay does this a few
+// million times per policy over caches of megabytes.
+import { toU64 } from './block-hash.js';
+import type { EventLog } from './events.js';
 import { BlockHashIndex } from './hash-index.js';
 
 const NONE = -1;
 
+// A block's record: its fields at these offsets from block * BLOCK_FIELDS.
+const REFS = 0;
+const PREV = 1;
+const NEXT = 2;
+const REGISTERED = 3;
+const HASH_HI = 4;
+const HASH_LO = 5;
+const BLOCK_FIELDS = 6;
+
 export class KvCache {
   readonly totalBlocks: number;
-  private readonly refs: Int32Array;
-  /** A registered block's hash (for events), and its two halves (the index's key). */
-  private readonly hashOf: (bigint | undefined)[];
-  private readonly hashHi: Int32Array;
-  private readonly hashLo: Int32Array;
-  private readonly byHash = new BlockHashIndex();
+  private readonly blocks: Int32Array;
+  private readonly byHash: BlockHashIndex;
   // LRU of registered blocks with ref 0: head = evicted first.
-  private readonly prev: Int32Array;
-  private readonly next: Int32Array;
   private lruHead = NONE;
   private lruTail = NONE;
   private lruSize = 0;
@@ -30,12 +39,12 @@ export class KvCache {
 
   constructor(totalBlocks: number) {
     this.totalBlocks = totalBlocks;
-    this.refs = new Int32Array(totalBlocks);
-    this.hashOf = new Array<bigint | undefined>(totalBlocks).fill(undefined);
-    this.hashHi = new Int32Array(totalBlocks);
-    this.hashLo = new Int32Array(totalBlocks);
-    this.prev = new Int32Array(totalBlocks).fill(NONE);
-    this.next = new Int32Array(totalBlocks).fill(NONE);
+    this.blocks = new Int32Array(totalBlocks * BLOCK_FIELDS);
+    this.byHash = new BlockHashIndex(totalBlocks);
+    for (let b = 0; b < totalBlocks; b++) {
+      this.blocks[b * BLOCK_FIELDS + PREV] = NONE;
+      this.blocks[b * BLOCK_FIELDS + NEXT] = NONE;
+    }
     this.freeStack = new Int32Array(totalBlocks);
     // Block 0 is handed out first.
     for (let i = 0; i < totalBlocks; i++) this.freeStack[i] = totalBlocks - 1 - i;
@@ -71,72 +80,83 @@ export class KvCache {
   }
 
   isRegistered(block: number): boolean {
-    return this.hashOf[block] !== undefined;
+    return this.blocks[block * BLOCK_FIELDS + REGISTERED] !== 0;
   }
 
   refCount(block: number): number {
-    return this.refs[block];
+    return this.blocks[block * BLOCK_FIELDS + REFS];
   }
 
   /** Takes a reference on a block (a prefix hit takes it out of the LRU). */
   acquire(block: number): void {
-    if (this.refs[block]++ === 0) {
+    const at = block * BLOCK_FIELDS;
+    if (this.blocks[at + REFS]++ === 0) {
       this.used++;
       this.unlinkLru(block);
     }
   }
 
   /**
-   * A fresh block, or -1 when none is available. Evicting a cached block appends its BlockRemoved
-   * to `events`.
+   * A fresh block, or -1 when none is available. Evicting a cached block logs its BlockRemoved
+   * in `events`.
    */
-  allocate(events: KvEvent[]): number {
+  allocate(events: EventLog): number {
+    const blocks = this.blocks;
     let block: number;
     if (this.freeTop > 0) {
       block = this.freeStack[--this.freeTop];
     } else if (this.lruHead !== NONE) {
       block = this.lruHead;
       this.unlinkLru(block);
-      const hash = this.hashOf[block]!;
-      this.byHash.delete(this.hashHi[block], this.hashLo[block]);
-      this.hashOf[block] = undefined;
+      const at = block * BLOCK_FIELDS;
+      const hi = blocks[at + HASH_HI];
+      const lo = blocks[at + HASH_LO];
+      this.byHash.delete(hi, lo);
+      blocks[at + REGISTERED] = 0;
       this.evictedTotal++;
-      pushRemoved(events, hash);
+      events.removedBlock(hi, lo);
     } else {
       return NONE;
     }
-    this.refs[block] = 1;
+    blocks[block * BLOCK_FIELDS + REFS] = 1;
     this.used++;
     return block;
   }
 
   /** Drops a reference; an unreferenced block stays cached (LRU tail) when registered. */
   release(block: number): void {
-    const r = --this.refs[block];
+    const at = block * BLOCK_FIELDS;
+    const r = --this.blocks[at + REFS];
     if (r > 0) return;
-    if (r < 0) throw new Error(`KV block ${block} released more often than acquired`);
+    if (r < 0) {
+      this.blocks[at + REFS] = 0;
+      throw new Error(`KV block ${block} released more often than acquired`);
+    }
     this.used--;
-    if (this.hashOf[block] !== undefined) this.linkLruTail(block);
+    if (this.blocks[at + REGISTERED] !== 0) this.linkLruTail(block);
     else this.freeStack[this.freeTop++] = block;
   }
 
-  /**
-   * Registers a referenced, unregistered block under a hash no other block has. `hi` and `lo` are
-   * the hash's halves, when the caller has them already.
-   */
-  register(block: number, hash: bigint, hi = hiOf(hash), lo = loOf(hash)): void {
-    if (this.hashOf[block] !== undefined || this.byHash.get(hi, lo) !== NONE || this.refs[block] === 0) {
-      throw new Error(`KV block ${block} cannot be registered under ${hash}`);
+  /** Registers a referenced, unregistered block under the hash with halves (hi, lo), which no other block has. */
+  register(block: number, hi: number, lo: number): void {
+    const at = block * BLOCK_FIELDS;
+    if (this.blocks[at + REGISTERED] !== 0 || this.byHash.get(hi, lo) !== NONE || this.blocks[at + REFS] === 0) {
+      throw new Error(`KV block ${block} cannot be registered under ${toU64(hi, lo)}`);
     }
-    this.hashOf[block] = hash;
-    this.hashHi[block] = hi;
-    this.hashLo[block] = lo;
+    this.blocks[at + REGISTERED] = 1;
+    this.blocks[at + HASH_HI] = hi;
+    this.blocks[at + HASH_LO] = lo;
     this.byHash.add(hi, lo, block);
+  }
+
+  /** register() with the hash as a bigint (tests). */
+  registerHash(block: number, hash: bigint): void {
+    this.register(block, hiOf(hash), loOf(hash));
   }
 
   /** Forgets every hash (reset_prefix_cache): cached free blocks become plain free blocks. */
   clear(): void {
-    this.hashOf.fill(undefined);
+    for (let b = 0; b < this.totalBlocks; b++) this.blocks[b * BLOCK_FIELDS + REGISTERED] = 0;
     this.byHash.clear();
     while (this.lruHead !== NONE) {
       const block = this.lruHead;
@@ -147,32 +167,39 @@ export class KvCache {
 
   /** The registered hashes (for tests and consistency checks). */
   *cachedHashes(): IterableIterator<bigint> {
-    for (const hash of this.hashOf) if (hash !== undefined) yield hash;
+    for (let b = 0; b < this.totalBlocks; b++) {
+      const at = b * BLOCK_FIELDS;
+      if (this.blocks[at + REGISTERED] !== 0) yield toU64(this.blocks[at + HASH_HI], this.blocks[at + HASH_LO]);
+    }
   }
 
   private linkLruTail(block: number): void {
-    this.prev[block] = this.lruTail;
-    this.next[block] = NONE;
+    const blocks = this.blocks;
+    const at = block * BLOCK_FIELDS;
+    blocks[at + PREV] = this.lruTail;
+    blocks[at + NEXT] = NONE;
     if (this.lruTail === NONE) this.lruHead = block;
-    else this.next[this.lruTail] = block;
+    else blocks[this.lruTail * BLOCK_FIELDS + NEXT] = block;
     this.lruTail = block;
     this.lruSize++;
   }
 
   /** Removes a block from the LRU if it is there. */
   private unlinkLru(block: number): void {
-    const p = this.prev[block];
-    const n = this.next[block];
+    const blocks = this.blocks;
+    const at = block * BLOCK_FIELDS;
+    const p = blocks[at + PREV];
+    const n = blocks[at + NEXT];
     if (p === NONE && n === NONE && this.lruHead !== block) return;
     if (p === NONE) this.lruHead = n;
-    else this.next[p] = n;
+    else blocks[p * BLOCK_FIELDS + NEXT] = n;
     if (n === NONE) this.lruTail = p;
-    else this.prev[n] = p;
-    this.prev[block] = NONE;
-    this.next[block] = NONE;
+    else blocks[n * BLOCK_FIELDS + PREV] = p;
+    blocks[at + PREV] = NONE;
+    blocks[at + NEXT] = NONE;
     this.lruSize--;
   }
 }
 
-const hiOf = (hash: bigint): number => Number(hash >> 32n);
-const loOf = (hash: bigint): number => Number(hash & 0xffff_ffffn);
+const hiOf = (hash: bigint): number => Number(hash >> 32n) | 0;
+const loOf = (hash: bigint): number => Number(hash & 0xffff_ffffn) | 0;

@@ -7,7 +7,7 @@
 import type { BlockTables } from './block-table.js';
 import type { ResolvedEngineConfig } from './config.js';
 import { Deque } from './deque.js';
-import type { KvEvent } from './events.js';
+import type { EventLog } from './events.js';
 import type { KvCache } from './kv-cache.js';
 import type { Sequence } from './request.js';
 import { transferMs } from './timing.js';
@@ -39,7 +39,7 @@ export class Scheduler {
   ) {}
 
   /** Plans the step starting at `nowMs`; evictions and completed transfers append to `events`. */
-  plan(nowMs: number, events: KvEvent[]): StepPlan {
+  plan(nowMs: number, events: EventLog): StepPlan {
     this.stepNo++;
     this.completeTransfers(nowMs, events);
     const plan: StepPlan = { seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
@@ -81,7 +81,7 @@ export class Scheduler {
     if (this.running.some((s) => s.state !== 'running')) this.running = this.running.filter((s) => s.state === 'running');
   }
 
-  private scheduleRunning(s: Sequence, n: number, plan: StepPlan, events: KvEvent[]): boolean {
+  private scheduleRunning(s: Sequence, n: number, plan: StepPlan, events: EventLog): boolean {
     while (!this.tables.grow(s, s.numComputed + n, events)) {
       const victim = this.preemptionVictim(s);
       this.preempt(victim);
@@ -108,7 +108,7 @@ export class Scheduler {
     this.preemptions++;
   }
 
-  private admitWaiting(nowMs: number, budget: number, plan: StepPlan, events: KvEvent[]): void {
+  private admitWaiting(nowMs: number, budget: number, plan: StepPlan, events: EventLog): void {
     const bs = this.cfg.blockSize;
     while (this.waiting.size > 0) {
       // A request receiving KV holds a seat from admission: every block holder but a held prefill
@@ -168,7 +168,7 @@ export class Scheduler {
   }
 
   /** Transfers done by `nowMs`: their complete blocks become cached and they join the running batch. */
-  private completeTransfers(nowMs: number, events: KvEvent[]): void {
+  private completeTransfers(nowMs: number, events: EventLog): void {
     if (this.transferring.length === 0) return;
     const still: Sequence[] = [];
     for (const s of this.transferring) {
