@@ -91,7 +91,7 @@ export class BlockTables {
     for (let i = first; i < full; i++) {
       const hi = seq.hashHi(i);
       const lo = seq.hashLo(i);
-      const existing = this.cache.lookup(hi, lo);
+      const existing = this.cache.registerUnlessCached(seq.blocks[i], hi, lo);
       if (existing >= 0) {
         if (runStart >= 0) this.announce(seq, runStart, i, events);
         runStart = -1;
@@ -102,7 +102,6 @@ export class BlockTables {
         }
         continue;
       }
-      this.cache.register(seq.blocks[i], hi, lo);
       if (runStart < 0) runStart = i;
     }
     if (runStart >= 0) this.announce(seq, runStart, full, events);

@@ -1,33 +1,32 @@
 // The prefix cache's index from a block's content hash to the block holding it: open addressing
-// with linear probing, sized once for the cache (at most half full), each slot a hash's low half
-// and its block side by side in one Int32Array, the high halves beside the blocks. A probe reads
-// one cache line: a replay runs millions of lookups per policy over several engines' tables, so
-// the table's size, not its instruction count, sets their cost. (A Map keyed by bigint hashed the
-// key's digits on every lookup and chased heap objects: about a third of a trace replay's CPU
-// went to its get and delete.) Deletion shifts the following entries back, so no tombstones
-// accumulate.
+// with linear probing, sized once for the cache (at most half full), each slot a hash's two
+// 32-bit halves and its block side by side in one Int32Array, 16 bytes aligned so that a slot
+// never straddles a cache line. A replay runs millions of lookups per policy over several
+// engines' tables of megabytes: each probe is a cache miss, so a lookup, an insertion or a
+// deletion reads one slot's line and nothing else (the first probe finds its key in nearly all
+// cases at this load). (A Map keyed by bigint hashed the key's digits on every lookup and chased
+// heap objects: about a third of a trace replay's CPU went to its get and delete.) Deletion
+// shifts the following entries back, so no tombstones accumulate.
 
 const EMPTY = -1;
 
-// A slot's fields at these offsets from slot * SLOT_FIELDS.
+// A slot's fields at these offsets from slot * SLOT_FIELDS (the fourth int32 is padding).
 const KEY_LO = 0;
-const VALUE = 1;
-const SLOT_FIELDS = 2;
+const KEY_HI = 1;
+const VALUE = 2;
+const SLOT_FIELDS = 4;
 
 export class BlockHashIndex {
   private readonly slots: Int32Array;
-  /** The high half of the key stored with each value (a value has at most one key). */
-  private readonly hiOfValue: Int32Array;
   private readonly mask: number;
   private count = 0;
 
-  /** An index of at most `capacity` entries whose values are distinct integers in [0, capacity). */
+  /** An index of at most `capacity` entries whose values are integers in [0, capacity). */
   constructor(readonly capacity: number) {
     let n = 16;
     while (n < 2 * capacity) n *= 2;
     this.slots = new Int32Array(n * SLOT_FIELDS);
     for (let i = 0; i < n; i++) this.slots[i * SLOT_FIELDS + VALUE] = EMPTY;
-    this.hiOfValue = new Int32Array(capacity);
     this.mask = n - 1;
   }
 
@@ -43,22 +42,39 @@ export class BlockHashIndex {
     for (let i = l & mask; ; i = (i + 1) & mask) {
       const at = i * SLOT_FIELDS;
       const v = slots[at + VALUE];
-      if (v === EMPTY || (slots[at + KEY_LO] === l && this.hiOfValue[v] === h)) return v;
+      if (v === EMPTY || (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h)) return v;
     }
   }
 
-  /** Stores a value in [0, capacity), not stored yet, under a key that is not in the index. */
+  /** Stores a value in [0, capacity) under a key that is not in the index. */
   add(hi: number, lo: number, value: number): void {
+    if (this.addIfAbsent(hi, lo, value) !== EMPTY) throw new RangeError(`the key (${hi}, ${lo}) is in the index already`);
+  }
+
+  /**
+   * The value stored under (hi, lo) if there is one (nothing changes), otherwise -1 after storing
+   * `value` (in [0, capacity)) under it: a lookup and an insertion in one probe sequence.
+   */
+  addIfAbsent(hi: number, lo: number, value: number): number {
     if (!Number.isInteger(value) || value < 0 || value >= this.capacity) throw new RangeError(`a value must be an integer in [0, ${this.capacity}), got ${value}`);
-    if (this.count === this.capacity) throw new RangeError(`the index holds ${this.capacity} entries already`);
+    const h = hi | 0;
     const l = lo | 0;
     const { slots, mask } = this;
     let i = l & mask;
-    while (slots[i * SLOT_FIELDS + VALUE] !== EMPTY) i = (i + 1) & mask;
-    slots[i * SLOT_FIELDS + KEY_LO] = l;
-    slots[i * SLOT_FIELDS + VALUE] = value;
-    this.hiOfValue[value] = hi | 0;
+    for (;;) {
+      const at = i * SLOT_FIELDS;
+      const v = slots[at + VALUE];
+      if (v === EMPTY) break;
+      if (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h) return v;
+      i = (i + 1) & mask;
+    }
+    if (this.count === this.capacity) throw new RangeError(`the index holds ${this.capacity} entries already`);
+    const at = i * SLOT_FIELDS;
+    slots[at + KEY_LO] = l;
+    slots[at + KEY_HI] = h;
+    slots[at + VALUE] = value;
     this.count++;
+    return EMPTY;
   }
 
   /** Removes a key; false when it was not there. */
@@ -71,7 +87,7 @@ export class BlockHashIndex {
       const at = i * SLOT_FIELDS;
       const v = slots[at + VALUE];
       if (v === EMPTY) return false;
-      if (slots[at + KEY_LO] === l && this.hiOfValue[v] === h) break;
+      if (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h) break;
       i = (i + 1) & mask;
     }
     // Backward shift: an entry after the hole moves into it unless its home slot lies
@@ -83,6 +99,7 @@ export class BlockHashIndex {
       if (stays) continue;
       const to = i * SLOT_FIELDS;
       slots[to + KEY_LO] = slots[from + KEY_LO];
+      slots[to + KEY_HI] = slots[from + KEY_HI];
       slots[to + VALUE] = slots[from + VALUE];
       i = j;
     }

@@ -139,14 +139,27 @@ export class KvCache {
 
   /** Registers a referenced, unregistered block under the hash with halves (hi, lo), which no other block has. */
   register(block: number, hi: number, lo: number): void {
+    if (this.registerUnlessCached(block, hi, lo) !== NONE) throw new Error(`KV block ${block} cannot be registered under ${toU64(hi, lo)}: cached already`);
+  }
+
+  /**
+   * The block cached under (hi, lo) if there is one (nothing changes); otherwise registers `block`
+   * (referenced, unregistered) under it and returns -1. One probe of the hash index for both.
+   */
+  registerUnlessCached(block: number, hi: number, lo: number): number {
+    const blocks = this.blocks;
     const at = block * BLOCK_FIELDS;
-    if (this.blocks[at + REGISTERED] !== 0 || this.byHash.get(hi, lo) !== NONE || this.blocks[at + REFS] === 0) {
-      throw new Error(`KV block ${block} cannot be registered under ${toU64(hi, lo)}`);
+    if (blocks[at + REGISTERED] !== 0 || blocks[at + REFS] === 0) {
+      const cached = this.byHash.get(hi, lo);
+      if (cached !== NONE) return cached;
+      throw new Error(`KV block ${block} cannot be registered under ${toU64(hi, lo)}: ${blocks[at + REFS] === 0 ? 'not referenced' : 'registered already'}`);
     }
-    this.blocks[at + REGISTERED] = 1;
-    this.blocks[at + HASH_HI] = hi;
-    this.blocks[at + HASH_LO] = lo;
-    this.byHash.add(hi, lo, block);
+    const cached = this.byHash.addIfAbsent(hi, lo, block);
+    if (cached !== NONE) return cached;
+    blocks[at + REGISTERED] = 1;
+    blocks[at + HASH_HI] = hi;
+    blocks[at + HASH_LO] = lo;
+    return NONE;
   }
 
   /** register() with the hash as a bigint (tests). */
@@ -184,17 +197,22 @@ export class KvCache {
     this.lruSize++;
   }
 
-  /** Removes a block from the LRU if it is there. */
+  /**
+   * Removes a block from the LRU if it is there. The head's PREV is never read (the head is
+   * recognised as lruHead), so taking the head off, as every eviction does, leaves the new head's
+   * stale PREV alone instead of writing into a record the eviction would not touch otherwise.
+   */
   private unlinkLru(block: number): void {
     const blocks = this.blocks;
     const at = block * BLOCK_FIELDS;
-    const p = blocks[at + PREV];
+    const isHead = this.lruHead === block;
+    const p = isHead ? NONE : blocks[at + PREV];
+    if (p === NONE && !isHead) return;
     const n = blocks[at + NEXT];
-    if (p === NONE && n === NONE && this.lruHead !== block) return;
-    if (p === NONE) this.lruHead = n;
+    if (isHead) this.lruHead = n;
     else blocks[p * BLOCK_FIELDS + NEXT] = n;
     if (n === NONE) this.lruTail = p;
-    else blocks[n * BLOCK_FIELDS + PREV] = p;
+    else if (!isHead) blocks[n * BLOCK_FIELDS + PREV] = p;
     blocks[at + PREV] = NONE;
     blocks[at + NEXT] = NONE;
     this.lruSize--;

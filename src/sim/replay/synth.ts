@@ -13,6 +13,15 @@ function mix32(x: number): number {
   return (x ^ (x >>> 16)) >>> 0;
 }
 
+/**
+ * x % VOCAB for a uint32 x in int32 arithmetic: x = hi * 2^16 + lo, and 2^16 % VOCAB = 1536, so
+ * x % VOCAB = (hi * 1536 + lo) % VOCAB, whose operand stays below 2^27. (A uint32 above 2^31 is
+ * a double to V8, and its % a floating-point remainder: a tenth of a replay's prompt synthesis.)
+ */
+function modVocab(x: number): number {
+  return ((x >>> 16) * (0x1_0000 % VOCAB) + (x & 0xffff)) % VOCAB;
+}
+
 /** Writes the tokens of one hash id (its first `count` tokens) into `out` at `offset`. */
 export function writeBlockTokens(hashId: number, seed: number, out: Uint32Array, offset: number, count: number): void {
   // Two mixes of (seed, id) give a per-id stream start; ids above 2^32 fold their high half in.
@@ -20,7 +29,7 @@ export function writeBlockTokens(hashId: number, seed: number, out: Uint32Array,
   let state = mix32(mix32((hashId >>> 0) ^ mix32(seed)) ^ hi);
   for (let j = 0; j < count; j++) {
     state = (state + 0x9e3779b9) >>> 0;
-    out[offset + j] = mix32(state) % VOCAB;
+    out[offset + j] = modVocab(mix32(state));
   }
 }
 

@@ -27,7 +27,16 @@ describe('BlockHashIndex', () => {
     ix.add(0, 1, 0);
     ix.add(0, 2, 1);
     expect(() => ix.add(0, 3, 1)).toThrow(/holds 2 entries/);
+    expect(() => ix.add(0, 2, 0)).toThrow(/in the index already/);
     expect([ix.get(0, 1), ix.get(0, 2), ix.get(0, 3), ix.size]).toEqual([0, 1, -1, 2]);
+  });
+
+  it('addIfAbsent returns the value already stored under a key and changes nothing, or stores its own', () => {
+    const ix = new BlockHashIndex(4);
+    expect(ix.addIfAbsent(5, 9, 3)).toBe(-1);
+    expect(ix.addIfAbsent(5, 9, 1)).toBe(3);
+    expect(ix.addIfAbsent(6, 9, 1)).toBe(-1); // same low half, other key
+    expect([ix.get(5, 9), ix.get(6, 9), ix.size]).toEqual([3, 1, 2]);
   });
 
   it('agrees with a Map under any mix of adds and deletes, with clustered keys wrapping at the end of the table', () => {
@@ -36,7 +45,6 @@ describe('BlockHashIndex', () => {
     const op = fc.oneof(fc.tuple(fc.constant('add' as const), key), fc.tuple(fc.constant('delete' as const), key));
     fc.assert(
       fc.property(fc.array(op, { maxLength: 400 }), fc.integer({ min: 0, max: 1500 }), (ops, bulk) => {
-        // Values are distinct, as blocks are: one per add.
         const ix = new BlockHashIndex(bulk + ops.length);
         const ref = new Map<string, number>();
         // Distinct keys filling the table up to half, interleaved with the clustered ones.
@@ -48,9 +56,9 @@ describe('BlockHashIndex', () => {
         for (const [kind, [hi, lo]] of ops) {
           const k = `${hi}:${lo}`;
           if (kind === 'add') {
-            if (ref.has(k)) continue; // add takes absent keys only
-            ix.add(hi, lo, v);
-            ref.set(k, v++);
+            // Present: the stored value comes back and nothing changes.
+            expect(ix.addIfAbsent(hi, lo, v)).toBe(ref.get(k) ?? -1);
+            if (!ref.has(k)) ref.set(k, v++);
           } else {
             expect(ix.delete(hi, lo)).toBe(ref.delete(k));
           }

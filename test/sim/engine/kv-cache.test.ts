@@ -96,6 +96,20 @@ describe('KvCache', () => {
     expect(cache.availableBlocks).toBe(1);
   });
 
+  it('registerUnlessCached hands back the block already cached under a hash, or registers the new one', () => {
+    const cache = new KvCache(3);
+    const events = new EventLog();
+    const [a, b] = [cache.allocate(events), cache.allocate(events)];
+    expect(cache.registerUnlessCached(a, 1, 2)).toBe(-1);
+    expect(cache.registerUnlessCached(b, 1, 2)).toBe(a);
+    expect(cache.isRegistered(b)).toBe(false);
+    expect(cache.registerUnlessCached(a, 1, 2)).toBe(a); // its own hash
+    expect(() => cache.registerUnlessCached(a, 1, 3)).toThrow(/registered already/);
+    cache.release(b);
+    expect(() => cache.registerUnlessCached(b, 1, 4)).toThrow(/not referenced/);
+    expect([...cache.cachedHashes()]).toEqual([(1n << 32n) | 2n]);
+  });
+
   it('registers hashes whose halves have the top bit set (signed and unsigned halves alike)', () => {
     const cache = new KvCache(2);
     const events = new EventLog();

@@ -1,0 +1,40 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { synthesizePrompt, writeBlockTokens } from '../../../src/sim/replay/synth.js';
+
+/** The token stream as first written: uint32 arithmetic in doubles (the replays' fixtures were made with it). */
+function referenceTokens(hashId: number, seed: number, count: number): number[] {
+  const mix = (x: number) => {
+    x = Math.imul(x ^ (x >>> 16), 0x7feb352d);
+    x = Math.imul(x ^ (x >>> 15), 0x846ca68b);
+    return (x ^ (x >>> 16)) >>> 0;
+  };
+  let state = mix(mix((hashId >>> 0) ^ mix(seed)) ^ Math.floor(hashId / 0x1_0000_0000));
+  const out: number[] = [];
+  for (let j = 0; j < count; j++) {
+    state = (state + 0x9e3779b9) >>> 0;
+    out.push(mix(state) % 32_000);
+  }
+  return out;
+}
+
+describe('synthesized prompts', () => {
+  it('give every hash id the same tokens as the reference stream, below the vocabulary size', () => {
+    fc.assert(
+      fc.property(fc.maxSafeNat(), fc.nat(), fc.integer({ min: 1, max: 512 }), (id, seed, count) => {
+        const out = new Uint32Array(count + 2);
+        writeBlockTokens(id, seed, out, 1, count);
+        expect([...out.subarray(1, count + 1)]).toEqual(referenceTokens(id, seed, count));
+        expect([out[0], out[count + 1]]).toEqual([0, 0]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('build a prompt from its hash ids, the last block cut to the input length', () => {
+    const p = synthesizePrompt({ timestamp: 0, inputLength: 600, outputLength: 1, hashIds: [3, 9] }, 5);
+    expect(p).toHaveLength(600);
+    expect([...p.subarray(0, 512)]).toEqual(referenceTokens(3, 5, 512));
+    expect([...p.subarray(512)]).toEqual(referenceTokens(9, 5, 88));
+  });
+});
