@@ -3,6 +3,9 @@
 import { hashBlock, loraSeed, ROOT_HI, ROOT_LO } from './block-hash.js';
 import { HI_WORD, LO_WORD } from './events.js';
 
+/** Generated tokens a sequence's token buffer has room for from the start. */
+const INITIAL_OUTPUT_ROOM = 1024;
+
 export interface SimRequest {
   id: string;
   promptTokens: Uint32Array;
@@ -88,7 +91,8 @@ export class Sequence {
     this.holdAfterFinish = req.holdBlocksAfterFinish;
     this.transferTokens = req.kvTransferredTokens;
     this.streamKey = streamKey;
-    this.tokens = new Uint32Array(this.promptLen + Math.min(req.maxTokens, 64));
+    // Room for the generated tokens of most requests (growing copies the whole context).
+    this.tokens = new Uint32Array(this.promptLen + Math.min(req.maxTokens, INITIAL_OUTPUT_ROOM));
     this.tokens.set(req.promptTokens);
     this.numTokens = this.promptLen;
     this.hashes = new BigUint64Array(0);

@@ -31,6 +31,9 @@ export class Scheduler {
   promptTokens = 0;
   cachedTokens = 0;
   private stepNo = 0;
+  /** The plan of the current step and the running queue's order at its start, reused step after step. */
+  private readonly stepPlan: StepPlan = { seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
+  private readonly order: Sequence[] = [];
 
   constructor(
     private readonly cfg: ResolvedEngineConfig,
@@ -38,13 +41,23 @@ export class Scheduler {
     private readonly tables: BlockTables,
   ) {}
 
-  /** Plans the step starting at `nowMs`; evictions and completed transfers append to `events`. */
+  /**
+   * Plans the step starting at `nowMs`; evictions and completed transfers append to `events`. The
+   * plan is valid until the next call (its object and arrays are reused).
+   */
   plan(nowMs: number, events: EventLog): StepPlan {
     this.stepNo++;
     this.completeTransfers(nowMs, events);
-    const plan: StepPlan = { seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
+    const plan = this.stepPlan;
+    plan.seqs.length = 0;
+    plan.newTokens.length = 0;
+    plan.prefillTokens = 0;
+    plan.decodeTokens = 0;
     let budget = this.cfg.maxNumBatchedTokens;
-    const order = this.running.slice();
+    // A copy: preemption takes requests out of the running queue while it is walked.
+    const order = this.order;
+    order.length = 0;
+    for (const s of this.running) order.push(s);
     // Decode tokens first: one per running request that has sampled its last token.
     for (const s of order) {
       if (budget === 0) break;
@@ -59,6 +72,7 @@ export class Scheduler {
       if (this.scheduleRunning(s, n, plan, events)) budget -= n;
     }
     this.admitWaiting(nowMs, budget, plan, events);
+    order.length = 0;
     return plan;
   }
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { synthesizePrompt, writeBlockTokens } from '../../../src/sim/replay/synth.js';
+import { PromptSynthesizer, synthesizePrompt, writeBlockTokens } from '../../../src/sim/replay/synth.js';
 
 /** The token stream as first written: uint32 arithmetic in doubles (the replays' fixtures were made with it). */
 function referenceTokens(hashId: number, seed: number, count: number): number[] {
@@ -36,5 +36,21 @@ describe('synthesized prompts', () => {
     expect(p).toHaveLength(600);
     expect([...p.subarray(0, 512)]).toEqual(referenceTokens(3, 5, 512));
     expect([...p.subarray(512)]).toEqual(referenceTokens(9, 5, 88));
+  });
+});
+
+describe('PromptSynthesizer', () => {
+  it("gives a trace's prompts exactly synthesizePrompt's tokens, recurring blocks kept only until their last use", () => {
+    const req = (hashIds: number[], inputLength: number) => ({ timestamp: 0, inputLength, outputLength: 1, hashIds });
+    // Shared prefixes, a block cut short in one request and whole in another, ids past the input length.
+    const trace = [req([1, 2, 3], 1100), req([1, 2], 700), req([1, 4, 9], 512), req([5, 2, 1], 1536), req([1], 1)];
+    const synth = new PromptSynthesizer(trace, 42, 512);
+    for (const r of trace) {
+      const expected: number[] = [];
+      for (const id of r.hashIds) expected.push(...referenceTokens(id, 42, Math.min(512, r.inputLength - expected.length)));
+      expect([...synth.prompt(r)]).toEqual(expected);
+    }
+    // Every block was dropped at its last use.
+    expect((synth as unknown as { blocks: Map<number, Uint32Array> }).blocks.size).toBe(0);
   });
 });
