@@ -8,6 +8,8 @@ import type { Sequence } from './request.js';
 export class BlockTables {
   private readonly scratch = new Uint32Array(2);
   private readonly matched: number[] = [];
+  /** Where commitFull keeps what its prefetching loads read, so that they are not optimised away. */
+  private touched = 0;
 
   constructor(
     private readonly cache: KvCache,
@@ -59,7 +61,7 @@ export class BlockTables {
     const need = this.blocksNeeded(seq, tokens);
     if (need === 0) return true;
     if (need > this.cache.availableBlocks) return false;
-    for (let i = 0; i < need; i++) seq.blocks.push(this.cache.allocate(events));
+    this.cache.allocateMany(need, seq.blocks, events);
     return true;
   }
 
@@ -87,6 +89,11 @@ export class BlockTables {
     // After a reset the earlier blocks are no longer cached: these cannot be chained to them.
     if (seq.chainBroken) return;
     seq.ensureHashes(full, bs, this.scratch);
+    if (full - first > 1) {
+      let touched = 0;
+      for (let i = first; i < full; i++) touched ^= this.cache.touch(seq.hashLo(i));
+      this.touched = touched;
+    }
     let runStart = -1;
     for (let i = first; i < full; i++) {
       const hi = seq.hashHi(i);

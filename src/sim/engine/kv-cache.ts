@@ -1,36 +1,37 @@
 // The paged KV cache: a fixed pool of blocks with reference counts. A complete block may be
 // registered under its content hash (prefix caching); a registered block nobody references stays
-// cached in an LRU list and is evicted (BlockRemoved) only when a fresh block is needed and no
-// never-registered free block is left. Invariant: a hash maps to at most one block, and a block is
-// in exactly one of {referenced, LRU (registered, ref 0), free stack (unregistered, ref 0)}.
+// cached in the LRU (lru-queue.ts) and is evicted (BlockRemoved) only when a fresh block is needed
+// and no never-registered free block is left. Invariant: a hash maps to at most one block, and a
+// block is in exactly one of {referenced, LRU (registered, ref 0), free stack (unregistered, ref 0)}.
 //
-// Layout: everything the cache knows about a block sits in one record of BLOCK_FIELDS int32s
-// (reference count, LRU links, registered flag, hash halves), so touching a block (allocate,
-// acquire, release, evict) costs one cache line, not one per field: a replay does this a few
-// million times per policy over caches of megabytes.
+// Layout: everything else the cache knows about a block sits in one 16-byte record of
+// BLOCK_FIELDS int32s (reference count, registered flag, hash halves), so touching a block
+// (allocate, acquire, release, evict) costs one cache line, not one per field: a replay does this
+// a few million times per policy over caches of megabytes.
 import { toU64 } from './block-hash.js';
 import type { EventLog } from './events.js';
 import { BlockHashIndex } from './hash-index.js';
+import { LruQueue } from './lru-queue.js';
 
 const NONE = -1;
 
 // A block's record: its fields at these offsets from block * BLOCK_FIELDS.
 const REFS = 0;
-const PREV = 1;
-const NEXT = 2;
-const REGISTERED = 3;
-const HASH_HI = 4;
-const HASH_LO = 5;
-const BLOCK_FIELDS = 6;
+const REGISTERED = 1;
+const HASH_HI = 2;
+const HASH_LO = 3;
+const BLOCK_FIELDS = 4;
 
 export class KvCache {
   readonly totalBlocks: number;
   private readonly blocks: Int32Array;
   private readonly byHash: BlockHashIndex;
-  // LRU of registered blocks with ref 0: head = evicted first.
-  private lruHead = NONE;
-  private lruTail = NONE;
-  private lruSize = 0;
+  /** Registered blocks with ref 0, evicted oldest first. */
+  private readonly lru: LruQueue;
+  /** Where allocateMany keeps what its prefetching loads read, so that they are not optimised away. */
+  private touched = 0;
+  /** allocate()'s scratch for allocateMany. */
+  private readonly taken: number[] = [];
   // Unregistered free blocks (nothing to lose by reusing them).
   private readonly freeStack: Int32Array;
   private freeTop = 0;
@@ -41,10 +42,7 @@ export class KvCache {
     this.totalBlocks = totalBlocks;
     this.blocks = new Int32Array(totalBlocks * BLOCK_FIELDS);
     this.byHash = new BlockHashIndex(totalBlocks);
-    for (let b = 0; b < totalBlocks; b++) {
-      this.blocks[b * BLOCK_FIELDS + PREV] = NONE;
-      this.blocks[b * BLOCK_FIELDS + NEXT] = NONE;
-    }
+    this.lru = new LruQueue(totalBlocks);
     this.freeStack = new Int32Array(totalBlocks);
     // Block 0 is handed out first.
     for (let i = 0; i < totalBlocks; i++) this.freeStack[i] = totalBlocks - 1 - i;
@@ -58,7 +56,7 @@ export class KvCache {
 
   /** Blocks that an allocation can take (free, or cached and unreferenced). */
   get availableBlocks(): number {
-    return this.freeTop + this.lruSize;
+    return this.freeTop + this.lru.size;
   }
 
   get cachedBlocks(): number {
@@ -72,6 +70,11 @@ export class KvCache {
   /** The block registered under the hash whose halves are (hi, lo), or -1. */
   lookup(hi: number, lo: number): number {
     return this.byHash.get(hi, lo);
+  }
+
+  /** Fetches the hash index's line for a hash with low half `lo` (see BlockHashIndex.touch). */
+  touch(lo: number): number {
+    return this.byHash.touch(lo);
   }
 
   /** The block registered under `hash`, or -1. */
@@ -92,7 +95,7 @@ export class KvCache {
     const at = block * BLOCK_FIELDS;
     if (this.blocks[at + REFS]++ === 0) {
       this.used++;
-      this.unlinkLru(block);
+      this.lru.remove(block);
     }
   }
 
@@ -101,26 +104,52 @@ export class KvCache {
    * in `events`.
    */
   allocate(events: EventLog): number {
+    if (this.availableBlocks === 0) return NONE;
+    const before = this.taken.length;
+    this.allocateMany(1, this.taken, events);
+    const block = this.taken[before];
+    this.taken.length = before;
+    return block;
+  }
+
+  /**
+   * Appends `count` fresh blocks to `out`, the blocks `count` allocate() calls would give, with
+   * the same evictions logged in the same order; a RangeError (nothing taken) when fewer are
+   * available. Evictions go in passes, the LRU's oldest blocks taken, their hash-index slots
+   * read, then their entries deleted: each pass's loads are independent of each other, so their
+   * cache misses overlap instead of adding up.
+   */
+  allocateMany(count: number, out: number[], events: EventLog): void {
+    if (count > this.availableBlocks) throw new RangeError(`${count} KV blocks asked for, ${this.availableBlocks} available`);
     const blocks = this.blocks;
-    let block: number;
-    if (this.freeTop > 0) {
-      block = this.freeStack[--this.freeTop];
-    } else if (this.lruHead !== NONE) {
-      block = this.lruHead;
-      this.unlinkLru(block);
+    let n = 0;
+    for (; n < count && this.freeTop > 0; n++) {
+      const block = this.freeStack[--this.freeTop];
+      blocks[block * BLOCK_FIELDS + REFS] = 1;
+      out.push(block);
+    }
+    // Never-cached blocks are gone: the rest are evictions, a suffix of what `out` receives.
+    const firstEvicted = out.length;
+    for (; n < count; n++) {
+      const block = this.lru.shift();
       const at = block * BLOCK_FIELDS;
+      blocks[at + REGISTERED] = 0;
+      blocks[at + REFS] = 1;
+      out.push(block);
+    }
+    // The deletions' slots first, in a loop of nothing but independent loads (a prefetch).
+    let touched = 0;
+    for (let i = firstEvicted; i < out.length; i++) touched ^= this.byHash.touch(blocks[out[i] * BLOCK_FIELDS + HASH_LO]);
+    this.touched = touched;
+    for (let i = firstEvicted; i < out.length; i++) {
+      const at = out[i] * BLOCK_FIELDS;
       const hi = blocks[at + HASH_HI];
       const lo = blocks[at + HASH_LO];
       this.byHash.delete(hi, lo);
-      blocks[at + REGISTERED] = 0;
-      this.evictedTotal++;
       events.removedBlock(hi, lo);
-    } else {
-      return NONE;
     }
-    blocks[block * BLOCK_FIELDS + REFS] = 1;
-    this.used++;
-    return block;
+    this.evictedTotal += out.length - firstEvicted;
+    this.used += count;
   }
 
   /** Drops a reference; an unreferenced block stays cached (LRU tail) when registered. */
@@ -133,7 +162,7 @@ export class KvCache {
       throw new Error(`KV block ${block} released more often than acquired`);
     }
     this.used--;
-    if (this.blocks[at + REGISTERED] !== 0) this.linkLruTail(block);
+    if (this.blocks[at + REGISTERED] !== 0) this.lru.push(block);
     else this.freeStack[this.freeTop++] = block;
   }
 
@@ -171,11 +200,7 @@ export class KvCache {
   clear(): void {
     for (let b = 0; b < this.totalBlocks; b++) this.blocks[b * BLOCK_FIELDS + REGISTERED] = 0;
     this.byHash.clear();
-    while (this.lruHead !== NONE) {
-      const block = this.lruHead;
-      this.unlinkLru(block);
-      this.freeStack[this.freeTop++] = block;
-    }
+    for (let block = this.lru.shift(); block !== NONE; block = this.lru.shift()) this.freeStack[this.freeTop++] = block;
   }
 
   /** The registered hashes (for tests and consistency checks). */
@@ -184,38 +209,6 @@ export class KvCache {
       const at = b * BLOCK_FIELDS;
       if (this.blocks[at + REGISTERED] !== 0) yield toU64(this.blocks[at + HASH_HI], this.blocks[at + HASH_LO]);
     }
-  }
-
-  private linkLruTail(block: number): void {
-    const blocks = this.blocks;
-    const at = block * BLOCK_FIELDS;
-    blocks[at + PREV] = this.lruTail;
-    blocks[at + NEXT] = NONE;
-    if (this.lruTail === NONE) this.lruHead = block;
-    else blocks[this.lruTail * BLOCK_FIELDS + NEXT] = block;
-    this.lruTail = block;
-    this.lruSize++;
-  }
-
-  /**
-   * Removes a block from the LRU if it is there. The head's PREV is never read (the head is
-   * recognised as lruHead), so taking the head off, as every eviction does, leaves the new head's
-   * stale PREV alone instead of writing into a record the eviction would not touch otherwise.
-   */
-  private unlinkLru(block: number): void {
-    const blocks = this.blocks;
-    const at = block * BLOCK_FIELDS;
-    const isHead = this.lruHead === block;
-    const p = isHead ? NONE : blocks[at + PREV];
-    if (p === NONE && !isHead) return;
-    const n = blocks[at + NEXT];
-    if (isHead) this.lruHead = n;
-    else blocks[p * BLOCK_FIELDS + NEXT] = n;
-    if (n === NONE) this.lruTail = p;
-    else if (!isHead) blocks[n * BLOCK_FIELDS + PREV] = p;
-    blocks[at + PREV] = NONE;
-    blocks[at + NEXT] = NONE;
-    this.lruSize--;
   }
 }
 
