@@ -119,7 +119,7 @@ export class EngineModel {
     const log = this.log;
     const plan = this.scheduler.plan(nowMs, log);
     this.steps++;
-    if (plan.seqs.length === 0) {
+    if (plan.count === 0) {
       const events = log.take();
       return { startMs: nowMs, durationMs: this.idleWaitMs(nowMs), outputs: [], events };
     }
@@ -127,7 +127,7 @@ export class EngineModel {
     const durationMs = stepMs(this.config, plan.prefillTokens, plan.decodeTokens, usage);
     const endMs = nowMs + durationMs;
     const outputs: TokenOutput[] = [];
-    for (let i = 0; i < plan.seqs.length; i++) {
+    for (let i = 0; i < plan.count; i++) {
       const seq = plan.seqs[i];
       seq.numComputed += plan.newTokens[i];
       this.tables.commitFull(seq, log);

@@ -12,8 +12,10 @@ import type { KvCache } from './kv-cache.js';
 import type { Sequence } from './request.js';
 import { transferMs } from './timing.js';
 
-/** What one step computes: `newTokens[i]` tokens of `seqs[i]`, in order. */
+/** What one step computes: `newTokens[i]` tokens of `seqs[i]` for i in [0, count), in order. */
 export interface StepPlan {
+  count: number;
+  /** Entries past `count` are left from earlier steps: the arrays keep their capacity. */
   seqs: Sequence[];
   newTokens: number[];
   /** Tokens computed in prefill chunks (the N of the prefill formula). */
@@ -32,7 +34,9 @@ export class Scheduler {
   cachedTokens = 0;
   private stepNo = 0;
   /** The plan of the current step and the running queue's order at its start, reused step after step. */
-  private readonly stepPlan: StepPlan = { seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
+  // (Counted, not truncated: setting an array's length to 0 drops its backing store, and every
+  // step would grow a new one.)
+  private readonly stepPlan: StepPlan = { count: 0, seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
   private readonly order: Sequence[] = [];
 
   constructor(
@@ -49,30 +53,30 @@ export class Scheduler {
     this.stepNo++;
     this.completeTransfers(nowMs, events);
     const plan = this.stepPlan;
-    plan.seqs.length = 0;
-    plan.newTokens.length = 0;
+    plan.count = 0;
     plan.prefillTokens = 0;
     plan.decodeTokens = 0;
     let budget = this.cfg.maxNumBatchedTokens;
     // A copy: preemption takes requests out of the running queue while it is walked.
     const order = this.order;
-    order.length = 0;
-    for (const s of this.running) order.push(s);
+    const runningAtStart = this.running.length;
+    for (let i = 0; i < runningAtStart; i++) order[i] = this.running[i];
     // Decode tokens first: one per running request that has sampled its last token.
-    for (const s of order) {
+    for (let i = 0; i < runningAtStart; i++) {
+      const s = order[i];
       if (budget === 0) break;
       if (s.state !== 'running' || s.numTokens - s.numComputed !== 1) continue;
       if (this.scheduleRunning(s, 1, plan, events)) budget--;
     }
     // Then prefill chunks of running requests (chunked prefill, or recompute after preemption).
-    for (const s of order) {
+    for (let i = 0; i < runningAtStart; i++) {
+      const s = order[i];
       if (budget === 0) break;
       if (s.state !== 'running' || s.scheduledStep === this.stepNo) continue;
       const n = Math.min(s.numTokens - s.numComputed, budget);
       if (this.scheduleRunning(s, n, plan, events)) budget -= n;
     }
     this.admitWaiting(nowMs, budget, plan, events);
-    order.length = 0;
     return plan;
   }
 
@@ -167,8 +171,9 @@ export class Scheduler {
 
   private add(plan: StepPlan, s: Sequence, n: number): void {
     s.scheduledStep = this.stepNo;
-    plan.seqs.push(s);
-    plan.newTokens.push(n);
+    plan.seqs[plan.count] = s;
+    plan.newTokens[plan.count] = n;
+    plan.count++;
     if (n === 1 && s.numComputed + 1 === s.numTokens) plan.decodeTokens++;
     else plan.prefillTokens += n;
   }
