@@ -338,10 +338,9 @@ impl Tree {
   fn append_blocks(&mut self, edge: EdgeId, keys: &[u64], ids: &mut Vec<BlockId>) {
     let start = self.edge(edge).len();
     let e = &mut self.edges[edge as usize];
-    // A new run is allocated exactly; a growing one (a sequence stored event by event) by half
-    // its length, not by doubling: edge runs are most of the tree's memory.
+    // Grow by a quarter, not by doubling: edge runs are most of the tree's memory.
     if e.keys.len() + keys.len() > e.keys.capacity() {
-      let extra = keys.len().max(e.keys.len() / 2);
+      let extra = keys.len().max(e.keys.len() / 4);
       e.keys.reserve_exact(extra);
       e.blocks.reserve_exact(extra);
     }
