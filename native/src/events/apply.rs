@@ -1,9 +1,11 @@
 //! Applies decoded events to the index for one (worker, dp_rank), counting every outcome.
 //!
-//! Medium policy: the index holds what a worker serves from GPU memory, so only events about
-//! device blocks apply: medium "GPU" or "device" (any case), or none (engines that do not say mean
-//! the GPU). Events about other tiers (CPU offload, disk, ...) are not applied and are counted by
-//! medium in `BatchOutcome::other_media`, where a tiered index can take them from.
+//! Medium policy: the tree holds what a worker serves from GPU memory: medium "GPU" or "device"
+//! (any case), or none (engines that do not say mean the GPU). Events about lower tiers (host
+//! memory, disk, external pools: `crate::tiers::medium_tier`) go to the index's lower tiers and are
+//! counted per tier in `BatchOutcome::lower_tiers`; events about a medium no engine is known to
+//! send, or about lower tiers when the index does not keep them, are not applied and are counted
+//! by medium in `BatchOutcome::other_media`.
 //!
 //! A stored event whose block size differs from the index's, or whose token count is not what
 //! hashing its blocks reads (blocks x block size, + 1 with EAGLE windows), is refused whole and
@@ -12,6 +14,7 @@
 use super::decode::{DecodeError, Event, Scratch};
 use crate::hash::{block_seed, BlockHasher, MmBlocks};
 use crate::indexer::{RadixIndexer, RejectReason, WorkerKey};
+use crate::tiers::{medium_tier, LowerTier, Medium, LOWER_TIERS};
 
 /// Refused stored events by reason, and removed hashes that named nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,14 +41,24 @@ pub struct MediumCount {
   pub removed: u32,
 }
 
+/// Events applied to one lower tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierCount {
+  pub stored: u32,
+  pub removed: u32,
+}
+
 /// What one batch did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BatchOutcome {
   /// Events in the batch.
   pub events: u32,
+  /// Device events applied.
   pub stored: u32,
   pub removed: u32,
   pub cleared: u32,
+  /// Lower-tier events applied, by `LowerTier as usize`.
+  pub lower_tiers: [TierCount; LOWER_TIERS],
   pub refused: Refused,
   pub unknown_types: u32,
   pub other_groups: u32,
@@ -58,9 +71,9 @@ pub struct BatchOutcome {
 }
 
 impl BatchOutcome {
-  /// Events applied (stored, removed, cleared).
+  /// Events applied (stored, removed, cleared, on any tier).
   pub fn applied(&self) -> u32 {
-    self.stored + self.removed + self.cleared
+    self.stored + self.removed + self.cleared + self.lower_tiers.iter().map(|t| t.stored + t.removed).sum::<u32>()
   }
 
   fn other_medium(&mut self, medium: &str) -> &mut MediumCount {
@@ -75,19 +88,23 @@ impl BatchOutcome {
   }
 }
 
-/// Whether an event's medium is the device the index covers.
-pub fn is_device_medium(medium: Option<&str>) -> bool {
-  medium.is_none_or(|m| m.eq_ignore_ascii_case("GPU") || m.eq_ignore_ascii_case("device"))
+/// Where an event about `medium` goes: the tree, a lower tier, or nowhere (None: counted only).
+fn destination(ix: &RadixIndexer, medium: Option<&str>) -> Option<Option<LowerTier>> {
+  match medium_tier(medium) {
+    Medium::Device => Some(None),
+    Medium::Lower(t) if ix.lower_tiers_enabled() => Some(Some(t)),
+    _ => None,
+  }
 }
 
 /// Applies one decoded event (its arrays in `s`) for `key`; `local` is scratch for its hashes.
 pub fn apply_event(ix: &mut RadixIndexer, key: WorkerKey, event: Event, s: &Scratch, local: &mut Vec<u64>, out: &mut BatchOutcome) {
   match event {
     Event::Stored { parent, block_size, medium, lora_name, multimodal } => {
-      if !is_device_medium(medium) {
+      let Some(tier) = destination(ix, medium) else {
         out.other_medium(medium.unwrap_or_default()).stored += 1;
         return;
-      }
+      };
       let n = s.hashes.len();
       let bs = ix.block_size() as usize;
       if block_size != bs as u64 {
@@ -109,8 +126,15 @@ pub fn apply_event(ix: &mut RadixIndexer, key: WorkerKey, event: Event, s: &Scra
       };
       local.clear();
       BlockHasher::new(bs, block_seed(lora_name, None)).window(ix.window()).multimodal(mm).hash_extend(&s.tokens, local);
-      match ix.apply_stored(key, parent, &s.hashes, local, 0.0) {
-        Ok(()) => out.stored += 1,
+      let applied = match tier {
+        None => ix.apply_stored(key, parent, &s.hashes, local, 0.0),
+        Some(t) => ix.apply_lower_stored(key, t, parent, &s.hashes, local),
+      };
+      match applied {
+        Ok(()) => match tier {
+          None => out.stored += 1,
+          Some(t) => out.lower_tiers[t as usize].stored += 1,
+        },
         Err(reason) => {
           let r = &mut out.refused;
           match reason {
@@ -125,13 +149,21 @@ pub fn apply_event(ix: &mut RadixIndexer, key: WorkerKey, event: Event, s: &Scra
       }
     }
     Event::Removed { medium } => {
-      if !is_device_medium(medium) {
+      let Some(tier) = destination(ix, medium) else {
         out.other_medium(medium.unwrap_or_default()).removed += 1;
         return;
-      }
-      let found = ix.apply_removed(key, &s.hashes, 0.0);
+      };
+      let found = match tier {
+        None => {
+          out.removed += 1;
+          ix.apply_removed(key, &s.hashes, 0.0)
+        }
+        Some(t) => {
+          out.lower_tiers[t as usize].removed += 1;
+          ix.apply_lower_removed(key, t, &s.hashes)
+        }
+      };
       out.refused.unknown_removal += (s.hashes.len() - found) as u32;
-      out.removed += 1;
     }
     Event::Cleared => {
       ix.apply_cleared(key);

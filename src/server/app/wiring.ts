@@ -141,6 +141,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
           (p.ingest?.stats() ?? []).map((s) => ({
             worker: s.worker,
             applied: s.applied,
+            lowerTier: s.lowerTierEvents,
             rejected: s.rejected,
             gaps: s.gaps,
             replays: s.replays,
@@ -177,6 +178,7 @@ function buildPool(
   const indexer = new KvIndexer({
     blockSize: config.blockSize,
     mode: config.indexerMode,
+    ...(approximate ? {} : { lowerTiers: config.lowerTiers }),
     ...(config.maxIndexedBlocks !== undefined && !approximate ? { maxBlocks: config.maxIndexedBlocks } : {}),
     clock: o.clock,
   });
@@ -186,6 +188,7 @@ function buildPool(
     overlapScoreCredit: routing.overlapScoreCredit,
     prefillLoadScale: routing.prefillLoadScale,
     temperature: routing.temperature,
+    tierCredit: { host: routing.hostCacheCredit, disk: routing.diskCacheCredit, external: routing.externalCacheCredit },
     busyDecodeFraction: routing.busyDecodeFraction,
     busyPrefillTokens: routing.busyPrefillTokens,
     maxQueuedPrefillTokens: routing.maxQueuedPrefillTokens,

@@ -64,6 +64,15 @@ export const PoolRoutingSchema = Type.Object(
     overlapScoreCredit: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: 'Prefill blocks each cached block is worth in the cost.' })),
     prefillLoadScale: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: "Weight of a worker's booked prefill load in the cost." })),
     temperature: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 0, description: 'Softmax temperature over costs; 0 picks the lowest cost, exact ties at random.' })),
+    hostCacheCredit: defaulted(
+      Type.Number({ minimum: 0, maximum: 1e6, default: 0.75, description: "Prefill blocks each block a worker can reload from host memory (KV events with medium CPU) is worth in the cost: Dynamo's host_cache_hit_weight." }),
+    ),
+    diskCacheCredit: defaulted(
+      Type.Number({ minimum: 0, maximum: 1e6, default: 0.25, description: "The same for a block on local disk (medium DISK, CPU_TIER2): Dynamo's disk_cache_hit_weight." }),
+    ),
+    externalCacheCredit: defaulted(
+      Type.Number({ minimum: 0, maximum: 1e6, default: 0.25, description: 'The same for a block in an external pool (medium EXTERNAL): Dynamo credits it as disk.' }),
+    ),
     busyDecodeFraction: Type.Optional(
       Type.Number({ exclusiveMinimum: 0, maximum: 1e6, description: 'Leave out a worker whose decode blocks reach this fraction of its kvCapacityBlocks.' }),
     ),
@@ -231,6 +240,14 @@ export const RouterConfigSchema = Type.Object(
         default: 'events',
         description: "'events': the index follows the workers' KV events; 'approximate': without KV events, caches are predicted from routing decisions.",
         ...cli({ flag: 'approximate', value: 'approximate', group: 'Routing', help: 'no KV events: predict caches from routing decisions' }),
+      }),
+    ),
+    lowerTiers: defaulted(
+      Type.Boolean({
+        default: true,
+        description:
+          "Events mode: index the blocks workers report on lower tiers (KV events with medium CPU, CPU_PINNED, CPU_TIER1: host; CPU_TIER2, DISK: disk; EXTERNAL: external) beside the GPU's, credited in the cost at the routing's host/disk/externalCacheCredit. false: such events are counted, never indexed.",
+        ...cli({ flag: 'no-lower-tiers', value: false, group: 'Routing', help: 'ignore KV blocks the workers report on CPU, disk or external pools' }),
       }),
     ),
     maxIndexedBlocks: Type.Optional(
