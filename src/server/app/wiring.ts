@@ -189,6 +189,7 @@ function buildPool(
     prefillLoadScale: routing.prefillLoadScale,
     temperature: routing.temperature,
     tierCredit: { host: routing.hostCacheCredit, disk: routing.diskCacheCredit, external: routing.externalCacheCredit },
+    ttft: routing.ttftModel,
     busyDecodeFraction: routing.busyDecodeFraction,
     busyPrefillTokens: routing.busyPrefillTokens,
     maxQueuedPrefillTokens: routing.maxQueuedPrefillTokens,

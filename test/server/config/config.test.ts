@@ -13,12 +13,20 @@ describe('parseRouterConfig', () => {
     expect(c.models).toEqual(['kvroute-sim']);
     expect(c.tokenizer).toEqual({ type: 'byte' });
     expect(c.blockSize).toBe(16);
-    expect(c.decode.policy).toBe('kv');
+    expect(c.decode.policy).toBe('ttft');
     expect(c.prefill).toEqual(c.decode);
     expect(c.fallbackToAggregated).toBe(true);
     expect(c.workers).toEqual([]);
     expect(c.lowerTiers).toBe(true);
     expect([c.decode.hostCacheCredit, c.decode.diskCacheCredit, c.decode.externalCacheCredit]).toEqual([0.75, 0.25, 0.25]);
+  });
+
+  it("takes the ttft policy's timing model, any part of it", () => {
+    const c = parseRouterConfig({ routing: { ttftModel: { prefill: { c: 5 }, maxNumBatchedTokens: 4096, reloadMsPerToken: { disk: 0.1 } } } });
+    expect(c.decode.ttftModel).toEqual({ prefill: { c: 5 }, maxNumBatchedTokens: 4096, reloadMsPerToken: { disk: 0.1 } });
+    expect(c.prefill.ttftModel).toEqual(c.decode.ttftModel);
+    expect(() => parseRouterConfig({ routing: { ttftModel: { prefill: { d: 1 } } } })).toThrow(/routing\.ttftModel\.prefill: unknown field 'd'/);
+    expect(() => parseRouterConfig({ routing: { ttftModel: { maxNumBatchedTokens: 0 } } })).toThrow(RangeError);
   });
 
   it('takes the lower tiers switch and their credit per pool', () => {
