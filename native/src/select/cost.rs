@@ -29,10 +29,10 @@ pub struct KvTerms {
 
 /// Dynamo's default cost: prefill work left after the cached prefix (device blocks in full,
 /// blocks on lower tiers at their tier's credit, each block once), plus decode occupancy.
-pub fn kv_terms(rank: &RankLoad, seq_hashes: &[u64], overlap_blocks: u32, lower: &TierExtension, p: &CostParams) -> KvTerms {
+pub fn kv_terms(rank: &RankLoad, block_hashes: &[u64], overlap_blocks: u32, lower: &TierExtension, p: &CostParams) -> KvTerms {
   let prefill_blocks = (rank.prefill_tokens() + p.prompt_tokens) as f64 / p.block_size;
-  let active_prefix = rank.active_prefix(seq_hashes);
-  let new_blocks = (seq_hashes.len() - active_prefix) as f64;
+  let active_prefix = rank.active_prefix(block_hashes);
+  let new_blocks = (block_hashes.len() - active_prefix) as f64;
   let decode_blocks = rank.decode_blocks() + new_blocks;
   let lower_credit: f64 = lower.blocks.iter().zip(&p.tier_credit).map(|(&b, &c)| b as f64 * c).sum();
   let credit = p.overlap_score_credit * overlap_blocks as f64 + lower_credit;
@@ -84,7 +84,7 @@ mod tests {
   fn booked_load_and_active_blocks_enter_the_cost() {
     let mut book = LoadBook::new(4);
     let r = book.list_rank(WorkerKey { worker: 1, dp_rank: 0 });
-    let req = BookRequest { request_id: "a", rank: r, seq_hashes: &[1, 2, 3], prompt_tokens: 12, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
+    let req = BookRequest { request_id: "a", rank: r, block_hashes: &[1, 2, 3], prompt_tokens: 12, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
     book.book(&req).unwrap();
     let rank = book.rank(r);
     // Booked: 12 prefill tokens (3 blocks), 3 decode blocks. Request: 8 tokens, blocks [1, 9].

@@ -12,10 +12,10 @@ pub trait PrefixIndex {
   /// Approximate mode: remember that `key` now holds these blocks.
   fn record_routing(&mut self, key: WorkerKey, local_hashes: &[u64], now_ms: f64);
   /// The blocks each (worker, rank) could reload from lower tiers right after its device prefix
-  /// (`device`: the matches `find_matches_into` gave for the same prompt; `seq_hashes`: its
-  /// sequence hashes). Only pairs with some. Clears `out` first. Default: no lower tiers.
-  fn lower_extensions_into(&mut self, seq_hashes: &[u64], device: &[(WorkerKey, u32)], out: &mut Vec<(WorkerKey, TierExtension)>) {
-    let _ = (seq_hashes, device);
+  /// (`device`: the matches `find_matches_into` gave for the same prompt, whose local block
+  /// hashes are `local_hashes`). Only pairs with some. Clears `out` first. Default: no lower tiers.
+  fn lower_extensions_into(&mut self, local_hashes: &[u64], device: &[(WorkerKey, u32)], out: &mut Vec<(WorkerKey, TierExtension)>) {
+    let _ = (local_hashes, device);
     out.clear();
   }
 }

@@ -23,7 +23,7 @@ fn loaded(requests: usize, prompt: u64) -> LoadBook {
   for i in 0..requests {
     let id = format!("r{i}");
     let seq: Vec<u64> = (0..prompt / BS).map(|b| (i as u64) << 32 | b).collect();
-    book.book(&BookRequest { request_id: &id, rank, seq_hashes: &seq, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 }).unwrap();
+    book.book(&BookRequest { request_id: &id, rank, block_hashes: &seq, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 }).unwrap();
   }
   book
 }
