@@ -13,4 +13,4 @@ mod sample;
 pub use config::{Policy, RoutingConfig};
 pub use decision::{CandidateCost, Decision, Mode, Multimodal, PrefixIndex, RouteError, RouteRequest, Timings, MAX_EXPLAINED};
 pub use pool::{WorkerSpec, MAX_CANDIDATES, MAX_DP_SIZE};
-pub use router::{RoutingCore, Totals};
+pub use router::{RemoteBooking, RoutingCore, Totals};
