@@ -230,6 +230,12 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
     case 'restart':
       log.warn(withFields(at, { seq: String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq) }), "engine restarted (KV event sequence went back): the worker's blocks were cleared");
       return;
+    case 'caught_up':
+      log.info(withFields(at, { from: String(what.from), to: what.to === null ? null : String(what.to) }), 'KV events: the restored index caught up from the replay buffer');
+      return;
+    case 'catch_up_failed':
+      log.warn(withFields(at, { reason: what.reason }), 'KV events: the restored index could not catch up now; the next live batch repairs or clears it');
+      return;
   }
 }
 

@@ -46,6 +46,9 @@ export interface WorkerStatus {
   unhealthySince?: number;
 }
 
+/** A change to the fleet made through the registry (the admin API): what router replicas share. */
+export type FleetChange = { op: 'add'; worker: WorkerConfig } | { op: 'drain' | 'activate' | 'remove'; id: number };
+
 export interface RegistryOptions {
   pools: Record<PoolName, PoolPort>;
   ingest: IngestPort;
@@ -53,6 +56,8 @@ export interface RegistryOptions {
   clock?: () => number;
   /** Workers added and removed, state changes with their reason (default: nothing logged). */
   log?: Logger;
+  /** Sees every add, drain, activate and remove once done (not health verdicts): the port router replicas share the fleet through. */
+  onChange?: (change: FleetChange) => void;
 }
 
 interface Entry {
@@ -118,6 +123,7 @@ export class WorkerRegistry {
       throw err;
     }
     this.log.info({ worker: config.id, role: config.role, kind: config.kind, url: redactUrl(config.baseUrl), dp_size: config.dpSize, kv_events: config.kvEvents.length > 0 }, 'worker added');
+    this.opts.onChange?.({ op: 'add', worker: config });
   }
 
   /** Stops new requests from going to the worker; requests in flight finish. */
@@ -126,6 +132,7 @@ export class WorkerRegistry {
     entry.draining = true;
     this.sync(entry);
     this.log.info({ worker: id, active_requests: this.opts.pools[poolOf(entry.config.role)].activeRequests(id) }, 'worker draining (admin API)');
+    this.opts.onChange?.({ op: 'drain', id });
     return this.status(entry);
   }
 
@@ -135,6 +142,7 @@ export class WorkerRegistry {
     entry.draining = false;
     this.sync(entry);
     this.log.info({ worker: id, state: this.stateOf(entry) }, 'worker activated (admin API)');
+    this.opts.onChange?.({ op: 'activate', id });
     return this.status(entry);
   }
 
@@ -151,6 +159,7 @@ export class WorkerRegistry {
     this.health.remove(id);
     this.entries.delete(id);
     this.log.info({ worker: id }, 'worker removed');
+    this.opts.onChange?.({ op: 'remove', id });
     return withFields(status, { state: 'draining' as const, inSelection: false });
   }
 
