@@ -5,6 +5,7 @@ import type { RoutingHints } from '../openai/request.js';
 import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';
 import type { RoutedResponse, RouterRequest } from '../../routing/router-request.js';
 import type { ServeMode } from '../../core/vocabulary.js';
+import type { ReplicaStatus } from '../replicas/sync.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -49,5 +50,7 @@ export interface Backend {
   /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
   canServe(): boolean;
   metricsSources: Omit<MetricsSources, 'workerStates'>;
+  /** This replica among its siblings, when router replicas share state (config.replicas). */
+  replicaStatus?: () => ReplicaStatus;
   close(): Promise<void>;
 }

@@ -398,6 +398,8 @@ export class RouterImpl implements Router {
       unhealthy: count((w) => w.state === 'unhealthy'),
       draining: count((w) => w.state === 'draining'),
       selectable: { prefill: this.registry.selectable('prefill').length, decode: this.registry.selectable('decode').length },
+      // Degraded, not down: a replica cut off from NATS still serves, on its own view.
+      replicas: this.backend.replicaStatus?.(),
     };
     return json(summary.status === 'ready' ? 200 : 503, summary);
   }

@@ -22,6 +22,7 @@ import type { PoolName, PoolPort } from '../fleet/registry.js';
 import type { IngestIncident } from '../../events/incidents.js';
 import { silentLogger, type Logger } from '../../util/logger.js';
 import { withFields } from '../../util/objects.js';
+import { ReplicaSync } from '../replicas/sync.js';
 
 export interface BackendOptions {
   metrics: RouterMetrics;
@@ -51,10 +52,22 @@ const SHUTDOWN_GRACE_MS = 2_000;
 export async function createBackend(config: RouterConfig, o: BackendOptions): Promise<Backend> {
   const clients = new EngineClients(o.engineClient);
   const transport = new HttpTransport(clients);
+  // Bound once the pools exist: their cores tell it every booking change from then on.
+  const shared: { sync?: ReplicaSync } = {};
   const parts: Record<PoolName, PoolParts> = {
-    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, o),
-    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, o),
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, o, shared),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, o, shared),
   };
+  const sync = config.replicas
+    ? await ReplicaSync.start({
+        config: config.replicas,
+        model: config.models[0],
+        cores: { prefill: parts.prefill.core, decode: parts.decode.core },
+        log: o.log ?? silentLogger,
+        observeLag: (s) => o.metrics.replicaSyncLag(s),
+      })
+    : undefined;
+  shared.sync = sync;
   const sessions = config.sessionAffinity && new SessionAffinity({ ttlMs: config.sessionAffinity.ttlMs, maxSessions: config.sessionAffinity.maxSessions, clock: o.clock });
   const router = new PrefillRouter({
     prefill: parts.prefill.router,
@@ -69,6 +82,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
   const sweep = setInterval(() => {
     parts.prefill.core.expireStale();
     parts.decode.core.expireStale();
+    sync?.sweepStale(parts.decode.core.config.staleBookingMs);
   }, STALE_SWEEP_MS);
   sweep.unref();
 
@@ -152,13 +166,16 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       indexStats: () => [parts.prefill, parts.decode].map((p) => ({ pool: p.name, ...p.indexer.stats() })),
       fallbacksToAggregated: () => router.stats().fallbacks,
       sessionStats: () => sessions?.stats(),
+      replicaStats: sync && (() => sync.stats()),
     },
+    replicaStatus: sync && (() => sync.status()),
     async close() {
       clearInterval(sweep);
       router.close();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([router.idle(), new Promise<void>((r) => (timer = setTimeout(r, SHUTDOWN_GRACE_MS)))]);
       clearTimeout(timer);
+      await sync?.close();
       await Promise.all([parts.prefill.ingest?.close(), parts.decode.ingest?.close()]);
       await clients.close();
     },
@@ -172,6 +189,7 @@ function buildPool(
   roles: WorkerRole[],
   transport: LegTransport,
   o: BackendOptions,
+  shared: { sync?: ReplicaSync },
 ): PoolParts {
   const approximate = config.indexerMode === 'approximate';
   const indexer = new KvIndexer({
@@ -195,7 +213,7 @@ function buildPool(
   });
   const pool = new WorkerPool(name, core, roles);
   const router = new KvRouter({
-    core: observed(core, name, o.metrics),
+    core: observed(core, name, o.metrics, shared),
     pool,
     transport,
     abandonAfterMs: o.abandonAfterMs,
@@ -239,18 +257,39 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
   }
 }
 
-/** The core as KvRouter sees it, with every booked decision observed by the metrics. */
-function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics): KvRouterCore {
+/**
+ * The core as KvRouter sees it: every booked decision observed by the metrics, and every booking
+ * change told to the sibling replicas when they share bookings.
+ */
+function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics, shared: { sync?: ReplicaSync }): KvRouterCore {
   return {
     config: core.config,
     route(tokens, req) {
       const d = core.route(tokens, req);
       metrics.decision(pool, d.promptTokens, d.cachedTokens, d.timingsUs);
+      shared.sync?.booked({
+        pool,
+        requestId: d.requestId,
+        worker: d.worker,
+        dpRank: d.dpRank,
+        promptTokens: d.promptTokens,
+        overlapBlocks: d.overlapBlocks,
+        expectedOutputTokens: req.expectedOutputTokens,
+        hashes: core.lastLocalHashes(),
+      });
       return d;
     },
     query: (tokens, req) => core.query(tokens, req),
-    markPrefillCompleted: (id) => core.markPrefillCompleted(id),
-    free: (id) => core.free(id),
+    markPrefillCompleted(id) {
+      const first = core.markPrefillCompleted(id);
+      if (first) shared.sync?.prefillDone(pool, id);
+      return first;
+    },
+    free(id) {
+      const freed = core.free(id);
+      if (freed) shared.sync?.freed(pool, id);
+      return freed;
+    },
   };
 }
 

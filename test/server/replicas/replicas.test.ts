@@ -1,0 +1,166 @@
+// Router replicas sharing bookings through a real nats-server, in front of one simulated fleet:
+// a booking on A shows in B's /v1/route candidate load, freeing it on A clears it on B, and a
+// replica killed with SIGKILL has its bookings released by the others after the TTL.
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createRouter, type Router } from '../../../src/server/app/router.js';
+import { startEmbeddedFleet, type EmbeddedFleet } from '../../../src/server/app/embedded.js';
+import { listenUws, type RunningServer } from '../../../src/server/http/uws.js';
+import type { RouterConfigInput } from '../../../src/server/config/config.js';
+import { NATS_SKIP_REASON, startNatsServer, type NatsServer } from '../../helpers/nats.js';
+import { freePort, spawnCli, type CliProcess } from '../../helpers/processes.js';
+import { BLOCK_SIZE, MODEL, metricSum, prompt, waitFor, waitForNoLoad } from '../helpers/router.js';
+
+const FAST = { heartbeatMs: 100, ttlMs: 600 };
+
+interface Replica {
+  url: string;
+  router: Router;
+  close(): Promise<void>;
+}
+
+interface Candidate {
+  worker: number;
+  prefill_blocks: number;
+  decode_blocks: number;
+}
+
+describe.skipIf(NATS_SKIP_REASON !== null)('router replicas over NATS', () => {
+  let nats: NatsServer;
+  let fleet: EmbeddedFleet;
+  const replicas: Replica[] = [];
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    // Speedup 1: a long generation stays in flight while the test looks at the other replica.
+    fleet = await startEmbeddedFleet({ prefill: 0, decode: 2, style: 'vllm', speedup: 1, blockSize: BLOCK_SIZE, kvBlocks: 4096, model: MODEL });
+  });
+  afterEach(async () => {
+    await Promise.all(replicas.splice(0).map((r) => r.close()));
+  });
+  afterAll(async () => {
+    await fleet?.close();
+    await nats?.close();
+  });
+
+  const config = (id: string, extra: RouterConfigInput = {}): RouterConfigInput =>
+    Object.assign({ blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, seed: 7, workers: fleet.workers, replicas: Object.assign({ nats: nats.url, id }, FAST) }, extra);
+
+  async function startReplica(id: string, extra: RouterConfigInput = {}): Promise<Replica> {
+    const router = await createRouter(config(id, extra));
+    let server: RunningServer;
+    try {
+      server = await listenUws(router, { host: '127.0.0.1', port: 0 });
+    } catch (err) {
+      await router.close();
+      throw err;
+    }
+    const r = {
+      url: server.url,
+      router,
+      async close() {
+        await server.close();
+        await router.close();
+      },
+    };
+    replicas.push(r);
+    return r;
+  }
+
+  const peersOf = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { replicas: { peers: Array<{ replica: string }> } }).replicas.peers.map((p) => p.replica);
+
+  /** B's view of each decode worker's booked load, for a short probe prompt. */
+  async function candidates(url: string): Promise<Map<number, Candidate>> {
+    const res = await fetch(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'probe' }) });
+    expect(res.status).toBe(200);
+    const q = (await res.json()) as { decode: { candidates: Candidate[] } };
+    return new Map(q.decode.candidates.map((c) => [c.worker, c]));
+  }
+
+  /** Starts a long streamed generation on `url` and waits for its first chunk (booked, prefill done). */
+  async function holdStream(url: string, seed: number): Promise<{ worker: number; stop(): void }> {
+    const ctl = new AbortController();
+    const res = await fetch(`${url}/v1/completions`, {
+      method: 'POST',
+      signal: ctl.signal,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: prompt(320, seed), max_tokens: 4000, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const worker = Number(res.headers.get('x-kvroute-decode-worker'));
+    await res.body!.getReader().read();
+    return { worker, stop: () => ctl.abort() };
+  }
+
+  it('shows a booking made on A in B\'s candidate load, and clears it when A frees it', async () => {
+    const a = await startReplica('a');
+    const b = await startReplica('b');
+    await waitFor(async () => (await peersOf(b.url)).includes('a'), 'B to hear from A');
+    const idle = await candidates(b.url);
+
+    const held = await holdStream(a.url, 1);
+    // 320 prompt tokens = 20 blocks booked on A's chosen worker, seen by B once the batch arrives.
+    await waitFor(async () => (await candidates(b.url)).get(held.worker)!.decode_blocks >= idle.get(held.worker)!.decode_blocks + 20, "A's booking to reach B");
+    const other = [...idle.keys()].find((w) => w !== held.worker)!;
+    expect((await candidates(b.url)).get(other)!.decode_blocks).toBe(idle.get(other)!.decode_blocks);
+    expect(await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')).toBe(1);
+
+    held.stop();
+    await waitFor(async () => (await candidates(b.url)).get(held.worker)!.decode_blocks === idle.get(held.worker)!.decode_blocks, "A's free to reach B");
+    expect(await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')).toBe(0);
+    await waitForNoLoad(a.url);
+    await waitForNoLoad(b.url);
+    expect(await metricSum(b.url, 'kvroute_replica_events_total', 'fate="in"')).toBeGreaterThanOrEqual(3);
+    expect(await metricSum(b.url, 'kvroute_replica_invalid_messages_total')).toBe(0);
+  });
+
+  it('routes B\'s next request away from the worker A loaded', async () => {
+    const a = await startReplica('a', { routing: { policy: 'least_loaded' } });
+    const b = await startReplica('b', { routing: { policy: 'least_loaded' } });
+    await waitFor(async () => (await peersOf(b.url)).includes('a'), 'B to hear from A');
+    const held = await holdStream(a.url, 2);
+    await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')) === 1, "A's booking to reach B");
+    const res = await fetch(`${b.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: prompt(64, 3), max_tokens: 1 }) });
+    expect(res.status).toBe(200);
+    expect(Number(res.headers.get('x-kvroute-decode-worker'))).not.toBe(held.worker);
+    held.stop();
+  });
+
+  it('announces its bookings to a replica that joins later', async () => {
+    const a = await startReplica('a');
+    const held = await holdStream(a.url, 4);
+    const b = await startReplica('b');
+    await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')) === 1, "A's earlier booking to reach the newcomer");
+    held.stop();
+    await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')) === 0, "A's free to reach B");
+  });
+
+  it('releases the bookings of a replica killed with SIGKILL once its TTL passes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvroute-replicas-'));
+    let a: CliProcess | undefined;
+    try {
+      const file = join(dir, 'a.json');
+      const port = await freePort();
+      writeFileSync(file, JSON.stringify(Object.assign(config('killed'), { port, host: '127.0.0.1', logLevel: 'info' })));
+      a = spawnCli(['serve', '--config', file]);
+      const url = (await a.waitFor(/kvroute listening on (http:\/\/\S+)/))[1];
+      const b = await startReplica('b');
+      await waitFor(async () => (await peersOf(b.url)).includes('killed'), 'B to hear from A');
+
+      const held = await holdStream(url, 5);
+      await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_bookings', 'origin="killed"')) === 1, "A's booking to reach B");
+      a.kill();
+      await a.exited();
+      held.stop();
+      await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_resyncs_total', 'kind="gone"')) === 1, 'B to notice A is gone', FAST.ttlMs * 20);
+      expect(await metricSum(b.url, 'kvroute_replica_bookings', 'origin="killed"')).toBe(0);
+      expect(await peersOf(b.url)).not.toContain('killed');
+      await waitForNoLoad(b.url);
+    } finally {
+      a?.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
