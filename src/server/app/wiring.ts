@@ -52,8 +52,12 @@ const SHUTDOWN_GRACE_MS = 2_000;
 export async function createBackend(config: RouterConfig, o: BackendOptions): Promise<Backend> {
   const clients = new EngineClients(o.engineClient);
   const transport = new HttpTransport(clients);
-  // Bound once the pools exist: their cores tell it every booking change from then on.
+  // Bound once the pools exist: their cores and the session table tell it every change from then on.
   const shared: { sync?: ReplicaSync } = {};
+  const affinity = config.sessionAffinity;
+  const sessions =
+    affinity &&
+    new SessionAffinity({ ttlMs: affinity.ttlMs, maxSessions: affinity.maxSessions, clock: o.clock, onBind: (id, binding) => shared.sync?.sessionBound(id, binding) });
   const parts: Record<PoolName, PoolParts> = {
     prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, o, shared),
     decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, o, shared),
@@ -65,10 +69,10 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         cores: { prefill: parts.prefill.core, decode: parts.decode.core },
         log: o.log ?? silentLogger,
         observeLag: (s) => o.metrics.replicaSyncLag(s),
+        sessions: sessions && affinity && { table: sessions, ttlMs: affinity.ttlMs },
       })
     : undefined;
   shared.sync = sync;
-  const sessions = config.sessionAffinity && new SessionAffinity({ ttlMs: config.sessionAffinity.ttlMs, maxSessions: config.sessionAffinity.maxSessions, clock: o.clock });
   const router = new PrefillRouter({
     prefill: parts.prefill.router,
     decode: parts.decode.router,
@@ -168,7 +172,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       sessionStats: () => sessions?.stats(),
       replicaStats: sync && (() => sync.stats()),
     },
-    replicaStatus: sync && (() => sync.status()),
+    replicas: sync,
     async close() {
       clearInterval(sweep);
       router.close();

@@ -173,8 +173,8 @@ export const ReplicasSchema = Type.Object(
     nats: Type.String({
       pattern: NATS_URLS,
       expected: 'nats://host:port (several comma-separated for a NATS cluster)',
-      description: 'The NATS servers the replicas share state through: nats://host:port, several comma-separated for a NATS cluster.',
-      ...cli({ flag: 'nats', arg: 'URL', group: 'Replicas', help: 'share active bookings with the other replicas through this NATS server; several comma-separated for a NATS cluster' }),
+      description: 'The NATS servers the replicas share state through (JetStream on for sessions and the fleet): nats://host:port, several comma-separated for a NATS cluster.',
+      ...cli({ flag: 'nats', arg: 'URL', group: 'Replicas', help: 'share bookings, session pins and admin fleet changes with the other replicas through this NATS server (JetStream on for the last two); several comma-separated for a NATS cluster' }),
     }),
     id: Type.Optional(
       Type.String({
@@ -206,7 +206,7 @@ export const ReplicasSchema = Type.Object(
     batchMaxDelayMs: defaulted(Type.Integer({ minimum: 0, maximum: 1000, default: 1, description: 'Longest a booking event waits for others to share its message (0: sent at the end of the event loop turn).' })),
     connectTimeoutMs: defaulted(Type.Integer({ minimum: 100, maximum: 600_000, default: 2000, description: 'How long startup waits for NATS; without it the replica starts alone (degraded) and keeps trying.' })),
   },
-  { additionalProperties: false, description: 'Router replicas acting as one: active bookings shared over NATS (off when absent).' },
+  { additionalProperties: false, description: 'Router replicas acting as one: active bookings, session pins and fleet changes shared over NATS (off when absent).' },
 );
 
 /** TLS on the router's listeners. */

@@ -47,7 +47,10 @@ export interface WorkerStatus {
 }
 
 /** A change to the fleet made through the registry (the admin API): what router replicas share. */
-export type FleetChange = { op: 'add'; worker: WorkerConfig } | { op: 'drain' | 'activate' | 'remove'; id: number };
+export interface FleetChange {
+  op: 'add' | 'drain' | 'activate' | 'remove';
+  worker: WorkerConfig;
+}
 
 export interface RegistryOptions {
   pools: Record<PoolName, PoolPort>;
@@ -132,7 +135,7 @@ export class WorkerRegistry {
     entry.draining = true;
     this.sync(entry);
     this.log.info({ worker: id, active_requests: this.opts.pools[poolOf(entry.config.role)].activeRequests(id) }, 'worker draining (admin API)');
-    this.opts.onChange?.({ op: 'drain', id });
+    this.opts.onChange?.({ op: 'drain', worker: entry.config });
     return this.status(entry);
   }
 
@@ -142,7 +145,7 @@ export class WorkerRegistry {
     entry.draining = false;
     this.sync(entry);
     this.log.info({ worker: id, state: this.stateOf(entry) }, 'worker activated (admin API)');
-    this.opts.onChange?.({ op: 'activate', id });
+    this.opts.onChange?.({ op: 'activate', worker: entry.config });
     return this.status(entry);
   }
 
@@ -159,7 +162,7 @@ export class WorkerRegistry {
     this.health.remove(id);
     this.entries.delete(id);
     this.log.info({ worker: id }, 'worker removed');
-    this.opts.onChange?.({ op: 'remove', id });
+    this.opts.onChange?.({ op: 'remove', worker: entry.config });
     return withFields(status, { state: 'draining' as const, inSelection: false });
   }
 
@@ -197,6 +200,11 @@ export class WorkerRegistry {
 
   has(id: number): boolean {
     return this.entries.has(id);
+  }
+
+  /** Drained through the admin API (and not activated since). */
+  isDraining(id: number): boolean {
+    return this.entries.get(id)?.draining === true;
   }
 
   config(id: number): WorkerConfig | undefined {

@@ -34,6 +34,11 @@ export class NatsLink {
     return this.up;
   }
 
+  /** The live connection (JetStream needs it), while connected. */
+  get connection(): NatsConnection | undefined {
+    return this.up ? this.nc : undefined;
+  }
+
   /** Registers a handler for a subject, in place on every connection (call before start). */
   on(subject: string, handler: MessageHandler): void {
     this.subs.set(subject, handler);

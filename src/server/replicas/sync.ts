@@ -16,6 +16,11 @@ import { Outbox } from './outbox.js';
 import { Peers, type PeerSummary } from './peers.js';
 import { decodeBatch, decodeHeartbeat, encodeBatch, encodeHeartbeat, type BookEvent, type BookingBatch, type BookingEvent } from './protocol.js';
 import { SyncCounters, type ReplicaSyncStats } from './counters.js';
+import { SharedBucket } from './bucket.js';
+import { SessionSync, type SessionTable } from './session-sync.js';
+import { FleetSync, type FleetPort } from './fleet-sync.js';
+import type { SessionBinding } from '../../routing/session-affinity.js';
+import type { FleetChange } from '../fleet/registry.js';
 
 /** What the sync needs of each pool's RoutingCore. */
 export interface RemoteBookingCore {
@@ -37,6 +42,8 @@ export interface ReplicaSyncOptions {
   log: Logger;
   /** Sees each received batch's sync lag (publish to apply), in seconds. */
   observeLag?: (seconds: number) => void;
+  /** Session affinity's table and TTL, when it is on: its pins are shared too. */
+  sessions?: { table: SessionTable; ttlMs: number };
 }
 
 export interface ReplicaStatus {
@@ -68,6 +75,9 @@ export class ReplicaSync {
   private readonly counters = new SyncCounters();
   private readonly log: Logger;
   private readonly cores: Record<PoolName, RemoteBookingCore>;
+  private readonly buckets: SharedBucket[] = [];
+  private readonly sessions?: SessionSync;
+  private readonly fleet: FleetSync;
   private seq = 0;
   private since = Date.now();
   /** undefined before the first attempt. */
@@ -94,6 +104,26 @@ export class ReplicaSync {
       onUp: () => this.up(),
       onDown: (reason) => this.down(reason),
     });
+    const bucket = (kind: string, ttlMs: number | undefined, onEntry: (key: string, value: Record<string, unknown> | null) => void) => {
+      const b = new SharedBucket({ name: `kvroute_${this.cluster}_${kind}`, ttlMs, epoch: this.epoch, log: this.log, onEntry, onInvalid: () => this.counters.invalid() });
+      this.buckets.push(b);
+      return b;
+    };
+    const fleet: FleetSync = new FleetSync(
+      bucket('fleet', undefined, (k, v) => fleet.received(k, v)),
+      this.log,
+      () => this.counters.invalid(),
+    );
+    this.fleet = fleet;
+    const s = o.sessions;
+    if (s) {
+      const sessions: SessionSync = new SessionSync(
+        bucket('sessions', s.ttlMs, (k, v) => sessions.received(k, v)),
+        s.table,
+        () => this.counters.invalid(),
+      );
+      this.sessions = sessions;
+    }
     this.link.on(this.subjects.bookings, (data) => this.receiveBatch(data));
     this.link.on(this.subjects.heartbeats, (data) => this.receiveHeartbeat(data));
   }
@@ -143,6 +173,21 @@ export class ReplicaSync {
     return n;
   }
 
+  /** A session this replica bound or refreshed (session affinity's onBind). */
+  sessionBound(sessionId: string, binding: SessionBinding): void {
+    this.sessions?.bound(sessionId, binding);
+  }
+
+  /** The registry, once it holds the configured workers: the shared fleet applies to it from now on. */
+  attachFleet(fleet: FleetPort): void {
+    this.fleet.attach(fleet);
+  }
+
+  /** A change made through this replica's admin API (the registry's onChange). */
+  fleetChanged(change: FleetChange): void {
+    this.fleet.changed(change);
+  }
+
   status(): ReplicaStatus {
     return { id: this.id, cluster: this.cluster, connected: this.link.connected, since: this.since, peers: this.peers.list(Date.now()) };
   }
@@ -158,6 +203,7 @@ export class ReplicaSync {
     clearInterval(this.tick);
     // What is pending goes out, so the others free what this replica freed last.
     this.outbox.flush();
+    for (const b of this.buckets) b.suspend();
     await this.link.close();
   }
 
@@ -281,10 +327,24 @@ export class ReplicaSync {
     // Others may have dropped us, and we missed what they did meanwhile: both sides re-announce.
     this.announce(true);
     this.heartbeat();
+    void this.openShared();
+  }
+
+  /** Session pins and the fleet: pending writes out, then the buckets replayed and watched. */
+  private async openShared(): Promise<void> {
+    const nc = this.link.connection;
+    if (!nc) return;
+    try {
+      await Promise.all(this.buckets.map((b) => b.open(nc)));
+    } catch (err) {
+      // JetStream off on the server, or NATS lost meanwhile (the next connection retries).
+      this.log.warn({ err }, 'replicas: the shared session and fleet buckets are unavailable (is JetStream on?); bookings are still shared');
+    }
   }
 
   private down(reason: string): void {
     this.outbox.clear();
+    for (const b of this.buckets) b.suspend();
     // Once per outage, not once per retry.
     if (this.isUp === false) return;
     this.isUp = false;

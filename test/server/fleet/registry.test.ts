@@ -51,7 +51,12 @@ describe('WorkerRegistry', () => {
     registry.activate(1);
     expect(() => registry.drain(9)).toThrow(/no worker/);
     registry.remove(1);
-    expect(changes).toEqual([{ op: 'add', worker: w }, { op: 'drain', id: 1 }, { op: 'activate', id: 1 }, { op: 'remove', id: 1 }]);
+    expect(changes).toEqual([
+      { op: 'add', worker: w },
+      { op: 'drain', worker: w },
+      { op: 'activate', worker: w },
+      { op: 'remove', worker: w },
+    ]);
   });
 
   it('puts prefill workers in the prefill pool and the others in the decode pool, subscribed to events', () => {

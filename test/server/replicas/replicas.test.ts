@@ -5,94 +5,25 @@ import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRouter, type Router } from '../../../src/server/app/router.js';
-import { startEmbeddedFleet, type EmbeddedFleet } from '../../../src/server/app/embedded.js';
-import { listenUws, type RunningServer } from '../../../src/server/http/uws.js';
-import type { RouterConfigInput } from '../../../src/server/config/config.js';
-import { NATS_SKIP_REASON, startNatsServer, type NatsServer } from '../../helpers/nats.js';
+import { NATS_SKIP_REASON } from '../../helpers/nats.js';
 import { freePort, spawnCli, type CliProcess } from '../../helpers/processes.js';
-import { BLOCK_SIZE, MODEL, metricSum, prompt, waitFor, waitForNoLoad } from '../helpers/router.js';
-
-const FAST = { heartbeatMs: 100, ttlMs: 600 };
-
-interface Replica {
-  url: string;
-  router: Router;
-  close(): Promise<void>;
-}
-
-interface Candidate {
-  worker: number;
-  prefill_blocks: number;
-  decode_blocks: number;
-}
+import { MODEL, metricSum, prompt, waitFor, waitForNoLoad } from '../helpers/router.js';
+import { candidates, FAST, holdStream, peersOf, startReplicaCluster, type ReplicaCluster } from './helpers.js';
 
 describe.skipIf(NATS_SKIP_REASON !== null)('router replicas over NATS', () => {
-  let nats: NatsServer;
-  let fleet: EmbeddedFleet;
-  const replicas: Replica[] = [];
+  let cluster: ReplicaCluster;
+  const startReplica = (id: string, extra?: Parameters<ReplicaCluster['start']>[1]) => cluster.start(id, extra);
+  const config = (id: string) => cluster.config(id);
 
   beforeAll(async () => {
-    nats = await startNatsServer();
-    // Speedup 1: a long generation stays in flight while the test looks at the other replica.
-    fleet = await startEmbeddedFleet({ prefill: 0, decode: 2, style: 'vllm', speedup: 1, blockSize: BLOCK_SIZE, kvBlocks: 4096, model: MODEL });
+    cluster = await startReplicaCluster({ decode: 2 });
   });
   afterEach(async () => {
-    await Promise.all(replicas.splice(0).map((r) => r.close()));
+    await cluster.closeReplicas();
   });
   afterAll(async () => {
-    await fleet?.close();
-    await nats?.close();
+    await cluster?.close();
   });
-
-  const config = (id: string, extra: RouterConfigInput = {}): RouterConfigInput =>
-    Object.assign({ blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, seed: 7, workers: fleet.workers, replicas: Object.assign({ nats: nats.url, id }, FAST) }, extra);
-
-  async function startReplica(id: string, extra: RouterConfigInput = {}): Promise<Replica> {
-    const router = await createRouter(config(id, extra));
-    let server: RunningServer;
-    try {
-      server = await listenUws(router, { host: '127.0.0.1', port: 0 });
-    } catch (err) {
-      await router.close();
-      throw err;
-    }
-    const r = {
-      url: server.url,
-      router,
-      async close() {
-        await server.close();
-        await router.close();
-      },
-    };
-    replicas.push(r);
-    return r;
-  }
-
-  const peersOf = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { replicas: { peers: Array<{ replica: string }> } }).replicas.peers.map((p) => p.replica);
-
-  /** B's view of each decode worker's booked load, for a short probe prompt. */
-  async function candidates(url: string): Promise<Map<number, Candidate>> {
-    const res = await fetch(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'probe' }) });
-    expect(res.status).toBe(200);
-    const q = (await res.json()) as { decode: { candidates: Candidate[] } };
-    return new Map(q.decode.candidates.map((c) => [c.worker, c]));
-  }
-
-  /** Starts a long streamed generation on `url` and waits for its first chunk (booked, prefill done). */
-  async function holdStream(url: string, seed: number): Promise<{ worker: number; stop(): void }> {
-    const ctl = new AbortController();
-    const res = await fetch(`${url}/v1/completions`, {
-      method: 'POST',
-      signal: ctl.signal,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, prompt: prompt(320, seed), max_tokens: 4000, stream: true }),
-    });
-    expect(res.status).toBe(200);
-    const worker = Number(res.headers.get('x-kvroute-decode-worker'));
-    await res.body!.getReader().read();
-    return { worker, stop: () => ctl.abort() };
-  }
 
   it('shows a booking made on A in B\'s candidate load, and clears it when A frees it', async () => {
     const a = await startReplica('a');
