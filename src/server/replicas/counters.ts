@@ -103,11 +103,11 @@ export class SyncCounters {
     };
   }
 
-  private lagQuantiles(): ReplicaSyncStats['lagMs'] {
+  lagQuantiles(): ReplicaSyncStats['lagMs'] {
     const n = Math.min(this.lagCount, LAG_SAMPLES);
     if (n === 0) return null;
     const sorted = this.lags.slice(0, n).sort();
-    const at = (q: number) => sorted[Math.min(n - 1, Math.floor(q * n))];
-    return { p50: at(0.5), p99: at(0.99), max: sorted[n - 1], samples: n };
+    const at = (q: number) => Math.round(sorted[Math.min(n - 1, Math.floor(q * n))] * 1000) / 1000;
+    return { p50: at(0.5), p99: at(0.99), max: at(1), samples: n };
   }
 }

@@ -54,6 +54,8 @@ export interface ReplicaStatus {
   /** Since when the current connected/degraded state holds (ms since the epoch). */
   since: number;
   peers: PeerSummary[];
+  /** Publish-to-apply delay of the last batches received (up to 4096), in ms; null before any. */
+  syncLagMs: ReplicaSyncStats['lagMs'];
 }
 
 interface Held {
@@ -189,7 +191,7 @@ export class ReplicaSync {
   }
 
   status(): ReplicaStatus {
-    return { id: this.id, cluster: this.cluster, connected: this.link.connected, since: this.since, peers: this.peers.list(Date.now()) };
+    return { id: this.id, cluster: this.cluster, connected: this.link.connected, since: this.since, peers: this.peers.list(Date.now()), syncLagMs: this.counters.lagQuantiles() };
   }
 
   stats(): ReplicaSyncStats {

@@ -68,6 +68,25 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas over NATS', () => {
     await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')) === 0, "A's free to reach B");
   });
 
+  it('in approximate mode, teaches B\'s index what A routed (no engine events)', async () => {
+    const approx = { indexerMode: 'approximate' as const };
+    const a = await startReplica('a', approx);
+    const b = await startReplica('b', approx);
+    await waitFor(async () => (await peersOf(b.url)).includes('a'), 'B to hear from A');
+    const text = prompt(320, 6);
+    const overlapOn = async (url: string) => {
+      const res = await fetch(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: text }) });
+      return ((await res.json()) as { decode: { overlap_blocks: number } }).decode.overlap_blocks;
+    };
+    expect(await overlapOn(b.url)).toBe(0);
+    const res = await fetch(`${a.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: text, max_tokens: 1 }) });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    // 320 tokens = 20 full blocks, recorded by A's decision and by B from A's booking.
+    expect(await overlapOn(a.url)).toBe(20);
+    await waitFor(async () => (await overlapOn(b.url)) === 20, "A's decision to reach B's approximate index");
+  });
+
   it('releases the bookings of a replica killed with SIGKILL once its TTL passes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kvroute-replicas-'));
     let a: CliProcess | undefined;
