@@ -310,6 +310,8 @@ export class ReplicaSync {
   private announceNow(ask: boolean): void {
     // The announcement carries the state the pending events would have changed.
     this.outbox.clear();
+    // Down: the connection's return announces.
+    if (!this.link.connected) return;
     const events: BookingEvent[] = [];
     for (const h of this.held.values()) {
       events.push(h.book);
