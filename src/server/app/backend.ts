@@ -5,7 +5,7 @@ import type { RoutingHints } from '../openai/request.js';
 import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';
 import type { RoutedResponse, RouterRequest } from '../../routing/router-request.js';
 import type { ServeMode } from '../../core/vocabulary.js';
-import type { ReplicaSync } from '../replicas/sync.js';
+import type { ReplicaPort } from '../replicas/ports.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -51,6 +51,6 @@ export interface Backend {
   canServe(): boolean;
   metricsSources: Omit<MetricsSources, 'workerStates'>;
   /** This replica among its siblings, when router replicas share state (config.replicas). */
-  replicas?: Pick<ReplicaSync, 'status' | 'attachFleet' | 'fleetChanged'>;
+  replicas?: ReplicaPort;
   close(): Promise<void>;
 }

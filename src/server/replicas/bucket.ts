@@ -39,6 +39,8 @@ export class SharedBucket {
       this.pending.set(key, stamped);
       return;
     }
+    // A newer write supersedes one still waiting from an outage.
+    this.pending.delete(key);
     kv.put(key, encoder.encode(JSON.stringify(stamped))).catch((err: unknown) => {
       this.o.log.debug({ bucket: this.o.name, key, err }, 'shared state write refused: kept for the next connection');
       if (!this.pending.has(key)) this.pending.set(key, stamped);
@@ -50,9 +52,18 @@ export class SharedBucket {
     const generation = ++this.generation;
     this.close();
     const kv = await new Kvm(nc).create(this.o.name, this.o.ttlMs === undefined ? { history: 1 } : { history: 1, ttl: this.o.ttlMs });
+    if (generation !== this.generation) return;
+    // New writes go straight out from here; those of the outage follow, then the replay.
+    this.kv = kv;
     for (const [key, value] of [...this.pending]) {
-      await kv.put(key, encoder.encode(JSON.stringify(value)));
-      if (this.pending.get(key) === value) this.pending.delete(key);
+      if (this.pending.get(key) !== value) continue;
+      this.pending.delete(key);
+      try {
+        await kv.put(key, encoder.encode(JSON.stringify(value)));
+      } catch (err) {
+        if (!this.pending.has(key)) this.pending.set(key, value);
+        throw err;
+      }
     }
     if (generation !== this.generation) return;
     const watcher = await kv.watch();
@@ -60,7 +71,6 @@ export class SharedBucket {
       watcher.stop();
       return;
     }
-    this.kv = kv;
     this.watcher = watcher;
     void this.follow(watcher);
   }

@@ -6,16 +6,7 @@ import { parseWorkerConfig, workerToInput, type WorkerConfig } from '../config/c
 import type { FleetChange } from '../fleet/registry.js';
 import type { Logger } from '../../util/logger.js';
 import type { SharedBucket } from './bucket.js';
-
-/** What the sync needs of the router's WorkerRegistry. */
-export interface FleetPort {
-  has(id: number): boolean;
-  isDraining(id: number): boolean;
-  add(worker: WorkerConfig): void;
-  drain(id: number): void;
-  activate(id: number): void;
-  remove(id: number): void;
-}
+import type { FleetPort } from './ports.js';
 
 type WorkerState = 'active' | 'draining' | 'removed';
 const STATE_OF: Record<FleetChange['op'], WorkerState> = { add: 'active', activate: 'active', drain: 'draining', remove: 'removed' };

@@ -13,12 +13,13 @@ import type { Logger } from '../../util/logger.js';
 import type { ReplicasConfig } from '../config/config.js';
 import { NatsLink } from './link.js';
 import { Outbox } from './outbox.js';
-import { Peers, type PeerSummary } from './peers.js';
+import { Peers } from './peers.js';
 import { decodeBatch, decodeHeartbeat, encodeBatch, encodeHeartbeat, type BookEvent, type BookingBatch, type BookingEvent } from './protocol.js';
 import { SyncCounters, type ReplicaSyncStats } from './counters.js';
 import { SharedBucket } from './bucket.js';
 import { SessionSync, type SessionTable } from './session-sync.js';
-import { FleetSync, type FleetPort } from './fleet-sync.js';
+import { FleetSync } from './fleet-sync.js';
+import type { FleetPort, ReplicaPort, ReplicaStatus } from './ports.js';
 import type { SessionBinding } from '../../routing/session-affinity.js';
 import type { FleetChange } from '../fleet/registry.js';
 
@@ -46,18 +47,6 @@ export interface ReplicaSyncOptions {
   sessions?: { table: SessionTable; ttlMs: number };
 }
 
-export interface ReplicaStatus {
-  id: string;
-  cluster: string;
-  /** False: NATS is unreachable and this replica routes on its own view. */
-  connected: boolean;
-  /** Since when the current connected/degraded state holds (ms since the epoch). */
-  since: number;
-  peers: PeerSummary[];
-  /** Publish-to-apply delay of the last batches received (up to 4096), in ms; null before any. */
-  syncLagMs: ReplicaSyncStats['lagMs'];
-}
-
 interface Held {
   book: BookEvent;
   prefillDone: boolean;
@@ -65,7 +54,7 @@ interface Held {
   touchedAt: number;
 }
 
-export class ReplicaSync {
+export class ReplicaSync implements ReplicaPort {
   readonly id: string;
   readonly cluster: string;
   private readonly epoch = randomBytes(6).toString('hex');
@@ -87,6 +76,8 @@ export class ReplicaSync {
   private announcing?: { ask: boolean };
   private tick?: NodeJS.Timeout;
   private closed = false;
+  /** The connection on which opening the buckets last failed (its warning is logged once). */
+  private sharedFailing?: object;
 
   private constructor(private readonly o: ReplicaSyncOptions) {
     const c = o.config;
@@ -340,9 +331,18 @@ export class ReplicaSync {
     if (!nc) return;
     try {
       await Promise.all(this.buckets.map((b) => b.open(nc)));
+      if (this.sharedFailing === nc) this.log.info('replicas: the shared session and fleet buckets are open');
+      this.sharedFailing = undefined;
     } catch (err) {
-      // JetStream off on the server, or NATS lost meanwhile (the next connection retries).
-      this.log.warn({ err }, 'replicas: the shared session and fleet buckets are unavailable (is JetStream on?); bookings are still shared');
+      // JetStream off on the server, or slow to answer, or NATS lost meanwhile (its return reopens).
+      // Once per connection, not once per retry.
+      if (this.sharedFailing !== nc) this.log.warn({ err }, 'replicas: the shared session and fleet buckets are unavailable (is JetStream on?); bookings are still shared, retrying');
+      this.sharedFailing = nc;
+      if (this.closed || this.link.connection !== nc) return;
+      const retry = setTimeout(() => {
+        if (!this.closed && this.link.connection === nc) void this.openShared();
+      }, SHARED_RETRY_MS);
+      retry.unref();
     }
   }
 
@@ -357,6 +357,9 @@ export class ReplicaSync {
     this.log.warn({ reason, ttl_ms: this.o.config.ttlMs }, "replicas: NATS unreachable, routing on this replica's own view until it returns (the others' bookings are released after the TTL)");
   }
 }
+
+/** Between attempts to open the shared buckets while connected. */
+const SHARED_RETRY_MS = 2000;
 
 /** Milliseconds since the epoch with sub-millisecond resolution (loopback sync lag is below 1 ms). */
 function wallClockMs(): number {

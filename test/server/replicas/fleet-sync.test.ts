@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FleetSync, type FleetPort } from '../../../src/server/replicas/fleet-sync.js';
+import { FleetSync } from '../../../src/server/replicas/fleet-sync.js';
+import type { FleetPort } from '../../../src/server/replicas/ports.js';
 import type { SharedBucket } from '../../../src/server/replicas/bucket.js';
 import { parseWorkerConfig, workerToInput, type WorkerConfig } from '../../../src/server/config/config.js';
 import { silentLogger } from '../../../src/util/logger.js';
