@@ -3,9 +3,10 @@
 // trackers and the handoff internals are not exported: they are how the routers keep their
 // invariants, not something to build on.
 export { PrefillRouter, type PrefillRouterOptions, type PrefillRouterStats, type PrefillRouterEvent, type RequestDone, type RouteQuery, type ServeMode } from './prefill-router.js';
-export { KvRouter, type KvRouterOptions, type KvRouterStats, type LegOptions, type LegRoute } from './kv-router.js';
+export { KvRouter, type KvRouterOptions, type KvRouterStats, type LegOptions, type LegRoute, type LegRetry, type BookOptions, type LegBody } from './kv-router.js';
 export { Booking, type KvRouterCore } from './booking.js';
-export { WorkerPool, UnknownPoolWorkerError, type PoolCore, type WorkerState } from './worker-pool.js';
+export { WorkerPool, UnknownPoolWorkerError, type PoolCore, type WorkerState, type WorkerPoolOptions, type EjectionEvent, type ReturnEvent } from './worker-pool.js';
+export type { OutlierDetectionOptions, OutlierStatus, EjectionReason, LegOutcome } from './outlier-detection.js';
 export { parseRoutingHints, InvalidRoutingHintError, HINT_HEADERS, type HeaderBag, type HintOptions, type RoutingHints } from './hints.js';
 export { SessionAffinity, type SessionAffinityOptions, type SessionAffinityStats, type SessionBinding, type BoundWorker } from './session-affinity.js';
 export { validateRouterRequest, type RouterRequest, type RoutedResponse } from './router-request.js';

@@ -151,10 +151,11 @@ export class PrefillRouter {
    * client's signal fired, or a TypeError/RangeError for a malformed request.
    */
   async handle(request: RouterRequest): Promise<RoutedResponse> {
-    const req = this.withSessionPins(validateRouterRequest(request));
+    const client = validateRouterRequest(request);
+    const req = this.withSessionPins(client);
     if (req.signal.aborted) throw abortError(req.signal);
     this.counts.requests++;
-    const ctx = new RequestContext(this.env, req, this.clock);
+    const ctx = new RequestContext(this.env, req, this.clock, client.hints);
     if (this.mode() === 'aggregated') return serveAggregated(ctx, 'aggregated');
     const permit = await ctx.tracker.setPhase('prefill', req.signal);
     let booking: Booking;
@@ -259,7 +260,8 @@ export class PrefillRouter {
     // Round robin books the peeked worker by itself (nothing ran in between); other policies are
     // pinned to it so that random tie-breaks cannot choose differently.
     const pinned = this.prefill.policy === 'round_robin' ? leg : withFields(leg, { pinnedWorker: peek.worker, pinnedDpRank: peek.dpRank });
-    return this.prefill.book(req.tokens, pinned);
+    // A failover keeps to the engine kind of the chosen worker (the handoff path depends on it).
+    return this.prefill.book(req.tokens, pinned, ctx.bookOptions('prefill', leg, (w) => w.kind === worker?.kind && (w.kind !== 'sglang' || w.bootstrapHost !== undefined)));
   }
 
   private requirePrefillHint(hints: RoutingHints): void {

@@ -11,7 +11,8 @@ export async function serveAggregated(ctx: RequestContext, mode: 'aggregated' | 
   const permit = await ctx.tracker.setPhase('aggregated', req.signal);
   let booking: Booking;
   try {
-    booking = decode.book(req.tokens, ctx.aggregatedLeg());
+    const leg = ctx.aggregatedLeg();
+    booking = decode.book(req.tokens, leg, ctx.bookOptions('decode', leg));
     ctx.recordRouting('aggregated', booking);
   } finally {
     permit.release();

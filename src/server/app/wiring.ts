@@ -23,6 +23,7 @@ import type { IngestIncident } from '../../events/incidents.js';
 import { silentLogger, type Logger } from '../../util/logger.js';
 import { withFields } from '../../util/objects.js';
 import { ReplicaSync } from '../replicas/sync.js';
+import { FaultEvents } from './fault-events.js';
 
 export interface BackendOptions {
   metrics: RouterMetrics;
@@ -58,9 +59,10 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
   const sessions =
     affinity &&
     new SessionAffinity({ ttlMs: affinity.ttlMs, maxSessions: affinity.maxSessions, clock: o.clock, onBind: (id, binding) => shared.sync?.sessionBound(id, binding) });
+  const faults = new FaultEvents(o.metrics, (o.log ?? silentLogger).child({ component: 'routing' }), o.clock);
   const parts: Record<PoolName, PoolParts> = {
-    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, o, shared),
-    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, o, shared),
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o, shared),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o, shared),
   };
   const sync = config.replicas
     ? await ReplicaSync.start({
@@ -114,6 +116,14 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     },
     activeRequests(id) {
       return p.pool.has(id) ? p.pool.activeRequests(id) : 0;
+    },
+    healthCheckPassed(id) {
+      p.pool.healthCheckPassed(id);
+    },
+    ejection(id) {
+      if (!p.pool.has(id)) return undefined;
+      const s = p.pool.state(id);
+      return s.outlier && { ejected: s.ejected, ejections: s.outlier.ejections, ejectedUntil: s.outlier.ejectedUntil, lastReason: s.outlier.lastEjectionReason };
     },
   });
 
@@ -171,6 +181,8 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       fallbacksToAggregated: () => router.stats().fallbacks,
       sessionStats: () => sessions?.stats(),
       replicaStats: sync && (() => sync.stats()),
+      ejectedWorkers: () =>
+        [parts.prefill, parts.decode].flatMap((p) => (p.pool.ejectedCount === 0 ? [] : p.pool.workers().filter((w) => p.pool.state(w.id).ejected).map((w) => ({ pool: p.name, worker: w.id })))),
     },
     replicas: sync,
     async close() {
@@ -192,6 +204,7 @@ function buildPool(
   routing: PoolRoutingConfig,
   roles: WorkerRole[],
   transport: LegTransport,
+  faults: FaultEvents,
   o: BackendOptions,
   shared: { sync?: ReplicaSync },
 ): PoolParts {
@@ -215,13 +228,15 @@ function buildPool(
     clock: o.clock,
     approximate,
   });
-  const pool = new WorkerPool(name, core, roles);
+  const pool = new WorkerPool(name, core, roles, faults.poolOptions(config.outlierDetection));
   const router = new KvRouter({
     core: observed(core, name, o.metrics, shared),
     pool,
     transport,
     abandonAfterMs: o.abandonAfterMs,
     releaseTimeoutMs: o.releaseTimeoutMs,
+    maxRetries: config.maxRetries,
+    onRetry: (r) => faults.retried(r),
   });
   const log = (o.log ?? silentLogger).child({ component: 'kv-events', pool: name });
   const ingest = approximate

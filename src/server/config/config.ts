@@ -10,7 +10,7 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { HealthSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { HealthSchema, OutlierDetectionSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
 
 export type { EngineKind, PolicyName, WorkerRole };
 
@@ -21,6 +21,7 @@ export type RouterConfigInput = Static<typeof RouterConfigSchema>;
 
 export type PoolRoutingConfig = Resolved<typeof PoolRoutingSchema.properties>;
 export type HealthConfig = Resolved<typeof HealthSchema.properties>;
+export type OutlierDetectionConfig = Resolved<typeof OutlierDetectionSchema.properties>;
 export type SessionAffinityConfig = Resolved<typeof SessionAffinitySchema.properties>;
 export type ReplicasConfig = Resolved<typeof ReplicasSchema.properties>;
 export type TokenizerConfig = Exclude<Static<typeof RouterConfigSchema.properties.tokenizer>, string>;
@@ -37,7 +38,7 @@ export type WorkerConfig = Omit<Resolved<typeof WorkerSchema.properties>, 'kvEve
 const RESHAPED = ['$schema', 'model', 'models', 'tokenizer', 'routing', 'prefillRouting', 'sessionAffinity', 'adminToken', 'workers'] as const;
 type Reshaped = (typeof RESHAPED)[number];
 
-export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'replicas'> & {
+export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'replicas'> & {
   /** Served model names; the first is the default for requests without `model`. */
   models: string[];
   tokenizer: TokenizerConfig;
@@ -49,6 +50,7 @@ export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, 
   sessionAffinity?: SessionAffinityConfig;
   adminToken?: string;
   health: HealthConfig;
+  outlierDetection: OutlierDetectionConfig;
   /** Off when absent (the schema's defaults applied inside). */
   replicas?: ReplicasConfig;
   workers: WorkerConfig[];
@@ -96,6 +98,10 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   }
   config.workers = c.workers.map((w, i) => normaliseWorker(w as Resolved<typeof WorkerSchema.properties>, `workers[${i}]`));
   checkUniqueIds(config.workers);
+  const od = config.outlierDetection;
+  if (od.maxEjectionTimeMs < od.baseEjectionTimeMs) {
+    throw new RangeError(`outlierDetection.maxEjectionTimeMs (${od.maxEjectionTimeMs}) must be at least outlierDetection.baseEjectionTimeMs (${od.baseEjectionTimeMs})`);
+  }
   return config;
 }
 

@@ -7,7 +7,7 @@ import { hitRateBound } from './bound.js';
 import type { ReplayPolicy } from './policies.js';
 import { summarizeRun, type PolicySummary } from './summary.js';
 import type { TraceRequest } from './trace.js';
-import { runVirtualFleet, type FleetRun } from './virtual-fleet.js';
+import { runVirtualFleet, type FleetRun, type VirtualFleetOptions } from './virtual-fleet.js';
 
 export interface ReplayConfig {
   trace: readonly TraceRequest[];
@@ -28,6 +28,8 @@ export interface ReplayConfig {
   /** The policies the sweep compares (default: all of `policies`). */
   sweepPolicies?: readonly ReplayPolicy[];
   onProgress?: (message: string) => void;
+  /** Faults: workers down over spans of virtual time, and passive ejection (VirtualFleetOptions). */
+  faults?: Pick<VirtualFleetOptions, 'down' | 'outlierDetection'>;
   /** Sees every fleet run with its per-request records (e.g. to chart TTFT distributions). */
   onRun?: (policy: ReplayPolicy, scale: number, run: FleetRun) => void;
 }
@@ -103,6 +105,8 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       seed: cfg.seed,
       arrivalScale: scale,
       onProgress: (done, total) => cfg.onProgress?.(`${policy} x${scale}: ${done}/${total} requests`),
+      down: cfg.faults?.down,
+      outlierDetection: cfg.faults?.outlierDetection,
     });
     const elapsed = performance.now() - started;
     cfg.onRun?.(policy, scale, run);

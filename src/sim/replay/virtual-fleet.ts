@@ -20,6 +20,7 @@ import { eventUsage, usageCounts } from '../../engines/usage.js';
 import { KvRouter } from '../../routing/kv-router.js';
 import { PrefillRouter, type PrefillRouterStats } from '../../routing/prefill-router.js';
 import type { RoutedResponse } from '../../routing/router-request.js';
+import type { OutlierDetectionOptions } from '../../routing/outlier-detection.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
 import type { SignalLike } from '../../util/cancellation.js';
 import type { EngineConfig } from '../engine/index.js';
@@ -47,6 +48,13 @@ export interface VirtualFleetOptions {
   arrivalScale: number;
   /** How often (virtual ms) booked prefill load is sampled for the spread figure. */
   loadSampleMs?: number;
+  /**
+   * Workers that are down (refuse legs before accepting them, as a connection refused) over spans
+   * of virtual time; the router fails their legs over to other workers. None by default.
+   */
+  down?: ReadonlyArray<{ worker: number; fromMs?: number; toMs?: number }>;
+  /** Passive ejection of failing workers, in virtual time; off by default. */
+  outlierDetection?: OutlierDetectionOptions;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -88,7 +96,8 @@ export class VirtualFleet {
     this.decodeEngines = disagg ? engines('decode', disagg.decode, disagg.prefill) : engines('aggregated', opts.workers, 0);
     const router = (name: string, roles: WorkerInfo['role'][], pool: VirtualPool | undefined) => {
       const core = (pool?.routing ?? routing()).core;
-      return new KvRouter({ core, pool: new WorkerPool(name, core, roles), transport: this.transport });
+      const workers = new WorkerPool(name, core, roles, opts.outlierDetection && { outlierDetection: opts.outlierDetection, clock });
+      return new KvRouter({ core, pool: workers, transport: this.transport });
     };
     this.router = new PrefillRouter({
       prefill: router('prefill', ['prefill'], this.prefillEngines),
@@ -98,6 +107,7 @@ export class VirtualFleet {
     const role = disagg ? 'decode' : 'aggregated';
     if (this.prefillEngines) this.addWorkers(this.router.prefill.pool, this.prefillEngines, 0, 'prefill', kind);
     this.addWorkers(this.router.decode.pool, this.decodeEngines, disagg ? disagg.prefill : 0, role, kind);
+    for (const d of opts.down ?? []) this.transport.setDown(d.worker, { fromMs: d.fromMs ?? 0, toMs: d.toMs });
   }
 
   /** Replays `trace` (once per fleet): every request through the router, in virtual time. */
