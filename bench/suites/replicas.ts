@@ -86,7 +86,7 @@ async function waitForPeers(urls: string[]): Promise<void> {
 }
 
 async function run(ctx: BenchContext): Promise<SuiteResult> {
-  const limit = ctx.quick ? 40 : 300;
+  const limit = ctx.quick ? 30 : 300;
   const rounds = ctx.quick ? 1 : 3;
   const trace = (await loadTrace(TRACE)).slice(0, limit);
   const nats = await startBenchNats();
@@ -95,7 +95,7 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   try {
     // Warm-up (not counted): the first run in a process pays for compiling the request path.
     ctx.progress('warm-up');
-    await runSetup('two synced replicas', trace.slice(0, 20), nats, -1);
+    await runSetup('two synced replicas', trace.slice(0, ctx.quick ? 10 : 20), nats, -1);
     for (let round = 0; round < rounds; round++) {
       // Who goes first rotates from round to round.
       for (let k = 0; k < SETUPS.length; k++) {
@@ -104,7 +104,7 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
         results.get(setup)!.push(await runSetup(setup, trace, nats, round));
       }
     }
-    cost = await measureSyncCost({ natsUrl: nats.url, rounds: ctx.quick ? 2 : 6, requests: ctx.quick ? 1_000 : 10_000, progress: (m) => ctx.progress(m) });
+    cost = await measureSyncCost({ natsUrl: nats.url, rounds: ctx.quick ? 2 : 6, requests: ctx.quick ? 500 : 10_000, progress: (m) => ctx.progress(m) });
   } finally {
     await nats.close();
   }
