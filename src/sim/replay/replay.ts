@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import type { EngineKind } from '../../engines/types.js';
 import type { EngineConfig } from '../engine/index.js';
 import { hitRateBound } from './bound.js';
+import type { RoutingConfig } from '../../core/routing-core.js';
 import type { ReplayPolicy } from './policies.js';
 import { summarizeRun, type PolicySummary } from './summary.js';
 import type { TraceRequest } from './trace.js';
@@ -18,6 +19,8 @@ export interface ReplayConfig {
   /** The handoff style of a disaggregated fleet (its workers' engine kind). Default vllm. */
   handoff?: EngineKind;
   policies: readonly ReplayPolicy[];
+  /** Routing settings over every policy's (e.g. a kv weight of a sweep). */
+  routing?: Partial<RoutingConfig>;
   blockSize: number;
   kvBlocks: number;
   arrivalScale: number;
@@ -101,6 +104,7 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       disaggregated: cfg.disaggregated,
       handoff: cfg.handoff,
       policy,
+      routing: cfg.routing,
       engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
       seed: cfg.seed,
       arrivalScale: scale,

@@ -12,6 +12,7 @@
 // completely before it) before the next event, so each routing decision is taken at the virtual
 // time its cause happened. Steps the router cannot see cost no turn.
 import { RoutingError } from '../../core/routing-errors.js';
+import type { RoutingConfig } from '../../core/routing-core.js';
 import { EngineError } from '../../engines/errors.js';
 import { batchesOf } from '../../engines/event-batch.js';
 import { carriesToken } from '../../engines/sse.js';
@@ -23,6 +24,7 @@ import type { RoutedResponse } from '../../routing/router-request.js';
 import type { OutlierDetectionOptions } from '../../routing/outlier-detection.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
 import type { SignalLike } from '../../util/cancellation.js';
+import { withFields } from '../../util/objects.js';
 import type { EngineConfig } from '../engine/index.js';
 import { EventQueue } from './event-queue.js';
 import { setupPolicy, type ReplayPolicy } from './policies.js';
@@ -41,6 +43,8 @@ export interface VirtualFleetOptions {
   /** The workers' engine kind, which decides the prefill -> decode handoff. Default vllm. */
   handoff?: EngineKind;
   policy: ReplayPolicy;
+  /** Routing settings over the policy's (e.g. a kv weight of a sweep). */
+  routing?: Partial<RoutingConfig>;
   /** Engine settings of every worker; blockSize is also the router's. */
   engine: EngineConfig & { blockSize: number; kvBlocks: number };
   seed: number;
@@ -89,7 +93,7 @@ export class VirtualFleet {
     const kind = opts.handoff ?? 'vllm';
     const disagg = opts.disaggregated;
     // Bookings must not expire while a request waits in a saturated virtual queue.
-    const routing = () => setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: { staleBookingMs: FAR_FUTURE_MS } });
+    const routing = () => setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: withFields(opts.routing ?? {}, { staleBookingMs: FAR_FUTURE_MS }) });
     const engines = (name: string, count: number, firstId: number) =>
       new VirtualPool(name, count, opts.engine, routing(), this.steps, opts.seed + name.length, Array.from({ length: count }, (_, i) => firstId + i));
     this.prefillEngines = disagg ? engines('prefill', disagg.prefill, 0) : undefined;
