@@ -5,6 +5,7 @@ import type { RoutingHints } from '../openai/request.js';
 import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';
 import type { RoutedResponse, RouterRequest } from '../../routing/router-request.js';
 import type { ServeMode } from '../../core/vocabulary.js';
+import type { ReplicaPort } from '../replicas/ports.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -52,5 +53,7 @@ export interface Backend {
   /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
   canServe(): boolean;
   metricsSources: Omit<MetricsSources, 'workerStates'>;
+  /** This replica among its siblings, when router replicas share state (config.replicas). */
+  replicas?: ReplicaPort;
   close(): Promise<void>;
 }
