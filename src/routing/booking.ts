@@ -12,6 +12,10 @@ export interface KvRouterCore {
   query(tokens: Uint32Array, req: Omit<RouteRequest, 'requestId'> & { requestId?: string }): RoutingDecision;
   markPrefillCompleted(requestId: string): boolean;
   free(requestId: string): boolean;
+  /** Output-block growth (output tracking); a core without it tracks no output. */
+  addOutputTokens?(requestId: string, tokens: number): boolean;
+  /** Booked load per worker and rank (the router queue's threshold test). */
+  load?(): ReadonlyArray<{ worker: number; dpRank: number; prefillTokens: number }>;
 }
 
 /** A routed, booked leg. */
@@ -23,6 +27,8 @@ export class Booking {
     readonly worker: WorkerInfo,
     readonly guard: BookingGuard,
     private readonly core: KvRouterCore,
+    /** The worker's prefill queue got shorter (a router queue may have room now). */
+    private readonly onPrefillDone?: () => void,
   ) {}
 
   get requestId(): string {
@@ -34,5 +40,12 @@ export class Booking {
     if (this.prefillMarked || this.guard.freed) return;
     this.prefillMarked = true;
     this.core.markPrefillCompleted(this.decision.requestId);
+    this.onPrefillDone?.();
+  }
+
+  /** `count` more generated tokens: the booking grows into its output blocks (output tracking). */
+  outputTokens(count: number): void {
+    if (count <= 0 || this.guard.freed) return;
+    this.core.addOutputTokens?.(this.decision.requestId, count);
   }
 }

@@ -63,6 +63,10 @@ export class KvRouter {
   private readonly abandonAfterMs: number;
   private readonly releaseTimeoutMs: number;
   private readonly releases = new Set<Promise<void>>();
+  private readonly loadDropListeners = new Set<() => void>();
+  private readonly loadDropped = (): void => {
+    for (const fn of this.loadDropListeners) fn();
+  };
   private readonly counts: KvRouterStats = {
     booked: 0,
     finished: { end: 0, error: 0, abort: 0, disconnect: 0, abandoned: 0, collected: 0, cancelled: 0 },
@@ -101,8 +105,11 @@ export class KvRouter {
       throw new Error(`internal: routing chose worker ${decision.worker}, which is not in pool '${this.pool.name}'`);
     }
     this.counts.booked++;
-    const guard = new BookingGuard(this.core, decision.requestId, (reason) => this.counts.finished[reason]++);
-    return new Booking(decision, worker, guard, this.core);
+    const guard = new BookingGuard(this.core, decision.requestId, (reason) => {
+      this.counts.finished[reason]++;
+      this.loadDropped();
+    });
+    return new Booking(decision, worker, guard, this.core, this.loadDropped);
   }
 
   /** Sends a booked, non-streamed leg; the booking is freed when it settles. */
@@ -203,6 +210,12 @@ export class KvRouter {
       },
       onFinish: o.onFinish,
     });
+  }
+
+  /** Calls `fn` whenever the pool's booked prefill load drops (a first token, a freed booking); returns an unsubscribe. */
+  onLoadDrop(fn: () => void): () => void {
+    this.loadDropListeners.add(fn);
+    return () => this.loadDropListeners.delete(fn);
   }
 
   stats(): KvRouterStats {

@@ -12,8 +12,10 @@ import type { Booking } from '../booking.js';
 import { type FreeReason, MappedStream } from '../booking-guard.js';
 import type { KvRouter, LegOptions, LegRoute } from '../kv-router.js';
 import { type Phase, type PhaseRouting, RequestTracker, type TrackerSummary } from '../request-tracker.js';
-import { type RoutedResponse, type RouterRequest, expectedOutputTokens } from '../router-request.js';
+import { type RoutedResponse, type RouterRequest, expectedOutputOf } from '../router-request.js';
+import type { AdmissionQueue } from '../queue/admission-queue.js';
 import type { SessionAffinity } from '../session-affinity.js';
+import type { ModeReason } from './mode.js';
 import { responseHeaders } from './response.js';
 
 
@@ -42,6 +44,8 @@ export interface RouterEnv {
   /** Source of 63-bit random bootstrap room values. */
   readonly randomRoom: () => bigint;
   readonly sessions: SessionAffinity | undefined;
+  /** The router queues of the two pools (off unless given a threshold). */
+  readonly queues: { readonly prefill: AdmissionQueue; readonly decode: AdmissionQueue };
   readonly report: RequestReport;
 }
 
@@ -49,6 +53,8 @@ export class RequestContext {
   readonly tracker: RequestTracker;
   /** The client asked for a stream. */
   readonly stream: boolean;
+  /** Why the request is served in its mode (x-kvroute-mode-reason); set by the mode decision, `prefill_failed` by a fallback. */
+  modeReason: ModeReason = 'unconditional';
 
   constructor(
     readonly env: RouterEnv,
@@ -70,7 +76,7 @@ export class RequestContext {
   /** The aggregated leg: the decode pool computes the prompt, so its cached blocks count. */
   aggregatedLeg(): LegRoute {
     const { req } = this;
-    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank, expectedOutputTokens: expectedOutputTokens(req.body) };
+    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank, expectedOutputTokens: expectedOutputOf(req) };
   }
 
   /** The prefill leg, where the client (or its session) pinned it. */
@@ -87,7 +93,7 @@ export class RequestContext {
       loraName: req.loraName,
       pinnedWorker: req.hints.workerId,
       pinnedDpRank: req.hints.dpRank,
-      expectedOutputTokens: expectedOutputTokens(req.body),
+      expectedOutputTokens: expectedOutputOf(req),
       overlapScoreCredit: 0,
     };
   }
@@ -141,7 +147,7 @@ export class RequestContext {
       const at = (b: Booking | undefined) => b && { worker: b.decision.worker, dpRank: b.decision.dpRank };
       env.sessions.bind(sessionId, { decode: at(decode), prefill: mode === 'disaggregated' ? at(prefill) : undefined });
     }
-    const headers = responseHeaders(req, mode, prefill?.decision, decode?.decision, payload.body, (w) => env.prefill.pool.get(w)?.dpSize);
+    const headers = responseHeaders(req, mode, this.modeReason, prefill?.decision, decode?.decision, payload.body, (w) => env.prefill.pool.get(w)?.dpSize);
     return { status: 200, headers, stream: payload.stream, body: payload.body };
   }
 
