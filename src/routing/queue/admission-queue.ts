@@ -26,7 +26,7 @@ export interface QueueSettings {
   /** Uncached prompt tokens waiting at most, per pool. */
   maxTokens: number;
   /** A worker's max_num_batched_tokens when it declares none. */
-  defaultMaxNumBatchedTokens: number;
+  maxNumBatchedTokens: number;
 }
 
 export const DEFAULT_QUEUE_SETTINGS: Readonly<QueueSettings> = Object.freeze({
@@ -34,7 +34,7 @@ export const DEFAULT_QUEUE_SETTINGS: Readonly<QueueSettings> = Object.freeze({
   policy: 'fcfs',
   maxRequests: 10_000,
   maxTokens: 100_000_000,
-  defaultMaxNumBatchedTokens: 8192,
+  maxNumBatchedTokens: 8192,
 });
 
 /** What the queue reads of its pool: the selectable workers and their batch budgets. */
@@ -364,7 +364,7 @@ export class AdmissionQueue {
     for (const worker of eligible) {
       const info = this.pool.get(worker);
       if (!info) continue;
-      const limit = threshold * (info.maxNumBatchedTokens ?? this.s.defaultMaxNumBatchedTokens);
+      const limit = threshold * (info.maxNumBatchedTokens ?? this.s.maxNumBatchedTokens);
       for (let rank = 0; rank < info.dpSize; rank++) {
         if ((booked.get(worker * 65_536 + rank) ?? 0) <= limit) return false;
       }
@@ -412,6 +412,6 @@ export function checkQueueSettings(s: QueueSettings): QueueSettings {
   if (!isQueuePolicy(s.policy)) throw new RangeError(`queue policy must be one of fcfs, lcfs, wspt, got ${describe(s.policy)}`);
   expectInteger(s.maxRequests, 'queue maxRequests', 1, 10_000_000);
   expectInteger(s.maxTokens, 'queue maxTokens', 1, Number.MAX_SAFE_INTEGER);
-  expectInteger(s.defaultMaxNumBatchedTokens, 'queue defaultMaxNumBatchedTokens', 1, 1 << 30);
-  return { threshold: s.threshold, policy: s.policy, maxRequests: s.maxRequests, maxTokens: s.maxTokens, defaultMaxNumBatchedTokens: s.defaultMaxNumBatchedTokens };
+  expectInteger(s.maxNumBatchedTokens, 'queue maxNumBatchedTokens', 1, 1 << 30);
+  return { threshold: s.threshold, policy: s.policy, maxRequests: s.maxRequests, maxTokens: s.maxTokens, maxNumBatchedTokens: s.maxNumBatchedTokens };
 }

@@ -6,8 +6,9 @@
 //   wspt  Smith's rule, (1 + jump) / uncached tokens: the shortest weighted job first, which
 //         minimises the mean TTFT (long jobs wait while short ones keep coming)
 
-export const QUEUE_POLICIES = ['fcfs', 'lcfs', 'wspt'] as const;
-export type QueuePolicy = (typeof QUEUE_POLICIES)[number];
+import { QUEUE_POLICIES, type QueuePolicy } from '../../core/vocabulary.js';
+
+export { QUEUE_POLICIES, type QueuePolicy };
 
 /** What orders one queued request. */
 export interface QueueKey {

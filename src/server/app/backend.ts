@@ -5,6 +5,8 @@ import type { RoutingHints } from '../openai/request.js';
 import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';
 import type { RoutedResponse, RouterRequest } from '../../routing/router-request.js';
 import type { ServeMode } from '../../core/vocabulary.js';
+import type { ModeReason } from '../../routing/prefill/mode.js';
+import type { SchedulingPort } from '../fleet/scheduling.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -36,6 +38,8 @@ export interface RouteExplanation {
   prompt_tokens: number;
   block_size: number;
   mode: Exclude<ServeMode, 'fallback'>;
+  /** Why that mode (conditional disaggregation). */
+  mode_reason: ModeReason;
   prefill: LegExplanation | null;
   decode: LegExplanation;
 }
@@ -49,5 +53,8 @@ export interface Backend {
   /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
   canServe(): boolean;
   metricsSources: Omit<MetricsSources, 'workerStates'>;
+  /** The router queues and conditional disaggregation, changeable at runtime (the admin API). */
+  scheduling: SchedulingPort;
   close(): Promise<void>;
 }
+

@@ -13,6 +13,7 @@ import { EventIngest } from '../../events/ingest.js';
 import type { KvRouterCore } from '../../routing/booking.js';
 import { KvRouter } from '../../routing/kv-router.js';
 import { PrefillRouter } from '../../routing/prefill-router.js';
+import type { QueueSettings } from '../../routing/queue/admission-queue.js';
 import { SessionAffinity } from '../../routing/session-affinity.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
 import type { Backend, LegExplanation, RouteExplanation } from './backend.js';
@@ -64,6 +65,9 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     fallbackToAggregated: config.fallbackToAggregated,
     clock: o.clock,
     onRequestDone: (done) => o.metrics.served(done.mode),
+    queue: queueSettings(config),
+    onQueueEvent: (pool, ev) => o.metrics.queueEvent(pool, ev),
+    conditionalDisagg: config.conditionalDisagg,
   });
   // Bookings whose requests vanished without ending (should not happen; bounded if it does).
   const sweep = setInterval(() => {
@@ -108,6 +112,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         prompt_tokens: tokens.length,
         block_size: config.blockSize,
         mode: q.mode,
+        mode_reason: q.reason,
         prefill: q.prefill ? explainLeg(q.prefill) : null,
         decode: explainLeg(q.decode),
       };
@@ -152,6 +157,15 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       indexStats: () => [parts.prefill, parts.decode].map((p) => ({ pool: p.name, ...p.indexer.stats() })),
       fallbacksToAggregated: () => router.stats().fallbacks,
       sessionStats: () => sessions?.stats(),
+      queueStats: () => router.queueStats(),
+      modeReasons: () => router.stats().modeReasons,
+    },
+    scheduling: {
+      queue: () => router.queueSettings,
+      setQueue: (s) => router.setQueueSettings(s),
+      queueStats: () => router.queueStats(),
+      conditionalDisagg: () => router.conditionalDisagg,
+      setConditionalDisagg: (s) => router.setConditionalDisagg(s),
     },
     async close() {
       clearInterval(sweep);
@@ -245,7 +259,15 @@ function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics): Kv
     query: (tokens, req) => core.query(tokens, req),
     markPrefillCompleted: (id) => core.markPrefillCompleted(id),
     free: (id) => core.free(id),
+    addOutputTokens: (id, tokens) => core.addOutputTokens(id, tokens),
+    load: () => core.load(),
   };
+}
+
+/** The router queue's settings from the config (the threshold absent: off). */
+function queueSettings(config: RouterConfig): QueueSettings {
+  const q = config.routerQueue;
+  return { threshold: q.threshold ?? null, policy: q.policy, maxRequests: q.maxRequests, maxTokens: q.maxTokens, maxNumBatchedTokens: q.maxNumBatchedTokens };
 }
 
 function workerInfo(w: WorkerConfig): WorkerInfo {

@@ -10,7 +10,7 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { HealthSchema, PoolRoutingSchema, RouterConfigSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { ConditionalDisaggSchema, HealthSchema, PoolRoutingSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
 
 export type { EngineKind, PolicyName, WorkerRole };
 
@@ -22,6 +22,8 @@ export type RouterConfigInput = Static<typeof RouterConfigSchema>;
 export type PoolRoutingConfig = Resolved<typeof PoolRoutingSchema.properties>;
 export type HealthConfig = Resolved<typeof HealthSchema.properties>;
 export type SessionAffinityConfig = Resolved<typeof SessionAffinitySchema.properties>;
+export type RouterQueueConfig = Resolved<typeof RouterQueueSchema.properties>;
+export type ConditionalDisaggConfig = Resolved<typeof ConditionalDisaggSchema.properties>;
 export type TokenizerConfig = Exclude<Static<typeof RouterConfigSchema.properties.tokenizer>, string>;
 
 /** One engine worker as the registry knows it: its event endpoints listed per dp rank. */
@@ -36,7 +38,10 @@ export type WorkerConfig = Omit<Resolved<typeof WorkerSchema.properties>, 'kvEve
 const RESHAPED = ['$schema', 'model', 'models', 'tokenizer', 'routing', 'prefillRouting', 'sessionAffinity', 'adminToken', 'workers'] as const;
 type Reshaped = (typeof RESHAPED)[number];
 
-export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health'> & {
+export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'routerQueue' | 'conditionalDisagg'> & {
+  /** The router queue of each pool (off without a threshold). */
+  routerQueue: RouterQueueConfig;
+  conditionalDisagg: ConditionalDisaggConfig;
   /** Served model names; the first is the default for requests without `model`. */
   models: string[];
   tokenizer: TokenizerConfig;

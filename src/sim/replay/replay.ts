@@ -7,7 +7,7 @@ import { hitRateBound } from './bound.js';
 import type { ReplayPolicy } from './policies.js';
 import { summarizeRun, type PolicySummary } from './summary.js';
 import type { TraceRequest } from './trace.js';
-import { runVirtualFleet, type FleetRun } from './virtual-fleet.js';
+import { runVirtualFleet, type FleetRun, type VirtualFleetOptions } from './virtual-fleet.js';
 
 export interface ReplayConfig {
   trace: readonly TraceRequest[];
@@ -27,6 +27,8 @@ export interface ReplayConfig {
   sweepScales?: readonly number[];
   /** The policies the sweep compares (default: all of `policies`). */
   sweepPolicies?: readonly ReplayPolicy[];
+  /** The router queue, conditional disaggregation, routing overrides and priorities (VirtualFleetOptions). */
+  scheduling?: Pick<VirtualFleetOptions, 'routerQueue' | 'conditionalDisagg' | 'routing' | 'highPriorityShare'>;
   onProgress?: (message: string) => void;
   /** Sees every fleet run with its per-request records (e.g. to chart TTFT distributions). */
   onRun?: (policy: ReplayPolicy, scale: number, run: FleetRun) => void;
@@ -102,6 +104,7 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
       seed: cfg.seed,
       arrivalScale: scale,
+      ...cfg.scheduling,
       onProgress: (done, total) => cfg.onProgress?.(`${policy} x${scale}: ${done}/${total} requests`),
     });
     const elapsed = performance.now() - started;
