@@ -26,6 +26,12 @@ export interface KvRouterOptions {
   abandonAfterMs?: number;
   /** Longest a leg the client left is kept running to finish its KV handoff. Default 60 s. */
   releaseTimeoutMs?: number;
+  /**
+   * Output block tracking: each streamed event carrying a token grows the booking by one output
+   * token (new decode blocks as the sequence fills them; with an expected output length the
+   * request's blocks weigh less as it nears it). Off by default: decode load is the prompt's blocks.
+   */
+  trackOutputBlocks?: boolean;
 }
 
 /** Where and how to route one leg; pins and overrides come from hints and the handoff. */
@@ -62,6 +68,7 @@ export class KvRouter {
   private readonly transport: LegTransport;
   private readonly abandonAfterMs: number;
   private readonly releaseTimeoutMs: number;
+  private readonly trackOutputBlocks: boolean;
   private readonly releases = new Set<Promise<void>>();
   private readonly loadDropListeners = new Set<() => void>();
   private readonly loadDropped = (): void => {
@@ -82,6 +89,9 @@ export class KvRouter {
     this.transport = o.transport;
     this.abandonAfterMs = o.abandonAfterMs === undefined ? 120_000 : expectInteger(o.abandonAfterMs, 'abandonAfterMs', 1, 86_400_000);
     this.releaseTimeoutMs = o.releaseTimeoutMs === undefined ? 60_000 : expectInteger(o.releaseTimeoutMs, 'releaseTimeoutMs', 1, 86_400_000);
+    if (o.trackOutputBlocks !== undefined && typeof o.trackOutputBlocks !== 'boolean') throw new TypeError(`options.trackOutputBlocks must be a boolean, got ${describe(o.trackOutputBlocks)}`);
+    if (o.trackOutputBlocks && typeof o.core.addOutputTokens !== 'function') throw new TypeError('options.trackOutputBlocks needs a core with addOutputTokens()');
+    this.trackOutputBlocks = o.trackOutputBlocks === true;
   }
 
   get policy(): PolicyName {
@@ -205,7 +215,10 @@ export class KvRouter {
       abandonAfterMs: this.abandonAfterMs,
       signal: o.signal,
       onEvent: (ev) => {
-        if (carriesToken(ev)) b.firstToken();
+        if (carriesToken(ev)) {
+          b.firstToken();
+          if (this.trackOutputBlocks) b.outputTokens(1);
+        }
         o.onEvent?.(ev);
       },
       onFinish: o.onFinish,

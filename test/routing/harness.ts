@@ -28,6 +28,7 @@ export interface FleetOptions {
   client?: EngineClientOptions;
   abandonAfterMs?: number;
   releaseTimeoutMs?: number;
+  trackOutputBlocks?: boolean;
   /** The decode RoutingCore's clock (it is read when the decode leg is booked and freed). */
   decodeClock?: () => number;
 }
@@ -70,7 +71,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   for (const e of prefillEngines) prefillPool.add(info(e));
   for (const e of decodeEngines) decodePool.add(info(e));
   const clients = new EngineClients({ firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, ...o.client });
-  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs };
+  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs, trackOutputBlocks: o.trackOutputBlocks };
   const events: PrefillRouterEvent[] = [];
   const done: RequestDone[] = [];
   const router = new PrefillRouter({

@@ -214,6 +214,7 @@ function buildPool(
     transport,
     abandonAfterMs: o.abandonAfterMs,
     releaseTimeoutMs: o.releaseTimeoutMs,
+    trackOutputBlocks: config.trackOutputBlocks,
   });
   const log = (o.log ?? silentLogger).child({ component: 'kv-events', pool: name });
   const ingest = approximate

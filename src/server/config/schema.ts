@@ -342,6 +342,14 @@ export const RouterConfigSchema = Type.Object(
         ...cli({ flag: 'no-fallback', value: false, group: 'Routing', help: 'fail a request whose prefill leg fails instead of serving it aggregated' }),
       }),
     ),
+    trackOutputBlocks: defaulted(
+      Type.Boolean({
+        default: false,
+        description:
+          "Book the decode blocks a streamed request's output fills as it generates (one token per streamed token chunk); with an expected output length (the expected_output_tokens hint, else max_tokens) its blocks weigh less as it nears that length.",
+        ...cli({ flag: 'track-output-blocks', group: 'Routing', help: "book the decode blocks a request's output fills as it streams" }),
+      }),
+    ),
     routerQueue: defaulted(RouterQueueSchema),
     conditionalDisagg: defaulted(ConditionalDisaggSchema),
     sessionAffinity: Type.Optional(
