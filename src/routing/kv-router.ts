@@ -8,7 +8,7 @@ import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-
 import { describe, expectInteger } from '../util/validate.js';
 import { abortError, isAbortError } from '../engines/errors.js';
 import { carriesToken } from '../engines/sse.js';
-import type { Leg, LegStream, LegTransport } from '../engines/transport.js';
+import type { Leg, LegStream, LegTransport, SessionCall } from '../engines/transport.js';
 import type { OpenAiRoute, SseEvent } from '../engines/types.js';
 import { Booking, type KvRouterCore } from './booking.js';
 import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js';
@@ -223,6 +223,11 @@ export class KvRouter {
       },
       onFinish: o.onFinish,
     });
+  }
+
+  /** An engine session call through the pool's transport (nothing to call when it has no session API). */
+  async session(call: SessionCall): Promise<void> {
+    await this.transport.session?.(call);
   }
 
   /** Calls `fn` whenever the pool's booked prefill load drops (a first token, a freed booking); returns an unsubscribe. */

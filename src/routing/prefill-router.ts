@@ -30,6 +30,7 @@ import { runSequential } from './prefill/sequential.js';
 import { PrefillUnusableError } from './errors.js';
 import type { RoutingHints } from './hints.js';
 import { type BoundWorker, type SessionBinding, SessionAffinity } from './session-affinity.js';
+import { SessionControl, type SessionControlOptions } from './session-control.js';
 import { KvRouter, type LegRoute } from './kv-router.js';
 import { defaultClock } from './request-tracker.js';
 import { type RoutedResponse, type RouterRequest, validateRouterRequest } from './router-request.js';
@@ -72,6 +73,8 @@ export interface PrefillRouterOptions {
   onQueueEvent?(pool: PoolName, event: QueueEvent): void;
   /** Conditional disaggregation: per request, aggregated when the remote prefill does not pay (off by default). */
   conditionalDisagg?: Partial<ConditionalDisaggSettings>;
+  /** Limits of session_control's engine sessions. */
+  sessionControl?: SessionControlOptions;
 }
 
 export type PoolName = 'prefill' | 'decode';
@@ -116,6 +119,8 @@ export class PrefillRouter {
   private readonly env: RouterEnv;
   private readonly queues: { readonly prefill: AdmissionQueue; readonly decode: AdmissionQueue };
   private conditional: ConditionalDisaggSettings;
+  /** Engine sessions opened, used and closed by requests' session_control hints. */
+  readonly sessionControl: SessionControl;
   private readonly counts: PrefillRouterStats = {
     requests: 0,
     aggregated: 0,
@@ -149,6 +154,17 @@ export class PrefillRouter {
     this.onRequestDone = o.onRequestDone;
     this.onEvent = o.onEvent;
     this.conditional = conditionalSettings(DEFAULT_CONDITIONAL_DISAGG, o.conditionalDisagg);
+    this.sessionControl = new SessionControl(
+      {
+        choose: (req) => {
+          const d = this.decode.query(req.tokens, { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank });
+          return { worker: this.decode.pool.get(d.worker)!, dpRank: d.dpRank };
+        },
+        call: (call) => this.decode.session(call),
+        clock: this.clock,
+      },
+      o.sessionControl,
+    );
     const queue = (name: PoolName, router: KvRouter) =>
       new AdmissionQueue(name, router.pool, { load: () => loadOf(router) }, this.clock, o.queue, o.onQueueEvent && ((ev) => o.onQueueEvent!(name, ev)));
     this.queues = { prefill: queue('prefill', this.prefill), decode: queue('decode', this.decode) };
@@ -200,10 +216,29 @@ export class PrefillRouter {
    * client's signal fired, or a TypeError/RangeError for a malformed request.
    */
   async handle(request: RouterRequest): Promise<RoutedResponse> {
-    const req = this.withSessionPins(validateRouterRequest(request));
+    let req = this.withSessionPins(validateRouterRequest(request));
     if (req.signal.aborted) throw abortError(req.signal);
+    let over: (() => void) | undefined;
+    if (req.hints.sessionControl) {
+      const turn = await this.sessionControl.begin(req);
+      req = withFields(req, { hints: turn.hints });
+      over = turn.over;
+    }
     this.counts.requests++;
     const ctx = new RequestContext(this.env, req, this.clock);
+    if (over) ctx.whenOver(over);
+    try {
+      const res = await this.serve(ctx);
+      ctx.settle();
+      return res;
+    } catch (err) {
+      ctx.settle();
+      throw err;
+    }
+  }
+
+  private async serve(ctx: RequestContext): Promise<RoutedResponse> {
+    const { req } = ctx;
     const decision = this.decide(ctx);
     ctx.modeReason = decision.reason;
     this.counts.modeReasons[decision.reason]++;
@@ -281,14 +316,15 @@ export class PrefillRouter {
     return withFields(this.counts, { modeReasons: copyFields(this.counts.modeReasons) });
   }
 
-  /** Resolves once no leg is kept running in the background (KV handoffs of clients that left). */
+  /** Resolves once no leg is kept running in the background (KV handoffs of clients that left) and no session call is in flight. */
   async idle(): Promise<void> {
-    await Promise.all([this.prefill.idle(), this.decode.idle()]);
+    await Promise.all([this.prefill.idle(), this.decode.idle(), this.sessionControl.idle()]);
   }
 
   /** Stops following the pools and refuses requests still waiting in a router queue (the routers and pools stay usable by their owner). */
   close(): void {
     for (const off of this.unsubscribe) off();
+    void this.sessionControl.closeAll();
     const closed = new RoutingError('the router is shutting down', 'router_closed');
     this.queues.prefill.close(closed);
     this.queues.decode.close(closed);

@@ -55,6 +55,10 @@ export class RequestContext {
   readonly stream: boolean;
   /** Why the request is served in its mode (x-kvroute-mode-reason); set by the mode decision, `prefill_failed` by a fallback. */
   modeReason: ModeReason = 'unconditional';
+  // The request is over once handle() settled and every leg that reports its end (legOptions) did.
+  private openLegs = 0;
+  private settled = false;
+  private overFns: Array<() => void> = [];
 
   constructor(
     readonly env: RouterEnv,
@@ -100,6 +104,7 @@ export class RequestContext {
 
   /** Leg options that feed the tracker and report the request's end. */
   legOptions(mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = this.req.signal): LegOptions {
+    this.openLegs++;
     return {
       requestId: this.req.requestId,
       signal,
@@ -152,7 +157,27 @@ export class RequestContext {
   }
 
   done(mode: ServeMode, outcome: FreeReason): void {
+    if (this.openLegs > 0) this.openLegs--;
     this.env.report.done(this, mode, outcome);
+    this.maybeOver();
+  }
+
+  /** Runs `fn` once the request is over: handle() settled and its stream (or answer) ended, however. */
+  whenOver(fn: () => void): void {
+    this.overFns.push(fn);
+  }
+
+  /** handle() resolved or rejected: nothing more will be started for this request. */
+  settle(): void {
+    this.settled = true;
+    this.maybeOver();
+  }
+
+  private maybeOver(): void {
+    if (!this.settled || this.openLegs > 0 || this.overFns.length === 0) return;
+    const fns = this.overFns;
+    this.overFns = [];
+    for (const fn of fns) fn();
   }
 }
 
