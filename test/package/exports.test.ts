@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; import: string } | string> };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; import: string; default: string } | string> };
 const HELPER = join(import.meta.dirname, 'loaded-modules.mjs');
 
 /** ./dist/server/index.js -> src/server/index.ts */
@@ -56,8 +56,11 @@ describe('package.json exports', () => {
   it('lists exactly the documented subpaths, each an ES module with its types', () => {
     expect(subpaths.sort()).toEqual(Object.keys(EXPECTED).sort());
     for (const key of subpaths) {
-      const entry = pkg.exports[key] as { types: string; import: string };
-      expect(Object.keys(entry)).toEqual(['types', 'import']);
+      const entry = pkg.exports[key] as { types: string; import: string; default: string };
+      expect(Object.keys(entry)).toEqual(['types', 'import', 'default']);
+      // `default` is the same ES module: require() of it works where Node can require ES modules
+      // (22.12+) and says "use import()" where it cannot, instead of "no exports main defined".
+      expect(entry.default).toBe(entry.import);
       expect(entry.types).toBe(entry.import.replace(/\.js$/, '.d.ts'));
       expect(existsSync(join(ROOT, sourceOf(entry.import))), `${key} -> ${sourceOf(entry.import)}`).toBe(true);
     }

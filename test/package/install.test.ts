@@ -125,6 +125,19 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`the packed package installe
     console.log(`import('kvroute') in the installed package: ${importMs.toFixed(1)} ms, ${files.length} files`);
   });
 
+  it('answers a CommonJS require() with the ES module where Node can load it, else with "use import()"', async () => {
+    const script = "const m = require('kvroute'); console.log(typeof m.computeBlockHashes)";
+    const result = await run(process.execPath, ['-e', script], { cwd: project, env }).then(
+      ({ stdout }) => ({ stdout, stderr: '' }),
+      (err: { stdout: string; stderr: string }) => ({ stdout: err.stdout, stderr: err.stderr }),
+    );
+    const [major, minor] = process.versions.node.split('.').map(Number);
+    // require(esm) is on by default from Node 20.19 and 22.12 (not in 21 or 22.0-22.11).
+    const requiresEsm = (major === 20 && minor >= 19) || (major === 22 && minor >= 12) || major >= 23;
+    if (requiresEsm) expect(result.stdout.trim()).toBe('function');
+    else expect(result.stderr).toMatch(/ERR_REQUIRE_ESM[\s\S]*import\(\)/);
+  });
+
   it('ships declarations that type-check for every subpath (skipLibCheck off)', async () => {
     const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     const options = ['--noEmit', '--strict', '--skipLibCheck', 'false', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node'];
