@@ -7,6 +7,7 @@ export { QueueFullError, DEFAULT_QUEUE_SETTINGS, type QueueSettings, type QueueS
 export { QUEUE_POLICIES, type QueuePolicy } from './queue/queue-order.js';
 export { DEFAULT_CONDITIONAL_DISAGG, MODE_REASONS, type ConditionalDisaggSettings, type ModeReason } from './prefill/mode.js';
 export type { SchedulingHints, SessionControlHint } from './scheduling-hints.js';
+export type { SessionControl, SessionControlOptions, SessionControlStats } from './session-control.js';
 export { KvRouter, type KvRouterOptions, type KvRouterStats, type LegOptions, type LegRoute } from './kv-router.js';
 export { Booking, type KvRouterCore } from './booking.js';
 export { WorkerPool, UnknownPoolWorkerError, type PoolCore, type WorkerState } from './worker-pool.js';

@@ -270,7 +270,8 @@ export class PrefillRouter {
   query(tokens: Uint32Array, clientHints: RoutingHints = {}, opts: { requestId?: string; loraName?: string } = {}): RouteQuery {
     const base = { requestId: opts.requestId, loraName: opts.loraName };
     const sessionId = clientHints.sessionId;
-    const hints = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
+    const affine = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
+    const hints = this.sessionControl.peek(affine);
     const probe = new RequestContext(this.env, { route: '/v1/completions', body: {}, tokens, requestId: opts.requestId ?? 'query', hints, signal: NEVER, loraName: opts.loraName }, this.clock);
     const decision = this.decide(probe);
     if (decision.mode === 'aggregated') {

@@ -106,6 +106,13 @@ export class SessionControl {
     };
   }
 
+  /** The hints with an open session's pin (for a query: nothing opened, closed or refreshed). */
+  peek(hints: RoutingHints): RoutingHints {
+    const id = hints.sessionControl?.sessionId;
+    const known = id === undefined ? undefined : this.open.get(id);
+    return known ? pinnedTo(hints, known.worker.id, known.dpRank) : hints;
+  }
+
   stats(): SessionControlStats {
     return { open: this.open.size, opened: this.counts.opened, closed: this.counts.closed, expired: this.counts.expired, closeFailures: this.counts.closeFailures };
   }

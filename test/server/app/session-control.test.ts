@@ -32,6 +32,8 @@ describe('session_control', () => {
       const turn = await send(seed, { session_id: 'chat-1' });
       expect(turn.headers.get('x-kvroute-decode-worker')).toBe(worker);
     }
+    const explained = await fetch(`${t.url}/v1/route`, { method: 'POST', headers: { 'x-kvroute-session-id': 'chat-1' }, body: JSON.stringify({ model: MODEL, prompt: prompt(40, 9) }) });
+    expect(String(((await explained.json()) as { decode: { worker: number } }).decode.worker)).toBe(worker);
     const close = await send(5, { session_id: 'chat-1', action: 'close' }, { stream: true });
     expect(close.headers.get('x-kvroute-decode-worker')).toBe(worker);
     expect(await close.text()).toContain('[DONE]');
