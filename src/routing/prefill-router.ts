@@ -363,6 +363,7 @@ export class PrefillRouter {
   private decide(ctx: RequestContext): ModeDecision {
     return chooseMode({
       prefillAvailable: this.active,
+      decodeComputesPrompts: this.decodeComputesPrompts(),
       enforceDisagg: this.enforceDisagg,
       conditional: this.conditional,
       prefillPinned: ctx.req.hints.prefillWorkerId !== undefined,
@@ -372,7 +373,17 @@ export class PrefillRouter {
 
   /** The mode with conditional disaggregation left out. */
   private basicMode(): ModeDecision {
-    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg, conditional: DEFAULT_CONDITIONAL_DISAGG, prefillPinned: false, estimate: NO_ESTIMATE });
+    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg, conditional: DEFAULT_CONDITIONAL_DISAGG, prefillPinned: false, decodeComputesPrompts: true, estimate: NO_ESTIMATE });
+  }
+
+  /** No selectable decode worker is an SGLang decode worker (which serves only bootstrapped requests). */
+  private decodeComputesPrompts(): boolean {
+    const pool = this.decode.pool;
+    for (const id of pool.selectable()) {
+      const w = pool.get(id);
+      if (w && w.kind === 'sglang' && w.role === 'decode') return false;
+    }
+    return true;
   }
 
   /** A queue needs the pools' load: refuses a threshold over a core that does not report it. */

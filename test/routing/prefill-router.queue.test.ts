@@ -146,6 +146,14 @@ describe('conditional disaggregation in PrefillRouter', () => {
     await drained(f);
   });
 
+  it('disaggregates everything over SGLang decode workers, which cannot compute a prompt', async () => {
+    const f = await start({ kind: 'sglang', prefill: 1, decode: 1, router: { conditionalDisagg: conditional } });
+    const short = await f.router.handle(req(16));
+    expect(short.headers).toMatchObject({ 'x-kvroute-mode': 'disaggregated', 'x-kvroute-mode-reason': 'unconditional' });
+    await collect(short.stream);
+    await drained(f);
+  });
+
   it('disaggregates above the cap, and when the client pinned the prefill worker', async () => {
     const f = await start({ kind: 'vllm', prefill: 1, decode: 1, router: { conditionalDisagg: { ...conditional, bypassBelowTokens: 100, disaggAboveTokens: 48 } } });
     const long = await f.router.handle(req(64));

@@ -12,7 +12,8 @@
 //   worker's own queue plus its work                           -> aggregated (prefill_queue_longer)
 //   otherwise                                                  -> disaggregated (remote_prefill_pays)
 //
-// A client that pins the prefill worker asked for disaggregation (prefill_pinned). Work is counted
+// A client that pins the prefill worker asked for disaggregation (prefill_pinned). SGLang decode
+// workers cannot compute a prompt (they wait for a bootstrap room): with them, no condition applies. Work is counted
 // in uncached prompt tokens: both pools run the same engines, so tokens compare like time.
 import { describe, expectInteger } from '../../util/validate.js';
 import { copyFields } from '../../util/objects.js';
@@ -76,6 +77,12 @@ export interface ModeInputs {
   conditional: Readonly<ConditionalDisaggSettings>;
   /** The client (or its session) pinned the prefill worker. */
   prefillPinned: boolean;
+  /**
+   * Every selectable decode worker can compute a prompt itself. An SGLang decode worker cannot:
+   * it serves only requests that bring a bootstrap room (Dynamo's SGLang conditional
+   * disaggregation is still work in progress), so with one in the pool every request is disaggregated.
+   */
+  decodeComputesPrompts: boolean;
   /** The two sides' work, asked only when the rules need it (queries that book nothing). */
   estimate(): ModeEstimate;
 }
@@ -87,7 +94,7 @@ export function chooseMode(inputs: ModeInputs): ModeDecision {
     return { mode: 'aggregated', reason: 'no_prefill_workers' };
   }
   const c = inputs.conditional;
-  if (!c.enabled || inputs.enforceDisagg) return { mode: 'disaggregated', reason: 'unconditional' };
+  if (!c.enabled || inputs.enforceDisagg || !inputs.decodeComputesPrompts) return { mode: 'disaggregated', reason: 'unconditional' };
   if (inputs.prefillPinned) return { mode: 'disaggregated', reason: 'prefill_pinned' };
   const e = inputs.estimate();
   if (e.localUncached >= c.disaggAboveTokens) return { mode: 'disaggregated', reason: 'above_cap' };
