@@ -107,9 +107,10 @@ export class RequestNotSentError extends Error {
 /**
  * Dispatches `opts` on `dispatcher`; resolves with the response head once it arrived (the body is
  * read on demand), rejects with the transport's error (a RequestNotSentError around it when the
- * request was never written) or, when `signal` fires first, its reason.
+ * request was never written) or, when `signal` fires first, its reason. `onSent` is called once
+ * the request is written to a connected socket.
  */
-export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.DispatchOptions, signal?: SignalLike): Promise<ResponseHead> {
+export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.DispatchOptions, signal?: SignalLike, onSent?: () => void): Promise<ResponseHead> {
   return new Promise<ResponseHead>((resolve, reject) => {
     // Set once undici hands the request to a connected socket: for a body in memory (ours
     // always are) it writes headers and body in the same synchronous call.
@@ -129,6 +130,7 @@ export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.Dispatc
       onRequestStart(c) {
         controller = c;
         if (signal?.aborted) c.abort(signal.reason instanceof Error ? signal.reason : new Error('request aborted'));
+        else onSent?.();
       },
       onResponseStart(c, statusCode, headers) {
         if (statusCode < 200) return; // 1xx: informational, the real head follows

@@ -35,6 +35,8 @@ export interface EngineCallOptions {
   headers?: Record<string, string>;
   /** Overrides the client's first-byte timeout for this call. */
   firstByteTimeoutMs?: number;
+  /** Called once the request was written to a connection to the engine (see Leg.onSent). */
+  onSent?: () => void;
 }
 
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -135,6 +137,7 @@ export class EngineClient {
           bodyTimeout: this.opts.idleTimeoutMs,
         },
         signal,
+        call.onSent,
       );
     } catch (err) {
       throw this.translate(err, signal, false);

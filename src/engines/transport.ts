@@ -22,6 +22,11 @@ export interface Leg {
   requestId: string;
   /** Cancels the leg: a pending answer rejects with an AbortError and the engine drops the request. */
   signal?: SignalLike;
+  /**
+   * Called once the request was handed to the engine (written to its connection): from then on
+   * the engine may have accepted it. Not called for a leg that failed before (mayHaveAccepted false).
+   */
+  onSent?: () => void;
 }
 
 /**

@@ -3,14 +3,21 @@
 // replay's virtual engines), marks the booking's prefill completed at the first token and frees
 // the booking exactly once when the leg ends, fails, is aborted or is abandoned. Streamed legs are
 // handed out as pull-based GuardedStreams, so a slow consumer pauses the engine read.
+//
+// Failover before the first byte: a leg whose engine certainly never got it (connection refused,
+// DNS, connect timeout: EngineError.mayHaveAccepted false) is routed again with the workers it
+// failed on left out, its booking moved (the old decision freed first), at most maxRetries times.
+// Once an engine may have accepted a leg, nothing is retried: it may be working on it. Every
+// attempt's outcome goes to the pool, whose outlier detection ejects a worker that keeps failing.
 import { Cancellation, type SignalLike } from '../util/cancellation.js';
 import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-core.js';
 import { describe, expectInteger } from '../util/validate.js';
-import { abortError, isAbortError } from '../engines/errors.js';
+import { abortError, EngineError, type EngineFailure, isAbortError } from '../engines/errors.js';
 import { carriesToken } from '../engines/sse.js';
 import type { Leg, LegStream, LegTransport, SessionCall } from '../engines/transport.js';
-import type { OpenAiRoute, SseEvent } from '../engines/types.js';
+import type { OpenAiRoute, SseEvent, WorkerInfo } from '../engines/types.js';
 import { Booking, type KvRouterCore } from './booking.js';
+import type { LegOutcome } from './outlier-detection.js';
 import { BookingGuard, type FreeReason, GuardedStream } from './booking-guard.js';
 import { FirstEventSource, releaseThenClose } from './first-event.js';
 import { UnknownWorkerHintError } from './errors.js';
@@ -26,6 +33,10 @@ export interface KvRouterOptions {
   abandonAfterMs?: number;
   /** Longest a leg the client left is kept running to finish its KV handoff. Default 60 s. */
   releaseTimeoutMs?: number;
+  /** How often a leg whose engine never got it is sent to another worker. Default 2; 0 turns failover off. */
+  maxRetries?: number;
+  /** Called for every retry (metrics, logs). */
+  onRetry?(retry: LegRetry): void;
   /**
    * Output block tracking: each streamed event carrying a token grows the booking by one output
    * token (new decode blocks as the sequence fills them; with an expected output length the
@@ -33,6 +44,35 @@ export interface KvRouterOptions {
    */
   trackOutputBlocks?: boolean;
 }
+
+/** A leg that failed before its engine accepted it, sent to another worker. */
+export interface LegRetry {
+  pool: string;
+  requestId: string;
+  /** The worker the leg failed on. */
+  worker: number;
+  /** The worker it goes to now. */
+  to: number;
+  reason: EngineFailure;
+  /** 1 for the leg's first retry. */
+  attempt: number;
+  error: EngineError;
+}
+
+/** How a booked leg may fail over (book's third argument). */
+export interface BookOptions {
+  /**
+   * The route of a retry. Default: the booked route, pins included (a leg pinned to its worker
+   * does not move). Give one without a pin that was only a preference (a session's, a peek's);
+   * false: the leg never moves.
+   */
+  failover?: LegRoute | false;
+  /** Workers a retry may choose (say, engines of the same kind); default any selectable one. */
+  accept?(w: WorkerInfo): boolean;
+}
+
+/** A leg's body, or how to make it for the worker its booking is on (a retry may move it). */
+export type LegBody = Record<string, unknown> | ((b: Booking) => Record<string, unknown>);
 
 /** Where and how to route one leg; pins and overrides come from hints and the handoff. */
 export type LegRoute = Omit<RouteRequest, 'allowedWorkers'>;
@@ -51,10 +91,17 @@ export interface LegOptions {
   onEvent?(ev: SseEvent): void;
   /** Called once when the leg finishes, with why. */
   onFinish?(reason: FreeReason, err?: unknown): void;
+  /**
+   * Called once the leg's request was handed to its engine (from then on it may have been
+   * accepted), with the booking it went out on.
+   */
+  onSent?(b: Booking): void;
 }
 
 export interface KvRouterStats {
   booked: number;
+  /** Legs sent to another worker after their engine never got them. */
+  retries: number;
   /** Legs finished, by why. */
   finished: Record<FreeReason, number>;
   /** Legs kept running after their client left, to finish a KV handoff (now / ever). */
@@ -68,6 +115,8 @@ export class KvRouter {
   private readonly transport: LegTransport;
   private readonly abandonAfterMs: number;
   private readonly releaseTimeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly onRetry: ((r: LegRetry) => void) | undefined;
   private readonly trackOutputBlocks: boolean;
   private readonly releases = new Set<Promise<void>>();
   private readonly loadDropListeners = new Set<() => void>();
@@ -76,6 +125,7 @@ export class KvRouter {
   };
   private readonly counts: KvRouterStats = {
     booked: 0,
+    retries: 0,
     finished: { end: 0, error: 0, abort: 0, disconnect: 0, abandoned: 0, collected: 0, cancelled: 0 },
     releasing: 0,
     released: 0,
@@ -89,6 +139,9 @@ export class KvRouter {
     this.transport = o.transport;
     this.abandonAfterMs = o.abandonAfterMs === undefined ? 120_000 : expectInteger(o.abandonAfterMs, 'abandonAfterMs', 1, 86_400_000);
     this.releaseTimeoutMs = o.releaseTimeoutMs === undefined ? 60_000 : expectInteger(o.releaseTimeoutMs, 'releaseTimeoutMs', 1, 86_400_000);
+    this.maxRetries = o.maxRetries === undefined ? 2 : expectInteger(o.maxRetries, 'maxRetries', 0, 100);
+    if (o.onRetry !== undefined && typeof o.onRetry !== 'function') throw new TypeError(`options.onRetry must be a function, got ${describe(o.onRetry)}`);
+    this.onRetry = o.onRetry;
     if (o.trackOutputBlocks !== undefined && typeof o.trackOutputBlocks !== 'boolean') throw new TypeError(`options.trackOutputBlocks must be a boolean, got ${describe(o.trackOutputBlocks)}`);
     if (o.trackOutputBlocks && typeof o.core.addOutputTokens !== 'function') throw new TypeError('options.trackOutputBlocks needs a core with addOutputTokens()');
     this.trackOutputBlocks = o.trackOutputBlocks === true;
@@ -104,30 +157,24 @@ export class KvRouter {
     return this.core.query(tokens, withFields(leg, { allowedWorkers: this.pool.allowedWorkers() }));
   }
 
-  /** Routes and books (one native call); throws the core's RoutingError when nothing fits. */
-  book(tokens: Uint32Array, leg: LegRoute): Booking {
+  /**
+   * Routes and books (one native call); throws the core's RoutingError when nothing fits. `o` says
+   * how the leg may fail over to another worker when its engine never gets it.
+   */
+  book(tokens: Uint32Array, leg: LegRoute, o: BookOptions = {}): Booking {
     this.checkPinned(leg.pinnedWorker);
     const decision = this.core.route(tokens, withFields(leg, { allowedWorkers: this.pool.allowedWorkers() }));
-    const worker = this.pool.get(decision.worker);
-    if (!worker) {
-      // The core and the pool always hold the same workers; free rather than leak if they ever differ.
-      this.core.free(decision.requestId);
-      throw new Error(`internal: routing chose worker ${decision.worker}, which is not in pool '${this.pool.name}'`);
-    }
-    this.counts.booked++;
-    const guard = new BookingGuard(this.core, decision.requestId, (reason) => {
-      this.counts.finished[reason]++;
-      this.loadDropped();
-    });
-    return new Booking(decision, worker, guard, this.core, this.loadDropped);
+    const worker = this.workerOf(decision);
+    const failover = o.failover === false || this.maxRetries === 0 ? undefined : { tokens, route: o.failover ?? leg, accept: o.accept, failed: new Set<number>() };
+    return new Booking(decision, worker, this.guardOf(decision), this.core, failover, this.loadDropped);
   }
 
   /** Sends a booked, non-streamed leg; the booking is freed when it settles. */
-  async json(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, o: LegOptions): Promise<unknown> {
+  async json(b: Booking, route: OpenAiRoute, body: LegBody, o: LegOptions): Promise<unknown> {
     if (!o.holdUntilFirstEvent) {
       if (o.signal.aborted) return this.refuse(b, o.signal);
       try {
-        const answer = await this.transport.json(legOf(b, route, body, o.requestId, o.signal));
+        const answer = await this.send(b, route, body, o, o.signal, (leg) => this.transport.json(leg));
         b.firstToken();
         b.guard.free('end');
         o.onFinish?.('end');
@@ -141,7 +188,7 @@ export class KvRouter {
     }
     // Held leg: runs on its own controller; the client's leaving only bounds it by the release timeout.
     const leg = new Cancellation();
-    const settled = this.transport.json(legOf(b, route, body, o.requestId, leg.signal)).then(
+    const settled = this.send(b, route, body, o, leg.signal, (l) => this.transport.json(l)).then(
       (answer) => {
         b.firstToken();
         b.guard.free('end');
@@ -163,11 +210,11 @@ export class KvRouter {
   }
 
   /** Sends a booked, streamed leg; resolves once the engine answered with its stream. */
-  async stream(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, o: LegOptions): Promise<GuardedStream> {
+  async stream(b: Booking, route: OpenAiRoute, body: LegBody, o: LegOptions): Promise<GuardedStream> {
     const hold = o.holdUntilFirstEvent === true;
     if (!hold && o.signal.aborted) return this.refuse(b, o.signal);
     const leg = new Cancellation();
-    const opening = this.transport.stream(legOf(b, route, body, o.requestId, hold ? leg.signal : o.signal));
+    const opening = this.send(b, route, body, o, hold ? leg.signal : o.signal, (l) => this.transport.stream(l));
     let handedOver = false;
     let engine;
     try {
@@ -183,15 +230,18 @@ export class KvRouter {
             this.track(
               release.finally(() => {
                 clearTimeout(timer);
-                if (b.guard.free('abort')) o.onFinish?.('abort');
+                b.guard.free('abort');
+                o.onFinish?.('abort');
               }),
             );
           })
         : await opening;
     } catch (err) {
       if (!handedOver) {
+        // Nothing else frees a leg whose stream never opened (a failed failover freed only its old decision).
         const reason = isAbortError(err) ? 'abort' : 'error';
-        if (b.guard.free(reason)) o.onFinish?.(reason, err);
+        b.guard.free(reason);
+        o.onFinish?.(reason, err);
       }
       throw err;
     }
@@ -238,6 +288,74 @@ export class KvRouter {
 
   stats(): KvRouterStats {
     return withFields(this.counts, { finished: copyFields(this.counts.finished), releasing: this.releases.size });
+  }
+
+  /**
+   * Sends the leg through `call`; a failure before the engine accepted it moves the booking to
+   * another worker and sends again, at most maxRetries times. Every attempt's outcome goes to the
+   * pool (outlier detection).
+   */
+  private async send<T>(b: Booking, route: OpenAiRoute, body: LegBody, o: LegOptions, signal: SignalLike, call: (leg: Leg) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const worker = b.worker.id;
+      const onSent = o.onSent && (() => o.onSent!(b));
+      let result: T;
+      try {
+        result = await call({ worker: b.worker, dpRank: b.decision.dpRank, route, body: typeof body === 'function' ? body(b) : body, requestId: o.requestId, signal, onSent });
+      } catch (err) {
+        const outcome = outcomeOf(err);
+        if (outcome) this.pool.recordOutcome(worker, outcome);
+        if (!(err instanceof EngineError) || err.mayHaveAccepted || attempt > this.maxRetries || signal.aborted || !this.move(b, worker)) throw err;
+        this.counts.retries++;
+        this.onRetry?.({ pool: this.pool.name, requestId: o.requestId, worker, to: b.worker.id, reason: err.failure, attempt, error: err });
+        continue;
+      }
+      this.pool.recordOutcome(worker, 'answered');
+      return result;
+    }
+  }
+
+  /**
+   * Routes a leg that failed on `failed` again, without the workers it failed on: the old decision
+   * is freed first, then the new one booked (a leg never holds two). False when it cannot move
+   * (no failover plan, pinned to its worker, no other worker); the old decision is kept then.
+   */
+  private move(b: Booking, failed: number): boolean {
+    const plan = b.failover;
+    if (!plan) return false;
+    plan.failed.add(failed);
+    const allowed = this.pool.selectable().filter((id) => !plan.failed.has(id) && (!plan.accept || plan.accept(this.pool.get(id)!)));
+    const pin = plan.route.pinnedWorker;
+    if (allowed.length === 0 || (pin !== undefined && !allowed.includes(pin))) return false;
+    let peek: RoutingDecision;
+    try {
+      peek = this.core.query(plan.tokens, withFields(plan.route, { allowedWorkers: allowed }));
+    } catch {
+      return false; // refused (backpressure, busy workers): the leg fails with its engine's error
+    }
+    // Freeing only lowers the load, so the peeked worker still fits; pinned, no tie-break differs.
+    b.guard.free('error');
+    const decision = this.core.route(plan.tokens, withFields(plan.route, { allowedWorkers: allowed, pinnedWorker: peek.worker, pinnedDpRank: peek.dpRank }));
+    b.moveTo(decision, this.workerOf(decision), this.guardOf(decision));
+    return true;
+  }
+
+  private workerOf(decision: RoutingDecision): WorkerInfo {
+    const worker = this.pool.get(decision.worker);
+    if (!worker) {
+      // The core and the pool always hold the same workers; free rather than leak if they ever differ.
+      this.core.free(decision.requestId);
+      throw new Error(`internal: routing chose worker ${decision.worker}, which is not in pool '${this.pool.name}'`);
+    }
+    return worker;
+  }
+
+  private guardOf(decision: RoutingDecision): BookingGuard {
+    this.counts.booked++;
+    return new BookingGuard(this.core, decision.requestId, (reason) => {
+      this.counts.finished[reason]++;
+      this.loadDropped();
+    });
   }
 
   /** Resolves when no leg is being kept running for a KV handoff. */
@@ -297,6 +415,10 @@ export class KvRouter {
   }
 }
 
-function legOf(b: Booking, route: OpenAiRoute, body: Record<string, unknown>, requestId: string, signal: SignalLike): Leg {
-  return { worker: b.worker, dpRank: b.decision.dpRank, route, body, requestId, signal };
+/** What an attempt's failure says about its worker (outlier detection); undefined: nothing. */
+function outcomeOf(err: unknown): LegOutcome | undefined {
+  if (!(err instanceof EngineError)) return undefined;
+  if (!err.mayHaveAccepted) return 'connect_failure';
+  if (err.failure !== 'engine_rejected') return undefined;
+  return err.status >= 500 ? 'server_error' : 'answered';
 }

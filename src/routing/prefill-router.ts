@@ -216,16 +216,20 @@ export class PrefillRouter {
    * client's signal fired, or a TypeError/RangeError for a malformed request.
    */
   async handle(request: RouterRequest): Promise<RoutedResponse> {
-    let req = this.withSessionPins(validateRouterRequest(request));
+    const client = validateRouterRequest(request);
+    let req = this.withSessionPins(client);
     if (req.signal.aborted) throw abortError(req.signal);
     let over: (() => void) | undefined;
+    let clientHints = client.hints;
     if (req.hints.sessionControl) {
       const turn = await this.sessionControl.begin(req);
       req = withFields(req, { hints: turn.hints });
+      // An engine session lives on its worker: its pin holds as the client's own (no failover off it).
+      clientHints = withFields(client.hints, { workerId: turn.hints.workerId, dpRank: turn.hints.dpRank });
       over = turn.over;
     }
     this.counts.requests++;
-    const ctx = new RequestContext(this.env, req, this.clock);
+    const ctx = new RequestContext(this.env, req, this.clock, clientHints);
     if (over) ctx.whenOver(over);
     try {
       const res = await this.serve(ctx);
@@ -418,7 +422,8 @@ export class PrefillRouter {
     // Round robin books the peeked worker by itself (nothing ran in between); other policies are
     // pinned to it so that random tie-breaks cannot choose differently.
     const pinned = this.prefill.policy === 'round_robin' ? leg : withFields(leg, { pinnedWorker: peek.worker, pinnedDpRank: peek.dpRank });
-    return this.prefill.book(req.tokens, pinned);
+    // A failover keeps to the engine kind of the chosen worker (the handoff path depends on it).
+    return this.prefill.book(req.tokens, pinned, ctx.bookOptions('prefill', leg, (w) => w.kind === worker?.kind && (w.kind !== 'sglang' || w.bootstrapHost !== undefined)));
   }
 
   private requirePrefillHint(hints: RoutingHints): void {

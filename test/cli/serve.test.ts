@@ -58,6 +58,16 @@ describe('kvroute serve options', () => {
     ]);
   });
 
+  it('reads the failover and ejection flags', async () => {
+    const o = await opts(['--max-retries', '0', '--ejection-base-ms', '5000', '--max-ejection-percent', '25']);
+    expect(o.config.maxRetries).toBe(0);
+    expect(o.config.outlierDetection).toMatchObject({ enabled: true, baseEjectionTimeMs: 5000, maxEjectionPercent: 25 });
+    expect((await opts(['--no-ejection'])).config.outlierDetection.enabled).toBe(false);
+    expect((await opts([])).config).toMatchObject({ maxRetries: 2, outlierDetection: { enabled: true } });
+    await expect(serveOptions(['--max-retries', 'many'], {})).rejects.toThrow(/--max-retries/);
+    await expect(serveOptions(['--max-ejection-percent', '150'], {})).rejects.toThrow(/--max-ejection-percent/);
+  });
+
   it('reads the operations settings: log level, drain timeout, ports, TLS, limits, secrets in files', async () => {
     const o = await opts(
       ['--log-level', 'debug', '--drain-timeout-ms', '5000', '--reuse-port', '--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--max-tokens-limit', '8192', '--admin-token-file', '/run/secrets/admin', '--api-keys-file', 'keys.txt', '--key-requests-per-minute', '60', '--key-tokens-per-minute', '100000'],

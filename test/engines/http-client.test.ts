@@ -138,6 +138,22 @@ describe('EngineClient.postJson', () => {
     await expect(client(rejecting.url).postJson('/v1/completions', {}, { requestId: 'z' })).rejects.toMatchObject({ status: 503, failure: 'engine_rejected', mayHaveAccepted: true });
   });
 
+  it('calls onSent once the request is written, and never for a request the engine did not get', async () => {
+    const s = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    const sent: string[] = [];
+    await client(s.url).postJson('/v1/completions', {}, { requestId: 'a', onSent: () => sent.push('a') });
+    const dropping = await serve((req) => {
+      req.socket.destroy();
+    });
+    await client(dropping.url).postJson('/v1/completions', {}, { requestId: 'b', onSent: () => sent.push('b') }).catch(() => undefined);
+    const dead = await serve(() => {});
+    await dead.close();
+    await client(dead.url).postStream('/v1/completions', {}, { requestId: 'c', onSent: () => sent.push('c') }).catch(() => undefined);
+    expect(sent).toEqual(['a', 'b']);
+  });
+
   it('a name that does not resolve is engine_unreachable, never accepted', async () => {
     await expect(client('http://kvroute-test.invalid:8000').postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false });
   });

@@ -6,10 +6,11 @@ import { EngineClients, type EngineClientOptions } from '../../src/engines/http-
 import { HttpTransport } from '../../src/engines/http-transport.js';
 import type { EngineKind, SseEvent, WorkerInfo } from '../../src/engines/types.js';
 import type { RoutingHints } from '../../src/routing/hints.js';
-import { KvRouter } from '../../src/routing/kv-router.js';
+import { KvRouter, type KvRouterOptions } from '../../src/routing/kv-router.js';
+import type { KvRouterCore } from '../../src/routing/booking.js';
 import { PrefillRouter, type PrefillRouterOptions, type PrefillRouterEvent, type RequestDone } from '../../src/routing/prefill-router.js';
 import type { RouterRequest } from '../../src/routing/router-request.js';
-import { WorkerPool } from '../../src/routing/worker-pool.js';
+import { WorkerPool, type WorkerPoolOptions } from '../../src/routing/worker-pool.js';
 import { type FakeBehaviour, type FakeEngine, FakeKvWorld, startFakeEngine } from '../engines/fake-engine.js';
 
 export const BLOCK = 4;
@@ -31,6 +32,12 @@ export interface FleetOptions {
   trackOutputBlocks?: boolean;
   /** The decode RoutingCore's clock (it is read when the decode leg is booked and freed). */
   decodeClock?: () => number;
+  /** Both KvRouters' failover settings. */
+  failover?: Pick<KvRouterOptions, 'maxRetries' | 'onRetry'>;
+  /** Both pools' options (outlier detection). */
+  pools?: WorkerPoolOptions;
+  /** What each KvRouter books on (a test may watch the calls); default the pool's core itself. */
+  routerCore?: (pool: 'prefill' | 'decode', core: RoutingCore) => KvRouterCore;
 }
 
 export interface Fleet {
@@ -58,8 +65,8 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   );
   const prefillCore = new RoutingCore(new KvIndexer({ blockSize: BLOCK }), { blockSize: BLOCK, policy: o.prefillPolicy ?? 'kv', seed: 1 });
   const decodeCore = new RoutingCore(new KvIndexer({ blockSize: BLOCK }), { blockSize: BLOCK, policy: o.decodePolicy ?? 'kv', seed: 2, clock: o.decodeClock });
-  const prefillPool = new WorkerPool('prefill', prefillCore, ['prefill']);
-  const decodePool = new WorkerPool('decode', decodeCore, ['decode', 'aggregated']);
+  const prefillPool = new WorkerPool('prefill', prefillCore, ['prefill'], o.pools);
+  const decodePool = new WorkerPool('decode', decodeCore, ['decode', 'aggregated'], o.pools);
   const info = (e: FakeEngine): WorkerInfo => ({
     id: e.id,
     role: e.role,
@@ -71,12 +78,13 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   for (const e of prefillEngines) prefillPool.add(info(e));
   for (const e of decodeEngines) decodePool.add(info(e));
   const clients = new EngineClients({ firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, ...o.client });
-  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs, trackOutputBlocks: o.trackOutputBlocks };
+  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs, trackOutputBlocks: o.trackOutputBlocks, ...o.failover };
+  const routerCore = o.routerCore ?? ((_pool, core) => core);
   const events: PrefillRouterEvent[] = [];
   const done: RequestDone[] = [];
   const router = new PrefillRouter({
-    prefill: new KvRouter({ core: prefillCore, pool: prefillPool, ...legs }),
-    decode: new KvRouter({ core: decodeCore, pool: decodePool, ...legs }),
+    prefill: new KvRouter({ core: routerCore('prefill', prefillCore), pool: prefillPool, ...legs }),
+    decode: new KvRouter({ core: routerCore('decode', decodeCore), pool: decodePool, ...legs }),
     onEvent: (e) => events.push(e),
     onRequestDone: (d) => done.push(d),
     ...o.router,

@@ -83,6 +83,80 @@ describe('WorkerPool', () => {
   });
 });
 
+describe('WorkerPool ejection (outlier detection)', () => {
+  function ejecting(o: { clock: () => number; percent?: number }) {
+    const events: string[] = [];
+    const pool = new WorkerPool('decode', new RecordingCore(), ['decode'], {
+      outlierDetection: { consecutiveConnectFailures: 1, consecutive5xx: 2, baseEjectionTimeMs: 1000, maxEjectionPercent: o.percent ?? 50 },
+      clock: o.clock,
+      onEjection: (e) => events.push(`out ${e.worker} ${e.reason} until ${e.untilMs}`),
+      onReturn: (e) => events.push(`back ${e.worker} ${e.why}`),
+      onEjectionCapped: (e) => events.push(`capped ${e.worker}`),
+    });
+    for (const id of [1, 2, 3, 4]) pool.add(w(id));
+    return { pool, events };
+  }
+
+  it('takes a worker out of selection at once, and brings it back when its time runs out', () => {
+    let now = 0;
+    const { pool, events } = ejecting({ clock: () => now });
+    let changes = 0;
+    pool.onChange(() => changes++);
+    pool.recordOutcome(2, 'connect_failure');
+    expect(pool.selectable()).toEqual([1, 3, 4]);
+    expect(pool.isSelectable(2)).toBe(false);
+    expect(pool.allowedWorkers()).toEqual([1, 3, 4]);
+    expect(pool.state(2)).toMatchObject({ healthy: true, ejected: true, selectable: false, outlier: { ejectedUntil: 1000, ejections: 1, lastEjectionReason: 'connect_failure' } });
+    expect(pool.ejectedCount).toBe(1);
+    now = 999;
+    expect(pool.selectable()).toEqual([1, 3, 4]);
+    now = 1000;
+    expect(pool.selectable()).toEqual([1, 2, 3, 4]);
+    expect(pool.state(2)).toMatchObject({ ejected: false, selectable: true, outlier: { ejections: 1 } });
+    expect(events).toEqual(['out 2 connect_failure until 1000', 'back 2 ejection_expired']);
+    expect(changes).toBe(2);
+  });
+
+  it('lets a passed health check end an ejection for connect failures only', () => {
+    const { pool, events } = ejecting({ clock: () => 0 });
+    pool.recordOutcome(1, 'connect_failure');
+    pool.recordOutcome(2, 'server_error');
+    pool.recordOutcome(2, 'server_error');
+    pool.healthCheckPassed(1);
+    pool.healthCheckPassed(2);
+    pool.healthCheckPassed(3); // not ejected: nothing happens
+    expect(pool.selectable()).toEqual([1, 3, 4]);
+    expect(events).toEqual(['out 1 connect_failure until 1000', 'out 2 server_error until 1000', 'back 1 health_check']);
+  });
+
+  it('never ejects more than the max percentage, and a leg that answers ends a run of failures', () => {
+    const { pool, events } = ejecting({ clock: () => 0 });
+    pool.recordOutcome(1, 'connect_failure');
+    pool.recordOutcome(2, 'connect_failure');
+    pool.recordOutcome(3, 'connect_failure');
+    expect(pool.selectable()).toEqual([3, 4]);
+    expect(events.at(-1)).toBe('capped 3');
+    pool.recordOutcome(4, 'server_error');
+    pool.recordOutcome(4, 'answered');
+    pool.recordOutcome(4, 'server_error');
+    expect(pool.isSelectable(4)).toBe(true);
+  });
+
+  it('keeps ejection off without its options, whatever the outcomes', () => {
+    const pool = new WorkerPool('decode', new RecordingCore(), ['decode']);
+    pool.add(w(1));
+    for (let i = 0; i < 10; i++) pool.recordOutcome(1, 'connect_failure');
+    expect(pool.selectable()).toEqual([1]);
+    expect(pool.state(1)).toEqual({ info: expect.anything(), healthy: true, draining: false, ejected: false, selectable: true });
+    expect(pool.ejectedCount).toBe(0);
+  });
+
+  it('refuses bad options', () => {
+    expect(() => new WorkerPool('x', new RecordingCore(), ['decode'], { clock: 5 as never })).toThrow(/options.clock must be a function/);
+    expect(() => new WorkerPool('x', new RecordingCore(), ['decode'], { outlierDetection: { maxEjectionPercent: -1 } })).toThrow(RangeError);
+  });
+});
+
 describe('validateWorkerInfo', () => {
   it('normalises and accepts a full description', () => {
     expect(validateWorkerInfo({ id: 5, role: 'prefill', kind: 'sglang', baseUrl: 'http://h:1', bootstrapHost: 'h', bootstrapPort: 8998 })).toEqual({

@@ -1,7 +1,7 @@
 // The public API of `kvroute/routing`: the orchestration classes and the engine clients.
 import { describe, expectTypeOf, it } from 'vitest';
 import * as routing from 'kvroute/routing';
-import { HttpTransport, KvRouter, PrefillRouter, parseRoutingHints, type LegTransport, type RoutedResponse, type RouterRequest, type RoutingHints, type SseEvent } from 'kvroute/routing';
+import { HttpTransport, KvRouter, PrefillRouter, WorkerPool, parseRoutingHints, type LegRetry, type LegTransport, type OutlierDetectionOptions, type RoutedResponse, type RouterRequest, type RoutingHints, type SseEvent } from 'kvroute/routing';
 
 describe('kvroute/routing', () => {
   it('routes a tokenized request to a response', () => {
@@ -10,6 +10,13 @@ describe('kvroute/routing', () => {
     expectTypeOf(parseRoutingHints).returns.toEqualTypeOf<RoutingHints>();
     expectTypeOf<ConstructorParameters<typeof KvRouter>[0]['transport']>().toEqualTypeOf<LegTransport>();
     expectTypeOf<HttpTransport>().toMatchTypeOf<LegTransport>();
+  });
+
+  it('fails a leg over and ejects failing workers when asked', () => {
+    expectTypeOf<ConstructorParameters<typeof KvRouter>[0]['maxRetries']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<Parameters<NonNullable<ConstructorParameters<typeof KvRouter>[0]['onRetry']>>[0]>().toEqualTypeOf<LegRetry>();
+    expectTypeOf<NonNullable<ConstructorParameters<typeof WorkerPool>[3]>['outlierDetection']>().toEqualTypeOf<OutlierDetectionOptions | undefined>();
+    expectTypeOf<WorkerPool['recordOutcome']>().parameter(1).toEqualTypeOf<'answered' | 'connect_failure' | 'server_error'>();
   });
 
   it('does not export what the routers keep their invariants with', () => {

@@ -26,6 +26,14 @@ describe('listenOn', () => {
   });
 });
 
+describe('listenOn, a port it cannot have', () => {
+  it('fails at once on an address this host does not have (no wait for a release that never comes)', async () => {
+    let waited = false;
+    await expect(listenOn(uWS.App(), '192.0.2.1', await freePort(), false, 'router', { onWaitForRelease: () => (waited = true) })).rejects.toThrow(/cannot listen on 192\.0\.2\.1:\d+ \(router\)/);
+    expect(waited).toBe(false); // refused without waiting for the port's release
+  });
+});
+
 describe('two processes on one port', () => {
   it('kvroute serve refuses a port a kvroute mock holds, and exits 1 naming it', async () => {
     const port = await freePort();

@@ -17,7 +17,7 @@ export async function serveAggregated(ctx: RequestContext, mode: 'aggregated' | 
   let booking: Booking;
   try {
     const leg = ctx.aggregatedLeg();
-    const book = () => decode.book(req.tokens, leg);
+    const book = () => decode.book(req.tokens, leg, ctx.bookOptions('decode', leg));
     booking = mode === 'aggregated' ? await admitted(ctx, ctx.env.queues.decode, decode, leg, book) : book();
     ctx.recordRouting('aggregated', booking);
   } finally {

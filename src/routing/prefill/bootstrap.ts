@@ -1,7 +1,11 @@
 // The bootstrap handoff (SGLang; PROTOCOLS.md 3b): both legs carry the prefill worker's bootstrap
-// host and port and a room whose residue selects the prefill DP rank, and run at once. The
-// prefill leg runs in the background carrying the request's phase permit, released once it is
-// routed and recorded; the decode phase starts after that. If either leg fails, the other is
+// host and port and a room whose residue selects the prefill DP rank. The prefill leg runs in the
+// background carrying the request's phase permit, released once it is routed and recorded; the
+// decode leg goes out as soon as the prefill leg was written to its engine (at once on a kept-alive
+// connection). So a prefill leg whose engine never got it (connection refused) fails over to
+// another prefill worker, with that worker's address and a new room, before any decode leg waits at
+// the dead one's bootstrap: the pair is routed again, not one leg. A decode leg that fails over
+// keeps the address (the prefill waits for its decode). If either leg fails, the other is
 // cancelled (a lone decode leg would wait for a bootstrap that never comes). A prefill failure
 // found before the decode answer was handed to the client falls back to aggregated serving when
 // allowed; after that, the client's stream ends with the prefill's error. A client that leaves
@@ -11,6 +15,7 @@ import { withFields } from '../../util/objects.js';
 import { bootstrapRoom } from '../../engines/bootstrap-room.js';
 import { isAbortError, abortError } from '../../engines/errors.js';
 import { sglangHandoff } from '../../engines/handoff/sglang.js';
+import type { BootstrapAddress } from '../../engines/handoff/types.js';
 import type { SseEvent } from '../../engines/types.js';
 import { type PromptTokensDetails, withPromptTokensDetails } from '../../engines/usage.js';
 import type { Booking } from '../booking.js';
@@ -25,12 +30,15 @@ type PrefillResult = { ok: true; details: PromptTokensDetails | undefined } | { 
 
 export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit: Permit): Promise<RoutedResponse> {
   const { req } = ctx;
-  const w = prefill.worker;
-  const address = {
-    host: w.bootstrapHost as string,
-    port: w.bootstrapPort as number,
-    room: sglangHandoff.rooms(req.body, () => bootstrapRoom(w.dpSize, prefill.decision.dpRank, ctx.env.randomRoom)),
-  };
+  // The address of the prefill worker the leg goes out on (made again if a failover moves it).
+  let address: BootstrapAddress | undefined;
+  const addressOf = (b: Booking): BootstrapAddress => ({
+    host: b.worker.bootstrapHost as string,
+    port: b.worker.bootstrapPort as number,
+    room: sglangHandoff.rooms(req.body, () => bootstrapRoom(b.worker.dpSize, b.decision.dpRank, ctx.env.randomRoom)),
+  });
+  let markSent!: () => void;
+  const prefillSent = new Promise<void>((resolve) => (markSent = resolve));
 
   // One controller for both legs: the client leaving, or either leg failing, cancels both.
   const legs = new Cancellation();
@@ -41,9 +49,13 @@ export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit
   const prefillLeg = (async () => {
     ctx.recordRouting('prefill', prefill);
     permit.release();
-    return ctx.prefill.json(prefill, req.route, sglangHandoff.prefillBody(req.body, address), {
+    return ctx.prefill.json(prefill, req.route, (b) => sglangHandoff.prefillBody(req.body, (address = addressOf(b))), {
       requestId: req.requestId,
       signal: legs.signal,
+      onSent: (b) => {
+        ctx.recordRouting('prefill', b);
+        markSent();
+      },
     });
   })();
   const prefillResult: Promise<PrefillResult> = prefillLeg.then(
@@ -53,6 +65,7 @@ export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit
         prefillError = err;
         legs.abort();
       }
+      markSent(); // nothing to wait for: no decode leg goes out
       return { ok: false };
     },
   );
@@ -64,9 +77,18 @@ export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit
   void prefillResult.then(legDone);
 
   (await ctx.tracker.setPhase('decode')).release(); // waits for the prefill to be routed
+  await prefillSent;
+  if (legs.signal.aborted) {
+    legDone();
+    if (req.signal.aborted) throw abortError(req.signal);
+    await prefillResult;
+    return prefillFailed(ctx, prefillError);
+  }
+  const decodeBody = sglangHandoff.decodeBody(req.body, address as BootstrapAddress);
   let decode: Booking;
   try {
-    decode = ctx.decode.book(req.tokens, ctx.decodeLeg());
+    const leg = ctx.decodeLeg();
+    decode = ctx.decode.book(req.tokens, leg, ctx.bookOptions('decode', leg));
   } catch (err) {
     legs.abort();
     legDone();
@@ -87,10 +109,10 @@ export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit
   };
   try {
     if (ctx.stream) {
-      const stream = await ctx.decode.stream(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts);
+      const stream = await ctx.decode.stream(decode, req.route, decodeBody, opts);
       return ctx.respond('disaggregated', prefill, decode, { stream: ctx.relay(new PrefillErrorFirst(stream, () => prefillError), details) });
     }
-    const answer = await ctx.decode.json(decode, req.route, sglangHandoff.decodeBody(req.body, address), opts);
+    const answer = await ctx.decode.json(decode, req.route, decodeBody, opts);
     return ctx.answer('disaggregated', prefill, decode, withPromptTokensDetails(answer, await details()));
   } catch (err) {
     legs.abort();

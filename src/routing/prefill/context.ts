@@ -10,7 +10,9 @@ import { type PromptTokensDetails, eventUsage, eventWithPromptTokensDetails, usa
 import { carriesToken } from '../../engines/sse.js';
 import type { Booking } from '../booking.js';
 import { type FreeReason, MappedStream } from '../booking-guard.js';
-import type { KvRouter, LegOptions, LegRoute } from '../kv-router.js';
+import type { BookOptions, KvRouter, LegOptions, LegRoute } from '../kv-router.js';
+import type { RoutingHints } from '../hints.js';
+import type { WorkerInfo } from '../../engines/types.js';
 import { type Phase, type PhaseRouting, RequestTracker, type TrackerSummary } from '../request-tracker.js';
 import { type RoutedResponse, type RouterRequest, expectedOutputOf } from '../router-request.js';
 import type { AdmissionQueue } from '../queue/admission-queue.js';
@@ -64,9 +66,22 @@ export class RequestContext {
     readonly env: RouterEnv,
     readonly req: RouterRequest,
     clock: () => number,
+    /** The client's own hints; what req.hints has beyond them (a session's pins) is a preference a failover may drop. */
+    readonly clientHints: RoutingHints = req.hints,
   ) {
     this.tracker = new RequestTracker(req.requestId, clock);
     this.stream = req.body.stream === true;
+  }
+
+  /**
+   * How a leg of this request fails over (KvRouter.book): a worker the client pinned keeps the
+   * leg (it does not move); a pin of its session is dropped for the retry. `accept` narrows the
+   * workers a retry may take.
+   */
+  bookOptions(pool: 'prefill' | 'decode', leg: LegRoute, accept?: (w: WorkerInfo) => boolean): BookOptions {
+    const pinned = pool === 'prefill' ? this.clientHints.prefillWorkerId : this.clientHints.workerId;
+    const failover = pinned !== undefined || leg.pinnedWorker === undefined ? leg : withoutPin(leg);
+    return accept ? { failover, accept } : { failover };
   }
 
   get prefill(): KvRouter {
@@ -113,6 +128,8 @@ export class RequestContext {
         if (carriesToken(ev)) this.tracker.recordTokens(1);
       },
       onFinish: (reason) => this.done(mode, reason),
+      // A failover may have moved the leg: record the worker it went out on.
+      onSent: (b) => this.recordRouting(mode === 'disaggregated' ? 'decode' : 'aggregated', b),
     };
   }
 
@@ -179,6 +196,14 @@ export class RequestContext {
     this.overFns = [];
     for (const fn of fns) fn();
   }
+}
+
+function withoutPin(leg: LegRoute): LegRoute {
+  const route: LegRoute = { requestId: leg.requestId };
+  for (const [k, v] of Object.entries(leg) as Array<[keyof LegRoute, unknown]>) {
+    if (k !== 'pinnedWorker' && k !== 'pinnedDpRank' && v !== undefined) (route as Record<string, unknown>)[k] = v;
+  }
+  return route;
 }
 
 /** The tracker's view of a routing decision. */

@@ -31,7 +31,7 @@ export async function runSequential(ctx: RequestContext, prefill: Booking, permi
 
   let outcome: PrefillOutcome;
   try {
-    const answer = await ctx.prefill.json(prefill, req.route, adapter.prefillBody(req.body), { requestId: req.requestId, signal: req.signal });
+    const answer = await ctx.prefill.json(prefill, req.route, adapter.prefillBody(req.body), { requestId: req.requestId, signal: req.signal, onSent: (b) => ctx.recordRouting('prefill', b) });
     outcome = adapter.interpretPrefill(answer, prefill.worker.baseUrl);
   } catch (err) {
     if (req.signal.aborted) throw abortError(req.signal);
@@ -41,7 +41,8 @@ export async function runSequential(ctx: RequestContext, prefill: Booking, permi
 
   // From here on the decode leg must run, whatever the client does (see the header comment).
   (await ctx.tracker.setPhase('decode')).release();
-  const decode = ctx.decode.book(req.tokens, ctx.decodeLeg());
+  const leg = ctx.decodeLeg();
+  const decode = ctx.decode.book(req.tokens, leg, ctx.bookOptions('decode', leg));
   ctx.recordRouting('decode', decode);
   const details = outcome.promptTokensDetails;
   const clientGone = req.signal.aborted;

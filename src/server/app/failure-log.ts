@@ -4,33 +4,30 @@
 // were left out since the last.
 import { EngineError } from '../../engines/errors.js';
 import { redactUrl, type Logger } from '../../util/logger.js';
+import { LogThrottle } from '../../util/log-throttle.js';
 import type { WorkerOf } from '../call/errors.js';
 
 const WINDOW_MS = 1000;
 
 export class FailureLog {
-  private readonly recent = new Map<string, { at: number; suppressed: number }>();
+  private readonly throttle: LogThrottle;
 
   constructor(
     private readonly log: Logger,
     private readonly workerOf: WorkerOf,
-    private readonly clock: () => number = Date.now,
-  ) {}
+    clock: () => number = Date.now,
+  ) {
+    this.throttle = new LogThrottle(WINDOW_MS, clock);
+  }
 
   /** A 5xx answer (its status and OpenAI-style body, as the client got it) and the error behind it. */
   record(requestId: string | undefined, route: string, reply: { status: number; body: string }, err: unknown): void {
     const { status } = reply;
     const { code, message } = (JSON.parse(reply.body) as { error: { code: string; message: string } }).error;
-    const key = `${status} ${code}`;
-    const now = this.clock();
-    const seen = this.recent.get(key);
-    if (seen && now - seen.at < WINDOW_MS) {
-      seen.suppressed++;
-      return;
-    }
-    this.recent.set(key, { at: now, suppressed: 0 });
+    const suppressed = this.throttle.admit(`${status} ${code}`);
+    if (suppressed === undefined) return;
     const fields: Record<string, unknown> = { route, status, code };
-    if (seen && seen.suppressed > 0) fields.suppressed = seen.suppressed;
+    if (suppressed > 0) fields.suppressed = suppressed;
     if (err instanceof EngineError) {
       fields.error = err.message;
       if (err.engine !== undefined) {

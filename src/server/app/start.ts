@@ -51,7 +51,11 @@ export async function startServer(opts: StartOptions): Promise<StartedServer> {
     // Without a token the admin API must not face the network: a router listening beyond
     // loopback serves it on a loopback listener of its own instead.
     const c = router.config;
-    const listen = { reusePort: c.reusePort, tls: c.tls };
+    const listen = {
+      reusePort: c.reusePort,
+      tls: c.tls,
+      onWaitForRelease: () => log.warn('the port is held by the closed connections of a process that ended (TIME_WAIT, up to 60 s): waiting for it'),
+    };
     if (c.adminToken === undefined && !isLoopback(c.host)) {
       const adminPort = c.adminPort ?? (c.port === 0 || c.port === 65535 ? 0 : c.port + 1);
       adminServer = await listenUws(router, withFields(listen, { host: '127.0.0.1', port: adminPort, routes: 'admin' as const }));
@@ -117,6 +121,8 @@ function startupFields(router: Router, url: string, adminUrl: string | undefined
     policy: { decode: c.decode.policy, prefill: c.prefill.policy },
     session_affinity: c.sessionAffinity?.header ?? false,
     health_interval_ms: c.health.intervalMs,
+    max_retries: c.maxRetries,
+    ejection: c.outlierDetection.enabled ? { base_ms: c.outlierDetection.baseEjectionTimeMs, max_percent: c.outlierDetection.maxEjectionPercent } : false,
     max_body_bytes: c.maxBodyBytes,
     max_tokens_limit: c.maxTokensLimit,
     drain_timeout_ms: c.drainTimeoutMs,

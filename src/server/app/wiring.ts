@@ -23,6 +23,7 @@ import type { PoolName, PoolPort } from '../fleet/registry.js';
 import type { IngestIncident } from '../../events/incidents.js';
 import { silentLogger, type Logger } from '../../util/logger.js';
 import { withFields } from '../../util/objects.js';
+import { FaultEvents } from './fault-events.js';
 
 export interface BackendOptions {
   metrics: RouterMetrics;
@@ -52,9 +53,10 @@ const SHUTDOWN_GRACE_MS = 2_000;
 export async function createBackend(config: RouterConfig, o: BackendOptions): Promise<Backend> {
   const clients = new EngineClients(o.engineClient);
   const transport = new HttpTransport(clients);
+  const faults = new FaultEvents(o.metrics, (o.log ?? silentLogger).child({ component: 'routing' }), o.clock);
   const parts: Record<PoolName, PoolParts> = {
-    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, o),
-    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, o),
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o),
   };
   const sessions = config.sessionAffinity && new SessionAffinity({ ttlMs: config.sessionAffinity.ttlMs, maxSessions: config.sessionAffinity.maxSessions, clock: o.clock });
   const router = new PrefillRouter({
@@ -100,6 +102,14 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     },
     activeRequests(id) {
       return p.pool.has(id) ? p.pool.activeRequests(id) : 0;
+    },
+    healthCheckPassed(id) {
+      p.pool.healthCheckPassed(id);
+    },
+    ejection(id) {
+      if (!p.pool.has(id)) return undefined;
+      const s = p.pool.state(id);
+      return s.outlier && { ejected: s.ejected, ejections: s.outlier.ejections, ejectedUntil: s.outlier.ejectedUntil, lastReason: s.outlier.lastEjectionReason };
     },
   });
 
@@ -157,6 +167,8 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       indexStats: () => [parts.prefill, parts.decode].map((p) => ({ pool: p.name, ...p.indexer.stats() })),
       fallbacksToAggregated: () => router.stats().fallbacks,
       sessionStats: () => sessions?.stats(),
+      ejectedWorkers: () =>
+        [parts.prefill, parts.decode].flatMap((p) => (p.pool.ejectedCount === 0 ? [] : p.pool.workers().filter((w) => p.pool.state(w.id).ejected).map((w) => ({ pool: p.name, worker: w.id })))),
       queueStats: () => router.queueStats(),
       modeReasons: () => router.stats().modeReasons,
     },
@@ -185,6 +197,7 @@ function buildPool(
   routing: PoolRoutingConfig,
   roles: WorkerRole[],
   transport: LegTransport,
+  faults: FaultEvents,
   o: BackendOptions,
 ): PoolParts {
   const approximate = config.indexerMode === 'approximate';
@@ -207,13 +220,15 @@ function buildPool(
     clock: o.clock,
     approximate,
   });
-  const pool = new WorkerPool(name, core, roles);
+  const pool = new WorkerPool(name, core, roles, faults.poolOptions(config.outlierDetection));
   const router = new KvRouter({
     core: observed(core, name, o.metrics),
     pool,
     transport,
     abandonAfterMs: o.abandonAfterMs,
     releaseTimeoutMs: o.releaseTimeoutMs,
+    maxRetries: config.maxRetries,
+    onRetry: (r) => faults.retried(r),
     trackOutputBlocks: config.trackOutputBlocks,
   });
   const log = (o.log ?? silentLogger).child({ component: 'kv-events', pool: name });

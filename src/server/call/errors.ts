@@ -90,6 +90,13 @@ function engineErrorReply(err: EngineError, workerOf: WorkerOf | undefined): Err
       'retry-after': String(DEFAULT_RETRY_AFTER_S),
     });
   }
+  // No engine got the request (refused connections, failover exhausted or impossible): nothing ran,
+  // so the client may safely send it again.
+  if (!err.mayHaveAccepted) {
+    return reply(503, `${describeFailure(err.failure)} (${who}): no engine got the request, it may be sent again`, 'service_unavailable', err.failure, {
+      'retry-after': String(DEFAULT_RETRY_AFTER_S),
+    });
+  }
   const gateway = status === 504 ? 504 : 502;
   if (err.failure === 'engine_rejected') return reply(gateway, `engine failed (${who}): ${engineMessage}`, 'engine_error', 'engine_failed');
   return reply(gateway, `${describeFailure(err.failure)} (${who})`, 'engine_error', err.failure);

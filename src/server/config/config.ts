@@ -10,7 +10,7 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { ConditionalDisaggSchema, HealthSchema, PoolRoutingSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { ConditionalDisaggSchema, HealthSchema, OutlierDetectionSchema, PoolRoutingSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
 
 export type { EngineKind, PolicyName, WorkerRole };
 
@@ -21,6 +21,7 @@ export type RouterConfigInput = Static<typeof RouterConfigSchema>;
 
 export type PoolRoutingConfig = Resolved<typeof PoolRoutingSchema.properties>;
 export type HealthConfig = Resolved<typeof HealthSchema.properties>;
+export type OutlierDetectionConfig = Resolved<typeof OutlierDetectionSchema.properties>;
 export type SessionAffinityConfig = Resolved<typeof SessionAffinitySchema.properties>;
 export type RouterQueueConfig = Resolved<typeof RouterQueueSchema.properties>;
 export type ConditionalDisaggConfig = Resolved<typeof ConditionalDisaggSchema.properties>;
@@ -38,7 +39,7 @@ export type WorkerConfig = Omit<Resolved<typeof WorkerSchema.properties>, 'kvEve
 const RESHAPED = ['$schema', 'model', 'models', 'tokenizer', 'routing', 'prefillRouting', 'sessionAffinity', 'adminToken', 'workers'] as const;
 type Reshaped = (typeof RESHAPED)[number];
 
-export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'routerQueue' | 'conditionalDisagg'> & {
+export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg'> & {
   /** The router queue of each pool (off without a threshold). */
   routerQueue: RouterQueueConfig;
   conditionalDisagg: ConditionalDisaggConfig;
@@ -53,6 +54,7 @@ export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, 
   sessionAffinity?: SessionAffinityConfig;
   adminToken?: string;
   health: HealthConfig;
+  outlierDetection: OutlierDetectionConfig;
   workers: WorkerConfig[];
 };
 
@@ -94,6 +96,10 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   if (config.adminToken !== undefined && c.adminTokenFile !== undefined) throw new TypeError('give either adminToken or adminTokenFile, not both');
   config.workers = c.workers.map((w, i) => normaliseWorker(w as Resolved<typeof WorkerSchema.properties>, `workers[${i}]`));
   checkUniqueIds(config.workers);
+  const od = config.outlierDetection;
+  if (od.maxEjectionTimeMs < od.baseEjectionTimeMs) {
+    throw new RangeError(`outlierDetection.maxEjectionTimeMs (${od.maxEjectionTimeMs}) must be at least outlierDetection.baseEjectionTimeMs (${od.baseEjectionTimeMs})`);
+  }
   return config;
 }
 

@@ -229,6 +229,43 @@ export const HealthSchema = Type.Object(
   { additionalProperties: false, default: {}, description: 'Health checking of the workers.' },
 );
 
+/** Passive ejection of failing workers (Envoy's outlier detection): routing/outlier-detection.ts. */
+export const OutlierDetectionSchema = Type.Object(
+  {
+    enabled: defaulted(
+      Type.Boolean({
+        default: true,
+        description: 'Take a worker out of selection at once after consecutive connect failures or 5xx answers, until its ejection time runs out or (connect failures) a health check passes.',
+        ...cli({ flag: 'no-ejection', value: false, group: 'Operations', help: 'never eject a failing worker from selection between health checks' }),
+      }),
+    ),
+    consecutiveConnectFailures: defaulted(
+      Type.Integer({ minimum: 0, maximum: 1_000_000, default: 1, description: 'Consecutive legs the worker never got (connection refused, reset before the request was written, connect timeout) that eject it; 0: never for these.' }),
+    ),
+    consecutive5xx: defaulted(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 5, description: 'Consecutive 5xx answers that eject the worker; 0: never for these.' })),
+    baseEjectionTimeMs: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: 86_400_000,
+        default: 30_000,
+        description: "The first ejection's length; the n-th in a row (the worker kept failing after it came back) lasts n times this.",
+        ...cli({ flag: 'ejection-base-ms', arg: 'N', group: 'Operations', help: 'a failing worker is ejected this long, n times this at its n-th ejection in a row' }),
+      }),
+    ),
+    maxEjectionTimeMs: defaulted(Type.Integer({ minimum: 1, maximum: 86_400_000, default: 300_000, description: 'The longest ejection.' })),
+    maxEjectionPercent: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        default: 50,
+        description: "At most this percentage of a pool's workers is ejected at once, so a bad network never empties the fleet.",
+        ...cli({ flag: 'max-ejection-percent', arg: 'N', group: 'Operations', help: "at most this percentage of a pool's workers ejected at once" }),
+      }),
+    ),
+  },
+  { additionalProperties: false, default: {}, description: 'Passive ejection (outlier detection): failing workers leave selection at once, not at the next health round.' },
+);
+
 /** Per API key limits, token buckets refilled continuously; a key's own limits (in the keys file) replace these. */
 export const RateLimitSchema = Type.Object(
   {
@@ -444,6 +481,17 @@ export const RouterConfigSchema = Type.Object(
       }),
     ),
     health: defaulted(HealthSchema),
+    maxRetries: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        default: 2,
+        description:
+          'A leg (prefill or decode) whose engine certainly never got it (connection refused, reset before the request was written, DNS or connect timeout) is sent to the next best worker, at most this many times; 0: never. Nothing is retried once an engine may have accepted it.',
+        ...cli({ flag: 'max-retries', arg: 'N', group: 'Operations', help: 'send a leg whose engine never got it to the next best worker, at most N times' }),
+      }),
+    ),
+    outlierDetection: defaulted(OutlierDetectionSchema),
     seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 32 - 1, description: 'Seed of routing ties, for reproducible runs (random when absent).' })),
     workers: defaulted(
       Type.Array(WorkerSchema, {

@@ -24,6 +24,21 @@ export interface PoolPort {
   dropBlocks(worker: number): void;
   /** Booked requests on the worker (drain progress). */
   activeRequests(worker: number): number;
+  /** A health check of the worker passed (ends an ejection for connect failures). */
+  healthCheckPassed?(worker: number): void;
+  /** The worker's ejections (outlier detection), when the pool ejects. */
+  ejection?(worker: number): Ejection | undefined;
+}
+
+/** A worker's passive ejection state (routing/outlier-detection.ts). */
+export interface Ejection {
+  /** Out of selection now, after consecutive failures. */
+  ejected: boolean;
+  /** Ejections since the worker joined. */
+  ejections: number;
+  /** While ejected: when it comes back at the latest (ms since the epoch). */
+  ejectedUntil?: number;
+  lastReason?: string;
 }
 
 /** KV event subscriptions (the wiring adapts F's ingest to this). */
@@ -40,7 +55,12 @@ export interface WorkerStatus {
   baseUrl: string;
   dpSize: number;
   state: WorkerState;
+  /** Takes new requests: healthy, not draining, not ejected. */
   inSelection: boolean;
+  /** Out of selection after consecutive failures (outlier detection), until `ejection.ejectedUntil`. */
+  ejected: boolean;
+  /** Present once the worker was ejected at least once. */
+  ejection?: Omit<Ejection, 'ejected'>;
   activeRequests: number;
   lastHealthError?: string;
   unhealthySince?: number;
@@ -159,6 +179,7 @@ export class WorkerRegistry {
     const entry = this.entries.get(id);
     if (!entry) return;
     const verdict = this.health.record(id, ok, this.clock(), error);
+    if (ok) this.opts.pools[poolOf(entry.config.role)].healthCheckPassed?.(id);
     if (verdict === 'became_unhealthy' || verdict === 'became_healthy') {
       this.sync(entry);
       const fields = { worker: id, url: redactUrl(entry.config.baseUrl), state: this.stateOf(entry), in_selection: entry.inSelection };
@@ -226,6 +247,9 @@ export class WorkerRegistry {
   private status(entry: Entry): WorkerStatus {
     const h = this.health.status(entry.config.id);
     const c = entry.config;
+    const pool = this.opts.pools[poolOf(c.role)];
+    const e = pool.ejection?.(c.id);
+    const ejected = e?.ejected === true;
     return {
       id: c.id,
       role: c.role,
@@ -233,8 +257,10 @@ export class WorkerRegistry {
       baseUrl: redactUrl(c.baseUrl),
       dpSize: c.dpSize,
       state: this.stateOf(entry),
-      inSelection: entry.inSelection,
-      activeRequests: this.opts.pools[poolOf(c.role)].activeRequests(c.id),
+      inSelection: entry.inSelection && !ejected,
+      ejected,
+      ...(e && e.ejections > 0 ? { ejection: ejectionOf(e) } : {}),
+      activeRequests: pool.activeRequests(c.id),
       ...(h?.lastError ? { lastHealthError: h.lastError } : {}),
       ...(h?.unhealthySince !== undefined ? { unhealthySince: h.unhealthySince } : {}),
     };
@@ -249,4 +275,11 @@ export class WorkerRegistry {
     else pool.disable(entry.config.id);
     entry.inSelection = want;
   }
+}
+
+function ejectionOf(e: Ejection): Omit<Ejection, 'ejected'> {
+  const out: Omit<Ejection, 'ejected'> = { ejections: e.ejections };
+  if (e.ejectedUntil !== undefined) out.ejectedUntil = e.ejectedUntil;
+  if (e.lastReason !== undefined) out.lastReason = e.lastReason;
+  return out;
 }

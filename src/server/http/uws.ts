@@ -37,6 +37,8 @@ export interface ListenOptions {
    * connections between them). Default false: a port another process holds fails the listen.
    */
   reusePort?: boolean;
+  /** Called when the port is held only by the closed connections of a process that ended (TIME_WAIT): the listen waits for it. */
+  onWaitForRelease?(): void;
   /** HTTPS with these PEM files (certificate chain and private key). */
   tls?: { certFile: string; keyFile: string };
 }
@@ -77,7 +79,7 @@ export async function listenUws(handler: CallHandler, opts: ListenOptions = {}):
     onRequest(handler, res, req);
   });
   const port = opts.port ?? 0;
-  const token = await listenOn(app, host, port, opts.reusePort === true, routes === 'admin' ? 'admin API' : 'router');
+  const token = await listenOn(app, host, port, opts.reusePort === true, routes === 'admin' ? 'admin API' : 'router', { onWaitForRelease: opts.onWaitForRelease });
   return runningServer(app, token, host, uWS.us_socket_local_port(token), opts.tls !== undefined);
 }
 

@@ -35,6 +35,8 @@ export interface MetricsSources {
   fallbacksToAggregated(): number;
   /** Session affinity's counts, when it is on. */
   sessionStats?(): SessionAffinityStats | undefined;
+  /** Workers out of selection now after consecutive failures (outlier detection). */
+  ejectedWorkers?(): Array<{ pool: string; worker: number }>;
   /** The router queue of each pool. */
   queueStats?(): Record<string, QueueStats>;
   /** Mode decisions by reason (conditional disaggregation). */
@@ -149,6 +151,18 @@ export class RouterMetrics {
     name: 'kvroute_api_key_requests_total',
     help: "Requests with an API key, by the key's name and result (admitted, rate_limited_requests, rate_limited_tokens, too_large)",
     labelNames: ['key', 'result'] as const,
+    registers: [this.registry],
+  });
+  private readonly retries = new Counter({
+    name: 'kvroute_leg_retries_total',
+    help: 'Legs sent to another worker because their engine never got them, by pool, the worker they failed on and why (engine_unreachable, engine_connect_timeout)',
+    labelNames: ['pool', 'worker', 'reason'] as const,
+    registers: [this.registry],
+  });
+  private readonly ejections = new Counter({
+    name: 'kvroute_worker_ejections_total',
+    help: 'Workers taken out of selection after consecutive failures (outlier detection), by pool, worker and reason (connect_failure, server_error)',
+    labelNames: ['pool', 'worker', 'reason'] as const,
     registers: [this.registry],
   });
   private readonly keyTokens = new Counter({
@@ -272,6 +286,16 @@ export class RouterMetrics {
       },
     });
     new Gauge({
+      name: 'kvroute_worker_ejected',
+      help: 'Workers out of selection now after consecutive failures (outlier detection): 1 per ejected worker',
+      labelNames: ['pool', 'worker'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const e of self.sources?.ejectedWorkers?.() ?? []) this.set({ pool: e.pool, worker: String(e.worker) }, 1);
+      },
+    });
+    new Gauge({
       name: 'kvroute_router_queue_depth',
       help: 'Requests waiting in the router queue, by pool and priority class',
       labelNames: ['pool', 'priority'] as const,
@@ -387,6 +411,16 @@ export class RouterMetrics {
 
   clientDisconnect(): void {
     this.aborted.inc();
+  }
+
+  /** A leg failed on `worker` before its engine got it and was sent to another one. */
+  legRetry(pool: string, worker: number, reason: string): void {
+    this.retries.inc({ pool, worker: String(worker), reason });
+  }
+
+  /** A worker left selection after consecutive failures. */
+  ejection(pool: string, worker: number, reason: string): void {
+    this.ejections.inc({ pool, worker: String(worker), reason });
   }
 
   /** A request with an API key: admitted (charged `tokens`) or refused by the key's limits. */

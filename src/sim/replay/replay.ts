@@ -30,6 +30,8 @@ export interface ReplayConfig {
   /** The router queue, conditional disaggregation, routing overrides and priorities (VirtualFleetOptions). */
   scheduling?: Pick<VirtualFleetOptions, 'routerQueue' | 'conditionalDisagg' | 'routing' | 'highPriorityShare'>;
   onProgress?: (message: string) => void;
+  /** Faults: workers down over spans of virtual time, and passive ejection (VirtualFleetOptions). */
+  faults?: Pick<VirtualFleetOptions, 'down' | 'outlierDetection'>;
   /** Sees every fleet run with its per-request records (e.g. to chart TTFT distributions). */
   onRun?: (policy: ReplayPolicy, scale: number, run: FleetRun) => void;
 }
@@ -106,6 +108,8 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       arrivalScale: scale,
       ...cfg.scheduling,
       onProgress: (done, total) => cfg.onProgress?.(`${policy} x${scale}: ${done}/${total} requests`),
+      down: cfg.faults?.down,
+      outlierDetection: cfg.faults?.outlierDetection,
     });
     const elapsed = performance.now() - started;
     cfg.onRun?.(policy, scale, run);

@@ -24,6 +24,7 @@ import type { QueueSettings, QueueStats } from '../../routing/queue/admission-qu
 import type { RoutingConfig } from '../../core/routing-core.js';
 import { mix32, seed32 } from '../engine/rng.js';
 import type { RoutedResponse } from '../../routing/router-request.js';
+import type { OutlierDetectionOptions } from '../../routing/outlier-detection.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
 import type { SignalLike } from '../../util/cancellation.js';
 import type { EngineConfig } from '../engine/index.js';
@@ -51,6 +52,13 @@ export interface VirtualFleetOptions {
   arrivalScale: number;
   /** How often (virtual ms) booked prefill load is sampled for the spread figure. */
   loadSampleMs?: number;
+  /**
+   * Workers that are down (refuse legs before accepting them, as a connection refused) over spans
+   * of virtual time; the router fails their legs over to other workers. None by default.
+   */
+  down?: ReadonlyArray<{ worker: number; fromMs?: number; toMs?: number }>;
+  /** Passive ejection of failing workers, in virtual time; off by default. */
+  outlierDetection?: OutlierDetectionOptions;
   onProgress?: (done: number, total: number) => void;
   /** The router queue of each pool (off unless given a threshold); its unit defaults to the engines' max_num_batched_tokens. */
   routerQueue?: Partial<QueueSettings>;
@@ -102,7 +110,8 @@ export class VirtualFleet {
     this.decodeEngines = disagg ? engines('decode', disagg.decode, disagg.prefill) : engines('aggregated', opts.workers, 0);
     const router = (name: string, roles: WorkerInfo['role'][], pool: VirtualPool | undefined) => {
       const core = (pool?.routing ?? routing()).core;
-      return new KvRouter({ core, pool: new WorkerPool(name, core, roles), transport: this.transport });
+      const workers = new WorkerPool(name, core, roles, opts.outlierDetection && { outlierDetection: opts.outlierDetection, clock });
+      return new KvRouter({ core, pool: workers, transport: this.transport });
     };
     this.router = new PrefillRouter({
       prefill: router('prefill', ['prefill'], this.prefillEngines),
@@ -114,6 +123,7 @@ export class VirtualFleet {
     const role = disagg ? 'decode' : 'aggregated';
     if (this.prefillEngines) this.addWorkers(this.router.prefill.pool, this.prefillEngines, 0, 'prefill', kind);
     this.addWorkers(this.router.decode.pool, this.decodeEngines, disagg ? disagg.prefill : 0, role, kind);
+    for (const d of opts.down ?? []) this.transport.setDown(d.worker, { fromMs: d.fromMs ?? 0, toMs: d.toMs });
   }
 
   /** Replays `trace` (once per fleet): every request through the router, in virtual time. */

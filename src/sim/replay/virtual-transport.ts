@@ -6,6 +6,11 @@
 // transfer state over in the answer; SGLang runs both legs at once, the decode waiting at the
 // prefill worker's bootstrap room.
 //
+// Faults: failNext(worker, n) answers the next n legs with a 500 (the simulated workers' fail_next);
+// setDown(worker, ...) makes a worker refuse legs before accepting them (connection refused: the
+// router may fail them over), at once or over a span of virtual time. Legs already running on a
+// worker that goes down run on.
+//
 // What the router observes of a stream is its first token, its end and its usage, so a streamed
 // leg answers in at most two batches: the first token when the engine produced it, then one
 // chunk for the remaining tokens, the usage chunk and [DONE] when it finished. deliver() says
@@ -39,6 +44,8 @@ interface VirtualWorker {
    */
   dropped: Map<string, number>;
   failNext: number;
+  /** Virtual-time spans [from, to) in which the worker refuses legs (to: Infinity = until told). */
+  down: Array<{ fromMs: number; toMs: number }>;
 }
 
 /** A prefill leg: where its KV waits for the decode, and what its answer carries. */
@@ -73,6 +80,8 @@ export interface VirtualTransportStats {
   kvRecomputed: number;
   /** Failures injected with failNext. */
   injectedFailures: number;
+  /** Legs refused by a worker that was down (setDown). */
+  refusedLegs: number;
   /** Prefills holding KV that no decode pulled yet, and decode legs waiting for one. */
   openHandoffs: number;
 }
@@ -82,7 +91,7 @@ export class VirtualTransport implements LegTransport {
   private readonly byEngine = new Map<VirtualPool, VirtualWorker[]>();
   private readonly byBootstrap = new Map<string, VirtualWorker>();
   readonly rendezvous = new KvRendezvous();
-  private readonly counts = { legs: 0, kvRecomputed: 0, injectedFailures: 0 };
+  private readonly counts = { legs: 0, kvRecomputed: 0, injectedFailures: 0, refusedLegs: 0 };
   private nextContextId = 0;
 
   constructor(private readonly clock: () => number) {}
@@ -90,7 +99,7 @@ export class VirtualTransport implements LegTransport {
   /** Serves the legs routed to `info.id` with engine `index` of `pool`. */
   addWorker(info: WorkerInfo, pool: VirtualPool, index: number): void {
     if (this.workers.has(info.id)) throw new RangeError(`worker ${info.id} is already simulated`);
-    const w: VirtualWorker = { info, host: new URL(info.baseUrl).hostname, pool, index, legs: new Map(), dropped: new Map(), failNext: 0 };
+    const w: VirtualWorker = { info, host: new URL(info.baseUrl).hostname, pool, index, legs: new Map(), dropped: new Map(), failNext: 0, down: [] };
     this.workers.set(info.id, w);
     let engines = this.byEngine.get(pool);
     if (!engines) this.byEngine.set(pool, (engines = []));
@@ -104,6 +113,26 @@ export class VirtualTransport implements LegTransport {
     if (!w) throw new RangeError(`no simulated worker ${worker}`);
     if (!Number.isSafeInteger(count) || count < 0) throw new RangeError(`count must be an integer >= 0, got ${count}`);
     w.failNext += count;
+  }
+
+  /**
+   * Takes `worker` down: it refuses every leg before accepting it (an EngineError with
+   * mayHaveAccepted false, as a connection refused), from `fromMs` (default now) until `toMs`
+   * (default: until setDown(worker, false)). setDown(worker, false) brings it back now.
+   */
+  setDown(worker: number, down: boolean | { fromMs?: number; toMs?: number } = true): void {
+    const w = this.workers.get(worker);
+    if (!w) throw new RangeError(`no simulated worker ${worker}`);
+    const now = this.clock();
+    if (down === false) {
+      for (const span of w.down) if (span.toMs > now) span.toMs = Math.max(span.fromMs, now);
+      return;
+    }
+    const span = down === true ? {} : down;
+    const fromMs = span.fromMs ?? now;
+    const toMs = span.toMs ?? Infinity;
+    if (!Number.isFinite(fromMs) || !(toMs > fromMs)) throw new RangeError(`a down span needs fromMs < toMs, got [${fromMs}, ${toMs})`);
+    w.down.push({ fromMs, toMs });
   }
 
   json(leg: Leg): Promise<unknown> {
@@ -133,7 +162,14 @@ export class VirtualTransport implements LegTransport {
 
   stats(): VirtualTransportStats {
     const r = this.rendezvous.stats();
-    return { legs: this.counts.legs, kvPulled: r.pulled, kvRecomputed: this.counts.kvRecomputed, injectedFailures: this.counts.injectedFailures, openHandoffs: r.open };
+    return {
+      legs: this.counts.legs,
+      kvPulled: r.pulled,
+      kvRecomputed: this.counts.kvRecomputed,
+      injectedFailures: this.counts.injectedFailures,
+      refusedLegs: this.counts.refusedLegs,
+      openHandoffs: r.open,
+    };
   }
 
   private start(leg: Leg, streamed: boolean): Promise<unknown> {
@@ -141,6 +177,11 @@ export class VirtualTransport implements LegTransport {
     if (!w) return Promise.reject(transportError('engine_unreachable', leg.worker.baseUrl, `no simulated engine for worker ${leg.worker.id}`, false));
     if (leg.signal?.aborted) return Promise.reject(abortError(leg.signal));
     this.counts.legs++;
+    if (w.down.length > 0 && isDown(w, this.clock())) {
+      this.counts.refusedLegs++;
+      return Promise.reject(transportError('engine_unreachable', w.info.baseUrl, `simulated worker ${w.info.id} is down`, false));
+    }
+    leg.onSent?.();
     if (w.failNext > 0) {
       w.failNext--;
       this.counts.injectedFailures++;
@@ -452,6 +493,11 @@ function choice(finishReason: string | null, extra?: Record<string, unknown>): R
 /** A chunk as an engine event: its shape is read (and its JSON parsed) once, on first use, as for HTTP engines. */
 function chunk(value: Record<string, unknown>): SseEvent {
   return makeEvent(JSON.stringify(value));
+}
+
+function isDown(w: VirtualWorker, now: number): boolean {
+  for (const span of w.down) if (span.fromMs <= now && now < span.toMs) return true;
+  return false;
 }
 
 function rejected(w: VirtualWorker, status: number, message: string, code: string): EngineError {

@@ -67,12 +67,14 @@ describe('input hygiene', () => {
     expect(added.status).toBe(201);
     try {
       const r = await post(`${t.url}/v1/completions`, { prompt: 'hello', max_tokens: 2 }, { 'x-worker-instance-id': '99', 'x-request-id': 'req-unreachable' });
-      expect(r.status).toBe(502);
-      expect(r.json.error).toEqual({ message: 'engine unreachable (worker 99)', type: 'engine_error', code: 'engine_unreachable' });
+      // The engine never got it (the client pinned the worker, so no failover): 503, safe to send again.
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(r.json.error).toEqual({ message: 'engine unreachable (worker 99): no engine got the request, it may be sent again', type: 'service_unavailable', code: 'engine_unreachable' });
       expect(r.text).not.toContain(String(port));
       expect(r.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/);
       const line = log.lines().find((l) => l.request_id === 'req-unreachable');
-      expect(line).toMatchObject({ level: 40, status: 502, code: 'engine_unreachable', worker: 99, engine: `http://127.0.0.1:${port}`, failure: 'engine_unreachable' });
+      expect(line).toMatchObject({ level: 40, status: 503, code: 'engine_unreachable', worker: 99, engine: `http://127.0.0.1:${port}`, failure: 'engine_unreachable' });
       expect(String(line?.detail)).toMatch(/ECONNREFUSED/);
     } finally {
       await fetch(`${t.url}/admin/workers/99`, { method: 'DELETE' });

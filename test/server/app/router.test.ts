@@ -116,6 +116,9 @@ describe('router HTTP surface', () => {
       'kvroute_kv_events_applied_total',
       'kvroute_fallbacks_to_aggregated_total',
       'kvroute_backpressure_refusals_total',
+      'kvroute_leg_retries_total',
+      'kvroute_worker_ejections_total',
+      'kvroute_worker_ejected',
     ]) {
       expect(text).toContain(name);
     }

@@ -56,6 +56,11 @@ describe('errorReply', () => {
     expect(r.status).toBe(502);
     expect(parse(r.body).error).toEqual({ message: 'engine unreachable (worker 7)', type: 'engine_error', code: 'engine_unreachable' });
     expect(r.body).not.toMatch(/10\.0\.0\.7|ECONNREFUSED|secret/);
+    // Never sent (mayHaveAccepted false): 503 with Retry-After, the client may send it again.
+    const unsent = errorReply(transportError('engine_connect_timeout', 'http://user:secret@10.0.0.7:8000', 'connect timeout', false), workerOf);
+    expect(unsent.status).toBe(503);
+    expect(unsent.headers['retry-after']).toBe('1');
+    expect(parse(unsent.body).error).toEqual({ message: 'engine connect timeout (worker 7): no engine got the request, it may be sent again', type: 'service_unavailable', code: 'engine_connect_timeout' });
     // Without a worker to name (an engine the registry no longer knows): still no URL.
     expect(parse(errorReply(refused).body).error.message).toBe('engine unreachable (the engine)');
     const failed = errorReply(new EngineError(500, { error: { message: 'CUDA out of memory' } }, 'engine http://user:secret@10.0.0.7:8000 answered 500', 'engine_rejected', 'http://user:secret@10.0.0.7:8000'), workerOf);

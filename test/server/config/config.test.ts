@@ -38,6 +38,23 @@ describe('parseRouterConfig', () => {
     expect(parseRouterConfig({ model: 'm' }).models).toEqual(['m']);
   });
 
+  it('reads failover and ejection: on by default, each setting checked, the ejection times in order', () => {
+    const d = parseRouterConfig({});
+    expect(d.maxRetries).toBe(2);
+    expect(d.outlierDetection).toEqual({ enabled: true, consecutiveConnectFailures: 1, consecutive5xx: 5, baseEjectionTimeMs: 30_000, maxEjectionTimeMs: 300_000, maxEjectionPercent: 50 });
+    const c = parseRouterConfig({ maxRetries: 0, outlierDetection: { enabled: false, consecutive5xx: 0, baseEjectionTimeMs: 1000, maxEjectionTimeMs: 1000 } });
+    expect(c.maxRetries).toBe(0);
+    expect(c.outlierDetection).toMatchObject({ enabled: false, consecutive5xx: 0, baseEjectionTimeMs: 1000, maxEjectionTimeMs: 1000 });
+    expect(parseRouterConfig(configToInput(c))).toEqual(c);
+    expect(() => parseRouterConfig({ maxRetries: -1 })).toThrow(/maxRetries/);
+    expect(() => parseRouterConfig({ maxRetries: 1.5 })).toThrow(/maxRetries/);
+    expect(() => parseRouterConfig({ outlierDetection: { maxEjectionPercent: 101 } })).toThrow(/outlierDetection.maxEjectionPercent/);
+    expect(() => parseRouterConfig({ outlierDetection: { baseEjectionTimeMs: 0 } })).toThrow(/outlierDetection.baseEjectionTimeMs/);
+    expect(() => parseRouterConfig({ outlierDetection: { baseEjectionTimeMs: 5000, maxEjectionTimeMs: 1000 } })).toThrow(/maxEjectionTimeMs \(1000\) must be at least outlierDetection.baseEjectionTimeMs \(5000\)/);
+    expect(() => parseRouterConfig({ outlierDetection: { consecutiveErrors: 3 } })).toThrow(/unknown field 'consecutiveErrors'/);
+    expect(() => parseRouterConfig({ outlierDetection: true })).toThrow(TypeError);
+  });
+
   it('gives the prefill pool what it does not set from the decode pool', () => {
     const c = parseRouterConfig({ routing: { policy: 'round_robin', temperature: 0.5, maxQueuedPrefillTokens: 1000 }, prefillRouting: { policy: 'kv' } });
     expect(c.decode).toEqual({ policy: 'round_robin', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0.5, maxQueuedPrefillTokens: 1000 });

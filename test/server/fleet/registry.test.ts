@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseWorkerConfig, type WorkerConfig } from '../../../src/server/config/config.js';
-import { WorkerRegistry, type PoolName, type PoolPort } from '../../../src/server/fleet/registry.js';
+import { WorkerRegistry, type Ejection, type PoolName, type PoolPort } from '../../../src/server/fleet/registry.js';
 
 class RecordingPool implements PoolPort {
   readonly selected = new Set<number>();
@@ -21,6 +21,14 @@ class RecordingPool implements PoolPort {
   activeRequests(): number {
     return 0;
   }
+  readonly passed: number[] = [];
+  readonly ejections = new Map<number, Ejection>();
+  healthCheckPassed(id: number): void {
+    this.passed.push(id);
+  }
+  ejection(id: number): Ejection | undefined {
+    return this.ejections.get(id);
+  }
 }
 
 function setup(graceMs = 1000) {
@@ -39,6 +47,24 @@ function setup(graceMs = 1000) {
 const worker = (id: number, role: string) => parseWorkerConfig({ id, role, baseUrl: `http://127.0.0.1:${9000 + id}`, kvEvents: `tcp://127.0.0.1:${5000 + id}` });
 
 describe('WorkerRegistry', () => {
+  it('tells the pool of every passed health check, and shows an ejected worker out of selection with its ejections', () => {
+    const { registry, pools } = setup();
+    registry.add(worker(1, 'decode'));
+    registry.add(worker(2, 'prefill'));
+    registry.recordHealth(1, true);
+    registry.recordHealth(2, false, 'refused');
+    registry.recordHealth(2, true);
+    expect(pools.decode.passed).toEqual([1]);
+    expect(pools.prefill.passed).toEqual([2]);
+    expect(registry.list()[0]).toMatchObject({ state: 'healthy', inSelection: true, ejected: false });
+    expect(registry.list()[0]).not.toHaveProperty('ejection');
+    pools.decode.ejections.set(1, { ejected: true, ejections: 2, ejectedUntil: 60_000, lastReason: 'connect_failure' });
+    expect(registry.list()[0]).toMatchObject({ state: 'healthy', inSelection: false, ejected: true, ejection: { ejections: 2, ejectedUntil: 60_000, lastReason: 'connect_failure' } });
+    pools.decode.ejections.set(1, { ejected: false, ejections: 2, lastReason: 'connect_failure' });
+    expect(registry.list()[0]).toMatchObject({ inSelection: true, ejected: false, ejection: { ejections: 2 } });
+    expect(registry.list()[0].ejection).not.toHaveProperty('ejectedUntil');
+  });
+
   it('puts prefill workers in the prefill pool and the others in the decode pool, subscribed to events', () => {
     const { registry, pools, subscribed } = setup();
     registry.add(worker(1, 'prefill'));

@@ -87,6 +87,42 @@ describe('disaggregated replay, the router around the handoff', () => {
   });
 });
 
+describe('replay with a worker down', () => {
+  it.each<EngineKind>(['vllm', 'sglang', 'trtllm'])('fails the %s legs refused by a down worker over to the others: every request completes, no fallback', async (handoff) => {
+    // Prefill worker 0 and decode worker 2 refuse every leg for the whole run.
+    const fleet = disaggregated({ handoff, down: [{ worker: 0 }, { worker: 2 }] });
+    const run = await fleet.run(slice.slice(0, 30));
+    expect(run.records.every((r) => Number.isFinite(r.finishMs) && !r.refused && r.worker === 3)).toBe(true);
+    expect(run.router).toMatchObject({ requests: 30, disaggregated: 30, fallbacks: 0 });
+    const refused = fleet.transport.stats().refusedLegs;
+    expect(refused).toBeGreaterThan(0);
+    expect(fleet.router.prefill.stats().retries + fleet.router.decode.stats().retries).toBe(refused);
+    expect(fleet.prefillEngines!.engines[0].metrics().steps).toBe(0);
+    expect(fleet.decodeEngines.engines[0].metrics().steps).toBe(0);
+    expectAllBookingsFreed(fleet);
+  });
+
+  it('with ejection in virtual time, a worker down for a span is refused once, ejected, and serves again after', async () => {
+    const fleet = new VirtualFleet({ workers: 3, policy: 'round_robin', engine, seed: 1, arrivalScale: 1, down: [{ worker: 1, fromMs: 0, toMs: 5_000 }], outlierDetection: { baseEjectionTimeMs: 10_000 } });
+    const run = await fleet.run(slice);
+    expect(fleet.transport.stats().refusedLegs).toBe(1);
+    expect(fleet.router.decode.stats().retries).toBe(1);
+    expect(fleet.router.decode.pool.state(1).outlier).toMatchObject({ ejections: 1, lastEjectionReason: 'connect_failure' });
+    // Back after its ejection ended (virtual time 10 s on): round robin gives it requests again.
+    const late = run.records.filter((r) => r.arrivalMs >= 10_000);
+    expect(late.length).toBeGreaterThan(0);
+    expect(late.some((r) => r.worker === 1)).toBe(true);
+    expect(run.records.every((r) => Number.isFinite(r.finishMs))).toBe(true);
+  });
+
+  it('leaves the figures unchanged when no fault is injected (the failover seam costs nothing)', async () => {
+    const cfg = { trace: slice, traceName: 't', workers: 0, disaggregated: { prefill: 2, decode: 2 }, handoff: 'sglang' as const, policies: ['kv'] as const, blockSize: 16, kvBlocks: 8192, arrivalScale: 2, seed: 3 };
+    const plain = await runReplay(cfg);
+    const healthy = await runReplay({ ...cfg, faults: { down: [], outlierDetection: {} } });
+    expect(withoutWallTimes(healthy)).toEqual(withoutWallTimes(plain));
+  });
+});
+
 describe('aggregated replay', () => {
   it('goes through the PrefillRouter too: every request passed through to the decode pool', async () => {
     const fleet = new VirtualFleet({ workers: 3, policy: 'kv', engine, seed: 1, arrivalScale: 1 });

@@ -31,6 +31,43 @@ function setup(role: WorkerInfo['role'] = 'aggregated', kind: EngineKind = 'vllm
 
 const prompt = Uint32Array.from({ length: 12 }, (_, i) => i + 1);
 
+describe('VirtualTransport faults: a worker down', () => {
+  it('refuses legs before accepting them while down (no onSent), over its span of virtual time, and accepts them again after', async () => {
+    const { t, leg, runAll } = setup();
+    t.setDown(7, { fromMs: 0, toMs: 100 });
+    let sent = 0;
+    const refused = await t.json({ ...leg({ prompt, max_tokens: 1 }), onSent: () => sent++ }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false, status: 502 });
+    expect(sent).toBe(0);
+    expect(t.stats().refusedLegs).toBe(1);
+    runAll(); // nothing runs
+    const later = setup();
+    later.t.setDown(7, { fromMs: 50 });
+    const answer = later.t.json({ ...later.leg({ prompt, max_tokens: 1 }), onSent: () => sent++ });
+    expect(sent).toBe(1); // accepted: before the span
+    later.runAll();
+    await answer;
+    later.t.setDown(7, false);
+    const again = later.t.json({ ...later.leg({ prompt, max_tokens: 1 }), requestId: 'r2' });
+    later.runAll();
+    await expect(again).resolves.toMatchObject({ object: 'text_completion' });
+  });
+
+  it('takes a worker down until told otherwise, and refuses bad spans and unknown workers', async () => {
+    const { t, leg } = setup();
+    t.setDown(7);
+    await expect(t.json(leg({ prompt, max_tokens: 1 }))).rejects.toMatchObject({ mayHaveAccepted: false });
+    t.setDown(7, false);
+    let sent = false;
+    void t.json({ ...leg({ prompt, max_tokens: 1 }), onSent: () => (sent = true) });
+    expect(sent).toBe(true);
+    expect(t.stats().refusedLegs).toBe(1);
+    expect(() => t.setDown(8)).toThrow(/no simulated worker 8/);
+    expect(() => t.setDown(7, { fromMs: 10, toMs: 10 })).toThrow(RangeError);
+    expect(() => t.setDown(7, { fromMs: Number.NaN })).toThrow(RangeError);
+  });
+});
+
 describe('VirtualTransport', () => {
   it('answers a JSON leg with a completion and its usage once the engine finished it', async () => {
     const { t, leg, runAll } = setup();
