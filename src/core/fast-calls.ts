@@ -7,6 +7,10 @@ export interface FastCalls {
   /** Matches against the tree `handle`; [worker, dpRank, blocks] per match into `out` (if it
    * fits), best first. Returns the number of matches. */
   findMatchesFast(handle: number, localHashes: BigUint64Array, earlyExit: boolean, nowMs: number, out: Float64Array): number;
+  /** NativeRoutingCore `handle`'s route (book true) or query (false) for a request without a
+   * seed or options; the decision into `out` (bindings/routing.rs). Returns the candidates
+   * explained. */
+  routeFast(handle: number, tokens: Uint32Array, requestId: string, nowMs: number, out: Float64Array, book: boolean): number;
 }
 
 export const fast = native as unknown as FastCalls;

@@ -262,9 +262,10 @@ export class KvIndexer {
   }
 
   /**
-   * applyEventBatch on a libuv thread (the payload is copied first), for large batches: the
-   * event loop goes on while it applies, and lookups wait at most one event for the index. A
-   * worker removed meanwhile gets nothing more applied (the result is then `cancelled`).
+   * applyEventBatch on a libuv thread, for large batches: the event loop goes on while it
+   * applies, and lookups wait at most one event for the index. The payload is read in place, not
+   * copied: do not change its bytes until the promise settles. A worker removed meanwhile gets
+   * nothing more applied (the result is then `cancelled`).
    */
   applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array): Promise<EventBatchResult> {
     this.expectMode('events', 'applyEventBatchAsync');
@@ -299,6 +300,27 @@ export class KvIndexer {
    * its full overlap.
    */
   findMatches(localHashes: BigUint64Array, opts?: { earlyExit?: boolean }): OverlapMatch[] {
+    const n = this.match(localHashes, opts);
+    const out = this.out;
+    const matches: OverlapMatch[] = new Array(n);
+    for (let i = 0, j = 0; i < n; i++, j += 3) matches[i] = new Match(out[j], out[j + 1], out[j + 2]);
+    return matches;
+  }
+
+  /**
+   * findMatches without an object per match: writes [worker, dpRank, blocks] per match into
+   * `out`, best first, as many whole matches as it has room for, and returns the number of
+   * matches (when that is more than `out.length / 3`, the rest were left out).
+   */
+  findMatchesInto(localHashes: BigUint64Array, out: Float64Array, opts?: { earlyExit?: boolean }): number {
+    if (!(out instanceof Float64Array)) throw new TypeError(`out must be a Float64Array, got ${describe(out)}`);
+    const n = this.match(localHashes, opts);
+    out.set(this.out.subarray(0, Math.min(n, Math.floor(out.length / 3)) * 3));
+    return n;
+  }
+
+  /** Matches into `this.out` (grown when the result needs it); the number of matches. */
+  private match(localHashes: BigUint64Array, opts: { earlyExit?: boolean } | undefined): number {
     if (!(localHashes instanceof BigUint64Array) || localHashes.length > MAX_BLOCKS_PER_CALL) expectBlocks(localHashes, 'localHashes');
     let earlyExit = false;
     if (opts !== undefined) {
@@ -319,10 +341,7 @@ export class KvIndexer {
       this.out = new Float64Array(n * 6);
       this.native.copyMatches(this.out);
     }
-    const out = this.out;
-    const matches: OverlapMatch[] = new Array(n);
-    for (let i = 0, j = 0; i < n; i++, j += 3) matches[i] = new Match(out[j], out[j + 1], out[j + 2]);
-    return matches;
+    return n;
   }
 
   /** Approximate mode: (worker, dpRank) was just routed the prompt with these local hashes. */

@@ -126,6 +126,28 @@ describe('KvIndexer in events mode', () => {
     expect(matches.map((m) => m.worker)).toEqual([...Array(200).keys()]);
   });
 
+  it('findMatchesInto writes the same matches as triples, as many as fit', () => {
+    const ix = new KvIndexer({ blockSize: BS });
+    ix.applyStored(1, 0, null, hashes(11, 12), tokensOf([10, 20]));
+    ix.applyStored(2, 1, null, hashes(21), tokensOf([10]));
+    for (let w = 10; w < 110; w++) ix.applyStored(w, 0, null, hashes(w), tokensOf([10]));
+    const q = localOf([10, 20]);
+    const friendly = ix.findMatches(q);
+    const out = new Float64Array(3 * 200).fill(-1);
+    expect(ix.findMatchesInto(q, out)).toBe(102);
+    const triples = Array.from({ length: 102 }, (_, i) => ({ worker: out[3 * i], dpRank: out[3 * i + 1], blocks: out[3 * i + 2] }));
+    expect(triples).toEqual(friendly);
+    expect(out[3 * 102]).toBe(-1);
+    // Room for two matches (and a spare number): the two best, and the count of all.
+    const small = new Float64Array(7).fill(-1);
+    expect(ix.findMatchesInto(q, small, { earlyExit: false })).toBe(102);
+    expect([...small]).toEqual([1, 0, 2, 2, 1, 1, -1]);
+    expect(ix.findMatchesInto(localOf([99]), small)).toBe(0);
+    expect(() => ix.findMatchesInto(q, [] as never)).toThrow(TypeError);
+    expect(() => ix.findMatchesInto(q, new Float32Array(3) as never)).toThrow(TypeError);
+    expect(() => ix.findMatchesInto([1n] as never, out)).toThrow(TypeError);
+  });
+
   it('refuses approximate-mode calls', () => {
     const ix = new KvIndexer({ blockSize: BS });
     expect(() => ix.recordRouting(1, 0, localOf([1]))).toThrow(/recordRouting needs an indexer in 'approximate' mode/);

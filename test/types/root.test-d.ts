@@ -35,6 +35,7 @@ describe('kvroute', () => {
   it('indexes and routes', () => {
     const indexer = new KvIndexer({ blockSize: 16 });
     expectTypeOf(indexer.findMatches(new BigUint64Array(1))).toEqualTypeOf<OverlapMatch[]>();
+    expectTypeOf(indexer.findMatchesInto(new BigUint64Array(1), new Float64Array(3))).toEqualTypeOf<number>();
     expectTypeOf(KvIndexer.restore).returns.toEqualTypeOf<KvIndexer>();
     const core = new RoutingCore(indexer, { blockSize: 16, policy: 'kv' });
     expectTypeOf(core.route(new Uint32Array(16), { requestId: 'r' })).toEqualTypeOf<RoutingDecision>();

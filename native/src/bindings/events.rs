@@ -1,8 +1,9 @@
 //! KV event batches applied from their payload bytes (crate::events), synchronously or on a libuv
 //! thread, and the indexer's snapshot and restore as tasks off the JavaScript thread.
 //!
-//! The async apply decodes each event without the index's lock and takes the lock only to apply
-//! it, so a findMatches or a routing decision waits at most one event. It stops, marking the
+//! The async apply holds a reference to the caller's payload (no copy on the JavaScript thread),
+//! decodes the whole batch without the index's lock, then takes the lock to apply one event at a
+//! time, so a findMatches or a routing decision waits at most one event. It stops, marking the
 //! result `cancelled`, as soon as the worker is removed from the index (`removeWorker` bumps the
 //! worker's epoch under the same lock): no event of a removed worker applies after the removal.
 
@@ -12,8 +13,8 @@ use napi_derive::napi;
 
 use super::errors::{coded, Code, Result};
 use super::indexer::{borrow_in, lock, to_key, NativeIndexer, SharedIndex};
-use crate::events::apply::{apply_batch, apply_event, BatchOutcome};
-use crate::events::decode::{open_batch, DecodeError, Events, Scratch};
+use crate::events::apply::{apply_decoded, apply_record, shape_of, BatchOutcome};
+use crate::events::decode::{DecodeError, Decoded, Shape};
 use crate::indexer::{IndexerMode, RadixIndexer, WorkerKey};
 
 #[napi(object)]
@@ -107,26 +108,25 @@ fn to_result(outcome: std::result::Result<BatchOutcome, DecodeError>, cancelled:
 pub struct ApplyBatchTask {
   index: SharedIndex,
   key: WorkerKey,
-  payload: Vec<u8>,
+  /// The caller's bytes, referenced (not copied) until the task is dropped.
+  payload: Uint8Array,
+  shape: Shape,
   epoch: u64,
 }
 
 impl ApplyBatchTask {
   fn run(&self) -> (std::result::Result<BatchOutcome, DecodeError>, bool) {
-    let bytes = &self.payload[..];
-    let batch = match open_batch(bytes) {
-      Ok(b) => b,
-      Err(e) => return (Err(e), false),
-    };
-    let mut out = BatchOutcome { events: batch.events, ts: batch.ts, dp_rank: batch.dp_rank, ..Default::default() };
-    let mut events = Events::new(bytes, &batch);
-    let (mut s, mut local) = (Scratch::default(), Vec::new());
-    while let Some(event) = events.next_event(&mut s) {
+    let mut d = Decoded::default();
+    if let Err(e) = d.decode(&self.payload, self.shape) {
+      return (Err(e), false);
+    }
+    let mut out = BatchOutcome::of(&d);
+    for i in 0..d.records.len() {
       let mut ix = lock(&self.index);
       if ix.worker_epoch(self.key.worker) != self.epoch {
         return (Ok(out), true);
       }
-      apply_event(&mut ix, self.key, event, &s, &mut local, &mut out);
+      apply_record(&mut ix, self.key, &d, i, &mut out);
     }
     (Ok(out), false)
   }
@@ -194,16 +194,23 @@ impl NativeIndexer {
   #[napi]
   pub fn apply_event_batch(&self, worker: f64, dp_rank: f64, payload: &[u8]) -> Result<NativeEventBatchResult> {
     let key = to_key(worker, dp_rank)?;
-    let mut ix = borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatch")?;
-    Ok(to_result(apply_batch(&mut ix, key, payload), false))
+    let shape = shape_of(&*borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatch")?);
+    // Decoded without the lock (a batch applying on a libuv thread goes on meanwhile).
+    let mut decoded = self.decoded.borrow_mut();
+    let outcome = decoded.decode(payload, shape).map(|()| apply_decoded(&mut lock(self.inner_ref()), key, &decoded));
+    decoded.release_large();
+    Ok(to_result(outcome, false))
   }
 
-  /// The same on a libuv thread (the payload is copied first): the JavaScript thread goes on.
+  /// The same on a libuv thread: the JavaScript thread goes on. The payload is referenced, not
+  /// copied: the caller must not change it until the promise settles.
   #[napi(ts_return_type = "Promise<NativeEventBatchResult>")]
-  pub fn apply_event_batch_async(&self, worker: f64, dp_rank: f64, payload: &[u8]) -> Result<AsyncTask<ApplyBatchTask>> {
+  pub fn apply_event_batch_async(&self, worker: f64, dp_rank: f64, payload: Uint8Array) -> Result<AsyncTask<ApplyBatchTask>> {
     let key = to_key(worker, dp_rank)?;
-    let epoch = borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatchAsync")?.worker_epoch(key.worker);
-    Ok(AsyncTask::new(ApplyBatchTask { index: self.shared(), key, payload: payload.to_vec(), epoch }))
+    let ix = borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatchAsync")?;
+    let (epoch, shape) = (ix.worker_epoch(key.worker), shape_of(&ix));
+    drop(ix);
+    Ok(AsyncTask::new(ApplyBatchTask { index: self.shared(), key, payload, shape, epoch }))
   }
 
   /// snapshot(), copied under the lock and encoded on a libuv thread.

@@ -2,8 +2,9 @@
 //! glue tracks every receiver and typed-array borrow in a global table (a mutex, a hash map entry
 //! and an allocation per call): about 0.5 us per class-method call on the reference machine, more
 //! than a whole 8k-token prefix walk. These few functions read their arguments straight through
-//! Node-API instead (about 0.1 us), and find the index through a handle: each `NativeIndexer`
-//! registers its tree in this thread's table and unregisters it when collected.
+//! Node-API instead (about 0.1 us), and find their object through a handle: each `NativeIndexer`
+//! (and each `NativeRoutingCore`) registers its state in this thread's table and unregisters it
+//! when collected.
 //!
 //! Every argument is checked (types, lengths, the handle); failures throw a TypeError or
 //! RangeError carrying the same codes as errors.rs. Panics never cross into JavaScript.
@@ -16,8 +17,10 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use super::errors::Code;
+use super::errors::{Code, CodedError};
+use super::routing::SharedCore;
 use crate::indexer::WorkerKey;
+use crate::select::Mode;
 
 struct Registered {
   indexer: super::indexer::SharedIndex,
@@ -27,34 +30,50 @@ struct Registered {
 
 thread_local! {
   static REGISTRY: RefCell<Vec<Option<Registered>>> = const { RefCell::new(Vec::new()) };
+  static CORES: RefCell<Vec<Option<SharedCore>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Registers a tree; the handle identifies it in the fast calls of this thread.
-pub fn register(indexer: super::indexer::SharedIndex) -> u32 {
-  REGISTRY.with_borrow_mut(|r| {
-    let entry = Some(Registered { indexer, matches: Vec::new() });
-    match r.iter().position(Option::is_none) {
-      Some(i) => {
-        r[i] = entry;
-        i as u32
-      }
-      None => {
-        r.push(entry);
-        (r.len() - 1) as u32
-      }
+/// Puts `entry` in the first free place of `table`: its handle.
+fn insert<T>(table: &mut Vec<Option<T>>, entry: T) -> u32 {
+  match table.iter().position(Option::is_none) {
+    Some(i) => {
+      table[i] = Some(entry);
+      i as u32
     }
-  })
+    None => {
+      table.push(Some(entry));
+      (table.len() - 1) as u32
+    }
+  }
 }
 
-pub fn unregister(handle: u32) {
-  // A collected indexer of a thread being torn down may find the table gone: nothing to do.
-  let _ = REGISTRY.try_with(|r| {
+fn remove<T>(table: &'static std::thread::LocalKey<RefCell<Vec<Option<T>>>>, handle: u32) {
+  // A collected object of a thread being torn down may find the table gone: nothing to do.
+  let _ = table.try_with(|r| {
     if let Ok(mut r) = r.try_borrow_mut() {
       if let Some(slot) = r.get_mut(handle as usize) {
         *slot = None;
       }
     }
   });
+}
+
+/// Registers a tree; the handle identifies it in the fast calls of this thread.
+pub fn register(indexer: super::indexer::SharedIndex) -> u32 {
+  REGISTRY.with_borrow_mut(|r| insert(r, Registered { indexer, matches: Vec::new() }))
+}
+
+pub fn unregister(handle: u32) {
+  remove(&REGISTRY, handle);
+}
+
+/// Registers a routing core; the handle identifies it in `routeFast`.
+pub fn register_core(core: SharedCore) -> u32 {
+  CORES.with_borrow_mut(|r| insert(r, core))
+}
+
+pub fn unregister_core(handle: u32) {
+  remove(&CORES, handle);
 }
 
 /// Copies the last result of `handle` into `out` (3 numbers per match); false if too small.
@@ -140,7 +159,18 @@ unsafe fn arg_bool(env: sys::napi_env, value: sys::napi_value, name: &str) -> st
 /// as NativeIndexer.findMatches (best first, [worker, dpRank, blocks] per match written into
 /// `out` when it fits; the count is returned either way).
 unsafe extern "C" fn find_matches_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-  let outcome = std::panic::catch_unwind(|| unsafe { find_matches_body(env, info) });
+  unsafe { count_call(env, info, "findMatches", find_matches_body) }
+}
+
+/// Runs `body`, a call returning a count: the count as a number, or its failure thrown. Panics
+/// never cross into JavaScript.
+unsafe fn count_call(
+  env: sys::napi_env,
+  info: sys::napi_callback_info,
+  what: &str,
+  body: unsafe fn(sys::napi_env, sys::napi_callback_info) -> std::result::Result<u32, Fail>,
+) -> sys::napi_value {
+  let outcome = std::panic::catch_unwind(|| unsafe { body(env, info) });
   match outcome {
     Ok(Ok(n)) => {
       let mut result = ptr::null_mut();
@@ -148,7 +178,7 @@ unsafe extern "C" fn find_matches_fast(env: sys::napi_env, info: sys::napi_callb
       result
     }
     Ok(Err(fail)) => unsafe { throw(env, fail) },
-    Err(_) => unsafe { throw(env, Fail(Code::Busy, "findMatches failed (a bug: please report it)".into())) },
+    Err(_) => unsafe { throw(env, Fail(Code::Busy, format!("{what} failed (a bug: please report it)"))) },
   }
 }
 
@@ -183,11 +213,68 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   })
 }
 
+/// Request ids up to this many bytes are read without an allocation.
+const INLINE_ID: usize = 256;
+
+/// A string argument, read into `inline` when it fits, else into `heap`.
+unsafe fn arg_str<'b>(env: sys::napi_env, value: sys::napi_value, name: &str, inline: &'b mut [u8; INLINE_ID], heap: &'b mut Vec<u8>) -> std::result::Result<&'b str, Fail> {
+  let not_string = || type_fail(format!("{name} must be a string"));
+  let mut len = 0usize;
+  let status = unsafe { sys::napi_get_value_string_utf8(env, value, inline.as_mut_ptr() as *mut c_char, INLINE_ID, &mut len) };
+  if status != sys::Status::napi_ok {
+    return Err(not_string());
+  }
+  // Room left for a whole character: the string was not cut.
+  let bytes: &[u8] = if len + 4 < INLINE_ID {
+    &inline[..len]
+  } else {
+    unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) };
+    heap.resize(len + 1, 0);
+    let status = unsafe { sys::napi_get_value_string_utf8(env, value, heap.as_mut_ptr() as *mut c_char, len + 1, &mut len) };
+    if status != sys::Status::napi_ok {
+      return Err(not_string());
+    }
+    &heap[..len]
+  };
+  std::str::from_utf8(bytes).map_err(|_| not_string())
+}
+
+/// routeFast(handle, tokens: Uint32Array, requestId: string, nowMs, out: Float64Array, book):
+/// NativeRoutingCore.route (book true) or query (false) for a request without a seed or options,
+/// the decision written into `out`; returns the number of candidates explained.
+unsafe extern "C" fn route_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+  unsafe { count_call(env, info, "route", route_body) }
+}
+
+unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::result::Result<u32, Fail> {
+  let mut argc = 6usize;
+  let mut argv = [ptr::null_mut(); 6];
+  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+  if argc < 6 {
+    return Err(type_fail("routeFast takes (handle, tokens, requestId, nowMs, out, book)"));
+  }
+  let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
+  let (tokens, n) = unsafe { typed_array::<u32>(env, argv[1], sys::TypedarrayType::uint32_array, "tokens") }?;
+  let (mut inline, mut heap) = ([0u8; INLINE_ID], Vec::new());
+  let request_id = unsafe { arg_str(env, argv[2], "requestId", &mut inline, &mut heap) }?;
+  let now_ms = unsafe { arg_f64(env, argv[3], "nowMs") }?;
+  let (out, out_len) = unsafe { typed_array::<f64>(env, argv[4], sys::TypedarrayType::float64_array, "out") }?;
+  let book = unsafe { arg_bool(env, argv[5], "book") }?;
+  // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while these slices
+  // live. `out` is the wrapper's own buffer (src/core/routing-core.ts), never the tokens' memory.
+  let tokens = unsafe { std::slice::from_raw_parts(tokens, n) };
+  let out = unsafe { std::slice::from_raw_parts_mut(out, out_len) };
+  let core = CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
+  let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
+  let mode = if book { Mode::Book } else { Mode::Query };
+  state.decide(tokens, request_id, now_ms, out, None, None, mode).map_err(|e: CodedError| Fail(e.status, e.reason))
+}
+
 /// Installs the hand-written functions next to the generated ones.
 #[napi(module_exports)]
 pub fn install_fast_calls(exports: Object, env: Env) -> napi::Result<()> {
-  let functions: [(&CStr, unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value); 1] =
-    [(c"findMatchesFast", find_matches_fast)];
+  let functions: [(&CStr, unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value); 2] =
+    [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast)];
   for (name, cb) in functions {
     let mut f = ptr::null_mut();
     let status =

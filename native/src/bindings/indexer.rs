@@ -69,6 +69,8 @@ pub struct NativeIndexer {
   inner: SharedIndex,
   /// Local hashes of the event being applied.
   local: std::cell::RefCell<Vec<u64>>,
+  /// The event batch being applied (applyEventBatch), its buffers reused from call to call.
+  pub(super) decoded: std::cell::RefCell<crate::events::decode::Decoded>,
   /// This tree's handle in the fast calls' table (fast.rs).
   handle: u32,
 }
@@ -284,7 +286,7 @@ impl NativeIndexer {
   pub(crate) fn wrap(indexer: RadixIndexer) -> Self {
     let inner = Arc::new(Mutex::new(indexer));
     let handle = fast::register(Arc::clone(&inner));
-    Self { inner, local: Default::default(), handle }
+    Self { inner, local: Default::default(), decoded: Default::default(), handle }
   }
 
   /// The tree, for the routing cores that match and record through it.

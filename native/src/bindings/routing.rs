@@ -1,14 +1,21 @@
 //! `NativeRoutingCore`: the routing core of one worker pool, sharing the radix tree of a
 //! `NativeIndexer`. Conversions and checks only; the decision is `select::RoutingCore::route`.
 //!
+//! The state lives behind an `Rc<RefCell<..>>` registered under a handle, so the hand-written
+//! `routeFast` (bindings/fast.rs) reaches the same core without napi-derive's per-call glue.
+//!
 //! route()/query() write the decision into a Float64Array the caller owns and reuses:
 //! [0] worker [1] dpRank [2] overlapBlocks [3] promptTokens [4] cachedTokens [5] prefillTokens
 //! [6] hashUs [7] matchUs [8] selectUs [9] totalUs [10] candidates n, then n x 6:
 //! worker, dpRank, overlapBlocks, prefillBlocks, decodeBlocks, cost. Returns n.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use super::fast;
 use super::errors::{coded, range_error, type_error, Code, CodedError, Result};
 use super::indexer::{lock, NativeIndexer, SharedIndex};
 use crate::indexer::RadixIndexer;
@@ -90,14 +97,30 @@ pub struct NativeRoutingStats {
   pub active: f64,
 }
 
-#[napi]
-pub struct NativeRoutingCore {
+/// A routing core and what its calls share.
+pub struct CoreState {
   indexer: SharedIndex,
   core: RoutingCore,
   /// Reused for the allowed-worker ids of a request.
   allowed: Vec<u64>,
   /// The retry hint of the last backpressure refusal (ms).
   last_retry_after_ms: f64,
+}
+
+/// A core, shared by its JavaScript object and the fast calls' table.
+pub type SharedCore = Rc<RefCell<CoreState>>;
+
+#[napi]
+pub struct NativeRoutingCore {
+  state: SharedCore,
+  /// This core's handle in the fast calls' table.
+  handle: u32,
+}
+
+impl Drop for NativeRoutingCore {
+  fn drop(&mut self) {
+    fast::unregister_core(self.handle);
+  }
 }
 
 #[napi]
@@ -129,29 +152,40 @@ impl NativeRoutingCore {
       window,
     };
     let core = RoutingCore::new(cfg).map_err(range_error)?;
-    Ok(Self { indexer: shared, core, allowed: Vec::new(), last_retry_after_ms: 0.0 })
+    let state = Rc::new(RefCell::new(CoreState { indexer: shared, core, allowed: Vec::new(), last_retry_after_ms: 0.0 }));
+    let handle = fast::register_core(Rc::clone(&state));
+    Ok(Self { state, handle })
+  }
+
+  /// The handle of this core for `routeFast(handle, tokens, requestId, nowMs, out, book)`
+  /// (bindings/fast.rs): route() (book true) or query() without a seed or options.
+  #[napi(getter)]
+  pub fn handle(&self) -> u32 {
+    self.handle
   }
 
   #[napi]
   pub fn set_workers(&mut self, specs: Vec<NativeWorkerSpec>) -> Result<()> {
     let specs = specs.iter().map(to_spec).collect::<Result<Vec<_>>>()?;
-    self.core.set_workers(&specs).map_err(range_error)
+    self.state.borrow_mut().core.set_workers(&specs).map_err(range_error)
   }
 
   #[napi]
   pub fn upsert_worker(&mut self, spec: NativeWorkerSpec) -> Result<()> {
     let spec = to_spec(&spec)?;
-    self.core.upsert_worker(spec).map_err(range_error)
+    self.state.borrow_mut().core.upsert_worker(spec).map_err(range_error)
   }
 
   #[napi]
   pub fn remove_worker(&mut self, worker: f64) -> Result<bool> {
-    Ok(self.core.remove_worker(to_id(worker, "worker")?))
+    Ok(self.state.borrow_mut().core.remove_worker(to_id(worker, "worker")?))
   }
 
   #[napi]
   pub fn workers(&self) -> Vec<NativeWorkerSpec> {
     self
+      .state
+      .borrow()
       .core
       .workers()
       .iter()
@@ -171,7 +205,7 @@ impl NativeRoutingCore {
     options: Option<NativeRouteOptions>,
   ) -> Result<u32> {
     // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
-    self.decide(tokens, &request_id, now_ms, unsafe { out.as_mut() }, seed, options, Mode::Book)
+    self.state.borrow_mut().decide(tokens, &request_id, now_ms, unsafe { out.as_mut() }, seed, options, Mode::Book)
   }
 
   /// The decision route() would make: books nothing, records nothing, advances nothing.
@@ -186,32 +220,34 @@ impl NativeRoutingCore {
     options: Option<NativeRouteOptions>,
   ) -> Result<u32> {
     // SAFETY: as in route().
-    self.decide(tokens, &request_id, now_ms, unsafe { out.as_mut() }, seed, options, Mode::Query)
+    self.state.borrow_mut().decide(tokens, &request_id, now_ms, unsafe { out.as_mut() }, seed, options, Mode::Query)
   }
 
   #[napi]
   pub fn mark_prefill_completed(&mut self, request_id: String, now_ms: f64) -> bool {
-    self.core.mark_prefill_completed(&request_id, now_ms)
+    self.state.borrow_mut().core.mark_prefill_completed(&request_id, now_ms)
   }
 
   #[napi]
   pub fn add_output_tokens(&mut self, request_id: String, tokens: f64, now_ms: f64) -> Result<bool> {
-    Ok(self.core.add_output_tokens(&request_id, to_count(tokens, "tokens")?, now_ms))
+    Ok(self.state.borrow_mut().core.add_output_tokens(&request_id, to_count(tokens, "tokens")?, now_ms))
   }
 
   #[napi]
   pub fn free(&mut self, request_id: String, now_ms: f64) -> bool {
-    self.core.free(&request_id, now_ms)
+    self.state.borrow_mut().core.free(&request_id, now_ms)
   }
 
   #[napi]
   pub fn expire_stale(&mut self, now_ms: f64) -> u32 {
-    self.core.expire_stale(now_ms) as u32
+    self.state.borrow_mut().core.expire_stale(now_ms) as u32
   }
 
   #[napi]
   pub fn load(&self) -> Vec<NativeWorkerLoad> {
     self
+      .state
+      .borrow()
       .core
       .load()
       .into_iter()
@@ -228,26 +264,28 @@ impl NativeRoutingCore {
 
   #[napi]
   pub fn totals(&self) -> NativeRoutingTotals {
-    let t = self.core.totals();
+    let t = self.state.borrow().core.totals();
     NativeRoutingTotals { prefill_tokens: t.prefill_tokens as f64, decode_blocks: t.decode_blocks, requests: t.requests as f64 }
   }
 
   /// The retry hint (ms) of the last refusal with code ERR_KVROUTE_BACKPRESSURE.
   #[napi(getter)]
   pub fn last_retry_after_ms(&self) -> f64 {
-    self.last_retry_after_ms
+    self.state.borrow().last_retry_after_ms
   }
 
   #[napi]
   pub fn stats(&self) -> NativeRoutingStats {
-    let s = self.core.stats();
-    NativeRoutingStats { booked: s.booked as f64, freed: s.freed as f64, expired: s.expired as f64, active: self.core.active_requests() as f64 }
+    let st = self.state.borrow();
+    let s = st.core.stats();
+    NativeRoutingStats { booked: s.booked as f64, freed: s.freed as f64, expired: s.expired as f64, active: st.core.active_requests() as f64 }
   }
 }
 
-impl NativeRoutingCore {
+impl CoreState {
+  /// A decision into `out` (see the module comment); the number of candidates explained.
   #[allow(clippy::too_many_arguments)]
-  fn decide(
+  pub fn decide(
     &mut self,
     tokens: &[u32],
     request_id: &str,

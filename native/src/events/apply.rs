@@ -1,4 +1,5 @@
-//! Applies decoded events to the index for one (worker, dp_rank), counting every outcome.
+//! Applies decoded batches (decode.rs) to the index for one (worker, dp_rank), counting every
+//! outcome.
 //!
 //! Medium policy: the index holds what a worker serves from GPU memory, so only events about
 //! device blocks apply: medium "GPU" or "device" (any case), or none (engines that do not say mean
@@ -7,10 +8,10 @@
 //!
 //! A stored event whose block size differs from the index's, or whose token count is not what
 //! hashing its blocks reads (blocks x block size, + 1 with EAGLE windows), is refused whole and
-//! counted; so is whatever the index itself refuses. Never applied in part.
+//! counted (the decoder finds both); so is whatever the index itself refuses. Never applied in
+//! part.
 
-use super::decode::{DecodeError, Event, Scratch};
-use crate::hash::{block_seed, BlockHasher, MmBlocks};
+use super::decode::{DecodeError, Decoded, Record, Shape};
 use crate::indexer::{RadixIndexer, RejectReason, WorkerKey};
 
 /// Refused stored events by reason, and removed hashes that named nothing.
@@ -75,41 +76,25 @@ impl BatchOutcome {
   }
 }
 
-/// Whether an event's medium is the device the index covers.
-pub fn is_device_medium(medium: Option<&str>) -> bool {
-  medium.is_none_or(|m| m.eq_ignore_ascii_case("GPU") || m.eq_ignore_ascii_case("device"))
+impl BatchOutcome {
+  /// An outcome for `d` with nothing applied yet.
+  pub fn of(d: &Decoded) -> Self {
+    Self { events: d.events(), ts: d.ts, dp_rank: d.dp_rank, ..Default::default() }
+  }
 }
 
-/// Applies one decoded event (its arrays in `s`) for `key`; `local` is scratch for its hashes.
-pub fn apply_event(ix: &mut RadixIndexer, key: WorkerKey, event: Event, s: &Scratch, local: &mut Vec<u64>, out: &mut BatchOutcome) {
-  match event {
-    Event::Stored { parent, block_size, medium, lora_name, multimodal } => {
-      if !is_device_medium(medium) {
-        out.other_medium(medium.unwrap_or_default()).stored += 1;
-        return;
-      }
-      let n = s.hashes.len();
-      let bs = ix.block_size() as usize;
-      if block_size != bs as u64 {
-        out.refused.block_size += 1;
-        return;
-      }
-      if s.tokens.len() != ix.window().tokens_for(n, bs) {
-        out.refused.token_count += 1;
-        return;
-      }
-      if n == 0 {
-        return; // nothing stored: nothing to do
-      }
-      let mm = if multimodal {
-        let offsets = &s.mm_offsets[..s.mm_offsets.len().min(n + 1)];
-        Some(MmBlocks::new(offsets, &s.mm_hashes).expect("the decoder builds consistent offsets"))
-      } else {
-        None
-      };
-      local.clear();
-      BlockHasher::new(bs, block_seed(lora_name, None)).window(ix.window()).multimodal(mm).hash_extend(&s.tokens, local);
-      match ix.apply_stored(key, parent, &s.hashes, local, 0.0) {
+/// The shape stored events must have for `ix`.
+pub fn shape_of(ix: &RadixIndexer) -> Shape {
+  Shape { block_size: ix.block_size(), window: ix.window() }
+}
+
+/// Applies record `i` of `d` for `key`, counting it in `out`.
+pub fn apply_record(ix: &mut RadixIndexer, key: WorkerKey, d: &Decoded, i: usize, out: &mut BatchOutcome) {
+  match d.records[i] {
+    Record::Stored { parent, engine, local_at } => {
+      let engine = engine.of(&d.engine);
+      let local = &d.local[local_at as usize..local_at as usize + engine.len()];
+      match ix.apply_stored(key, parent, engine, local, 0.0) {
         Ok(()) => out.stored += 1,
         Err(reason) => {
           let r = &mut out.refused;
@@ -124,38 +109,50 @@ pub fn apply_event(ix: &mut RadixIndexer, key: WorkerKey, event: Event, s: &Scra
         }
       }
     }
-    Event::Removed { medium } => {
-      if !is_device_medium(medium) {
-        out.other_medium(medium.unwrap_or_default()).removed += 1;
-        return;
-      }
-      let found = ix.apply_removed(key, &s.hashes, 0.0);
-      out.refused.unknown_removal += (s.hashes.len() - found) as u32;
+    Record::Removed { engine } => {
+      let engine = engine.of(&d.engine);
+      let found = ix.apply_removed(key, engine, 0.0);
+      out.refused.unknown_removal += (engine.len() - found) as u32;
       out.removed += 1;
     }
-    Event::Cleared => {
+    Record::Cleared => {
       ix.apply_cleared(key);
       out.cleared += 1;
     }
-    Event::Unknown => out.unknown_types += 1,
-    Event::OtherGroup => out.other_groups += 1,
-    Event::Invalid(e) => {
+    Record::Unknown => out.unknown_types += 1,
+    Record::OtherGroup => out.other_groups += 1,
+    Record::OtherMedium { medium, stored } => {
+      let m = out.other_medium(&d.media[medium as usize]);
+      if stored {
+        m.stored += 1;
+      } else {
+        m.removed += 1;
+      }
+    }
+    Record::BlockSize => out.refused.block_size += 1,
+    Record::TokenCount => out.refused.token_count += 1,
+    Record::Empty => {}
+    Record::Invalid { first } => {
       out.refused.invalid += 1;
-      out.first_invalid.get_or_insert(e);
+      if first {
+        out.first_invalid.clone_from(&d.first_invalid);
+      }
     }
   }
 }
 
-/// Decodes and applies a whole batch for `key` (the synchronous path). A payload that is not a
-/// valid batch applies nothing.
-pub fn apply_batch(ix: &mut RadixIndexer, key: WorkerKey, bytes: &[u8]) -> Result<BatchOutcome, DecodeError> {
-  let batch = super::decode::open_batch(bytes)?;
-  let mut out = BatchOutcome { events: batch.events, ts: batch.ts, dp_rank: batch.dp_rank, ..Default::default() };
-  let mut events = super::decode::Events::new(bytes, &batch);
-  let mut s = Scratch::default();
-  let mut local = Vec::new();
-  while let Some(event) = events.next_event(&mut s) {
-    apply_event(ix, key, event, &s, &mut local, &mut out);
+/// Applies every record of `d` for `key`.
+pub fn apply_decoded(ix: &mut RadixIndexer, key: WorkerKey, d: &Decoded) -> BatchOutcome {
+  let mut out = BatchOutcome::of(d);
+  for i in 0..d.records.len() {
+    apply_record(ix, key, d, i, &mut out);
   }
-  Ok(out)
+  out
+}
+
+/// Decodes a whole batch (into `d`, reused) and applies it for `key`. A payload that is not a
+/// valid batch applies nothing.
+pub fn apply_batch(ix: &mut RadixIndexer, key: WorkerKey, bytes: &[u8], d: &mut Decoded) -> Result<BatchOutcome, DecodeError> {
+  d.decode(bytes, shape_of(ix))?;
+  Ok(apply_decoded(ix, key, d))
 }

@@ -5,12 +5,16 @@
 //! ignored, unknown event types skipped. Hashes stay exact: uint64 as is, int64 as the same 64
 //! bits, bytes folded to their last 8 bytes read big-endian.
 //!
-//! A batch is checked whole before any event is used (`open_batch`: valid msgpack, nothing after
-//! it, a batch shape, a timestamp, a dp rank); an event whose fields have the wrong types is
-//! refused alone (`Event::Invalid`), with the path of the offending field.
+//! One pass over the bytes: each event is decoded, checked against the index's shape (block size,
+//! token count, medium) and its tokens hashed as it is reached, into a `Decoded` batch of records
+//! that nothing has applied yet. A payload that turns out not to be a batch (invalid or truncated
+//! msgpack anywhere, bytes after it, a bad header) is refused whole before any record is used; an
+//! event whose fields have the wrong types becomes an `Invalid` record alone, with the path of
+//! the offending field.
 
+use super::fields::{hash_list, read_block_size, read_extra_keys, read_hash_list, read_optional_hash, read_optional_str, read_tokens, token_list, FieldError, Multimodal};
 use super::msgpack::Reader;
-use crate::hash::mm_identifier_hash;
+use crate::hash::{block_seed, BlockHasher, MmBlocks, Window};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodeError {
@@ -20,7 +24,7 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
-  fn new(message: impl Into<String>, path: impl Into<String>) -> Self {
+  pub(super) fn new(message: impl Into<String>, path: impl Into<String>) -> Self {
     Self { message: message.into(), path: path.into() }
   }
 }
@@ -37,79 +41,305 @@ impl std::fmt::Display for DecodeError {
 
 pub const MAX_DP_RANK: u64 = 0xffff;
 
-/// A batch whose bytes checked out: its header and where its events are.
-#[derive(Clone, Debug)]
-pub struct Batch {
+/// Hashes a reused `Decoded` keeps room for between batches (1 MB); a larger batch's go.
+const RETAINED_HASHES: usize = 1 << 17;
+
+/// What a stored event must look like to apply to an index: its block size and hash window.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+  pub block_size: u32,
+  pub window: Window,
+}
+
+/// A run of `Decoded::engine` (or `local`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+  pub start: u32,
+  pub end: u32,
+}
+
+impl Span {
+  pub fn of<'v>(&self, v: &'v [u64]) -> &'v [u64] {
+    &v[self.start as usize..self.end as usize]
+  }
+}
+
+/// One event of a batch, decoded and checked against the shape, not applied yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+  /// Blocks `engine` (engine hashes) with local hashes `local[local_at..]`, the first the child
+  /// of `parent`.
+  Stored { parent: Option<u64>, engine: Span, local_at: u32 },
+  Removed { engine: Span },
+  Cleared,
+  /// A type this decoder does not know: skipped.
+  Unknown,
+  /// An event of a secondary KV cache group (hybrid models): skipped.
+  OtherGroup,
+  /// About blocks on another medium than the device (`Decoded::media[medium]`): not applied.
+  OtherMedium { medium: u32, stored: bool },
+  /// A stored event with another block size than the index's: refused.
+  BlockSize,
+  /// A stored event whose token count is not what hashing its blocks reads: refused.
+  TokenCount,
+  /// A stored event of no blocks: nothing to do.
+  Empty,
+  /// Fields of the wrong type: refused alone (the first such event's error is `first_invalid`).
+  Invalid { first: bool },
+}
+
+/// Buffers one event's decoding reuses.
+#[derive(Default, Debug)]
+struct Scratch {
+  tokens: Vec<u32>,
+  mm: Multimodal,
+}
+
+/// A batch decoded from its bytes: its header and one record per event, in order. Reusable: a
+/// `decode` clears what the last one left.
+#[derive(Default, Debug)]
+pub struct Decoded {
   /// The engine's timestamp (seconds since the epoch).
   pub ts: f64,
   /// The publisher's data-parallel rank when the payload carries one.
   pub dp_rank: Option<u32>,
-  /// Events in the batch.
-  pub events: u32,
-  events_at: usize,
+  pub records: Vec<Record>,
+  /// Engine hashes of the stored and removed records.
+  pub engine: Vec<u64>,
+  /// Local hashes of the stored records.
+  pub local: Vec<u64>,
+  /// Names of the media other than the device that records mention.
+  pub media: Vec<String>,
+  pub first_invalid: Option<DecodeError>,
+  scratch: Scratch,
 }
 
-/// Checks a payload whole (msgpack, nothing after it, the batch shape) and reads its header, in
-/// one walk over the bytes.
-pub fn open_batch(bytes: &[u8]) -> Result<Batch, DecodeError> {
-  if bytes.is_empty() {
-    return Err(DecodeError::new("empty payload", ""));
+impl Decoded {
+  /// Events in the batch.
+  pub fn events(&self) -> u32 {
+    self.records.len() as u32
   }
-  let bad = |e: String| DecodeError::new(format!("invalid msgpack: {e}"), "");
-  let mut r = Reader::new(bytes);
-  let (mut ts, mut events, mut dp) = (None, None, None);
-  if let Some(n) = r.array().map_err(bad)? {
-    if n < 2 {
-      return Err(DecodeError::new(format!("a batch array needs [ts, events(, dp_rank)], got {n} element(s)"), ""));
+
+  /// Decodes `bytes`, whole or not at all: on an error the records are not to be used.
+  pub fn decode(&mut self, bytes: &[u8], shape: Shape) -> Result<(), DecodeError> {
+    self.clear();
+    if bytes.is_empty() {
+      return Err(DecodeError::new("empty payload", ""));
     }
-    ts = Some(r.at);
-    r.skip().map_err(bad)?;
-    events = Some(r.at);
-    r.skip().map_err(bad)?;
-    for i in 2..n {
-      if i == 2 {
-        dp = Some(r.at);
+    let mut r = Reader::new(bytes);
+    // Header fields are read once the whole payload is known to be msgpack, as errors about the
+    // bytes come first.
+    let (mut ts, mut dp) = (None, None);
+    let mut events: Option<Result<(), DecodeError>> = None;
+    if let Some(n) = r.array().map_err(bad)? {
+      if n < 2 {
+        return Err(DecodeError::new(format!("a batch array needs [ts, events(, dp_rank)], got {n} element(s)"), ""));
       }
+      ts = Some(r.at);
       r.skip().map_err(bad)?;
-    }
-  } else if let Some(n) = r.map().map_err(bad)? {
-    let mut dp_alias = None;
-    for _ in 0..n {
-      let key_at = r.at;
-      let key = r.str().map_err(bad)?;
-      if key.is_none() {
-        r.at = key_at;
+      events = Some(self.decode_events(&mut r, shape)?);
+      for i in 2..n {
+        if i == 2 {
+          dp = Some(r.at);
+        }
         r.skip().map_err(bad)?;
       }
-      let at = r.at;
+    } else if let Some(n) = r.map().map_err(bad)? {
+      let mut dp_alias = None;
+      for _ in 0..n {
+        let key_at = r.at;
+        let key = r.str().map_err(bad)?;
+        if key.is_none() {
+          r.at = key_at;
+          r.skip().map_err(bad)?;
+        }
+        let at = r.at;
+        match key {
+          // A repeated key: the last one counts.
+          Some("events") => {
+            events = Some(self.decode_events(&mut r, shape)?);
+            continue;
+          }
+          Some("ts") => ts = Some(at),
+          Some("data_parallel_rank") => dp = Some(at),
+          Some("dp_rank") => dp_alias = Some(at),
+          _ => {}
+        }
+        r.skip().map_err(bad)?;
+      }
+      dp = dp.or(dp_alias);
+    } else {
+      let what = r.describe();
+      Reader::new(bytes).skip().map_err(bad)?;
+      return Err(DecodeError::new(format!("a batch must be an array or a map, got {what}"), ""));
+    }
+    if !r.is_done() {
+      return Err(DecodeError::new(format!("invalid msgpack: {} bytes after the batch", bytes.len() - r.at), ""));
+    }
+    self.ts = read_ts(bytes, ts)?;
+    self.dp_rank = match dp {
+      None => None,
+      Some(at) => read_dp_rank(bytes, at)?,
+    };
+    events.unwrap_or_else(|| Err(DecodeError::new("must be a list, got nil", "events")))
+  }
+
+  /// Lets go of buffers a large batch grew (a decoder kept for the next batch keeps small ones).
+  pub fn release_large(&mut self) {
+    if self.engine.capacity() + self.local.capacity() > RETAINED_HASHES {
+      *self = Self::default();
+    }
+  }
+
+  fn clear(&mut self) {
+    self.ts = 0.0;
+    self.dp_rank = None;
+    self.clear_events();
+  }
+
+  fn clear_events(&mut self) {
+    self.records.clear();
+    self.engine.clear();
+    self.local.clear();
+    self.media.clear();
+    self.first_invalid = None;
+  }
+
+  /// The events list at `r`, which is left after it. Err: the bytes are not msgpack (the batch
+  /// is refused); Ok(Err): the value is not a list.
+  fn decode_events(&mut self, r: &mut Reader, shape: Shape) -> Result<Result<(), DecodeError>, DecodeError> {
+    self.clear_events();
+    let what = r.describe();
+    let Some(n) = r.array().map_err(bad)? else {
       r.skip().map_err(bad)?;
-      match key {
-        Some("ts") => ts = Some(at),
-        Some("events") => events = Some(at),
-        Some("data_parallel_rank") => dp = Some(at),
-        Some("dp_rank") => dp_alias = Some(at),
-        _ => {}
+      return Ok(Err(DecodeError::new(format!("must be a list, got {what}"), "events")));
+    };
+    // Each event takes at least a byte: a count beyond the bytes left is a lie found below.
+    self.records.reserve((n as usize).min(r.left()));
+    for i in 0..n {
+      let start = r.at;
+      let record = match self.decode_event(r, i, shape) {
+        Ok(record) => record,
+        Err(e) => {
+          // Refused alone, if the event is msgpack at all.
+          r.at = start;
+          r.skip().map_err(bad)?;
+          self.invalid(e)
+        }
+      };
+      self.records.push(record);
+    }
+    Ok(Ok(()))
+  }
+
+  fn invalid(&mut self, e: DecodeError) -> Record {
+    let first = self.first_invalid.is_none();
+    if first {
+      self.first_invalid = Some(e);
+    }
+    Record::Invalid { first }
+  }
+
+  /// One event: its fields found in one walk (the bulky ones, hashes and tokens, read as they are
+  /// walked), then checked and its tokens hashed. Err: the event is refused (or not msgpack).
+  fn decode_event(&mut self, r: &mut Reader, index: u32, shape: Shape) -> Result<Record, DecodeError> {
+    let engine_at = self.engine.len();
+    let walked = walk_event(r, &mut self.engine, &mut self.scratch.tokens);
+    let (tag, fields) = walked.map_err(|e| DecodeError::new(e, event_path(index)))?;
+    let bytes = r.buf();
+    let field = |f: usize| fields.at[f].map(|at| Reader::at(bytes, at));
+    let err = |f: usize| move |e: FieldError| e.at(format!("{}.{}", event_path(index), FIELD_NAMES[f]));
+    let record = match tag {
+      "BlockStored" => {
+        if !fields.read(BLOCK_HASHES) {
+          self.engine.truncate(engine_at);
+          read_hash_list(field(BLOCK_HASHES), &mut self.engine).map_err(err(BLOCK_HASHES))?;
+        }
+        let parent = read_optional_hash(field(PARENT)).map_err(err(PARENT))?;
+        if !fields.read(TOKEN_IDS) {
+          read_tokens(field(TOKEN_IDS), &mut self.scratch.tokens).map_err(err(TOKEN_IDS))?;
+        }
+        let block_size = read_block_size(field(BLOCK_SIZE)).map_err(err(BLOCK_SIZE))?;
+        let medium = read_optional_str(field(MEDIUM)).map_err(err(MEDIUM))?;
+        // Section 1: an empty LoRA name counts as unset.
+        let lora_name = read_optional_str(field(LORA_NAME)).map_err(err(LORA_NAME))?.filter(|l| !l.is_empty());
+        let multimodal = read_extra_keys(field(EXTRA_KEYS), &mut self.scratch.mm).map_err(err(EXTRA_KEYS))?;
+        if is_secondary_group(field(GROUP_IDX), field(SPEC_KIND)) {
+          Record::OtherGroup
+        } else if !is_device_medium(medium) {
+          Record::OtherMedium { medium: self.medium(medium.unwrap_or_default()), stored: true }
+        } else {
+          self.stored(engine_at, parent, block_size, lora_name, multimodal, shape)
+        }
+      }
+      "BlockRemoved" => {
+        if !fields.read(BLOCK_HASHES) {
+          self.engine.truncate(engine_at);
+          read_hash_list(field(BLOCK_HASHES), &mut self.engine).map_err(err(BLOCK_HASHES))?;
+        }
+        let medium = read_optional_str(field(MEDIUM)).map_err(err(MEDIUM))?;
+        if is_secondary_group(field(GROUP_IDX), field(SPEC_KIND)) {
+          Record::OtherGroup
+        } else if !is_device_medium(medium) {
+          Record::OtherMedium { medium: self.medium(medium.unwrap_or_default()), stored: false }
+        } else {
+          Record::Removed { engine: Span { start: engine_at as u32, end: self.engine.len() as u32 } }
+        }
+      }
+      "AllBlocksCleared" => Record::Cleared,
+      _ => Record::Unknown,
+    };
+    if !matches!(record, Record::Stored { .. } | Record::Removed { .. }) {
+      self.engine.truncate(engine_at);
+    }
+    Ok(record)
+  }
+
+  /// A stored event whose fields decoded: checked against the shape, its tokens hashed.
+  fn stored(&mut self, engine_at: usize, parent: Option<u64>, block_size: u64, lora_name: Option<&str>, multimodal: bool, shape: Shape) -> Record {
+    let n = self.engine.len() - engine_at;
+    let bs = shape.block_size as usize;
+    if block_size != bs as u64 {
+      return Record::BlockSize;
+    }
+    if self.scratch.tokens.len() != shape.window.tokens_for(n, bs) {
+      return Record::TokenCount;
+    }
+    if n == 0 {
+      return Record::Empty;
+    }
+    let mm = multimodal.then(|| {
+      let (offsets, hashes) = self.scratch.mm.csr();
+      MmBlocks::new(&offsets[..offsets.len().min(n + 1)], hashes).expect("the decoder builds consistent offsets")
+    });
+    let local_at = self.local.len();
+    BlockHasher::new(bs, block_seed(lora_name, None)).window(shape.window).multimodal(mm).hash_extend(&self.scratch.tokens, &mut self.local);
+    Record::Stored { parent, engine: Span { start: engine_at as u32, end: self.engine.len() as u32 }, local_at: local_at as u32 }
+  }
+
+  fn medium(&mut self, name: &str) -> u32 {
+    match self.media.iter().position(|m| m == name) {
+      Some(i) => i as u32,
+      None => {
+        self.media.push(name.to_string());
+        (self.media.len() - 1) as u32
       }
     }
-    dp = dp.or(dp_alias);
-  } else {
-    Reader::new(bytes).skip().map_err(bad)?;
-    return Err(DecodeError::new(format!("a batch must be an array or a map, got {}", r.describe()), ""));
   }
-  if !r.is_done() {
-    return Err(DecodeError::new(format!("invalid msgpack: {} bytes after the batch", bytes.len() - r.at), ""));
-  }
-  let ts = read_ts(bytes, ts)?;
-  let dp_rank = match dp {
-    None => None,
-    Some(at) => read_dp_rank(bytes, at)?,
-  };
-  let Some(events_at) = events else { return Err(DecodeError::new("must be a list, got nil", "events")) };
-  let mut er = Reader::at(bytes, events_at);
-  let Some(count) = er.array().map_err(bad)? else {
-    return Err(DecodeError::new(format!("must be a list, got {}", er.describe()), "events"));
-  };
-  Ok(Batch { ts, dp_rank, events: count, events_at: er.at })
+}
+
+fn bad(e: String) -> DecodeError {
+  DecodeError::new(format!("invalid msgpack: {e}"), "")
+}
+
+fn event_path(index: u32) -> String {
+  format!("events[{index}]")
+}
+
+/// Whether an event's medium is the device the index covers: GPU or device (any case), or none
+/// (engines that do not say mean the GPU).
+pub fn is_device_medium(medium: Option<&str>) -> bool {
+  medium.is_none_or(|m| m.eq_ignore_ascii_case("GPU") || m.eq_ignore_ascii_case("device"))
 }
 
 fn read_ts(bytes: &[u8], at: Option<usize>) -> Result<f64, DecodeError> {
@@ -135,32 +365,6 @@ fn read_dp_rank(bytes: &[u8], at: usize) -> Result<Option<u32>, DecodeError> {
   }
 }
 
-/// One decoded event. Stored events' hashes, tokens and multimodal items are in the `Scratch`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Event<'a> {
-  Stored { parent: Option<u64>, block_size: u64, medium: Option<&'a str>, lora_name: Option<&'a str>, multimodal: bool },
-  Removed { medium: Option<&'a str> },
-  Cleared,
-  /// A type this decoder does not know: skipped.
-  Unknown,
-  /// An event of a secondary KV cache group (hybrid models): skipped.
-  OtherGroup,
-  /// Fields of the wrong type: refused alone.
-  Invalid(DecodeError),
-}
-
-/// Buffers reused from event to event.
-#[derive(Default, Debug)]
-pub struct Scratch {
-  pub hashes: Vec<u64>,
-  pub tokens: Vec<u32>,
-  /// Multimodal items per block (CSR) when `multimodal`: block i's are mm_hashes[mm_offsets[i]..mm_offsets[i+1]].
-  pub mm_offsets: Vec<u32>,
-  pub mm_hashes: Vec<u64>,
-  /// `tokens` already hold the event's token ids (read while walking a positional event).
-  tokens_ready: bool,
-}
-
 const BLOCK_HASHES: usize = 0;
 const PARENT: usize = 1;
 const TOKEN_IDS: usize = 2;
@@ -180,55 +384,51 @@ const REMOVED_POSITIONS: [usize; 4] = [BLOCK_HASHES, MEDIUM, GROUP_IDX, SPEC_KIN
 /// KV cache spec kinds of a model's secondary groups: their blocks are not prefix-cache blocks.
 const SECONDARY_SPEC_KINDS: [&str; 6] = ["sliding_window", "sliding_window_mla", "mamba", "chunked_local_attention", "encoder_only_attention", "cross_attention"];
 
-/// The events of an opened batch, in order.
-pub struct Events<'a> {
-  bytes: &'a [u8],
-  r: Reader<'a>,
-  left: u32,
-  index: u32,
+/// Where an event's known fields are, and which of the bulky ones were read while walking it.
+struct FieldTable {
+  at: [Option<usize>; FIELDS],
+  /// Bit f: field f (block hashes, token ids) is already in the decoder's buffers.
+  read: u32,
 }
 
-impl<'a> Events<'a> {
-  pub fn new(bytes: &'a [u8], batch: &Batch) -> Self {
-    Self { bytes, r: Reader::at(bytes, batch.events_at), left: batch.events, index: 0 }
+impl FieldTable {
+  fn read(&self, f: usize) -> bool {
+    self.read & (1 << f) != 0
   }
+}
 
-  /// The next event (its arrays in `s`), None at the end.
-  pub fn next_event(&mut self, s: &mut Scratch) -> Option<Event<'a>> {
-    if self.left == 0 {
-      return None;
-    }
-    self.left -= 1;
-    let path = format!("events[{}]", self.index);
-    self.index += 1;
-    let mut walk = self.r.clone();
-    let event = match field_table_at(&mut walk, &path, s) {
-      Ok(table) => {
-        self.r = walk;
-        decode_fields(self.bytes, table, &path, s).unwrap_or_else(Event::Invalid)
+/// Walks the event at the reader (left after it): its type tag and where its fields are. The
+/// block hashes are appended to `engine` and the token ids put in `tokens` on the way, when they
+/// read cleanly (else they are left for the caller to read again and report).
+fn walk_event<'a>(r: &mut Reader<'a>, engine: &mut Vec<u64>, tokens: &mut Vec<u32>) -> Result<(&'a str, FieldTable), String> {
+  let mut t = FieldTable { at: [None; FIELDS], read: 0 };
+  let engine_at = engine.len();
+  // The bulky fields, read in place: on a failure the field is skipped here and read again by
+  // the caller from `t.at` to report its error with a path.
+  let mut bulky = |r: &mut Reader<'a>, f: usize, t: &mut FieldTable| -> bool {
+    let mut probe = r.clone();
+    let ok = match f {
+      BLOCK_HASHES => {
+        engine.truncate(engine_at);
+        hash_list(&mut probe, engine).is_ok()
       }
-      Err(e) => {
-        // The batch was checked whole: skipping cannot fail.
-        let _ = self.r.skip();
-        Event::Invalid(e)
-      }
+      TOKEN_IDS => token_list(&mut probe, tokens).is_ok(),
+      _ => false,
     };
-    Some(event)
-  }
-}
-
-/// The type tag and the byte offsets of the known fields of the event at the reader, which is
-/// left after the event.
-fn field_table_at<'a>(r: &mut Reader<'a>, path: &str, s: &mut Scratch) -> Result<(&'a str, [Option<usize>; FIELDS]), DecodeError> {
-  let bad = |e: String| DecodeError::new(e, path);
-  s.tokens_ready = false;
-  let mut fields = [None; FIELDS];
-  if let Some(n) = r.array().map_err(bad)? {
+    if ok {
+      *r = probe;
+      t.read |= 1 << f;
+    } else {
+      t.read &= !(1 << f);
+    }
+    ok
+  };
+  if let Some(n) = r.array()? {
     if n == 0 {
-      return Err(DecodeError::new("the event type tag must be a string, got nothing", path));
+      return Err("the event type tag must be a string, got nothing".into());
     }
     let what = r.describe();
-    let Some(tag) = r.str().map_err(bad)? else { return Err(DecodeError::new(format!("the event type tag must be a string, got {what}"), path)) };
+    let Some(tag) = r.str()? else { return Err(format!("the event type tag must be a string, got {what}")) };
     let positions: &[usize] = match tag {
       "BlockStored" => &STORED_POSITIONS,
       "BlockRemoved" => &REMOVED_POSITIONS,
@@ -237,81 +437,44 @@ fn field_table_at<'a>(r: &mut Reader<'a>, path: &str, s: &mut Scratch) -> Result
     for p in 1..n as usize {
       if let Some(&f) = positions.get(p - 1) {
         // Trailing fields equal to their default are omitted (msgspec omit_defaults): absent = nil.
-        fields[f] = Some(r.at);
-        if f == TOKEN_IDS {
-          // The token ids, the bulk of the bytes, are read here rather than skipped and read again.
-          let mut t = r.clone();
-          if read_tokens_at(&mut t, "", &mut s.tokens).is_ok() {
-            *r = t;
-            s.tokens_ready = true;
-            continue;
-          }
+        t.at[f] = Some(r.at);
+        if bulky(r, f, &mut t) {
+          continue;
         }
       }
-      r.skip().map_err(bad)?;
+      r.skip()?;
     }
-    return Ok((tag, fields));
+    return Ok((tag, t));
   }
-  let Some(n) = r.map().map_err(bad)? else {
-    return Err(DecodeError::new(format!("an event must be a tagged array or a map, got {}", r.describe()), path));
+  let Some(n) = r.map()? else {
+    return Err(format!("an event must be a tagged array or a map, got {}", r.describe()));
   };
   let mut tag = None;
   for _ in 0..n {
-    let key = r.str().map_err(bad)?;
+    let key = r.str()?;
     if key.is_none() {
-      r.skip().map_err(bad)?; // a key of another type: not a field
+      r.skip()?; // a key of another type: not a field
     }
-    let value_at = r.at;
     match key {
       Some("type") => {
         let what = r.describe();
-        tag = Some(r.str().map_err(bad)?.ok_or_else(|| DecodeError::new(format!("the event type tag must be a string, got {what}"), path))?);
+        tag = Some(r.str()?.ok_or_else(|| format!("the event type tag must be a string, got {what}"))?);
         continue;
       }
       Some(k) => {
         if let Some(f) = FIELD_NAMES.iter().position(|&name| name == k) {
-          fields[f] = Some(value_at);
+          t.at[f] = Some(r.at);
+          if bulky(r, f, &mut t) {
+            continue;
+          }
         }
       }
       None => {}
     }
-    r.skip().map_err(bad)?;
+    r.skip()?;
   }
-  let tag = tag.ok_or_else(|| DecodeError::new("the event type tag must be a string, got nil", path))?;
-  Ok((tag, fields))
-}
-
-fn decode_fields<'a>(bytes: &'a [u8], (tag, fields): (&'a str, [Option<usize>; FIELDS]), path: &str, s: &mut Scratch) -> Result<Event<'a>, DecodeError> {
-  let field = |f: usize| fields[f].map(|at| Reader::at(bytes, at));
-  let fpath = |f: usize| format!("{path}.{}", FIELD_NAMES[f]);
-  match tag {
-    "BlockStored" => {
-      read_hash_list(field(BLOCK_HASHES), &fpath(BLOCK_HASHES), &mut s.hashes)?;
-      let parent = read_optional_hash(field(PARENT), &fpath(PARENT))?;
-      if !s.tokens_ready {
-        read_tokens(field(TOKEN_IDS), &fpath(TOKEN_IDS), &mut s.tokens)?;
-      }
-      let block_size = read_block_size(field(BLOCK_SIZE), &fpath(BLOCK_SIZE))?;
-      let medium = read_optional_str(field(MEDIUM), &fpath(MEDIUM))?;
-      // Section 1: an empty LoRA name counts as unset.
-      let lora_name = read_optional_str(field(LORA_NAME), &fpath(LORA_NAME))?.filter(|l| !l.is_empty());
-      let multimodal = read_extra_keys(field(EXTRA_KEYS), &fpath(EXTRA_KEYS), s)?;
-      if is_secondary_group(field(GROUP_IDX), field(SPEC_KIND)) {
-        return Ok(Event::OtherGroup);
-      }
-      Ok(Event::Stored { parent, block_size, medium, lora_name, multimodal })
-    }
-    "BlockRemoved" => {
-      read_hash_list(field(BLOCK_HASHES), &fpath(BLOCK_HASHES), &mut s.hashes)?;
-      let medium = read_optional_str(field(MEDIUM), &fpath(MEDIUM))?;
-      if is_secondary_group(field(GROUP_IDX), field(SPEC_KIND)) {
-        return Ok(Event::OtherGroup);
-      }
-      Ok(Event::Removed { medium })
-    }
-    "AllBlocksCleared" => Ok(Event::Cleared),
-    _ => Ok(Event::Unknown),
-  }
+  let tag = tag.ok_or_else(|| "the event type tag must be a string, got nil".to_string())?;
+  Ok((tag, t))
 }
 
 /// Hybrid models publish one stream per KV cache group; only the main attention group (0) holds
@@ -330,129 +493,4 @@ fn is_secondary_group(group_idx: Option<Reader>, spec_kind: Option<Reader>) -> b
     }
   }
   false
-}
-
-/// An engine hash: ints keep their 64 bits, bytes fold to their last 8 read big-endian. `path`
-/// is built only for an error.
-fn read_hash(r: &mut Reader, path: impl Fn() -> String) -> Result<u64, DecodeError> {
-  if let Some(i) = r.int().map_err(|e| DecodeError::new(e, path()))? {
-    return Ok(i.bits());
-  }
-  let what = r.describe();
-  if let Some(b) = r.bin().map_err(|e| DecodeError::new(e, path()))? {
-    if b.is_empty() {
-      return Err(DecodeError::new("a bytes hash must not be empty", path()));
-    }
-    return Ok(fold_digest(b));
-  }
-  Err(DecodeError::new(format!("a hash must be an integer or bytes, got {what}"), path()))
-}
-
-/// The last (at most) 8 bytes of a digest, read big-endian.
-pub fn fold_digest(bytes: &[u8]) -> u64 {
-  bytes[bytes.len().saturating_sub(8)..].iter().fold(0u64, |h, &b| h << 8 | b as u64)
-}
-
-fn read_optional_hash(r: Option<Reader>, path: &str) -> Result<Option<u64>, DecodeError> {
-  let Some(mut r) = r else { return Ok(None) };
-  if r.nil().map_err(|e| DecodeError::new(e, path))? {
-    return Ok(None);
-  }
-  read_hash(&mut r, || path.to_string()).map(Some)
-}
-
-fn read_hash_list(r: Option<Reader>, path: &str, out: &mut Vec<u64>) -> Result<(), DecodeError> {
-  out.clear();
-  let mut r = r.ok_or_else(|| DecodeError::new("must be a list of hashes, got nil", path))?;
-  let before = r.clone();
-  let n = r.array().map_err(|e| DecodeError::new(e, path))?.ok_or_else(|| DecodeError::new(format!("must be a list of hashes, got {}", before.describe()), path))?;
-  out.reserve(n as usize);
-  for i in 0..n {
-    out.push(read_hash(&mut r, || format!("{path}[{i}]"))?);
-  }
-  Ok(())
-}
-
-fn read_tokens(r: Option<Reader>, path: &str, out: &mut Vec<u32>) -> Result<(), DecodeError> {
-  let mut r = r.ok_or_else(|| DecodeError::new("must be a list of token ids, got nil", path))?;
-  read_tokens_at(&mut r, path, out)
-}
-
-/// The token ids at `r`, which is left after them.
-fn read_tokens_at(r: &mut Reader, path: &str, out: &mut Vec<u32>) -> Result<(), DecodeError> {
-  out.clear();
-  let before = r.clone();
-  let n = r.array().map_err(|e| DecodeError::new(e, path))?.ok_or_else(|| DecodeError::new(format!("must be a list of token ids, got {}", before.describe()), path))?;
-  out.reserve(n as usize);
-  for i in 0..n {
-    match r.u32().map_err(|e| DecodeError::new(e, format!("{path}[{i}]")))? {
-      Some(v) => out.push(v),
-      None => return Err(DecodeError::new(format!("a token id must be an integer in [0, 2^32), got {}", r.describe()), format!("{path}[{i}]"))),
-    }
-  }
-  Ok(())
-}
-
-fn read_block_size(r: Option<Reader>, path: &str) -> Result<u64, DecodeError> {
-  let Some(mut r) = r else { return Err(DecodeError::new("must be a positive integer, got nil", path)) };
-  let what = r.describe();
-  match r.int().map_err(|e| DecodeError::new(e, path))? {
-    Some(i) => i.in_range(u32::MAX as u64).filter(|&v| v > 0).ok_or_else(|| DecodeError::new(format!("must be a positive integer, got {i:?}"), path)),
-    None => Err(DecodeError::new(format!("must be a positive integer, got {what}"), path)),
-  }
-}
-
-fn read_optional_str<'a>(r: Option<Reader<'a>>, path: &str) -> Result<Option<&'a str>, DecodeError> {
-  let Some(mut r) = r else { return Ok(None) };
-  let bad = |e: String| DecodeError::new(e, path);
-  if r.nil().map_err(bad)? {
-    return Ok(None);
-  }
-  let what = r.describe();
-  r.str().map_err(bad)?.map(Some).ok_or_else(|| DecodeError::new(format!("must be a string or nil, got {what}"), path))
-}
-
-/// vLLM's extra_keys: per block, nil or a list mixing multimodal identifiers (a 64-hex digest,
-/// alone or as [digest, offset]) with LoRA names, cache salts and other metadata. Only the digests
-/// change a block's hash; they go to `s.mm_offsets`/`s.mm_hashes`. True when any block has one.
-fn read_extra_keys(r: Option<Reader>, path: &str, s: &mut Scratch) -> Result<bool, DecodeError> {
-  s.mm_offsets.clear();
-  s.mm_hashes.clear();
-  let Some(mut r) = r else { return Ok(false) };
-  let bad = |e: String| DecodeError::new(e, path);
-  if r.nil().map_err(bad)? {
-    return Ok(false);
-  }
-  let what = r.describe();
-  let n = r.array().map_err(bad)?.ok_or_else(|| DecodeError::new(format!("must be a list (one entry per block) or nil, got {what}"), path))?;
-  s.mm_offsets.push(0);
-  for i in 0..n {
-    let bpath = || format!("{path}[{i}]");
-    if !r.nil().map_err(|e| DecodeError::new(e, bpath()))? {
-      let what = r.describe();
-      let keys = r.array().map_err(|e| DecodeError::new(e, bpath()))?.ok_or_else(|| DecodeError::new(format!("must be a list or nil, got {what}"), bpath()))?;
-      for _ in 0..keys {
-        let mut k = r.clone();
-        // [digest, offset]: the digest is the first element.
-        if let Ok(Some(m)) = k.array() {
-          if m > 0 {
-            if let Ok(Some(id)) = k.str() {
-              push_digest(id, s);
-            }
-          }
-        } else if let Ok(Some(id)) = k.str() {
-          push_digest(id, s);
-        }
-        r.skip().map_err(|e| DecodeError::new(e, bpath()))?;
-      }
-    }
-    s.mm_offsets.push(s.mm_hashes.len() as u32);
-  }
-  Ok(!s.mm_hashes.is_empty())
-}
-
-fn push_digest(id: &str, s: &mut Scratch) {
-  if id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-    s.mm_hashes.push(mm_identifier_hash(id));
-  }
 }

@@ -2,12 +2,16 @@
 //! and applied to the index in one pass: no JavaScript object per event or per token.
 //!
 //! - msgpack.rs  a reader over the payload bytes (markers by the `rmp` crate)
-//! - decode.rs   batches and events, every encoding the engines use
-//! - apply.rs    validation, hashing, the medium policy and the counts of one batch
+//! - fields.rs   an event's fields, each from its msgpack value, with their error messages
+//! - decode.rs   batches and events in one pass, every encoding the engines use: checked, hashed
+//! - apply.rs    the decoded records applied to the index, and the counts of one batch
 
 pub mod apply;
 pub mod decode;
+mod fields;
 mod msgpack;
+#[cfg(test)]
+mod fuzz;
 
 #[cfg(test)]
 mod tests;

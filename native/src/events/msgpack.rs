@@ -77,6 +77,16 @@ impl<'a> Reader<'a> {
     self.at >= self.buf.len()
   }
 
+  /// Bytes after the reader.
+  pub fn left(&self) -> usize {
+    self.buf.len().saturating_sub(self.at)
+  }
+
+  /// The bytes read.
+  pub fn buf(&self) -> &'a [u8] {
+    self.buf
+  }
+
   fn take(&mut self, n: usize) -> ReadResult<&'a [u8]> {
     let end = self.at.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(|| "truncated msgpack".to_string())?;
     let s = &self.buf[self.at..end];
@@ -314,6 +324,55 @@ impl<'a> Reader<'a> {
       }
       _ => Ok(self.int()?.and_then(|i| i.in_range(u32::MAX as u64)).map(|v| v as u32)),
     }
+  }
+
+  /// `n` token ids appended to `out`. Err(i) when the i-th is not an integer in 0..2^32 (or is
+  /// cut short), with the reader at it.
+  pub fn u32_list(&mut self, n: u32, out: &mut Vec<u32>) -> Result<(), u32> {
+    let n = n as usize;
+    let base = out.len();
+    // Every value takes a byte at least: a count beyond the bytes left fails below.
+    out.resize(base + n.min(self.left()), 0);
+    let buf = self.buf;
+    let dst = &mut out[base..];
+    let mut at = self.at;
+    let mut i = 0;
+    // The usual encodings, while 8 bytes can be loaded (the widest takes 5): written in place,
+    // the length kept in a register.
+    while i < n {
+      let (Some(s), Some(slot)) = (buf.get(at..at + 8), dst.get_mut(i)) else { break };
+      // Branch-free: which of the widths a token takes is as good as random (ids below and
+      // above 2^16 mix), so a mispredicted branch per id would cost more than the arithmetic.
+      let w = u64::from_be_bytes(s.try_into().expect("8 bytes"));
+      let b = (w >> 56) as u32;
+      let k = b.wrapping_sub(0xcc);
+      if k <= 2 {
+        let bits = 8u32 << k; // 1, 2, 4 value bytes
+        *slot = ((w << 8) >> (64 - bits)) as u32;
+        at += 1 + (bits >> 3) as usize;
+      } else if b < 0x80 {
+        *slot = b;
+        at += 1;
+      } else {
+        break;
+      }
+      i += 1;
+    }
+    out.truncate(base + i);
+    self.at = at;
+    // The last few bytes, and the other integer encodings.
+    while i < n {
+      let before = self.at;
+      match self.u32() {
+        Ok(Some(v)) => out.push(v),
+        _ => {
+          self.at = before;
+          return Err(i as u32);
+        }
+      }
+      i += 1;
+    }
+    Ok(())
   }
 
   /// What the next value is, for messages.

@@ -26,6 +26,42 @@ struct Group {
 
 const EMPTY_GROUP: Group = Group { lo: [0; SLOTS], hi: [0; SLOTS], block: [EMPTY; SLOTS], overflow: 0 };
 
+impl Group {
+  /// Bit j: entry j's low half is `lo` (compared without a branch per entry).
+  #[inline(always)]
+  fn lo_matches(&self, lo: u32) -> u32 {
+    let mut m = 0;
+    for j in 0..SLOTS {
+      m |= ((self.lo[j] == lo) as u32) << j;
+    }
+    m
+  }
+
+  /// The entry holding `key` (halves `lo`, `hi`).
+  #[inline(always)]
+  fn find(&self, lo: u32, hi: u32) -> Option<usize> {
+    let mut m = self.lo_matches(lo);
+    while m != 0 {
+      let j = m.trailing_zeros() as usize;
+      if self.hi[j] == hi && self.block[j] != EMPTY {
+        return Some(j);
+      }
+      m &= m - 1;
+    }
+    None
+  }
+
+  /// The first empty entry.
+  #[inline(always)]
+  fn vacancy(&self) -> Option<usize> {
+    let mut m = 0u32;
+    for j in 0..SLOTS {
+      m |= ((self.block[j] == EMPTY) as u32) << j;
+    }
+    (m != 0).then(|| m.trailing_zeros() as usize)
+  }
+}
+
 #[derive(Default, Clone)]
 pub struct EngineTable {
   groups: Vec<Group>,
@@ -61,10 +97,8 @@ impl EngineTable {
     let mut g = self.home(key);
     for _ in 0..self.groups.len() {
       let group = &self.groups[g];
-      for j in 0..SLOTS {
-        if group.lo[j] == lo && group.hi[j] == hi && group.block[j] != EMPTY {
-          return Some((g, j));
-        }
+      if let Some(j) = group.find(lo, hi) {
+        return Some((g, j));
       }
       if group.overflow == 0 {
         return None;
@@ -94,7 +128,7 @@ impl EngineTable {
     let mut g = self.home(key);
     loop {
       let group = &mut self.groups[g];
-      if let Some(j) = group.block.iter().position(|&b| b == EMPTY) {
+      if let Some(j) = group.vacancy() {
         group.lo[j] = key as u32;
         group.hi[j] = (key >> 32) as u32;
         group.block[j] = block;

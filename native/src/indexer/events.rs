@@ -229,21 +229,31 @@ impl RadixIndexer {
     for &b in &found {
       self.tree.prefetch_block(b);
     }
-    for &block in &found {
-      let ModeState::Events(ev) = &mut self.state else { unreachable!() };
-      if let Some(extra) = ev.extra_refs.get_mut(&(slot, block)) {
-        *extra -= 1;
-        if *extra == 0 {
-          ev.extra_refs.remove(&(slot, block));
+    let removed = found.len();
+    // A block named by other engine hashes of the slot too stays held (one reference less).
+    let ModeState::Events(ev) = &mut self.state else { unreachable!() };
+    if !ev.extra_refs.is_empty() {
+      found.retain(|&block| match ev.extra_refs.get_mut(&(slot, block)) {
+        Some(extra) => {
+          *extra -= 1;
+          if *extra == 0 {
+            ev.extra_refs.remove(&(slot, block));
+          }
+          false
         }
-        continue;
-      }
-      let leaf = self.release_block(slot, block);
-      if let ModeState::Events(ev) = &mut self.state {
-        ev.on_new_leaf(leaf);
+        None => true,
+      });
+    }
+    let mut leaves = std::mem::take(&mut self.scratch.blocks);
+    leaves.clear();
+    self.release_blocks(slot, &found, &mut leaves);
+    if let ModeState::Events(ev) = &mut self.state {
+      // A leaf of an edge that later releases of the event freed or made inner is not queued.
+      for &leaf in leaves.iter().filter(|&&b| self.tree.is_live_block(b) && self.tree.is_leaf_block(b)) {
+        ev.on_new_leaf(Some(leaf));
       }
     }
-    let removed = found.len();
+    self.scratch.blocks = leaves;
     self.scratch.ids = found;
     if self.slots.held(slot) == 0 {
       self.slots.release(slot);

@@ -209,15 +209,24 @@ impl Tree {
     self.tidy_extra(e);
   }
 
-  /// Appends `keys` to childless `e` (a leaf extension). Its full holders keep only the blocks
-  /// they had (they become partial); the caller extends the coverage of the slot that stored.
-  pub fn extend_leaf(&mut self, e: EdgeId, keys: &[u64], ids: &mut Vec<BlockId>) {
-    let len = self.edge(e).len();
+  /// Appends `keys` to childless `e` (a leaf extension) for `storing`, a full holder of `e`,
+  /// which holds the whole longer edge. The other full holders keep only the blocks they had
+  /// (they become partial).
+  pub fn extend_leaf(&mut self, e: EdgeId, keys: &[u64], storing: Slot, ids: &mut Vec<BlockId>) {
+    debug_assert_eq!(self.coverage(e, storing), self.edge(e).len());
+    let edge = self.edge(e);
+    let alone = storing < INLINE_SLOTS && edge.full == 1u64 << storing && self.high_full(e).is_empty();
+    if alone {
+      // The usual extension (a sequence growing on one worker): no other full holder to demote.
+      self.extend(e, keys, ids);
+      return;
+    }
+    let len = edge.len();
     let mut full = Vec::new();
     self.holders_into(e, &mut full);
     self.extend(e, keys, ids);
     for (slot, c) in full {
-      if c == len {
+      if c == len && slot != storing {
         // Now a prefix: `len` is below the new length.
         let x = self.extra_mut(e);
         if slot < INLINE_SLOTS {
@@ -229,7 +238,7 @@ impl Tree {
         }
       }
     }
-    self.edge_mut(e).full = 0;
+    self.edge_mut(e).full &= if storing < INLINE_SLOTS { 1u64 << storing } else { 0 };
     if self.edge(e).extra != NO_EXTRA {
       let x = self.edge(e).extra as usize;
       self.extras[x].partial.sort_unstable_by_key(|p| p.0);
@@ -309,11 +318,20 @@ mod tests {
     assert_eq!((t.coverage(e, 0), t.coverage(e, 1), t.coverage(e, 2), t.coverage(e, 100)), (2, 2, 2, 2));
     assert_eq!((t.coverage(tail, 0), t.coverage(tail, 1), t.coverage(tail, 2), t.coverage(tail, 100)), (3, 2, 0, 3));
     t.check_holders();
-    // Extending the tail: its full holders keep their 3 blocks, the storing slot is the caller's.
-    t.extend_leaf(tail, &[6, 7], &mut ids);
-    assert_eq!((t.coverage(tail, 0), t.coverage(tail, 1), t.coverage(tail, 100)), (3, 2, 3));
-    t.set_coverage(tail, 0, 5);
+    // Extending the tail for slot 0: its other full holders keep their 3 blocks.
+    t.extend_leaf(tail, &[6, 7], 0, &mut ids);
+    assert_eq!((t.coverage(tail, 0), t.coverage(tail, 1), t.coverage(tail, 100)), (5, 2, 3));
     assert_eq!(t.max_coverage(tail), 5);
+    t.check_holders();
+    // For a high slot (slot 0, a full holder too, keeps its 5 blocks); then for a slot alone.
+    t.set_coverage(tail, 100, 5);
+    t.extend_leaf(tail, &[8], 100, &mut ids);
+    assert_eq!((t.coverage(tail, 0), t.coverage(tail, 1), t.coverage(tail, 100)), (5, 2, 6));
+    t.check_holders();
+    let solo = t.new_edge(ROOT, &[9], &mut ids);
+    t.set_coverage(solo, 3, 1);
+    t.extend_leaf(solo, &[10, 11], 3, &mut ids);
+    assert_eq!(t.coverage(solo, 3), 3);
     t.check_holders();
   }
 }

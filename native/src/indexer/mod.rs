@@ -156,6 +156,8 @@ struct Scratch {
   path: Vec<(BlockId, bool)>,
   slots: Vec<Slot>,
   sorted: Vec<u64>,
+  /// Blocks being released: (edge, position, block).
+  located: Vec<(tree::EdgeId, u32, BlockId)>,
   walk: matches::WalkScratch,
 }
 

@@ -92,7 +92,7 @@ impl RadixIndexer {
     let ids = &mut scratch.ids;
     ids.clear();
     if e != ROOT && tree.edge(e).children == 0 {
-      tree.extend_leaf(e, rest, ids);
+      tree.extend_leaf(e, rest, slot, ids);
     } else {
       e = tree.new_edge(e, rest, ids);
     }
@@ -118,6 +118,54 @@ impl RadixIndexer {
       return None;
     }
     self.trim(e)
+  }
+
+  /// Drops the pairs (slot, b) for the distinct blocks `blocks`, all held by the slot; pushes
+  /// the blocks that became leaves. A run of them that ends the slot's coverage of an edge (an
+  /// engine evicting a sequence's tail) goes at once: one coverage change and one trim, where
+  /// one block at a time would move the slot's cutoff and trim the edge once per block.
+  pub(super) fn release_blocks(&mut self, slot: Slot, blocks: &[BlockId], leaves: &mut Vec<BlockId>) {
+    let mut located = std::mem::take(&mut self.scratch.located);
+    located.clear();
+    located.extend(blocks.iter().map(|&b| {
+      let (e, p) = self.tree.locate(b);
+      (e, p, b)
+    }));
+    // By edge, last position first.
+    located.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut i = 0;
+    while i < located.len() {
+      let e = located[i].0;
+      let cov = self.tree.coverage(e, slot);
+      // The run cov - 1, cov - 2, ... of this edge's blocks, still where they were located
+      // (nothing released before moves a block the slot still holds).
+      let mut run = 0;
+      while let Some(&(le, lp, b)) = located.get(i + run) {
+        if le != e || lp + 1 + run as u32 != cov || self.tree.locate(b) != (le, lp) {
+          break;
+        }
+        run += 1;
+      }
+      if run > 0 {
+        let keep = cov - run as u32;
+        self.tree.set_coverage(e, slot, keep);
+        self.slots.count_removed(slot, run as u64);
+        if self.tree.edge(e).full == 0 && cov == self.tree.edge(e).len() {
+          leaves.extend(self.trim(e));
+        }
+      }
+      // The edge's other blocks one at a time, last first (a split after one leaves the blocks
+      // before it in place).
+      i += run;
+      while let Some(&(le, _, b)) = located.get(i) {
+        if le != e {
+          break;
+        }
+        leaves.extend(self.release_block(slot, b));
+        i += 1;
+      }
+    }
+    self.scratch.located = located;
   }
 
   /// Drops every block `slot` holds in the edges of `blocks` (a slot being cleared; ids may

@@ -23,8 +23,8 @@ pub enum BookError {
 pub struct BookRequest<'a> {
   pub request_id: &'a str,
   pub rank: RankId,
-  /// Sequence hashes of the prompt's complete blocks.
-  pub seq_hashes: &'a [u64],
+  /// Local hashes of the prompt's complete blocks, from block 0 (the trie names each by its path).
+  pub block_hashes: &'a [u64],
   pub prompt_tokens: u64,
   pub overlap_blocks: u32,
   pub expected_output_tokens: Option<u64>,
@@ -180,7 +180,7 @@ impl LoadBook {
 
     let rank = &mut self.ranks[req.rank as usize];
     rank.add_request(prefill);
-    self.bookings[slot as usize].chain = rank.hold(req.seq_hashes, slot, &mut self.holders);
+    self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders);
     self.total_prefill_tokens += prefill;
     self.stats.booked += 1;
     Ok(())

@@ -1,8 +1,11 @@
 //! The active block chains of one rank as a compressed trie.
 //!
-//! Every booking holds a chain of sequence hashes from block 0, so the blocks active on a rank
-//! are a union of prefixes: a trie. A segment is a run of blocks passed by the same bookings; it
-//! stores its hashes, how many bookings pass through it, and how many end at its last block.
+//! Every booking holds a chain of blocks from block 0, so the blocks active on a rank are a union
+//! of prefixes: a trie. A block is named by its path (the segments above it) and its own hash, as
+//! the radix indexer names them: the prompt's local block hashes serve as they are, no chained
+//! sequence hash is needed to tell two prefixes apart. A segment is a run of blocks passed by the
+//! same bookings; it stores its hashes, how many bookings pass through it, and how many end at its
+//! last block.
 //! Segments are found by (parent segment, first hash), so booking, freeing and measuring the
 //! active prefix of a prompt cost a few table lookups plus a linear compare of hashes in memory,
 //! instead of one table operation per block.

@@ -1,6 +1,6 @@
 //! Load booking: the active requests of a worker pool per (worker, dp_rank), their outstanding
-//! prefill tokens and their decode blocks (deduplicated by sequence hash). Pure: time is passed
-//! in. Invariants in README.md.
+//! prefill tokens and their decode blocks (deduplicated per rank by the prefix they name). Pure:
+//! time is passed in. Invariants in README.md.
 
 mod book;
 mod chains;

@@ -1,8 +1,8 @@
 //! Load booked on one (worker, dp_rank): outstanding prefill tokens and decode blocks.
 //!
-//! Decode blocks are the sequence hashes of the active requests' complete prompt blocks, counted
-//! once per rank however many requests share them (a trie of chains, see `chains.rs`), plus each
-//! request's own output blocks. A request's weight (in thousandths, see `FULL_WEIGHT`) decays
+//! Decode blocks are the active requests' complete prompt blocks, each named by its place in the
+//! rank's trie (its prefix, then its hash), counted once per rank however many requests share them
+//! (a trie of chains, see `chains.rs`), plus each request's own output blocks. A request's weight (in thousandths, see `FULL_WEIGHT`) decays
 //! toward 0 as its output nears the expected length; it applies to the blocks only that request
 //! holds (its output blocks and the prompt blocks nobody else shares), because shared blocks
 //! outlive it. All sums are integers, so the load returns to exactly zero when every request is
@@ -67,9 +67,9 @@ impl RankLoad {
     self.requests == 0
   }
 
-  /// How many leading blocks of `seq_hashes` are already active here.
-  pub fn active_prefix(&self, seq_hashes: &[u64]) -> usize {
-    self.chains.prefix_len(seq_hashes)
+  /// How many leading blocks of `block_hashes` are already active here.
+  pub fn active_prefix(&self, block_hashes: &[u64]) -> usize {
+    self.chains.prefix_len(block_hashes)
   }
 
   pub(crate) fn add_request(&mut self, prefill_tokens: u64) {
@@ -85,7 +85,7 @@ impl RankLoad {
     self.prefill_tokens -= tokens;
   }
 
-  /// Booking `slot` starts holding the chain `seq` (sequence hashes from block 0).
+  /// Booking `slot` starts holding the chain `seq` (block hashes from block 0).
   pub(crate) fn hold(&mut self, seq: &[u64], slot: u32, holders: &mut [HolderState]) -> ChainEnd {
     if seq.is_empty() {
       return None;

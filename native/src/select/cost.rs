@@ -22,9 +22,9 @@ pub struct KvTerms {
 }
 
 /// Dynamo's default cost: prefill work left after the cached prefix, plus decode occupancy.
-pub fn kv_terms(rank: &RankLoad, seq_hashes: &[u64], overlap_blocks: u32, p: &CostParams) -> KvTerms {
+pub fn kv_terms(rank: &RankLoad, block_hashes: &[u64], overlap_blocks: u32, p: &CostParams) -> KvTerms {
   let prefill_blocks = (rank.prefill_tokens() + p.prompt_tokens) as f64 / p.block_size;
-  let new_blocks = (seq_hashes.len() - rank.active_prefix(seq_hashes)) as f64;
+  let new_blocks = (block_hashes.len() - rank.active_prefix(block_hashes)) as f64;
   let decode_blocks = rank.decode_blocks() + new_blocks;
   let credit = p.overlap_score_credit * overlap_blocks as f64;
   let cost = p.prefill_load_scale * (prefill_blocks - credit).max(0.0) + decode_blocks;
@@ -61,7 +61,7 @@ mod tests {
   fn booked_load_and_active_blocks_enter_the_cost() {
     let mut book = LoadBook::new(4);
     let r = book.list_rank(WorkerKey { worker: 1, dp_rank: 0 });
-    let req = BookRequest { request_id: "a", rank: r, seq_hashes: &[1, 2, 3], prompt_tokens: 12, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
+    let req = BookRequest { request_id: "a", rank: r, block_hashes: &[1, 2, 3], prompt_tokens: 12, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
     book.book(&req).unwrap();
     let rank = book.rank(r);
     // Booked: 12 prefill tokens (3 blocks), 3 decode blocks. Request: 8 tokens, blocks [1, 9].

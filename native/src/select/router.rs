@@ -12,14 +12,13 @@ use super::decision::*;
 use super::eligibility::{eligible_into, BusyThresholds, Restrictions};
 use super::policy::choose;
 use super::pool::{WorkerPool, WorkerSpec};
-use crate::hash::{self, BlockHasher, MmBlocks};
+use crate::hash::{BlockHasher, MmBlocks};
 use crate::load::{BookRequest, BookStats, LoadBook, RankSnapshot, WorkerKey, FULL_WEIGHT};
 
 /// Buffers reused by every decision (no allocation on the hot path beyond the booking's id).
 #[derive(Default)]
 struct Scratch {
   local: Vec<u64>,
-  seq: Vec<u64>,
   matches: Vec<(WorkerKey, u32)>,
   /// Overlap blocks per candidate (indexed like the pool's candidates).
   overlaps: Vec<u32>,
@@ -110,7 +109,7 @@ impl RoutingCore {
       }
     }
 
-    hash_prompt(req, &self.config, &mut self.s.local, &mut self.s.seq)?;
+    hash_prompt(req, &self.config, &mut self.s.local)?;
     let hashed = Instant::now();
 
     index.find_matches_into(&self.s.local, now_ms, &mut self.s.matches);
@@ -151,7 +150,7 @@ impl RoutingCore {
     for &ci in &s.eligible {
       let c = &candidates[ci as usize];
       let rank = self.book.rank(c.rank);
-      let terms = kv_terms(rank, &s.seq, s.overlaps[ci as usize], &params);
+      let terms = kv_terms(rank, &s.local, s.overlaps[ci as usize], &params);
       s.terms.push(terms);
       s.scores.push(if policy == Policy::LeastLoaded { booked_load(rank, params.block_size) } else { terms.cost });
     }
@@ -184,7 +183,7 @@ impl RoutingCore {
       let booking = BookRequest {
         request_id: req.request_id,
         rank: chosen.rank,
-        seq_hashes: &s.seq,
+        block_hashes: &s.local,
         prompt_tokens: params.prompt_tokens,
         overlap_blocks,
         expected_output_tokens: req.expected_output_tokens,
@@ -268,14 +267,13 @@ impl RoutingCore {
   }
 }
 
-/// Local hashes (with the request's seed, window and multimodal items) and their chained
-/// sequence hashes.
-fn hash_prompt(req: &RouteRequest, config: &RoutingConfig, local: &mut Vec<u64>, seq: &mut Vec<u64>) -> Result<(), RouteError> {
+/// Local hashes (with the request's seed, window and multimodal items): what the index matches
+/// and the load book books (both name a block by its path, so no sequence hash is chained).
+fn hash_prompt(req: &RouteRequest, config: &RoutingConfig, local: &mut Vec<u64>) -> Result<(), RouteError> {
   let mm = req.multimodal.map(|mm| MmBlocks::new(mm.offsets, mm.hashes)).transpose().map_err(RouteError::InvalidArgument)?;
   let hasher = BlockHasher::new(config.block_size as usize, req.hash_seed).window(config.window).multimodal(mm);
   local.clear();
   hasher.hash_extend(req.tokens, local);
-  hash::sequence_hashes_to(local, seq);
   Ok(())
 }
 

@@ -50,6 +50,7 @@ export function hashBlock(
   out[1] = h2 >>> 0;
 }
 
+/** The u64 of a hash's two 32-bit halves (signed or unsigned). */
 export function toU64(hi: number, lo: number): bigint {
-  return (BigInt(hi) << 32n) | BigInt(lo);
+  return (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
 }

@@ -2,12 +2,14 @@
 // scheduled, caching of blocks as they fill (with deduplication against an identical cached block),
 // and freeing. Every BlockStored names a parent that is cached at that moment.
 import type { KvCache } from './kv-cache.js';
-import type { KvEvent } from './events.js';
+import type { EventLog } from './events.js';
 import type { Sequence } from './request.js';
 
 export class BlockTables {
   private readonly scratch = new Uint32Array(2);
   private readonly matched: number[] = [];
+  /** Where commitFull keeps what its prefetching loads read, so that they are not optimised away. */
+  private touched = 0;
 
   constructor(
     private readonly cache: KvCache,
@@ -24,7 +26,7 @@ export class BlockTables {
     const out = this.matched;
     out.length = 0;
     for (let i = 0; i < limit; i++) {
-      const block = this.cache.lookup(seq.hashHi[i], seq.hashLo[i]);
+      const block = this.cache.lookup(seq.hashHi(i), seq.hashLo(i));
       if (block < 0) break;
       out.push(block);
     }
@@ -55,11 +57,11 @@ export class BlockTables {
   }
 
   /** Grows the table to hold `tokens` tokens; false (nothing taken) when the cache cannot. */
-  grow(seq: Sequence, tokens: number, events: KvEvent[]): boolean {
+  grow(seq: Sequence, tokens: number, events: EventLog): boolean {
     const need = this.blocksNeeded(seq, tokens);
     if (need === 0) return true;
     if (need > this.cache.availableBlocks) return false;
-    for (let i = 0; i < need; i++) seq.blocks.push(this.cache.allocate(events));
+    this.cache.allocateMany(need, seq.blocks, events);
     return true;
   }
 
@@ -75,23 +77,31 @@ export class BlockTables {
   /**
    * Offers the sequence's newly completed blocks to the prefix cache: a block whose content is
    * already cached is swapped for the cached copy (its own block is freed), otherwise it is
-   * registered and announced. Consecutive announcements form one BlockStored.
+   * registered and announced. Consecutive announcements form one BlockStored, whose hashes and
+   * tokens are views of the sequence's buffers.
    */
-  commitFull(seq: Sequence, events: KvEvent[]): void {
+  commitFull(seq: Sequence, events: EventLog): void {
     const bs = this.blockSize;
     const full = Math.floor(seq.numComputed / bs);
     if (full <= seq.committedBlocks) return;
+    const first = seq.committedBlocks;
+    seq.committedBlocks = full;
+    // After a reset the earlier blocks are no longer cached: these cannot be chained to them.
+    if (seq.chainBroken) return;
     seq.ensureHashes(full, bs, this.scratch);
-    let run: Extract<KvEvent, { type: 'BlockStored' }> | undefined;
-    for (let i = seq.committedBlocks; i < full; i++) {
-      if (seq.chainBroken) {
-        run = undefined;
-        continue;
-      }
-      const hash = seq.hashes[i];
-      const existing = this.cache.lookup(seq.hashHi[i], seq.hashLo[i]);
+    if (full - first > 1) {
+      let touched = 0;
+      for (let i = first; i < full; i++) touched ^= this.cache.touch(seq.hashLo(i));
+      this.touched = touched;
+    }
+    let runStart = -1;
+    for (let i = first; i < full; i++) {
+      const hi = seq.hashHi(i);
+      const lo = seq.hashLo(i);
+      const existing = this.cache.registerUnlessCached(seq.blocks[i], hi, lo);
       if (existing >= 0) {
-        run = undefined;
+        if (runStart >= 0) this.announce(seq, runStart, i, events);
+        runStart = -1;
         if (existing !== seq.blocks[i]) {
           this.cache.acquire(existing);
           this.cache.release(seq.blocks[i]);
@@ -99,23 +109,22 @@ export class BlockTables {
         }
         continue;
       }
-      this.cache.register(seq.blocks[i], hash, seq.hashHi[i], seq.hashLo[i]);
-      if (run === undefined) {
-        run = {
-          type: 'BlockStored',
-          blockHashes: [],
-          parentBlockHash: i === 0 ? null : seq.hashes[i - 1],
-          tokenIds: [],
-          blockSize: bs,
-          loraName: seq.loraName,
-          medium: 'GPU',
-        };
-        events.push(run);
-      }
-      run.blockHashes.push(hash);
-      const tokens = seq.tokens;
-      for (let t = i * bs, end = t + bs; t < end; t++) run.tokenIds.push(tokens[t]);
+      if (runStart < 0) runStart = i;
     }
-    seq.committedBlocks = full;
+    if (runStart >= 0) this.announce(seq, runStart, full, events);
+  }
+
+  /** One BlockStored for the sequence's blocks [start, end), just registered. */
+  private announce(seq: Sequence, start: number, end: number, events: EventLog): void {
+    const bs = this.blockSize;
+    events.push({
+      type: 'BlockStored',
+      blockHashes: seq.hashes.subarray(start, end),
+      parentBlockHash: start === 0 ? null : seq.hashes[start - 1],
+      tokenIds: seq.tokens.subarray(start * bs, end * bs),
+      blockSize: bs,
+      loraName: seq.loraName,
+      medium: 'GPU',
+    });
   }
 }

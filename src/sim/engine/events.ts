@@ -1,28 +1,78 @@
 // KV cache events as the model reports them (the fields of vLLM's BlockStored / BlockRemoved /
 // AllBlocksCleared; the worker encodes them to msgpack). Replaying them in order reproduces the
 // model's set of cached blocks exactly.
+//
+// Hashes and tokens travel as typed arrays, which is what the router's KvIndexer takes: a
+// BlockStored's arrays are views of its sequence's own buffers (entries that never change once
+// written), so announcing a run of blocks copies nothing and creates no BigInt per block.
 
 export type KvEvent =
   | {
       type: 'BlockStored';
-      blockHashes: bigint[];
+      blockHashes: BigUint64Array;
       parentBlockHash: bigint | null;
-      tokenIds: number[];
+      tokenIds: Uint32Array;
       blockSize: number;
       loraName: string | null;
       medium: 'GPU';
     }
-  | { type: 'BlockRemoved'; blockHashes: bigint[]; medium: 'GPU' }
+  | { type: 'BlockRemoved'; blockHashes: BigUint64Array; medium: 'GPU' }
   | { type: 'AllBlocksCleared' };
 
 export type BlockStoredEvent = Extract<KvEvent, { type: 'BlockStored' }>;
 export type BlockRemovedEvent = Extract<KvEvent, { type: 'BlockRemoved' }>;
 
-/** Appends a removal, merged into the previous event when that is a removal too (order is kept). */
-export function pushRemoved(events: KvEvent[], hash: bigint): void {
-  const last = events[events.length - 1];
-  if (last !== undefined && last.type === 'BlockRemoved') last.blockHashes.push(hash);
-  else events.push({ type: 'BlockRemoved', blockHashes: [hash], medium: 'GPU' });
+/** Where a u64's low and high 32-bit halves sit in a Uint32Array view of a BigUint64Array. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+export const LO_WORD = LITTLE_ENDIAN ? 0 : 1;
+export const HI_WORD = LITTLE_ENDIAN ? 1 : 0;
+
+/**
+ * The events of one step, in order. Evictions come one block at a time: consecutive ones are
+ * gathered into one BlockRemoved (as 32-bit halves, no BigInt per block), which is closed as soon
+ * as another event follows, so the order of the stream is kept.
+ */
+export class EventLog {
+  private events: KvEvent[] = [];
+  /** Pending removals as u64 words in memory order (LO_WORD / HI_WORD per hash). */
+  private removed = new Uint32Array(256);
+  private removedCount = 0;
+
+  /** A block under the hash with halves (hi, lo) was evicted. */
+  removedBlock(hi: number, lo: number): void {
+    const at = 2 * this.removedCount;
+    if (at === this.removed.length) {
+      const grown = new Uint32Array(this.removed.length * 2);
+      grown.set(this.removed);
+      this.removed = grown;
+    }
+    this.removed[at + LO_WORD] = lo;
+    this.removed[at + HI_WORD] = hi;
+    this.removedCount++;
+  }
+
+  push(event: KvEvent): void {
+    this.closeRemoved();
+    this.events.push(event);
+  }
+
+  /** The events logged since the last take, in order; the log starts empty again. */
+  take(): KvEvent[] {
+    this.closeRemoved();
+    if (this.events.length === 0) return [];
+    const out = this.events;
+    this.events = [];
+    return out;
+  }
+
+  private closeRemoved(): void {
+    const n = this.removedCount;
+    if (n === 0) return;
+    const hashes = new BigUint64Array(n);
+    new Uint32Array(hashes.buffer).set(this.removed.subarray(0, 2 * n));
+    this.events.push({ type: 'BlockRemoved', blockHashes: hashes, medium: 'GPU' });
+    this.removedCount = 0;
+  }
 }
 
 /** Applies events to a set of block hashes: the consumer's view of the cache. */

@@ -1,27 +1,37 @@
 // The paged KV cache: a fixed pool of blocks with reference counts. A complete block may be
 // registered under its content hash (prefix caching); a registered block nobody references stays
-// cached in an LRU list and is evicted (BlockRemoved) only when a fresh block is needed and no
-// never-registered free block is left. Invariant: a hash maps to at most one block, and a block is
-// in exactly one of {referenced, LRU (registered, ref 0), free stack (unregistered, ref 0)}.
-import { type KvEvent, pushRemoved } from './events.js';
+// cached in the LRU (lru-queue.ts) and is evicted (BlockRemoved) only when a fresh block is needed
+// and no never-registered free block is left. Invariant: a hash maps to at most one block, and a
+// block is in exactly one of {referenced, LRU (registered, ref 0), free stack (unregistered, ref 0)}.
+//
+// Layout: everything else the cache knows about a block sits in one 16-byte record of
+// BLOCK_FIELDS int32s (reference count, registered flag, hash halves), so touching a block
+// (allocate, acquire, release, evict) costs one cache line, not one per field: a replay does this
+// a few million times per policy over caches of megabytes.
+import { toU64 } from './block-hash.js';
+import type { EventLog } from './events.js';
 import { BlockHashIndex } from './hash-index.js';
+import { LruQueue } from './lru-queue.js';
 
 const NONE = -1;
 
+// A block's record: its fields at these offsets from block * BLOCK_FIELDS.
+const REFS = 0;
+const REGISTERED = 1;
+const HASH_HI = 2;
+const HASH_LO = 3;
+const BLOCK_FIELDS = 4;
+
 export class KvCache {
   readonly totalBlocks: number;
-  private readonly refs: Int32Array;
-  /** A registered block's hash (for events), and its two halves (the index's key). */
-  private readonly hashOf: (bigint | undefined)[];
-  private readonly hashHi: Int32Array;
-  private readonly hashLo: Int32Array;
-  private readonly byHash = new BlockHashIndex();
-  // LRU of registered blocks with ref 0: head = evicted first.
-  private readonly prev: Int32Array;
-  private readonly next: Int32Array;
-  private lruHead = NONE;
-  private lruTail = NONE;
-  private lruSize = 0;
+  private readonly blocks: Int32Array;
+  private readonly byHash: BlockHashIndex;
+  /** Registered blocks with ref 0, evicted oldest first. */
+  private readonly lru: LruQueue;
+  /** Where allocateMany keeps what its prefetching loads read, so that they are not optimised away. */
+  private touched = 0;
+  /** allocate()'s scratch for allocateMany. */
+  private readonly taken: number[] = [];
   // Unregistered free blocks (nothing to lose by reusing them).
   private readonly freeStack: Int32Array;
   private freeTop = 0;
@@ -30,12 +40,9 @@ export class KvCache {
 
   constructor(totalBlocks: number) {
     this.totalBlocks = totalBlocks;
-    this.refs = new Int32Array(totalBlocks);
-    this.hashOf = new Array<bigint | undefined>(totalBlocks).fill(undefined);
-    this.hashHi = new Int32Array(totalBlocks);
-    this.hashLo = new Int32Array(totalBlocks);
-    this.prev = new Int32Array(totalBlocks).fill(NONE);
-    this.next = new Int32Array(totalBlocks).fill(NONE);
+    this.blocks = new Int32Array(totalBlocks * BLOCK_FIELDS);
+    this.byHash = new BlockHashIndex(totalBlocks);
+    this.lru = new LruQueue(totalBlocks);
     this.freeStack = new Int32Array(totalBlocks);
     // Block 0 is handed out first.
     for (let i = 0; i < totalBlocks; i++) this.freeStack[i] = totalBlocks - 1 - i;
@@ -49,7 +56,7 @@ export class KvCache {
 
   /** Blocks that an allocation can take (free, or cached and unreferenced). */
   get availableBlocks(): number {
-    return this.freeTop + this.lruSize;
+    return this.freeTop + this.lru.size;
   }
 
   get cachedBlocks(): number {
@@ -65,114 +72,145 @@ export class KvCache {
     return this.byHash.get(hi, lo);
   }
 
+  /** Fetches the hash index's line for a hash with low half `lo` (see BlockHashIndex.touch). */
+  touch(lo: number): number {
+    return this.byHash.touch(lo);
+  }
+
   /** The block registered under `hash`, or -1. */
   find(hash: bigint): number {
     return this.byHash.get(hiOf(hash), loOf(hash));
   }
 
   isRegistered(block: number): boolean {
-    return this.hashOf[block] !== undefined;
+    return this.blocks[block * BLOCK_FIELDS + REGISTERED] !== 0;
   }
 
   refCount(block: number): number {
-    return this.refs[block];
+    return this.blocks[block * BLOCK_FIELDS + REFS];
   }
 
   /** Takes a reference on a block (a prefix hit takes it out of the LRU). */
   acquire(block: number): void {
-    if (this.refs[block]++ === 0) {
+    const at = block * BLOCK_FIELDS;
+    if (this.blocks[at + REFS]++ === 0) {
       this.used++;
-      this.unlinkLru(block);
+      this.lru.remove(block);
     }
   }
 
   /**
-   * A fresh block, or -1 when none is available. Evicting a cached block appends its BlockRemoved
-   * to `events`.
+   * A fresh block, or -1 when none is available. Evicting a cached block logs its BlockRemoved
+   * in `events`.
    */
-  allocate(events: KvEvent[]): number {
-    let block: number;
-    if (this.freeTop > 0) {
-      block = this.freeStack[--this.freeTop];
-    } else if (this.lruHead !== NONE) {
-      block = this.lruHead;
-      this.unlinkLru(block);
-      const hash = this.hashOf[block]!;
-      this.byHash.delete(this.hashHi[block], this.hashLo[block]);
-      this.hashOf[block] = undefined;
-      this.evictedTotal++;
-      pushRemoved(events, hash);
-    } else {
-      return NONE;
-    }
-    this.refs[block] = 1;
-    this.used++;
+  allocate(events: EventLog): number {
+    if (this.availableBlocks === 0) return NONE;
+    const before = this.taken.length;
+    this.allocateMany(1, this.taken, events);
+    const block = this.taken[before];
+    this.taken.length = before;
     return block;
+  }
+
+  /**
+   * Appends `count` fresh blocks to `out`, the blocks `count` allocate() calls would give, with
+   * the same evictions logged in the same order; a RangeError (nothing taken) when fewer are
+   * available. Evictions go in passes, the LRU's oldest blocks taken, their hash-index slots
+   * read, then their entries deleted: each pass's loads are independent of each other, so their
+   * cache misses overlap instead of adding up.
+   */
+  allocateMany(count: number, out: number[], events: EventLog): void {
+    if (count > this.availableBlocks) throw new RangeError(`${count} KV blocks asked for, ${this.availableBlocks} available`);
+    const blocks = this.blocks;
+    let n = 0;
+    for (; n < count && this.freeTop > 0; n++) {
+      const block = this.freeStack[--this.freeTop];
+      blocks[block * BLOCK_FIELDS + REFS] = 1;
+      out.push(block);
+    }
+    // Never-cached blocks are gone: the rest are evictions, a suffix of what `out` receives.
+    const firstEvicted = out.length;
+    for (; n < count; n++) {
+      const block = this.lru.shift();
+      const at = block * BLOCK_FIELDS;
+      blocks[at + REGISTERED] = 0;
+      blocks[at + REFS] = 1;
+      out.push(block);
+    }
+    // The deletions' slots first, in a loop of nothing but independent loads (a prefetch).
+    let touched = 0;
+    for (let i = firstEvicted; i < out.length; i++) touched ^= this.byHash.touch(blocks[out[i] * BLOCK_FIELDS + HASH_LO]);
+    this.touched = touched;
+    for (let i = firstEvicted; i < out.length; i++) {
+      const at = out[i] * BLOCK_FIELDS;
+      const hi = blocks[at + HASH_HI];
+      const lo = blocks[at + HASH_LO];
+      this.byHash.delete(hi, lo);
+      events.removedBlock(hi, lo);
+    }
+    this.evictedTotal += out.length - firstEvicted;
+    this.used += count;
   }
 
   /** Drops a reference; an unreferenced block stays cached (LRU tail) when registered. */
   release(block: number): void {
-    const r = --this.refs[block];
+    const at = block * BLOCK_FIELDS;
+    const r = --this.blocks[at + REFS];
     if (r > 0) return;
-    if (r < 0) throw new Error(`KV block ${block} released more often than acquired`);
+    if (r < 0) {
+      this.blocks[at + REFS] = 0;
+      throw new Error(`KV block ${block} released more often than acquired`);
+    }
     this.used--;
-    if (this.hashOf[block] !== undefined) this.linkLruTail(block);
+    if (this.blocks[at + REGISTERED] !== 0) this.lru.push(block);
     else this.freeStack[this.freeTop++] = block;
   }
 
+  /** Registers a referenced, unregistered block under the hash with halves (hi, lo), which no other block has. */
+  register(block: number, hi: number, lo: number): void {
+    if (this.registerUnlessCached(block, hi, lo) !== NONE) throw new Error(`KV block ${block} cannot be registered under ${toU64(hi, lo)}: cached already`);
+  }
+
   /**
-   * Registers a referenced, unregistered block under a hash no other block has. `hi` and `lo` are
-   * the hash's halves, when the caller has them already.
+   * The block cached under (hi, lo) if there is one (nothing changes); otherwise registers `block`
+   * (referenced, unregistered) under it and returns -1. One probe of the hash index for both.
    */
-  register(block: number, hash: bigint, hi = hiOf(hash), lo = loOf(hash)): void {
-    if (this.hashOf[block] !== undefined || this.byHash.get(hi, lo) !== NONE || this.refs[block] === 0) {
-      throw new Error(`KV block ${block} cannot be registered under ${hash}`);
+  registerUnlessCached(block: number, hi: number, lo: number): number {
+    const blocks = this.blocks;
+    const at = block * BLOCK_FIELDS;
+    if (blocks[at + REGISTERED] !== 0 || blocks[at + REFS] === 0) {
+      const cached = this.byHash.get(hi, lo);
+      if (cached !== NONE) return cached;
+      throw new Error(`KV block ${block} cannot be registered under ${toU64(hi, lo)}: ${blocks[at + REFS] === 0 ? 'not referenced' : 'registered already'}`);
     }
-    this.hashOf[block] = hash;
-    this.hashHi[block] = hi;
-    this.hashLo[block] = lo;
-    this.byHash.add(hi, lo, block);
+    const cached = this.byHash.addIfAbsent(hi, lo, block);
+    if (cached !== NONE) return cached;
+    blocks[at + REGISTERED] = 1;
+    blocks[at + HASH_HI] = hi;
+    blocks[at + HASH_LO] = lo;
+    return NONE;
+  }
+
+  /** register() with the hash as a bigint (tests). */
+  registerHash(block: number, hash: bigint): void {
+    this.register(block, hiOf(hash), loOf(hash));
   }
 
   /** Forgets every hash (reset_prefix_cache): cached free blocks become plain free blocks. */
   clear(): void {
-    this.hashOf.fill(undefined);
+    for (let b = 0; b < this.totalBlocks; b++) this.blocks[b * BLOCK_FIELDS + REGISTERED] = 0;
     this.byHash.clear();
-    while (this.lruHead !== NONE) {
-      const block = this.lruHead;
-      this.unlinkLru(block);
-      this.freeStack[this.freeTop++] = block;
-    }
+    for (let block = this.lru.shift(); block !== NONE; block = this.lru.shift()) this.freeStack[this.freeTop++] = block;
   }
 
   /** The registered hashes (for tests and consistency checks). */
   *cachedHashes(): IterableIterator<bigint> {
-    for (const hash of this.hashOf) if (hash !== undefined) yield hash;
-  }
-
-  private linkLruTail(block: number): void {
-    this.prev[block] = this.lruTail;
-    this.next[block] = NONE;
-    if (this.lruTail === NONE) this.lruHead = block;
-    else this.next[this.lruTail] = block;
-    this.lruTail = block;
-    this.lruSize++;
-  }
-
-  /** Removes a block from the LRU if it is there. */
-  private unlinkLru(block: number): void {
-    const p = this.prev[block];
-    const n = this.next[block];
-    if (p === NONE && n === NONE && this.lruHead !== block) return;
-    if (p === NONE) this.lruHead = n;
-    else this.next[p] = n;
-    if (n === NONE) this.lruTail = p;
-    else this.prev[n] = p;
-    this.prev[block] = NONE;
-    this.next[block] = NONE;
-    this.lruSize--;
+    for (let b = 0; b < this.totalBlocks; b++) {
+      const at = b * BLOCK_FIELDS;
+      if (this.blocks[at + REGISTERED] !== 0) yield toU64(this.blocks[at + HASH_HI], this.blocks[at + HASH_LO]);
+    }
   }
 }
 
-const hiOf = (hash: bigint): number => Number(hash >> 32n);
-const loOf = (hash: bigint): number => Number(hash & 0xffff_ffffn);
+const hiOf = (hash: bigint): number => Number(hash >> 32n) | 0;
+const loOf = (hash: bigint): number => Number(hash & 0xffff_ffffn) | 0;

@@ -5,7 +5,7 @@
 import { expectInteger, expectUint32Array, describe } from '../../util/validate.js';
 import { BlockTables } from './block-table.js';
 import { type ResolvedEngineConfig, type EngineConfig, resolveEngineConfig } from './config.js';
-import type { KvEvent } from './events.js';
+import { EventLog, type KvEvent } from './events.js';
 import { KvCache } from './kv-cache.js';
 import { type FinishReason, Sequence, type SimRequest, type TokenOutput } from './request.js';
 import { TokenSampler } from './rng.js';
@@ -47,6 +47,8 @@ export class EngineModel {
   private readonly tables: BlockTables;
   private readonly scheduler: Scheduler;
   private readonly sampler: TokenSampler;
+  /** The events of the step being planned and committed. */
+  private readonly log = new EventLog();
   /** Live requests: waiting, transferring, running or held. */
   private readonly requests = new Map<string, Sequence>();
   /** Held prefills in hold-expiry order (time only moves forward). */
@@ -114,22 +116,25 @@ export class EngineModel {
     expectTime(nowMs);
     this.expireHolds(nowMs);
     if (!this.hasWork()) return null;
-    const events: KvEvent[] = [];
-    const plan = this.scheduler.plan(nowMs, events);
+    const log = this.log;
+    const plan = this.scheduler.plan(nowMs, log);
     this.steps++;
-    if (plan.seqs.length === 0) return { startMs: nowMs, durationMs: this.idleWaitMs(nowMs), outputs: [], events };
+    if (plan.count === 0) {
+      const events = log.take();
+      return { startMs: nowMs, durationMs: this.idleWaitMs(nowMs), outputs: [], events };
+    }
     const usage = this.cache.usedBlocks / this.cache.totalBlocks;
     const durationMs = stepMs(this.config, plan.prefillTokens, plan.decodeTokens, usage);
     const endMs = nowMs + durationMs;
     const outputs: TokenOutput[] = [];
-    for (let i = 0; i < plan.seqs.length; i++) {
+    for (let i = 0; i < plan.count; i++) {
       const seq = plan.seqs[i];
       seq.numComputed += plan.newTokens[i];
-      this.tables.commitFull(seq, events);
+      this.tables.commitFull(seq, log);
       if (seq.numComputed === seq.numTokens) outputs.push(this.sample(seq, endMs));
     }
     this.scheduler.pruneRunning();
-    return { startMs: nowMs, durationMs, outputs, events };
+    return { startMs: nowMs, durationMs, outputs, events: log.take() };
   }
 
   /** Drops the prefix cache (vLLM's reset_prefix_cache). Requests keep running on their blocks. */

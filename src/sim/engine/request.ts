@@ -1,6 +1,10 @@
 // Requests: what callers submit, what the model emits per generated token, and the model's
 // per-request state (token buffer, block table, block hashes, progress).
-import { hashBlock, loraSeed, ROOT_HI, ROOT_LO, toU64 } from './block-hash.js';
+import { hashBlock, loraSeed, ROOT_HI, ROOT_LO } from './block-hash.js';
+import { HI_WORD, LO_WORD } from './events.js';
+
+/** Generated tokens a sequence's token buffer has room for from the start. */
+const INITIAL_OUTPUT_ROOM = 1024;
 
 export interface SimRequest {
   id: string;
@@ -55,11 +59,14 @@ export class Sequence {
   committedBlocks = 0;
   /** Set after a cache reset: this table's earlier blocks are no longer cached, so later ones cannot be chained. */
   chainBroken = false;
-  /** Hashes of leading complete blocks (content only: stable across preemptions). */
-  readonly hashes: bigint[] = [];
-  /** The two 32-bit halves of each hash (the prefix cache's key). */
-  readonly hashHi: number[] = [];
-  readonly hashLo: number[] = [];
+  /**
+   * Hashes of leading complete blocks (content only: stable across preemptions), `hashCount` of
+   * them; entries never change once written, so events may hold views of them. Grows by doubling.
+   */
+  hashes: BigUint64Array;
+  /** The same buffer as 32-bit words: hash i's halves at 2i + HI_WORD and 2i + LO_WORD (the prefix cache's key). */
+  hashWords: Uint32Array;
+  hashCount = 0;
 
   state: SequenceState = 'waiting';
   cachedTokens = 0;
@@ -84,9 +91,20 @@ export class Sequence {
     this.holdAfterFinish = req.holdBlocksAfterFinish;
     this.transferTokens = req.kvTransferredTokens;
     this.streamKey = streamKey;
-    this.tokens = new Uint32Array(this.promptLen + Math.min(req.maxTokens, 64));
+    // Room for the generated tokens of most requests (growing copies the whole context).
+    this.tokens = new Uint32Array(this.promptLen + Math.min(req.maxTokens, INITIAL_OUTPUT_ROOM));
     this.tokens.set(req.promptTokens);
     this.numTokens = this.promptLen;
+    this.hashes = new BigUint64Array(0);
+    this.hashWords = new Uint32Array(0);
+  }
+
+  hashHi(i: number): number {
+    return this.hashWords[2 * i + HI_WORD];
+  }
+
+  hashLo(i: number): number {
+    return this.hashWords[2 * i + LO_WORD];
   }
 
   appendToken(tokenId: number): void {
@@ -101,13 +119,24 @@ export class Sequence {
 
   /** Computes the hashes of complete blocks up to `count` (the tokens must be known). */
   ensureHashes(count: number, blockSize: number, scratch: Uint32Array): void {
-    for (let i = this.hashes.length; i < count; i++) {
-      const parentHi = i === 0 ? ROOT_HI : this.hashHi[i - 1];
-      const parentLo = i === 0 ? ROOT_LO : this.hashLo[i - 1];
+    if (count <= this.hashCount) return;
+    if (count > this.hashes.length) this.growHashes(count, blockSize);
+    const words = this.hashWords;
+    for (let i = this.hashCount; i < count; i++) {
+      const parentHi = i === 0 ? ROOT_HI : words[2 * i - 2 + HI_WORD];
+      const parentLo = i === 0 ? ROOT_LO : words[2 * i - 2 + LO_WORD];
       hashBlock(this.tokens, i * blockSize, blockSize, parentHi, parentLo, this.lora, scratch);
-      this.hashHi.push(scratch[0]);
-      this.hashLo.push(scratch[1]);
-      this.hashes.push(toU64(scratch[0], scratch[1]));
+      words[2 * i + HI_WORD] = scratch[0];
+      words[2 * i + LO_WORD] = scratch[1];
     }
+    this.hashCount = count;
+  }
+
+  private growHashes(count: number, blockSize: number): void {
+    // Room for the blocks of the token buffer (the prompt and the first generated tokens), then doubling.
+    const grown = new BigUint64Array(Math.max(count, Math.floor(this.tokens.length / blockSize), 2 * this.hashes.length));
+    grown.set(this.hashes.subarray(0, this.hashCount));
+    this.hashes = grown;
+    this.hashWords = new Uint32Array(grown.buffer);
   }
 }

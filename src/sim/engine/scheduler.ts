@@ -7,13 +7,15 @@
 import type { BlockTables } from './block-table.js';
 import type { ResolvedEngineConfig } from './config.js';
 import { Deque } from './deque.js';
-import type { KvEvent } from './events.js';
+import type { EventLog } from './events.js';
 import type { KvCache } from './kv-cache.js';
 import type { Sequence } from './request.js';
 import { transferMs } from './timing.js';
 
-/** What one step computes: `newTokens[i]` tokens of `seqs[i]`, in order. */
+/** What one step computes: `newTokens[i]` tokens of `seqs[i]` for i in [0, count), in order. */
 export interface StepPlan {
+  count: number;
+  /** Entries past `count` are left from earlier steps: the arrays keep their capacity. */
   seqs: Sequence[];
   newTokens: number[];
   /** Tokens computed in prefill chunks (the N of the prefill formula). */
@@ -31,6 +33,11 @@ export class Scheduler {
   promptTokens = 0;
   cachedTokens = 0;
   private stepNo = 0;
+  /** The plan of the current step and the running queue's order at its start, reused step after step. */
+  // (Counted, not truncated: setting an array's length to 0 drops its backing store, and every
+  // step would grow a new one.)
+  private readonly stepPlan: StepPlan = { count: 0, seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
+  private readonly order: Sequence[] = [];
 
   constructor(
     private readonly cfg: ResolvedEngineConfig,
@@ -38,21 +45,32 @@ export class Scheduler {
     private readonly tables: BlockTables,
   ) {}
 
-  /** Plans the step starting at `nowMs`; evictions and completed transfers append to `events`. */
-  plan(nowMs: number, events: KvEvent[]): StepPlan {
+  /**
+   * Plans the step starting at `nowMs`; evictions and completed transfers append to `events`. The
+   * plan is valid until the next call (its object and arrays are reused).
+   */
+  plan(nowMs: number, events: EventLog): StepPlan {
     this.stepNo++;
     this.completeTransfers(nowMs, events);
-    const plan: StepPlan = { seqs: [], newTokens: [], prefillTokens: 0, decodeTokens: 0 };
+    const plan = this.stepPlan;
+    plan.count = 0;
+    plan.prefillTokens = 0;
+    plan.decodeTokens = 0;
     let budget = this.cfg.maxNumBatchedTokens;
-    const order = this.running.slice();
+    // A copy: preemption takes requests out of the running queue while it is walked.
+    const order = this.order;
+    const runningAtStart = this.running.length;
+    for (let i = 0; i < runningAtStart; i++) order[i] = this.running[i];
     // Decode tokens first: one per running request that has sampled its last token.
-    for (const s of order) {
+    for (let i = 0; i < runningAtStart; i++) {
+      const s = order[i];
       if (budget === 0) break;
       if (s.state !== 'running' || s.numTokens - s.numComputed !== 1) continue;
       if (this.scheduleRunning(s, 1, plan, events)) budget--;
     }
     // Then prefill chunks of running requests (chunked prefill, or recompute after preemption).
-    for (const s of order) {
+    for (let i = 0; i < runningAtStart; i++) {
+      const s = order[i];
       if (budget === 0) break;
       if (s.state !== 'running' || s.scheduledStep === this.stepNo) continue;
       const n = Math.min(s.numTokens - s.numComputed, budget);
@@ -81,7 +99,7 @@ export class Scheduler {
     if (this.running.some((s) => s.state !== 'running')) this.running = this.running.filter((s) => s.state === 'running');
   }
 
-  private scheduleRunning(s: Sequence, n: number, plan: StepPlan, events: KvEvent[]): boolean {
+  private scheduleRunning(s: Sequence, n: number, plan: StepPlan, events: EventLog): boolean {
     while (!this.tables.grow(s, s.numComputed + n, events)) {
       const victim = this.preemptionVictim(s);
       this.preempt(victim);
@@ -108,7 +126,7 @@ export class Scheduler {
     this.preemptions++;
   }
 
-  private admitWaiting(nowMs: number, budget: number, plan: StepPlan, events: KvEvent[]): void {
+  private admitWaiting(nowMs: number, budget: number, plan: StepPlan, events: EventLog): void {
     const bs = this.cfg.blockSize;
     while (this.waiting.size > 0) {
       // A request receiving KV holds a seat from admission: every block holder but a held prefill
@@ -153,8 +171,9 @@ export class Scheduler {
 
   private add(plan: StepPlan, s: Sequence, n: number): void {
     s.scheduledStep = this.stepNo;
-    plan.seqs.push(s);
-    plan.newTokens.push(n);
+    plan.seqs[plan.count] = s;
+    plan.newTokens[plan.count] = n;
+    plan.count++;
     if (n === 1 && s.numComputed + 1 === s.numTokens) plan.decodeTokens++;
     else plan.prefillTokens += n;
   }
@@ -168,7 +187,7 @@ export class Scheduler {
   }
 
   /** Transfers done by `nowMs`: their complete blocks become cached and they join the running batch. */
-  private completeTransfers(nowMs: number, events: KvEvent[]): void {
+  private completeTransfers(nowMs: number, events: EventLog): void {
     if (this.transferring.length === 0) return;
     const still: Sequence[] = [];
     for (const s of this.transferring) {

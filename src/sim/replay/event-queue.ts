@@ -23,9 +23,16 @@ export class EventQueue<T> {
   }
 
   pop(): { time: number; item: T } | undefined {
+    if (this.items.length === 0) return undefined;
+    const time = this.times[0];
+    return { time, item: this.popItem()! };
+  }
+
+  /** The earliest item, removed (its time is peekTime() before the call); nothing allocated. */
+  popItem(): T | undefined {
     const n = this.items.length;
     if (n === 0) return undefined;
-    const top = { time: this.times[0], item: this.items[0] };
+    const top = this.items[0];
     this.swap(0, n - 1);
     this.times.pop();
     this.orders.pop();
@@ -38,10 +45,18 @@ export class EventQueue<T> {
     return this.times[a] < this.times[b] || (this.times[a] === this.times[b] && this.orders[a] < this.orders[b]);
   }
 
+  // Plain temporaries: destructuring swaps allocated arrays on every sift step.
   private swap(a: number, b: number): void {
-    [this.times[a], this.times[b]] = [this.times[b], this.times[a]];
-    [this.orders[a], this.orders[b]] = [this.orders[b], this.orders[a]];
-    [this.items[a], this.items[b]] = [this.items[b], this.items[a]];
+    const { times, orders, items } = this;
+    const t = times[a];
+    times[a] = times[b];
+    times[b] = t;
+    const o = orders[a];
+    orders[a] = orders[b];
+    orders[b] = o;
+    const x = items[a];
+    items[a] = items[b];
+    items[b] = x;
   }
 
   private siftUp(i: number): void {

@@ -13,6 +13,15 @@ function mix32(x: number): number {
   return (x ^ (x >>> 16)) >>> 0;
 }
 
+/**
+ * x % VOCAB for a uint32 x in int32 arithmetic: x = hi * 2^16 + lo, and 2^16 % VOCAB = 1536, so
+ * x % VOCAB = (hi * 1536 + lo) % VOCAB, whose operand stays below 2^27. (A uint32 above 2^31 is
+ * a double to V8, and its % a floating-point remainder: a tenth of a replay's prompt synthesis.)
+ */
+function modVocab(x: number): number {
+  return ((x >>> 16) * (0x1_0000 % VOCAB) + (x & 0xffff)) % VOCAB;
+}
+
 /** Writes the tokens of one hash id (its first `count` tokens) into `out` at `offset`. */
 export function writeBlockTokens(hashId: number, seed: number, out: Uint32Array, offset: number, count: number): void {
   // Two mixes of (seed, id) give a per-id stream start; ids above 2^32 fold their high half in.
@@ -20,19 +29,63 @@ export function writeBlockTokens(hashId: number, seed: number, out: Uint32Array,
   let state = mix32(mix32((hashId >>> 0) ^ mix32(seed)) ^ hi);
   for (let j = 0; j < count; j++) {
     state = (state + 0x9e3779b9) >>> 0;
-    out[offset + j] = mix32(state) % VOCAB;
+    out[offset + j] = modVocab(mix32(state));
   }
 }
 
 /** The prompt of one trace request: input_length tokens built from its hash ids. */
 export function synthesizePrompt(req: TraceRequest, seed = 0, blockTokens = TRACE_BLOCK_TOKENS): Uint32Array {
-  const tokens = new Uint32Array(req.inputLength);
-  let offset = 0;
-  for (const id of req.hashIds) {
-    const count = Math.min(blockTokens, req.inputLength - offset);
-    if (count <= 0) break;
-    writeBlockTokens(id, seed, tokens, offset, count);
-    offset += count;
+  return new PromptSynthesizer([req], seed, blockTokens).prompt(req);
+}
+
+/**
+ * The prompts of one trace, in its order: synthesizePrompt's tokens, with the block of a hash id
+ * that recurs (shared prefixes: most of a trace's blocks) written once and kept until its last
+ * use, instead of recomputed for every request naming it.
+ */
+export class PromptSynthesizer {
+  private readonly usesLeft = new Map<number, number>();
+  private readonly blocks = new Map<number, Uint32Array>();
+
+  constructor(
+    trace: readonly TraceRequest[],
+    private readonly seed = 0,
+    private readonly blockTokens = TRACE_BLOCK_TOKENS,
+  ) {
+    for (const req of trace) this.forEachBlock(req, (id) => this.usesLeft.set(id, (this.usesLeft.get(id) ?? 0) + 1));
   }
-  return tokens;
+
+  /** The prompt of `req`, one of the trace's requests (each taken once). */
+  prompt(req: TraceRequest): Uint32Array {
+    const tokens = new Uint32Array(req.inputLength);
+    this.forEachBlock(req, (id, offset, count) => {
+      const left = this.usesLeft.get(id) ?? 0;
+      let block = this.blocks.get(id);
+      if (block === undefined && left > 1) {
+        block = new Uint32Array(this.blockTokens);
+        writeBlockTokens(id, this.seed, block, 0, this.blockTokens);
+        this.blocks.set(id, block);
+      }
+      if (block === undefined) writeBlockTokens(id, this.seed, tokens, offset, count);
+      else tokens.set(block.subarray(0, count), offset);
+      if (left <= 1) {
+        this.usesLeft.delete(id);
+        this.blocks.delete(id);
+      } else {
+        this.usesLeft.set(id, left - 1);
+      }
+    });
+    return tokens;
+  }
+
+  /** The hash ids that contribute tokens to the prompt, with where and how many. */
+  private forEachBlock(req: TraceRequest, fn: (id: number, offset: number, count: number) => void): void {
+    let offset = 0;
+    for (const id of req.hashIds) {
+      const count = Math.min(this.blockTokens, req.inputLength - offset);
+      if (count <= 0) break;
+      fn(id, offset, count);
+      offset += count;
+    }
+  }
 }

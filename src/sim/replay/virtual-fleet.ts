@@ -31,7 +31,7 @@ import type { EngineConfig } from '../engine/index.js';
 import { EventQueue } from './event-queue.js';
 import { setupPolicy, type ReplayPolicy } from './policies.js';
 import { pendingRecord, type RequestRecord } from './records.js';
-import { synthesizePrompt } from './synth.js';
+import { PromptSynthesizer } from './synth.js';
 import type { TraceRequest } from './trace.js';
 import { VIRTUAL_BOOTSTRAP_PORT, VirtualTransport } from './virtual-transport.js';
 import { LoadSpreadSampler, VirtualPool, type StepDone } from './virtual-pool.js';
@@ -136,6 +136,7 @@ export class VirtualFleet {
     const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
     const loadPool = this.prefillEngines ?? this.decodeEngines;
     const client = new ReplayClient(this.router, () => this.now);
+    const prompts = new PromptSynthesizer(trace, opts.seed);
 
     let next = 0;
     let reported = 0;
@@ -144,10 +145,11 @@ export class VirtualFleet {
       if (arrivalMs <= steps.peekTime()) {
         this.now = arrivalMs;
         const i = next++;
-        client.send(String(i), trace[i], synthesizePrompt(trace[i], opts.seed), records[i]);
+        client.send(String(i), trace[i], prompts.prompt(trace[i]), records[i]);
         await settle();
       } else {
-        const { time, item } = steps.pop()!;
+        const time = steps.peekTime();
+        const item = steps.popItem()!;
         this.now = time;
         const outputs = item.pool.completeStep(item.index, time);
         if (this.transport.deliver(item.pool, item.index, outputs)) await settle();

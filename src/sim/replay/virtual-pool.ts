@@ -56,11 +56,9 @@ export class VirtualPool {
     const worker = this.workerIds[index];
     for (const ev of events) {
       if (ev.type === 'BlockStored') {
-        indexer.applyStored(worker, 0, ev.parentBlockHash, BigUint64Array.from(ev.blockHashes), Uint32Array.from(ev.tokenIds), {
-          loraName: ev.loraName ?? undefined,
-        });
+        indexer.applyStored(worker, 0, ev.parentBlockHash, ev.blockHashes, ev.tokenIds, ev.loraName === null ? undefined : { loraName: ev.loraName });
       } else if (ev.type === 'BlockRemoved') {
-        indexer.applyRemoved(worker, 0, BigUint64Array.from(ev.blockHashes));
+        indexer.applyRemoved(worker, 0, ev.blockHashes);
       } else {
         indexer.applyCleared(worker, 0);
       }

@@ -11,14 +11,14 @@ export const EVENT_ENCODINGS: readonly EventEncoding[] = ['map', 'array'];
 export type EncodableKvEvent =
   | {
       type: 'BlockStored';
-      blockHashes: readonly bigint[];
+      blockHashes: ArrayLike<bigint>;
       parentBlockHash: bigint | null;
       tokenIds: ArrayLike<number>;
       blockSize: number;
       loraName: string | null;
       medium: string;
     }
-  | { type: 'BlockRemoved'; blockHashes: readonly bigint[]; medium: string }
+  | { type: 'BlockRemoved'; blockHashes: ArrayLike<bigint>; medium: string }
   | { type: 'AllBlocksCleared' };
 
 /** vLLM's KV cache spec of a plain (non-hybrid) model: every block belongs to group 0. */
@@ -148,9 +148,9 @@ export class KvEventBatchEncoder {
   }
 }
 
-function writeHashes(w: MsgpackWriter, hashes: readonly bigint[]): void {
+function writeHashes(w: MsgpackWriter, hashes: ArrayLike<bigint>): void {
   w.arrayHeader(hashes.length);
-  for (const h of hashes) w.int(h);
+  for (let i = 0; i < hashes.length; i++) w.int(hashes[i]);
 }
 
 function writeTokens(w: MsgpackWriter, tokens: ArrayLike<number>): void {

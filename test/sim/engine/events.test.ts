@@ -96,7 +96,9 @@ function familyPrompt(family: number, length: number, divergeAt: number, salt: n
 
 /**
  * Plays a random workload, checking after every step, abort and reset that the replayed events
- * give exactly the model's cached set; then drains it and checks that nothing leaks.
+ * give exactly the model's cached set; then drains it and checks that nothing leaks, and that the
+ * whole stream, replayed again at the end, still verifies: an event's arrays are views of the
+ * engine's buffers, which must never change under it.
  */
 function playWorkload(cfg: Cfg, ops: Op[], onEvents?: (m: EngineModel, events: KvEvent[]) => void): void {
   const m = new EngineModel({ ...cfg, speedup: 10, kvTransfer: { bytesPerToken: 1e4, bandwidthBytesPerS: 1e7 } });
@@ -105,7 +107,9 @@ function playWorkload(cfg: Cfg, ops: Op[], onEvents?: (m: EngineModel, events: K
   const outputs = new Map<string, TokenOutput[]>();
   const ids: string[] = [];
   let now = 0;
+  const history: KvEvent[] = [];
   const check = (events: KvEvent[]) => {
+    history.push(...events);
     index.apply(events);
     expect(index.blocks).toEqual(m.cachedBlockHashes());
     const x = m.metrics();
@@ -151,6 +155,9 @@ function playWorkload(cfg: Cfg, ops: Op[], onEvents?: (m: EngineModel, events: K
   expect(m.hasWork()).toBe(false);
   for (const id of ids) m.release(id);
   expect(m.metrics()).toMatchObject({ usedBlocks: 0, running: 0, waiting: 0, heldRequests: 0 });
+  const late = new ReferenceIndex();
+  late.apply(history);
+  expect(late.blocks).toEqual(m.cachedBlockHashes());
   // Each request's tokens come in order, and nothing follows its finish.
   for (const outs of outputs.values()) {
     outs.forEach((out, i) => expect(out.index).toBe(i));
@@ -175,12 +182,11 @@ describe('KV events', () => {
         playWorkload(cfg, ops, (m, events) => {
           for (const ev of events) {
             if (ev.type === 'BlockStored') {
-              const ok = indexer.applyStored(0, 0, ev.parentBlockHash, BigUint64Array.from(ev.blockHashes), Uint32Array.from(ev.tokenIds), {
-                loraName: ev.loraName ?? undefined,
-              });
+              // The event's own arrays (views of the sequence's buffers), as the replay feeds them.
+              const ok = indexer.applyStored(0, 0, ev.parentBlockHash, ev.blockHashes, ev.tokenIds, { loraName: ev.loraName ?? undefined });
               expect(ok, JSON.stringify(indexer.stats().rejected)).toBe(true);
             } else if (ev.type === 'BlockRemoved') {
-              indexer.applyRemoved(0, 0, BigUint64Array.from(ev.blockHashes));
+              indexer.applyRemoved(0, 0, ev.blockHashes);
             } else {
               indexer.applyCleared(0, 0);
             }
@@ -203,8 +209,8 @@ describe('KV events', () => {
     const set = new Set<bigint>([9n]);
     applyEventsToSet(set, [
       { type: 'AllBlocksCleared' },
-      { type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [0, 0], blockSize: 1, loraName: null, medium: 'GPU' },
-      { type: 'BlockRemoved', blockHashes: [1n], medium: 'GPU' },
+      { type: 'BlockStored', blockHashes: BigUint64Array.of(1n, 2n), parentBlockHash: null, tokenIds: Uint32Array.of(0, 0), blockSize: 1, loraName: null, medium: 'GPU' },
+      { type: 'BlockRemoved', blockHashes: BigUint64Array.of(1n), medium: 'GPU' },
     ]);
     expect([...set]).toEqual([2n]);
   });

@@ -41,9 +41,9 @@ export function model(cfg: EngineConfig = {}): EngineModel {
 }
 
 export function storedHashes(events: readonly KvEvent[]): bigint[] {
-  return events.flatMap((e) => (e.type === 'BlockStored' ? e.blockHashes : []));
+  return events.flatMap((e) => (e.type === 'BlockStored' ? [...e.blockHashes] : []));
 }
 
 export function removedHashes(events: readonly KvEvent[]): bigint[] {
-  return events.flatMap((e) => (e.type === 'BlockRemoved' ? e.blockHashes : []));
+  return events.flatMap((e) => (e.type === 'BlockRemoved' ? [...e.blockHashes] : []));
 }

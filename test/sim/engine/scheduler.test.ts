@@ -140,7 +140,7 @@ describe('continuous batching', () => {
     expect(r.steps.slice(0, 3).every((s) => s.outputs.length === 0)).toBe(true);
     expect(r.steps[3].outputs).toMatchObject([{ id: 'long', index: 0 }]);
     // Blocks are announced as chunks fill them: 4 full blocks after 64 tokens, 12 after 200.
-    const storedPerStep = r.steps.map((s) => s.events.flatMap((e) => (e.type === 'BlockStored' ? e.blockHashes : [])).length);
+    const storedPerStep = r.steps.map((s) => storedHashes(s.events).length);
     expect(storedPerStep.slice(0, 4)).toEqual([4, 4, 4, 0]);
   });
 

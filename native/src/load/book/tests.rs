@@ -10,7 +10,7 @@ fn book(b: &mut LoadBook, id: &str, rank: RankId, hashes: &[u64], prompt: u64, o
   b.book(&BookRequest {
     request_id: id,
     rank,
-    seq_hashes: hashes,
+    block_hashes: hashes,
     prompt_tokens: prompt,
     overlap_blocks: overlap,
     expected_output_tokens: expected,
@@ -42,7 +42,7 @@ fn duplicate_request_ids_are_refused_without_side_effects() {
   let mut b = LoadBook::new(4);
   let r = b.list_rank(key(1));
   book(&mut b, "a", r, &[1], 4, 0, None);
-  let again = BookRequest { request_id: "a", rank: r, seq_hashes: &[9], prompt_tokens: 40, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
+  let again = BookRequest { request_id: "a", rank: r, block_hashes: &[9], prompt_tokens: 40, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
   assert_eq!(b.book(&again), Err(BookError::DuplicateRequest));
   assert_eq!(b.rank(r).active_blocks(), 1);
   assert_eq!(b.rank(r).prefill_tokens(), 4);
@@ -204,7 +204,7 @@ fn random_operations_match_the_reference_and_end_at_zero() {
         let overlap = rng.u32(0..8);
         let expected = if rng.bool() { Some(rng.u64(1..20)) } else { None };
         let rank = ranks[rng.usize(0..ranks.len())];
-        let req = BookRequest { request_id: &id, rank, seq_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: overlap, expected_output_tokens: expected, now_ms: now };
+        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: overlap, expected_output_tokens: expected, now_ms: now };
         let res = b.book(&req);
         assert_eq!(res.is_err(), model.contains_key(&id));
         if res.is_ok() {

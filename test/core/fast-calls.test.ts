@@ -1,0 +1,120 @@
+// The addon's hand-written entry points (native/src/bindings/fast.rs) called directly with bad
+// arguments: each is refused with the error class and code of the generated bindings, and a
+// refused call changes nothing.
+import { describe, expect, it } from 'vitest';
+import { NativeErrorCode } from '../../src/core/errors.js';
+import { fast } from '../../src/core/fast-calls.js';
+import { KvIndexer } from '../../src/core/indexer.js';
+import { RoutingCore } from '../../src/core/routing-core.js';
+import { BS, hashes, localOf, tokensOf } from './indexer-fixtures.js';
+
+const DECISION_LEN = 11 + 6 * 8;
+
+function fixture() {
+  // Time stands at 0, the time the direct calls pass.
+  const clock = () => 0;
+  const indexer = new KvIndexer({ blockSize: BS, clock });
+  indexer.applyStored(1, 0, null, hashes(10, 11), tokensOf([1, 5]));
+  const core = new RoutingCore(indexer, { blockSize: BS, seed: 1, clock });
+  core.setWorkers([{ worker: 1 }, { worker: 2 }]);
+  const indexerHandle = (indexer as unknown as { handle: number }).handle;
+  const coreHandle = (core as unknown as { handle: number }).handle;
+  return { indexer, core, indexerHandle, coreHandle };
+}
+
+function thrown(fn: () => unknown): Error & { code?: string } {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error & { code?: string };
+  }
+  throw new Error('expected a throw');
+}
+
+describe('findMatchesFast', () => {
+  it('matches as findMatches does, and refuses bad arguments with their codes', () => {
+    const { indexer, indexerHandle } = fixture();
+    const out = new Float64Array(6);
+    expect(fast.findMatchesFast(indexerHandle, localOf([1, 5]), false, 0, out)).toBe(1);
+    expect([...out.subarray(0, 3)]).toEqual([1, 0, 2]);
+    const typeErrors = [
+      () => fast.findMatchesFast(indexerHandle, [1n] as never, false, 0, out),
+      () => fast.findMatchesFast(indexerHandle, new BigInt64Array(1) as never, false, 0, out),
+      () => fast.findMatchesFast(indexerHandle, localOf([1]), 1 as never, 0, out),
+      () => fast.findMatchesFast(indexerHandle, localOf([1]), false, '0' as never, out),
+      () => fast.findMatchesFast(indexerHandle, localOf([1]), false, 0, new Float32Array(6) as never),
+      () => fast.findMatchesFast('0' as never, localOf([1]), false, 0, out),
+      () => (fast.findMatchesFast as (...a: unknown[]) => number)(indexerHandle, localOf([1])),
+    ];
+    for (const call of typeErrors) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(TypeError);
+      expect(e.code).toBe(NativeErrorCode.invalidType);
+    }
+    for (const call of [() => fast.findMatchesFast(indexerHandle, localOf([1]), false, Number.NaN, out), () => fast.findMatchesFast(2 ** 31, localOf([1]), false, 0, out)]) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(RangeError);
+      expect(e.code).toBe(NativeErrorCode.outOfRange);
+    }
+    expect(indexer.stats().blocks).toBe(2);
+  });
+});
+
+describe('routeFast', () => {
+  it('routes as route() does, books under the exact request id, and queries without booking', () => {
+    const { core, coreHandle } = fixture();
+    const out = new Float64Array(DECISION_LEN);
+    const n = fast.routeFast(coreHandle, tokensOf([1, 5, 9]), 'q', 0, out, false);
+    expect(n).toBe(2);
+    expect([out[0], out[2], out[3]]).toEqual([1, 2, 12]);
+    expect(core.stats().active).toBe(0);
+    // An id longer than the inline buffer, with characters of several UTF-8 bytes.
+    const id = `req-${'é'.repeat(200)}-${'😀'.repeat(30)}`;
+    fast.routeFast(coreHandle, tokensOf([1, 5, 9]), id, 0, out, true);
+    expect(core.stats().active).toBe(1);
+    expect(() => core.route(tokensOf([1]), { requestId: id })).toThrow(/already booked/);
+    expect(core.free(id)).toBe(true);
+    expect(core.stats().active).toBe(0);
+  });
+
+  it('refuses bad arguments with their codes and books nothing', () => {
+    const { core, coreHandle } = fixture();
+    const out = new Float64Array(DECISION_LEN);
+    const t = tokensOf([1]);
+    const typeErrors = [
+      () => fast.routeFast(coreHandle, [1, 2, 3, 4] as never, 'a', 0, out, true),
+      () => fast.routeFast(coreHandle, new Int32Array(4) as never, 'a', 0, out, true),
+      () => fast.routeFast(coreHandle, t, 5 as never, 0, out, true),
+      () => fast.routeFast(coreHandle, t, 'a', '0' as never, out, true),
+      () => fast.routeFast(coreHandle, t, 'a', 0, [0] as never, true),
+      () => fast.routeFast(coreHandle, t, 'a', 0, out, 'yes' as never),
+      () => (fast.routeFast as (...a: unknown[]) => number)(coreHandle, t, 'a'),
+    ];
+    for (const call of typeErrors) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(TypeError);
+      expect(e.code).toBe(NativeErrorCode.invalidType);
+    }
+    const rangeErrors = [
+      () => fast.routeFast(coreHandle, t, 'a', 0, new Float64Array(10), true),
+      () => fast.routeFast(coreHandle, t, 'a', Number.NaN, out, true),
+      () => fast.routeFast(coreHandle, t, '', 0, out, true),
+      () => fast.routeFast(2 ** 31, t, 'a', 0, out, true),
+    ];
+    for (const call of rangeErrors) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(RangeError);
+      expect(e.code).toBe(NativeErrorCode.outOfRange);
+    }
+    expect(core.stats()).toMatchObject({ booked: 0, active: 0 });
+  });
+
+  it('throws routing refusals with their codes', () => {
+    const { core, coreHandle } = fixture();
+    const out = new Float64Array(DECISION_LEN);
+    fast.routeFast(coreHandle, tokensOf([1]), 'a', 0, out, true);
+    expect(thrown(() => fast.routeFast(coreHandle, tokensOf([1]), 'a', 0, out, true)).code).toBe(NativeErrorCode.duplicateRequest);
+    core.setWorkers([]);
+    expect(thrown(() => fast.routeFast(coreHandle, tokensOf([1]), 'b', 0, out, true)).code).toBe(NativeErrorCode.noEligibleWorker);
+  });
+});

@@ -1,0 +1,56 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { PromptSynthesizer, synthesizePrompt, writeBlockTokens } from '../../../src/sim/replay/synth.js';
+
+/** The token stream as first written: uint32 arithmetic in doubles (the replays' fixtures were made with it). */
+function referenceTokens(hashId: number, seed: number, count: number): number[] {
+  const mix = (x: number) => {
+    x = Math.imul(x ^ (x >>> 16), 0x7feb352d);
+    x = Math.imul(x ^ (x >>> 15), 0x846ca68b);
+    return (x ^ (x >>> 16)) >>> 0;
+  };
+  let state = mix(mix((hashId >>> 0) ^ mix(seed)) ^ Math.floor(hashId / 0x1_0000_0000));
+  const out: number[] = [];
+  for (let j = 0; j < count; j++) {
+    state = (state + 0x9e3779b9) >>> 0;
+    out.push(mix(state) % 32_000);
+  }
+  return out;
+}
+
+describe('synthesized prompts', () => {
+  it('give every hash id the same tokens as the reference stream, below the vocabulary size', () => {
+    fc.assert(
+      fc.property(fc.maxSafeNat(), fc.nat(), fc.integer({ min: 1, max: 512 }), (id, seed, count) => {
+        const out = new Uint32Array(count + 2);
+        writeBlockTokens(id, seed, out, 1, count);
+        expect([...out.subarray(1, count + 1)]).toEqual(referenceTokens(id, seed, count));
+        expect([out[0], out[count + 1]]).toEqual([0, 0]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('build a prompt from its hash ids, the last block cut to the input length', () => {
+    const p = synthesizePrompt({ timestamp: 0, inputLength: 600, outputLength: 1, hashIds: [3, 9] }, 5);
+    expect(p).toHaveLength(600);
+    expect([...p.subarray(0, 512)]).toEqual(referenceTokens(3, 5, 512));
+    expect([...p.subarray(512)]).toEqual(referenceTokens(9, 5, 88));
+  });
+});
+
+describe('PromptSynthesizer', () => {
+  it("gives a trace's prompts exactly synthesizePrompt's tokens, recurring blocks kept only until their last use", () => {
+    const req = (hashIds: number[], inputLength: number) => ({ timestamp: 0, inputLength, outputLength: 1, hashIds });
+    // Shared prefixes, a block cut short in one request and whole in another, ids past the input length.
+    const trace = [req([1, 2, 3], 1100), req([1, 2], 700), req([1, 4, 9], 512), req([5, 2, 1], 1536), req([1], 1)];
+    const synth = new PromptSynthesizer(trace, 42, 512);
+    for (const r of trace) {
+      const expected: number[] = [];
+      for (const id of r.hashIds) expected.push(...referenceTokens(id, 42, Math.min(512, r.inputLength - expected.length)));
+      expect([...synth.prompt(r)]).toEqual(expected);
+    }
+    // Every block was dropped at its last use.
+    expect((synth as unknown as { blocks: Map<number, Uint32Array> }).blocks.size).toBe(0);
+  });
+});
