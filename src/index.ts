@@ -23,6 +23,7 @@ export {
   type KvIndexerOptions,
   type OverlapMatch,
   type StoredOptions,
+  type RemovedOptions,
   type EventBatchResult,
   type EventDecodeError,
 } from './core/indexer.js';
@@ -40,5 +41,7 @@ export {
   type WorkerLoad,
   type WorkerSpec,
 } from './core/routing-core.js';
+export { LOWER_TIERS, DEFAULT_TIER_CREDIT, type LowerTier, type PerTier } from './core/tiers.js';
+export { DEFAULT_TTFT_MODEL, type TtftModel, type TtftModelInput } from './core/ttft-model.js';
 export { RoutingError, NoEligibleWorkerError, BackpressureError, MissingRoutingHintError, DuplicateRequestError } from './core/routing-errors.js';
 export { NativeErrorCode } from './core/errors.js';

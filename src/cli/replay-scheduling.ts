@@ -33,8 +33,10 @@ export const SCHEDULING_OPTIONS = {
 
 type Values = Partial<Record<keyof typeof SCHEDULING_OPTIONS, string | boolean>>;
 
-export function schedulingFromFlags(v: Values, disaggregated: boolean): ReplayConfig['scheduling'] {
+/** The replay's scheduling options and routing overrides the flags give (undefined: none). */
+export function schedulingFromFlags(v: Values, disaggregated: boolean): Pick<ReplayConfig, 'scheduling' | 'routing'> {
   const out: NonNullable<ReplayConfig['scheduling']> = {};
+  let routing: ReplayConfig['routing'];
   const str = (k: keyof Values) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
   const threshold = str('router-queue-threshold');
   if (threshold !== undefined || str('router-queue-policy') !== undefined || str('router-queue-max-requests') !== undefined) {
@@ -49,7 +51,7 @@ export function schedulingFromFlags(v: Values, disaggregated: boolean): ReplayCo
     usage(() => checkQueueSettings(q));
   }
   const cap = str('max-queued-prefill-tokens');
-  if (cap !== undefined) out.routing = { maxQueuedPrefillTokens: intFlag(cap, '--max-queued-prefill-tokens', 1, Number.MAX_SAFE_INTEGER) };
+  if (cap !== undefined) routing = { maxQueuedPrefillTokens: intFlag(cap, '--max-queued-prefill-tokens', 1, Number.MAX_SAFE_INTEGER) };
   const share = str('high-priority-share');
   if (share !== undefined) {
     const f = Number(share);
@@ -67,7 +69,7 @@ export function schedulingFromFlags(v: Values, disaggregated: boolean): ReplayCo
   } else if (below !== undefined || above !== undefined) {
     throw new UsageError('--disagg-bypass-below and --disagg-above need --conditional-disagg');
   }
-  return Object.keys(out).length > 0 ? out : undefined;
+  return { scheduling: Object.keys(out).length > 0 ? out : undefined, routing };
 }
 
 /** A settings check's TypeError/RangeError as a command-line mistake. */

@@ -101,10 +101,10 @@ export async function run(argv: string[]): Promise<number> {
   if (values.limit) trace = trace.slice(0, intFlag(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER));
   const sweepMax = intFlag(values['sweep-max'], '--sweep-max', 1, 4096);
   const sweepScales = values.sweep ? sweepLoads(speedup, sweepMax) : undefined;
-  const scheduling = schedulingFromFlags(values, disaggregated !== undefined);
+  const { scheduling, routing } = schedulingFromFlags(values, disaggregated !== undefined);
 
   const progress = new ProgressLine(process.stderr);
-  const report = await runReplay({ trace, traceName: values.trace, workers, disaggregated, handoff, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, scheduling, onProgress: (m) => progress.update(m) });
+  const report = await runReplay({ trace, traceName: values.trace, workers, disaggregated, handoff, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, scheduling, routing, onProgress: (m) => progress.update(m) });
   progress.end();
   const md = replayMarkdown(report);
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');

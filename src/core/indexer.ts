@@ -19,6 +19,7 @@ import {
   expectUint32Array,
   expectWorkerId,
 } from '../util/validate.js';
+import { perTierObject, type LowerTier, type PerTier } from './tiers.js';
 import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
 export type { IndexerMode };
@@ -43,6 +44,12 @@ export interface KvIndexerOptions {
    * prompts of the routing cores built over this index. Default false.
    */
   eagle?: boolean;
+  /**
+   * Events mode: index blocks the engines report on lower tiers (event medium CPU, disk,
+   * external...: host, disk and external tiers) beside the device's, so routing credits a worker
+   * that can reload a prefix. Default true; false counts such events in `otherMedia` only.
+   */
+  lowerTiers?: boolean;
   /** Milliseconds now (Date.now by default; the offline simulator passes a virtual clock). */
   clock?: () => number;
 }
@@ -93,6 +100,8 @@ export interface IndexerStats {
   evictions: number;
   /** Approximate mode: entries dropped by the TTL. */
   expired: number;
+  /** (worker, dpRank, block) entries held on each lower tier (not counted in `blocks`). */
+  lowerTierBlocks: PerTier;
 }
 
 /** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
@@ -106,7 +115,7 @@ export interface EventDecodeError {
 export interface EventBatchResult {
   /** Events in the batch. */
   events: number;
-  /** Events applied, by kind. */
+  /** Device events applied, by kind. */
   stored: number;
   removed: number;
   cleared: number;
@@ -127,7 +136,10 @@ export interface EventBatchResult {
   /** Events of a type the decoder does not know, and of a secondary KV cache group: skipped. */
   unknownTypes: number;
   otherGroups: number;
-  /** Events about blocks on another medium than the device (CPU, disk...): not applied. */
+  /** Events applied to lower tiers (medium CPU, disk, external...), only the tiers with some. */
+  lowerTiers: Array<{ tier: LowerTier; stored: number; removed: number }>;
+  /** Events about a medium no engine is known to send, or about lower tiers when the indexer
+   * does not keep them (`lowerTiers: false`): not applied, per medium. */
   otherMedia: Array<{ medium: string; stored: number; removed: number }>;
   /** The batch's timestamp (seconds) and its own dp rank, if it says (events go to `dpRank`). */
   ts: number;
@@ -142,6 +154,13 @@ export interface EventBatchResult {
 export interface StoredOptions {
   loraName?: string;
   mmHashes?: HashOptions['mmHashes'];
+  /** Where the blocks are, as the event's `medium` (default: the device). */
+  medium?: string;
+}
+
+export interface RemovedOptions {
+  /** Where the blocks were, as the event's `medium` (default: the device). */
+  medium?: string;
 }
 
 /**
@@ -175,6 +194,8 @@ export class KvIndexer {
   readonly mode: IndexerMode;
   /** Whether blocks hash EAGLE windows (blockSize + 1 tokens). */
   readonly eagle: boolean;
+  /** Whether events about lower tiers are indexed (events mode, unless turned off). */
+  readonly lowerTiers: boolean;
   /** @internal The addon's index, shared with the routing cores built over this indexer. */
   readonly native: Binding.NativeIndexer;
   /** The index's handle for the addon's fast calls. */
@@ -196,12 +217,16 @@ export class KvIndexer {
       const approxMaxBlocks = opts.approxMaxBlocks === undefined ? 2 ** 20 : expectInteger(opts.approxMaxBlocks, 'approxMaxBlocks', 1, Number.MAX_SAFE_INTEGER);
       const pruneFraction = opts.pruneFraction === undefined ? 0.8 : expectFraction(opts.pruneFraction);
       const eagle = expectOptionalBoolean(opts.eagle, 'eagle');
+      // Absent: the native default (on in events mode).
+      const lowerTiers = opts.lowerTiers === undefined ? undefined : expectOptionalBoolean(opts.lowerTiers, 'lowerTiers');
+      if (lowerTiers === true && mode !== 'events') throw new RangeError("lowerTiers needs an indexer in 'events' mode (lower tiers come from KV events)");
       this.clock = expectClock(opts.clock);
-      this.native = callNative(() => new native.NativeIndexer({ blockSize, mode, maxBlocks, ttlMs, approxMaxBlocks, pruneFraction, eagle }));
+      this.native = callNative(() => new native.NativeIndexer({ blockSize, mode, maxBlocks, ttlMs, approxMaxBlocks, pruneFraction, eagle, lowerTiers }));
     }
     this.blockSize = this.native.blockSize;
     this.mode = this.native.mode as IndexerMode;
     this.eagle = this.native.eagle;
+    this.lowerTiers = this.native.lowerTiers;
     this.handle = this.native.handle;
   }
 
@@ -211,6 +236,8 @@ export class KvIndexer {
    * indexer hashes itself. `parentHash` is the engine hash of the first block's parent (null: a
    * root block). Returns false when the event conflicts with the index (unknown parent,
    * duplicate or self-parented hash): nothing is applied and the reason is counted.
+   * `opts.medium` puts them on a lower tier (as applyEventBatch maps media); a medium it does
+   * not know, or a lower tier when the indexer does not keep them, is a RangeError.
    */
   applyStored(
     worker: number,
@@ -234,18 +261,23 @@ export class KvIndexer {
     const o = expectObject(opts, 'opts');
     const seed = blockHashSeed(expectOptionalString(o.loraName, 'opts.loraName'));
     const mm = encodeMultimodal(o.mmHashes);
+    const medium = expectOptionalString(o.medium, 'opts.medium');
     const now = this.clock();
-    return callNative(() => this.native.applyStored(worker, dpRank, parent, blockHashes, tokenIds, seed, mm?.offsets, mm?.hashes, now));
+    return callNative(() => this.native.applyStored(worker, dpRank, parent, blockHashes, tokenIds, seed, mm?.offsets, mm?.hashes, now, medium));
   }
 
-  /** A BlockRemoved event: returns the number of blocks removed (unknown hashes are counted). */
-  applyRemoved(worker: number, dpRank: number, blockHashes: BigUint64Array): number {
+  /**
+   * A BlockRemoved event: returns the number of blocks removed (unknown hashes are counted).
+   * `opts.medium` as in applyStored: a removal from one tier leaves the others' copies.
+   */
+  applyRemoved(worker: number, dpRank: number, blockHashes: BigUint64Array, opts?: RemovedOptions): number {
     this.expectMode('events', 'applyRemoved');
     expectWorkerId(worker);
     expectDpRank(dpRank);
     expectBlocks(blockHashes, 'blockHashes');
+    const medium = expectOptionalString(expectObject(opts, 'opts').medium, 'opts.medium');
     const now = this.clock();
-    return callNative(() => this.native.applyRemoved(worker, dpRank, blockHashes, now));
+    return callNative(() => this.native.applyRemoved(worker, dpRank, blockHashes, now, medium));
   }
 
   /**
@@ -410,7 +442,8 @@ export class KvIndexer {
   }
 
   stats(): IndexerStats {
-    return this.native.stats();
+    const s = this.native.stats();
+    return Object.assign(s, { lowerTierBlocks: perTierObject(s.lowerTierBlocks) });
   }
 
   private expectMode(mode: IndexerMode, call: string): void {

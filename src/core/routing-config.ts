@@ -1,6 +1,8 @@
 // RoutingCore's configuration, worker specs and per-request fields: types, defaults and the
 // argument checks done before anything reaches the addon.
 import { KvIndexer } from './indexer.js';
+import { resolveTierCredit, type PerTier } from './tiers.js';
+import { nativeTtftModel, resolveTtftModel, type TtftModel, type TtftModelInput } from './ttft-model.js';
 import { POLICY_NAMES, type PolicyName } from './vocabulary.js';
 import {
   describe,
@@ -39,9 +41,13 @@ export interface RoutingConfig {
   clock?: () => number;
   /** Record each booked decision into the indexer (which must be in 'approximate' mode). */
   approximate?: boolean;
+  /** kv's credit per block a worker can reload from a lower tier (default host 0.75, disk 0.25, external 0.25). */
+  tierCredit?: Partial<PerTier>;
+  /** The ttft policy's model of the pool's workers (default: Dynamo's mocker fit; see ttft-model.ts). */
+  ttft?: TtftModelInput;
 }
 
-export interface ResolvedRoutingConfig extends RoutingConfig {
+export interface ResolvedRoutingConfig extends Omit<RoutingConfig, 'tierCredit' | 'ttft'> {
   policy: PolicyName;
   overlapScoreCredit: number;
   prefillLoadScale: number;
@@ -50,14 +56,18 @@ export interface ResolvedRoutingConfig extends RoutingConfig {
   seed: number;
   clock: () => number;
   approximate: boolean;
+  tierCredit: PerTier;
+  ttft: TtftModel;
 }
 
 export interface WorkerSpec {
   worker: number;
   /** Data-parallel ranks 0..dpSize-1 are candidates. Default 1. */
   dpSize?: number;
-  /** KV cache size in blocks, for busyDecodeFraction. */
+  /** KV cache size in blocks, for busyDecodeFraction and the ttft policy's KV usage. */
   kvCapacityBlocks?: number;
+  /** This worker's timing for the ttft policy, over the pool's (a faster GPU, a longer token budget). */
+  ttft?: TtftModelInput;
 }
 
 const MAX_DP_SIZE = 65_536;
@@ -91,16 +101,29 @@ export function resolveRoutingConfig(indexer: unknown, config: RoutingConfig): R
     seed: c.seed === undefined ? Math.floor(Math.random() * 2 ** 32) : expectInteger(c.seed, 'config.seed', 0, Number.MAX_SAFE_INTEGER),
     clock: clock as () => number,
     approximate,
+    tierCredit: resolveTierCredit(c.tierCredit, 'config.tierCredit'),
+    ttft: resolveTtftModel(c.ttft, 'config.ttft'),
   };
 }
 
-export function toNativeSpec(spec: unknown, name: string): { worker: number; dpSize: number; kvCapacityBlocks?: number } {
+export interface NativeSpec {
+  worker: number;
+  dpSize: number;
+  kvCapacityBlocks?: number;
+  ttft?: ReturnType<typeof nativeTtftModel>;
+}
+
+/** A worker spec, checked, in the addon's form (its ttft model over the pool's `model`). */
+export function toNativeSpec(spec: unknown, name: string, model: Readonly<TtftModel>): NativeSpec {
   if (spec === undefined || spec === null) throw new TypeError(`${name} must be a worker spec object, got ${describe(spec)}`);
   const s = expectObject(spec, name);
-  const worker = expectWorkerId(s.worker, `${name}.worker`);
-  const dpSize = s.dpSize === undefined ? 1 : expectInteger(s.dpSize, `${name}.dpSize`, 1, MAX_DP_SIZE);
-  if (s.kvCapacityBlocks === undefined) return { worker, dpSize };
-  return { worker, dpSize, kvCapacityBlocks: expectInteger(s.kvCapacityBlocks, `${name}.kvCapacityBlocks`, 1, Number.MAX_SAFE_INTEGER) };
+  const out: NativeSpec = {
+    worker: expectWorkerId(s.worker, `${name}.worker`),
+    dpSize: s.dpSize === undefined ? 1 : expectInteger(s.dpSize, `${name}.dpSize`, 1, MAX_DP_SIZE),
+  };
+  if (s.kvCapacityBlocks !== undefined) out.kvCapacityBlocks = expectInteger(s.kvCapacityBlocks, `${name}.kvCapacityBlocks`, 1, Number.MAX_SAFE_INTEGER);
+  if (s.ttft !== undefined) out.ttft = nativeTtftModel(resolveTtftModel(s.ttft, `${name}.ttft`, model));
+  return out;
 }
 
 export interface CheckedRoute {

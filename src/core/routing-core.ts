@@ -7,6 +7,8 @@ import { callNative, translateNativeError } from './errors.js';
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import type { KvIndexer } from './indexer.js';
+import { perTierArray, perTierObject, type PerTier } from './tiers.js';
+import { nativeTtftModel } from './ttft-model.js';
 import {
   checkRouteRequest,
   resolveRoutingConfig,
@@ -42,12 +44,15 @@ export type QueryRequest = Omit<RouteRequest, 'requestId'> & { requestId?: strin
 export interface CandidateCost {
   worker: number;
   dpRank: number;
+  /** Leading prompt blocks in the worker's device (GPU) cache. */
   overlapBlocks: number;
+  /** The blocks after those it can reload from each lower tier (each block once, at its nearest tier). */
+  lowerTierBlocks: PerTier;
   /** (booked prefill tokens + this prompt's tokens) / block size. */
   prefillBlocks: number;
   /** Booked decode blocks (with decay) + this request's blocks not yet active there. */
   decodeBlocks: number;
-  /** The policy's score, lower is better (the KV cost; booked load for least_loaded). */
+  /** The policy's score, lower is better (the KV cost; the predicted TTFT in ms for ttft; booked load for least_loaded). */
   cost: number;
 }
 
@@ -55,9 +60,12 @@ export interface RoutingDecision {
   requestId: string;
   worker: number;
   dpRank: number;
+  /** Leading prompt blocks in the chosen worker's device cache. */
   overlapBlocks: number;
+  /** The blocks after those it can reload from lower tiers. */
+  lowerTierBlocks: PerTier;
   promptTokens: number;
-  /** overlapBlocks x blockSize, at most promptTokens. */
+  /** (overlapBlocks + lower-tier blocks) x blockSize, at most promptTokens. */
   cachedTokens: number;
   /** Prefill tokens booked: promptTokens - cachedTokens. */
   prefillTokens: number;
@@ -98,13 +106,15 @@ class Candidate implements CandidateCost {
   declare worker: number;
   declare dpRank: number;
   declare overlapBlocks: number;
+  declare lowerTierBlocks: PerTier;
   declare prefillBlocks: number;
   declare decodeBlocks: number;
   declare cost: number;
-  constructor(worker: number, dpRank: number, overlapBlocks: number, prefillBlocks: number, decodeBlocks: number, cost: number) {
+  constructor(worker: number, dpRank: number, overlapBlocks: number, lowerTierBlocks: PerTier, prefillBlocks: number, decodeBlocks: number, cost: number) {
     this.worker = worker;
     this.dpRank = dpRank;
     this.overlapBlocks = overlapBlocks;
+    this.lowerTierBlocks = lowerTierBlocks;
     this.prefillBlocks = prefillBlocks;
     this.decodeBlocks = decodeBlocks;
     this.cost = cost;
@@ -112,8 +122,8 @@ class Candidate implements CandidateCost {
 }
 
 // Layout of the decision buffer the addon fills (see native/src/bindings/routing.rs).
-const HEADER = 11;
-const PER_CANDIDATE = 6;
+const HEADER = 14;
+const PER_CANDIDATE = 9;
 const MAX_CANDIDATES = 8;
 const MAX_OUTPUT_TOKENS = 2 ** 32 - 1;
 
@@ -145,6 +155,8 @@ export class RoutingCore {
           staleBookingMs: c.staleBookingMs,
           seed: c.seed,
           approximate: c.approximate,
+          tierCredit: perTierArray(c.tierCredit),
+          ttft: nativeTtftModel(c.ttft),
         }),
     );
     this.handle = this.core.handle;
@@ -153,13 +165,13 @@ export class RoutingCore {
   /** Replaces the pool's workers (bookings on removed workers stay until freed). */
   setWorkers(specs: readonly WorkerSpec[]): void {
     if (!Array.isArray(specs)) throw new TypeError(`specs must be an array, got ${describe(specs)}`);
-    const converted = specs.map((s, i) => toNativeSpec(s, `specs[${i}]`));
+    const converted = specs.map((s, i) => toNativeSpec(s, `specs[${i}]`, this.config.ttft));
     this.native(() => this.core.setWorkers(converted));
   }
 
   /** Adds a worker, or updates its dpSize and capacity when it is already in the pool. */
   addWorker(spec: WorkerSpec): void {
-    const converted = toNativeSpec(spec, 'spec');
+    const converted = toNativeSpec(spec, 'spec', this.config.ttft);
     this.native(() => this.core.upsertWorker(converted));
   }
 
@@ -169,11 +181,22 @@ export class RoutingCore {
   }
 
   workers(): WorkerSpec[] {
-    return this.core.workers().map((s) =>
-      s.kvCapacityBlocks === undefined || s.kvCapacityBlocks === null
-        ? { worker: s.worker, dpSize: s.dpSize }
-        : { worker: s.worker, dpSize: s.dpSize, kvCapacityBlocks: s.kvCapacityBlocks },
-    );
+    return this.core.workers().map((s) => {
+      const spec: WorkerSpec = { worker: s.worker, dpSize: s.dpSize };
+      if (s.kvCapacityBlocks !== undefined && s.kvCapacityBlocks !== null) spec.kvCapacityBlocks = s.kvCapacityBlocks;
+      if (s.ttft) {
+        const [pa, pb, pc] = s.ttft.prefill;
+        const [da, db, dc] = s.ttft.decode;
+        spec.ttft = {
+          prefill: { a: pa, b: pb, c: pc },
+          decode: { a: da, b: db, c: dc, minMs: s.ttft.decodeMinMs },
+          maxNumBatchedTokens: s.ttft.maxBatchedTokens,
+          reloadMsPerToken: perTierObject(s.ttft.reloadMsPerToken),
+          transferMsPerToken: s.ttft.transferMsPerToken,
+        };
+      }
+      return spec;
+    });
   }
 
   /** Hash + match + select + book, in one native call. Throws a RoutingError when refused. */
@@ -239,13 +262,14 @@ export class RoutingCore {
     }
     const candidates: CandidateCost[] = new Array(n);
     for (let i = 0, o = HEADER; i < n; i++, o += PER_CANDIDATE) {
-      candidates[i] = new Candidate(out[o], out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5]);
+      candidates[i] = new Candidate(out[o], out[o + 1], out[o + 2], perTierObject(out.subarray(o + 3, o + 6)), out[o + 6], out[o + 7], out[o + 8]);
     }
     return {
       requestId: id,
       worker: out[0],
       dpRank: out[1],
       overlapBlocks: out[2],
+      lowerTierBlocks: perTierObject(out.subarray(10, 13)),
       promptTokens: out[3],
       cachedTokens: out[4],
       prefillTokens: out[5],

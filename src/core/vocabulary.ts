@@ -15,7 +15,7 @@ export const POOL_NAMES = ['prefill', 'decode'] as const;
 export type PoolName = (typeof POOL_NAMES)[number];
 
 /** Worker selection policies of a RoutingCore (native/src/select). */
-export const POLICY_NAMES = ['kv', 'round_robin', 'random', 'least_loaded', 'direct'] as const;
+export const POLICY_NAMES = ['kv', 'round_robin', 'random', 'least_loaded', 'direct', 'ttft'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
 /** How a KvIndexer learns what the workers cache: from their KV events, or from routing decisions. */

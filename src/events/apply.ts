@@ -2,9 +2,11 @@
 // hashing and applying happen in Rust (KvIndexer.applyEventBatch, native/src/events); this module
 // picks the synchronous or threaded call and reads the typed result into the worker's counters.
 //
-// Medium policy (native/src/events/apply.rs): only events about device blocks apply (medium "GPU"
-// or "device", any case, or none); events about other tiers (CPU offload, disk, LMCache...) are
-// not applied and are counted per medium (`ignoredMedium`, `ignoredByMedium`).
+// Medium policy (native/src/events/apply.rs): events about device blocks (medium "GPU" or
+// "device", any case, or none) update the device index; events about lower tiers (CPU, disk,
+// external pools: native/src/tiers/medium.rs) update the index's lower tiers (`lowerTierEvents`),
+// unless the indexer was built without them; events about any other medium are not applied and
+// are counted per medium (`ignoredMedium`, `ignoredByMedium`).
 import type { EventBatchResult } from '../core/indexer.js';
 import { countRejection, type IngestCounters } from './counters.js';
 
@@ -16,13 +18,6 @@ export interface IndexerPort {
   applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array): Promise<EventBatchResult>;
   applyCleared(worker: number, dpRank: number): void;
   removeWorker(worker: number): void;
-}
-
-const DEVICE_MEDIUMS = new Set(['GPU', 'DEVICE']);
-
-/** The medium policy, for callers that inspect decoded events (decodeEventBatch). */
-export function isDeviceMedium(medium: string | null): boolean {
-  return medium === null || DEVICE_MEDIUMS.has(medium.toUpperCase());
 }
 
 /** Payloads from this size on are applied on a libuv thread (their apply takes milliseconds). */
@@ -58,7 +53,10 @@ export function countBatch(r: EventBatchResult, counters: IngestCounters): numbe
     return 0;
   }
   counters.batches++;
-  counters.applied += r.stored + r.removed + r.cleared;
+  let lower = 0;
+  for (const t of r.lowerTiers) lower += t.stored + t.removed;
+  counters.applied += r.stored + r.removed + r.cleared + lower;
+  counters.lowerTierEvents += lower;
   counters.unknownEventTypes += r.unknownTypes;
   counters.otherGroupEvents += r.otherGroups;
   for (const [reason, n] of Object.entries(r.refused)) if (n > 0) countRejection(counters, reason, n);

@@ -4,8 +4,10 @@
 export interface IngestCounters {
   /** Batches decoded (live and replayed). */
   batches: number;
-  /** Events applied to the index (stored, removed, cleared). */
+  /** Events applied to the index (stored, removed, cleared, on the device or a lower tier). */
   applied: number;
+  /** Of those, events about blocks on a lower tier (medium CPU, disk, external...). */
+  lowerTierEvents: number;
   /** Events the index refused, by reason (blockSize, tokenCount, unknownParent, duplicateHash,
    * invalid (fields of the wrong type), ...), and unknownRemoval: removed hashes naming nothing. */
   rejected: Record<string, number>;
@@ -29,7 +31,8 @@ export interface IngestCounters {
   unknownEventTypes: number;
   /** Events of a secondary KV cache group (hybrid models): skipped. */
   otherGroupEvents: number;
-  /** Events about blocks on another medium than the GPU (CPU, disk): not indexed. */
+  /** Events about a medium no engine is known to send, or about lower tiers when the index does
+   * not keep them: not indexed. */
   ignoredMedium: number;
   /** The same, per medium as the engine names it ("CPU", "DISK"...). */
   ignoredByMedium: Record<string, number>;
@@ -39,6 +42,7 @@ export function newCounters(): IngestCounters {
   return {
     batches: 0,
     applied: 0,
+    lowerTierEvents: 0,
     rejected: {},
     decodeErrors: 0,
     gaps: 0,

@@ -3,10 +3,12 @@
 // would split connections between the two; unless sharing is asked for, the port is bound
 // exclusively (LIBUS_LISTEN_EXCLUSIVE_PORT) and a busy one is an error naming it.
 //
-// uWS's listening sockets do not set SO_REUSEADDR, so after a process on the port ended (a crash,
-// SIGKILL, or a drain that closed its connections first) the kernel keeps the port for the
-// TIME_WAIT of those connections (60 s on Linux) and refuses the bind. A port nothing accepts
-// connections on is such a port, not a busy one: the bind is tried again until it is released.
+// After a process on the port ended (a crash, SIGKILL, a drain that closed its connections first),
+// the kernel may keep the port for the TIME_WAIT of those connections (60 s on Linux) and refuse
+// the bind: a SIGKILLed `kvroute mock` could not be started again on its port for 60 s (seen
+// with a kept-alive client connection open at the kill; node:net's bind, with SO_REUSEADDR, was
+// refused too). A port nothing accepts connections on is such a port, not a busy one: the bind
+// is tried again until it is released.
 import { connect, createServer } from 'node:net';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 

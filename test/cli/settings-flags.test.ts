@@ -53,7 +53,7 @@ describe('flags declared on the settings', () => {
     const help = (['Fleet', 'Listening', 'Routing', 'Access', 'Operations'] as const).flatMap((g) => helpEntries(flags, g)).join('\n');
     for (const f of flags) expect(help).toContain(`--${f.cli.flag}`);
     expect(help).toMatch(/--port PORT +port, 0 = any free one \(default 8000; env PORT\)/);
-    expect(help).toMatch(/--policy P +decode\/aggregated pool policy: kv\|round_robin\|random\|least_loaded\|direct/);
+    expect(help).toMatch(/--policy P +decode\/aggregated pool policy:\s+kv\|round_robin\|random\|least_loaded\|direct\|ttft \(default ttft\)/);
   });
 
   it('set their settings, the environment under the flags, an empty value as not given, loaded objects copied not changed', async () => {
@@ -75,7 +75,7 @@ describe('flags declared on the settings', () => {
     await expect(applyFlags({}, flags, { port: '80x' })).rejects.toThrow(new UsageError('--port must be an integer in [0, 65535], got 80x'));
     await expect(applyFlags({}, flags, {}, { PORT: '-1' })).rejects.toThrow('PORT must be an integer in [0, 65535], got -1');
     await expect(applyFlags({}, flags, { 'max-queued-prefill-tokens': '0' })).rejects.toThrow('--max-queued-prefill-tokens must be an integer in [1, 9007199254740991], got 0');
-    await expect(applyFlags({}, flags, { 'prefill-policy': 'best' })).rejects.toThrow("--prefill-policy must be one of kv, round_robin, random, least_loaded, direct, got 'best'");
+    await expect(applyFlags({}, flags, { 'prefill-policy': 'best' })).rejects.toThrow("--prefill-policy must be one of kv, round_robin, random, least_loaded, direct, ttft, got 'best'");
     await expect(applyFlags({}, flags, { worker: ['id=1,url=http://h:1,replay=tcp://h:5600'] })).rejects.toThrow(/replayEndpoint needs/);
   });
 });

@@ -40,7 +40,7 @@ describe('RoutingCore decisions', () => {
     const d = core.route(t, { requestId: 'a' });
     expect(d).toMatchObject({ requestId: 'a', worker: 2, dpRank: 0, overlapBlocks: 3, promptTokens: 18, cachedTokens: 12, prefillTokens: 6, policy: 'kv' });
     // 18 tokens = 4.5 blocks, credit 3: prefill term 1.5; decode: 4 new blocks.
-    expect(d.candidates[0]).toEqual({ worker: 2, dpRank: 0, overlapBlocks: 3, prefillBlocks: 4.5, decodeBlocks: 4, cost: 5.5 });
+    expect(d.candidates[0]).toEqual({ worker: 2, dpRank: 0, overlapBlocks: 3, lowerTierBlocks: { host: 0, disk: 0, external: 0 }, prefillBlocks: 4.5, decodeBlocks: 4, cost: 5.5 });
     expect(d.candidates.map((c) => c.cost)).toEqual([5.5, 8.5, 8.5]);
     for (const k of ['hash', 'match', 'select', 'total'] as const) expect(d.timingsUs[k]).toBeGreaterThanOrEqual(0);
     expect(d.timingsUs.total).toBeGreaterThanOrEqual(d.timingsUs.hash);

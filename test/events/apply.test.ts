@@ -4,7 +4,7 @@ import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { computeBlockHashes } from '../../src/core/hashing.js';
 import { KvIndexer } from '../../src/core/indexer.js';
-import { BatchApplier, isDeviceMedium } from '../../src/events/apply.js';
+import { BatchApplier } from '../../src/events/apply.js';
 import { newCounters } from '../../src/events/counters.js';
 import { range } from './helpers.js';
 
@@ -33,13 +33,6 @@ function setup(asyncFromBytes?: number) {
   return { indexer, applier, counters, held };
 }
 
-describe('isDeviceMedium', () => {
-  it('counts GPU, device (any case) and no medium as GPU, nothing else', () => {
-    for (const m of [null, 'GPU', 'gpu', 'device', 'DEVICE']) expect(isDeviceMedium(m)).toBe(true);
-    for (const m of ['CPU', 'cpu', 'DISK', 'LMCache', '']) expect(isDeviceMedium(m)).toBe(false);
-  });
-});
-
 describe('BatchApplier', () => {
   it('applies stored, removed and cleared events for one (worker, dpRank), sync and on a thread alike', async () => {
     for (const asyncFrom of [Infinity, 0]) {
@@ -55,16 +48,25 @@ describe('BatchApplier', () => {
     }
   });
 
-  it('ignores CPU and disk events, counted per medium (the GPU copy stays indexed)', async () => {
-    const { applier, counters, held } = setup();
+  it('indexes CPU and disk events as lower tiers, apart from the GPU copy; unknown media counted', async () => {
+    const { indexer, applier, counters, held } = setup();
     const t = range(0, 8);
     await applier.applyPayload(3, 1, payload([stored(t, 10n, null)]), counters);
-    await applier.applyPayload(3, 1, payload([stored(range(100, 104), 50n, null, 'CPU'), removed([10n, 11n], 'CPU'), removed([11n], 'disk')]), counters);
+    // The second GPU block offloaded to the CPU (same engine hash), then dropped from the CPU.
+    await applier.applyPayload(3, 1, payload([stored(t.subarray(4), 11n, 10n, 'CPU'), removed([11n], 'CPU'), stored(range(100, 104), 50n, null, 'DISK'), removed([11n], 'LMCache')]), counters);
     expect(held(t)).toBe(2);
     expect(held(range(100, 104))).toBe(0);
-    expect(counters.ignoredMedium).toBe(3);
-    expect(counters.ignoredByMedium).toEqual({ CPU: 2, disk: 1 });
-    expect(counters.applied).toBe(1);
+    expect(indexer.stats().lowerTierBlocks).toEqual({ host: 0, disk: 1, external: 0 });
+    expect(counters.lowerTierEvents).toBe(3);
+    expect(counters.applied).toBe(4);
+    expect(counters.ignoredMedium).toBe(1);
+    expect(counters.ignoredByMedium).toEqual({ LMCache: 1 });
+    // Without lower tiers, CPU and disk events are counted per medium only.
+    const plain = new BatchApplier(new KvIndexer({ blockSize: BS, lowerTiers: false }));
+    const c2 = newCounters();
+    await plain.applyPayload(3, 1, payload([stored(t, 10n, null, 'CPU'), removed([11n], 'disk')]), c2);
+    expect(c2.ignoredByMedium).toEqual({ CPU: 1, disk: 1 });
+    expect(c2.applied).toBe(0);
   });
 
   it('rejects a block size other than the index one, and a token count that does not fit', async () => {
@@ -151,7 +153,7 @@ describe('native decoding against decodeEventBatch (TypeScript)', () => {
             const tokenIds = Array.from({ length: n * BS }, () => rnd(3));
             return { type: 'BlockStored' as const, blockHashes, parentBlockHash: parent, tokenIds, blockSize: BS, loraName: rnd(5) === 0 ? 'l' : null, medium: rnd(6) === 0 ? 'CPU' : 'GPU' };
           }
-          if (kind < 9) return { type: 'BlockRemoved' as const, blockHashes: [known[rnd(known.length + 1)] ?? 1n], medium: 'GPU' };
+          if (kind < 9) return { type: 'BlockRemoved' as const, blockHashes: [known[rnd(known.length + 1)] ?? 1n], medium: rnd(5) === 0 ? 'cpu' : 'GPU' };
           return { type: 'AllBlocksCleared' as const };
         });
         const bytes = enc.encode(b, events, 0);
@@ -159,8 +161,9 @@ describe('native decoding against decodeEventBatch (TypeScript)', () => {
         const decoded = decodeEventBatch(bytes);
         if (!decoded.ok) throw decoded.error;
         for (const e of decoded.batch.events) {
-          if (e.kind === 'stored' && isDeviceMedium(e.medium)) viaTs.applyStored(1, 0, e.parentHash, e.blockHashes, e.tokenIds, e.loraName ? { loraName: e.loraName } : undefined);
-          else if (e.kind === 'removed' && isDeviceMedium(e.medium)) viaTs.applyRemoved(1, 0, e.blockHashes);
+          const medium = e.kind === 'cleared' ? undefined : (e.medium ?? undefined);
+          if (e.kind === 'stored') viaTs.applyStored(1, 0, e.parentHash, e.blockHashes, e.tokenIds, { loraName: e.loraName ?? undefined, medium });
+          else if (e.kind === 'removed') viaTs.applyRemoved(1, 0, e.blockHashes, { medium });
           else if (e.kind === 'cleared') viaTs.applyCleared(1, 0);
         }
       }
@@ -168,6 +171,8 @@ describe('native decoding against decodeEventBatch (TypeScript)', () => {
       expect(viaNative.stats().eventsApplied).toBe(viaTs.stats().eventsApplied);
       expect(viaNative.stats().blocks).toBe(viaTs.stats().blocks);
       expect(viaNative.stats().rejected).toEqual(viaTs.stats().rejected);
+      expect(viaNative.stats().lowerTierBlocks).toEqual(viaTs.stats().lowerTierBlocks);
+      expect(viaNative.stats().lowerTierBlocks.host).toBeGreaterThan(0);
       for (let q = 0; q < 30; q++) {
         const tokens = Uint32Array.from({ length: 3 * BS }, () => rnd(3));
         for (const loraName of [undefined, 'l']) {

@@ -40,8 +40,8 @@ describe('kvroute', () => {
     const core = new RoutingCore(indexer, { blockSize: 16, policy: 'kv' });
     expectTypeOf(core.route(new Uint32Array(16), { requestId: 'r' })).toEqualTypeOf<RoutingDecision>();
     expectTypeOf(core.free).returns.toEqualTypeOf<boolean>();
-    expectTypeOf(POLICY_NAMES).toEqualTypeOf<readonly ['kv', 'round_robin', 'random', 'least_loaded', 'direct']>();
-    expectTypeOf<PolicyName>().toEqualTypeOf<'kv' | 'round_robin' | 'random' | 'least_loaded' | 'direct'>();
+    expectTypeOf(POLICY_NAMES).toEqualTypeOf<readonly ['kv', 'round_robin', 'random', 'least_loaded', 'direct', 'ttft']>();
+    expectTypeOf<PolicyName>().toEqualTypeOf<'kv' | 'round_robin' | 'random' | 'least_loaded' | 'direct' | 'ttft'>();
     expectTypeOf<BackpressureError>().toExtend<RoutingError>();
     expectTypeOf<BackpressureError['retryAfterMs']>().toEqualTypeOf<number>();
   });

@@ -16,6 +16,7 @@ use super::indexer::{borrow_in, lock, to_key, NativeIndexer, SharedIndex};
 use crate::events::apply::{apply_decoded, apply_record, shape_of, BatchOutcome};
 use crate::events::decode::{DecodeError, Decoded, Shape};
 use crate::indexer::{IndexerMode, RadixIndexer, WorkerKey};
+use crate::tiers::LowerTier;
 
 #[napi(object)]
 pub struct NativeRefused {
@@ -38,6 +39,15 @@ pub struct NativeMediumCount {
   pub removed: u32,
 }
 
+/// Lower-tier events applied, per tier.
+#[napi(object)]
+pub struct NativeTierCount {
+  /// host, disk or external.
+  pub tier: String,
+  pub stored: u32,
+  pub removed: u32,
+}
+
 #[napi(object)]
 pub struct NativeDecodeError {
   pub message: String,
@@ -55,7 +65,9 @@ pub struct NativeEventBatchResult {
   pub refused: NativeRefused,
   pub unknown_types: u32,
   pub other_groups: u32,
-  /// Events about media other than the device (CPU, disk...), not applied, per medium.
+  /// Events applied to lower tiers (host, disk, external), only tiers with some.
+  pub lower_tiers: Vec<NativeTierCount>,
+  /// Events about media not indexed (unknown, or lower tiers the index does not keep), per medium.
   pub other_media: Vec<NativeMediumCount>,
   pub ts: f64,
   pub dp_rank: Option<u32>,
@@ -96,6 +108,12 @@ fn to_result(outcome: std::result::Result<BatchOutcome, DecodeError>, cancelled:
     },
     unknown_types: o.unknown_types,
     other_groups: o.other_groups,
+    lower_tiers: LowerTier::ALL
+      .iter()
+      .zip(o.lower_tiers)
+      .filter(|(_, c)| c.stored + c.removed > 0)
+      .map(|(t, c)| NativeTierCount { tier: t.name().to_string(), stored: c.stored, removed: c.removed })
+      .collect(),
     other_media: o.other_media.into_iter().map(|m| NativeMediumCount { medium: m.medium, stored: m.stored, removed: m.removed }).collect(),
     ts: o.ts,
     dp_rank: o.dp_rank,

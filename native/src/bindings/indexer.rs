@@ -14,6 +14,7 @@ use super::fast;
 use super::hash::{check_block_size, mm_blocks, to_u64};
 use crate::hash::{BlockHasher, Window};
 use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, RejectReason, WorkerKey};
+use crate::tiers::{medium_tier, LowerTier, Medium};
 
 const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
 /// Blocks per call (events, prompts): 2^20 blocks is a 16M-token prompt at block size 16.
@@ -29,6 +30,8 @@ pub struct NativeIndexerConfig {
   pub prune_fraction: f64,
   /// EAGLE engines: blocks hash blockSize + 1 tokens (stored events and prompts alike).
   pub eagle: Option<bool>,
+  /// Index blocks on lower tiers (host, disk, external) from their events (events mode; default true).
+  pub lower_tiers: Option<bool>,
 }
 
 #[napi(object)]
@@ -56,6 +59,8 @@ pub struct NativeIndexerStats {
   pub evictions: f64,
   pub expired: f64,
   pub rejected: NativeRejections,
+  /// (worker, block) pairs held on each lower tier: host, disk, external.
+  pub lower_tier_blocks: Vec<f64>,
 }
 
 #[napi(object)]
@@ -97,7 +102,10 @@ impl NativeIndexer {
       prune_fraction: config.prune_fraction,
       window: Window::from_eagle(config.eagle == Some(true)),
     };
-    let indexer = RadixIndexer::try_new(cfg).map_err(range_error)?;
+    let mut indexer = RadixIndexer::try_new(cfg).map_err(range_error)?;
+    if config.lower_tiers == Some(false) {
+      indexer.set_lower_tiers(false);
+    }
     Ok(Self::wrap(indexer))
   }
 
@@ -124,8 +132,16 @@ impl NativeIndexer {
     lock(&self.inner).window().is_eagle()
   }
 
+  /// Whether lower-tier events are indexed.
+  #[napi(getter)]
+  pub fn lower_tiers(&self) -> bool {
+    lock(&self.inner).lower_tiers_enabled()
+  }
+
   /// A BlockStored event. Hashes `token_ids` (block_hashes.len() complete blocks) with `seed`
-  /// and, per block, the CSR multimodal hashes. False when refused (counted by reason).
+  /// and, per block, the CSR multimodal hashes. `medium` routes it (none: the device); an
+  /// unknown medium, or a lower tier this index does not keep, is refused with a RangeError.
+  /// False when refused (counted by reason).
   #[napi]
   #[allow(clippy::too_many_arguments)]
   pub fn apply_stored(
@@ -139,6 +155,7 @@ impl NativeIndexer {
     mm_offsets: Option<&[u32]>,
     mm_hashes: Option<&[u64]>,
     now_ms: f64,
+    medium: Option<String>,
   ) -> Result<bool> {
     let key = to_key(worker, dp_rank)?;
     let parent = parent_hash.map(|p| to_u64(&p, "parentHash")).transpose()?;
@@ -146,6 +163,7 @@ impl NativeIndexer {
     check_now(now_ms)?;
     check_blocks(block_hashes.len(), "blockHashes")?;
     let mut indexer = borrow_in(&self.inner, IndexerMode::Events, "applyStored")?;
+    let tier = tier_of(&indexer, medium.as_deref())?;
     let bs = indexer.block_size() as usize;
     let window = indexer.window();
     let want = window.tokens_for(block_hashes.len(), bs);
@@ -164,21 +182,30 @@ impl NativeIndexer {
     let mut local = self.local.borrow_mut();
     local.clear();
     BlockHasher::new(bs, seed).window(window).multimodal(mm).hash_extend(token_ids, &mut local);
-    match indexer.apply_stored(key, parent, block_hashes, &local, now_ms) {
+    let applied = match tier {
+      None => indexer.apply_stored(key, parent, block_hashes, &local, now_ms),
+      Some(t) => indexer.apply_lower_stored(key, t, parent, block_hashes, &local),
+    };
+    match applied {
       Ok(()) => Ok(true),
       Err(RejectReason::WrongMode) => Err(coded(Code::WrongMode, "applyStored needs an indexer in 'events' mode")),
       Err(_) => Ok(false),
     }
   }
 
-  /// A BlockRemoved event: the number of blocks removed (unknown hashes are counted).
+  /// A BlockRemoved event: the number of blocks removed (unknown hashes are counted). `medium`
+  /// as in applyStored.
   #[napi]
-  pub fn apply_removed(&self, worker: f64, dp_rank: f64, block_hashes: &[u64], now_ms: f64) -> Result<u32> {
+  pub fn apply_removed(&self, worker: f64, dp_rank: f64, block_hashes: &[u64], now_ms: f64, medium: Option<String>) -> Result<u32> {
     let key = to_key(worker, dp_rank)?;
     check_now(now_ms)?;
     check_blocks(block_hashes.len(), "blockHashes")?;
     let mut indexer = borrow_in(&self.inner, IndexerMode::Events, "applyRemoved")?;
-    Ok(indexer.apply_removed(key, block_hashes, now_ms) as u32)
+    let removed = match tier_of(&indexer, medium.as_deref())? {
+      None => indexer.apply_removed(key, block_hashes, now_ms),
+      Some(t) => indexer.apply_lower_removed(key, t, block_hashes),
+    };
+    Ok(removed as u32)
   }
 
   #[napi]
@@ -261,6 +288,7 @@ impl NativeIndexer {
         malformed: r.malformed as f64,
         unknown_removal: r.unknown_removal as f64,
       },
+      lower_tier_blocks: indexer_lower(&self.inner),
     }
   }
 
@@ -318,6 +346,20 @@ pub fn borrow_in<'a>(inner: &'a SharedIndex, mode: IndexerMode, call: &str) -> R
     )));
   }
   Ok(indexer)
+}
+
+fn indexer_lower(inner: &SharedIndex) -> Vec<f64> {
+  lock(inner).lower_tiers().held().iter().map(|&n| n as f64).collect()
+}
+
+/// The tier an event of the direct API goes to (None: the device).
+fn tier_of(indexer: &RadixIndexer, medium: Option<&str>) -> Result<Option<LowerTier>> {
+  match medium_tier(medium) {
+    Medium::Device => Ok(None),
+    Medium::Lower(t) if indexer.lower_tiers_enabled() => Ok(Some(t)),
+    Medium::Lower(t) => Err(range_error(format!("this indexer does not keep lower tiers (medium '{}' is on the {} tier)", medium.unwrap_or_default(), t.name()))),
+    Medium::Unknown => Err(range_error(format!("unknown medium '{}'", medium.unwrap_or_default()))),
+  }
 }
 
 fn to_id(v: f64, name: &str) -> Result<u64> {

@@ -6,8 +6,9 @@
 //!
 //! route()/query() write the decision into a Float64Array the caller owns and reuses:
 //! [0] worker [1] dpRank [2] overlapBlocks [3] promptTokens [4] cachedTokens [5] prefillTokens
-//! [6] hashUs [7] matchUs [8] selectUs [9] totalUs [10] candidates n, then n x 6:
-//! worker, dpRank, overlapBlocks, prefillBlocks, decodeBlocks, cost. Returns n.
+//! [6] hashUs [7] matchUs [8] selectUs [9] totalUs [10..13] host, disk, external blocks
+//! [13] candidates n, then n x 9: worker, dpRank, overlapBlocks, host, disk, external blocks,
+//! prefillBlocks, decodeBlocks, cost. Returns n.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,10 +21,11 @@ use super::errors::{coded, range_error, type_error, Code, CodedError, Result};
 use super::indexer::{lock, NativeIndexer, SharedIndex};
 use crate::indexer::RadixIndexer;
 use crate::load::WorkerKey;
-use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RouteError, RouteRequest, RoutingCore, WorkerSpec, MAX_EXPLAINED};
+use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RouteError, RouteRequest, RoutingCore, TtftModel, WorkerSpec, MAX_EXPLAINED};
+use crate::tiers::{TierExtension, LOWER_TIERS};
 
-const HEADER: usize = 11;
-const PER_CANDIDATE: usize = 6;
+const HEADER: usize = 14;
+const PER_CANDIDATE: usize = 9;
 pub const DECISION_LEN: usize = HEADER + PER_CANDIDATE * MAX_EXPLAINED;
 const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
 
@@ -34,6 +36,28 @@ impl PrefixIndex for RadixIndexer {
   fn record_routing(&mut self, key: WorkerKey, local_hashes: &[u64], now_ms: f64) {
     RadixIndexer::record_routing(self, key, local_hashes, now_ms)
   }
+  fn lower_extensions_into(&mut self, local_hashes: &[u64], device: &[(WorkerKey, u32)], out: &mut Vec<(WorkerKey, TierExtension)>) {
+    // Lower tiers key blocks by sequence hash: chained only when some worker holds any.
+    if self.lower_tiers().is_empty() {
+      out.clear();
+      return;
+    }
+    RadixIndexer::lower_extensions_into(self, &crate::hash::sequence_hashes(local_hashes), device, out)
+  }
+}
+
+/// The ttft policy's model of a worker (select::TtftModel), every field given.
+#[napi(object)]
+pub struct NativeTtftModel {
+  /// [a, b, c] of a prefill step of N tokens: a N^2 + b N + c ms.
+  pub prefill: Vec<f64>,
+  /// [a, b, c] of a decode pass at KV usage u: max(decodeMinMs, a u^2 + b u + c) ms.
+  pub decode: Vec<f64>,
+  pub decode_min_ms: f64,
+  pub max_batched_tokens: u32,
+  /// [host, disk, external] ms per reloaded token.
+  pub reload_ms_per_token: Vec<f64>,
+  pub transfer_ms_per_token: f64,
 }
 
 #[napi(object)]
@@ -49,6 +73,9 @@ pub struct NativeRoutingConfig {
   pub stale_booking_ms: f64,
   pub seed: f64,
   pub approximate: bool,
+  /// [host, disk, external] credit per reloadable block (default Dynamo's 0.75, 0.25, 0.25).
+  pub tier_credit: Option<Vec<f64>>,
+  pub ttft: Option<NativeTtftModel>,
 }
 
 #[napi(object)]
@@ -56,6 +83,8 @@ pub struct NativeWorkerSpec {
   pub worker: f64,
   pub dp_size: u32,
   pub kv_capacity_blocks: Option<f64>,
+  /// This worker's ttft model (default: the pool's).
+  pub ttft: Option<NativeTtftModel>,
 }
 
 /// The rarely used per-request fields (absent on the common path).
@@ -150,6 +179,11 @@ impl NativeRoutingCore {
       seed: to_count(config.seed, "seed")?,
       approximate: config.approximate,
       window,
+      tier_credit: match &config.tier_credit {
+        Some(c) => triple(c, "tierCredit")?,
+        None => select::DEFAULT_TIER_CREDIT,
+      },
+      ttft: config.ttft.as_ref().map(to_model).transpose()?.unwrap_or_default(),
     };
     let core = RoutingCore::new(cfg).map_err(range_error)?;
     let state = Rc::new(RefCell::new(CoreState { indexer: shared, core, allowed: Vec::new(), last_retry_after_ms: 0.0 }));
@@ -189,7 +223,12 @@ impl NativeRoutingCore {
       .core
       .workers()
       .iter()
-      .map(|s| NativeWorkerSpec { worker: s.worker as f64, dp_size: s.dp_size, kv_capacity_blocks: s.kv_capacity_blocks.map(|c| c as f64) })
+      .map(|s| NativeWorkerSpec {
+        worker: s.worker as f64,
+        dp_size: s.dp_size,
+        kv_capacity_blocks: s.kv_capacity_blocks.map(|c| c as f64),
+        ttft: s.ttft.as_ref().map(from_model),
+      })
       .collect()
   }
 
@@ -357,6 +396,9 @@ impl CoreState {
       d.timings.match_us,
       d.timings.select_us,
       d.timings.total_us,
+      d.lower.blocks[0] as f64,
+      d.lower.blocks[1] as f64,
+      d.lower.blocks[2] as f64,
     ];
     buf[..HEADER - 1].copy_from_slice(&head);
     let explained = self.core.explanation();
@@ -367,6 +409,9 @@ impl CoreState {
         c.key.worker as f64,
         c.key.dp_rank as f64,
         c.overlap_blocks as f64,
+        c.lower.blocks[0] as f64,
+        c.lower.blocks[1] as f64,
+        c.lower.blocks[2] as f64,
         c.prefill_blocks,
         c.decode_blocks,
         c.cost,
@@ -405,5 +450,33 @@ fn to_spec(s: &NativeWorkerSpec) -> Result<WorkerSpec> {
     worker: to_id(s.worker, "worker")?,
     dp_size: s.dp_size,
     kv_capacity_blocks: s.kv_capacity_blocks.map(|c| to_id(c, "kvCapacityBlocks")).transpose()?,
+    ttft: s.ttft.as_ref().map(to_model).transpose()?,
   })
+}
+
+fn triple(v: &[f64], name: &str) -> Result<[f64; LOWER_TIERS]> {
+  <[f64; 3]>::try_from(v).map_err(|_| range_error(format!("{name} must hold 3 numbers, got {}", v.len())))
+}
+
+/// Checked by `TtftModel::validate` where it is used (the routing config, the worker spec).
+fn to_model(m: &NativeTtftModel) -> Result<TtftModel> {
+  Ok(TtftModel {
+    prefill: triple(&m.prefill, "ttft.prefill")?,
+    decode: triple(&m.decode, "ttft.decode")?,
+    decode_min_ms: m.decode_min_ms,
+    max_batched_tokens: m.max_batched_tokens,
+    reload_ms_per_token: triple(&m.reload_ms_per_token, "ttft.reloadMsPerToken")?,
+    transfer_ms_per_token: m.transfer_ms_per_token,
+  })
+}
+
+fn from_model(m: &TtftModel) -> NativeTtftModel {
+  NativeTtftModel {
+    prefill: m.prefill.to_vec(),
+    decode: m.decode.to_vec(),
+    decode_min_ms: m.decode_min_ms,
+    max_batched_tokens: m.max_batched_tokens,
+    reload_ms_per_token: m.reload_ms_per_token.to_vec(),
+    transfer_ms_per_token: m.transfer_ms_per_token,
+  }
 }

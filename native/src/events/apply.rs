@@ -1,10 +1,12 @@
 //! Applies decoded batches (decode.rs) to the index for one (worker, dp_rank), counting every
 //! outcome.
 //!
-//! Medium policy: the index holds what a worker serves from GPU memory, so only events about
-//! device blocks apply: medium "GPU" or "device" (any case), or none (engines that do not say mean
-//! the GPU). Events about other tiers (CPU offload, disk, ...) are not applied and are counted by
-//! medium in `BatchOutcome::other_media`, where a tiered index can take them from.
+//! Medium policy: the tree holds what a worker serves from GPU memory: medium "GPU" or "device"
+//! (any case), or none (engines that do not say mean the GPU). Events about lower tiers (host
+//! memory, disk, external pools: `crate::tiers::medium_tier`) go to the index's lower tiers and are
+//! counted per tier in `BatchOutcome::lower_tiers`; events about a medium no engine is known to
+//! send, or about lower tiers when the index does not keep them, are not applied and are counted
+//! by medium in `BatchOutcome::other_media`.
 //!
 //! A stored event whose block size differs from the index's, or whose token count is not what
 //! hashing its blocks reads (blocks x block size, + 1 with EAGLE windows), is refused whole and
@@ -13,6 +15,7 @@
 
 use super::decode::{DecodeError, Decoded, Record, Shape};
 use crate::indexer::{RadixIndexer, RejectReason, WorkerKey};
+use crate::tiers::LOWER_TIERS;
 
 /// Refused stored events by reason, and removed hashes that named nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,7 +34,14 @@ pub struct Refused {
   pub unknown_removal: u32,
 }
 
-/// Events about another medium than the device, which were not applied.
+/// Events applied to one lower tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierCount {
+  pub stored: u32,
+  pub removed: u32,
+}
+
+/// Events about a medium not indexed, which were not applied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MediumCount {
   pub medium: String,
@@ -44,9 +54,12 @@ pub struct MediumCount {
 pub struct BatchOutcome {
   /// Events in the batch.
   pub events: u32,
+  /// Device events applied.
   pub stored: u32,
   pub removed: u32,
   pub cleared: u32,
+  /// Lower-tier events applied, by `LowerTier as usize`.
+  pub lower_tiers: [TierCount; LOWER_TIERS],
   pub refused: Refused,
   pub unknown_types: u32,
   pub other_groups: u32,
@@ -59,9 +72,9 @@ pub struct BatchOutcome {
 }
 
 impl BatchOutcome {
-  /// Events applied (stored, removed, cleared).
+  /// Events applied (stored, removed, cleared, on any tier).
   pub fn applied(&self) -> u32 {
-    self.stored + self.removed + self.cleared
+    self.stored + self.removed + self.cleared + self.lower_tiers.iter().map(|t| t.stored + t.removed).sum::<u32>()
   }
 
   fn other_medium(&mut self, medium: &str) -> &mut MediumCount {
@@ -85,17 +98,24 @@ impl BatchOutcome {
 
 /// The shape stored events must have for `ix`.
 pub fn shape_of(ix: &RadixIndexer) -> Shape {
-  Shape { block_size: ix.block_size(), window: ix.window() }
+  Shape { block_size: ix.block_size(), window: ix.window(), lower_tiers: ix.lower_tiers_enabled() }
 }
 
 /// Applies record `i` of `d` for `key`, counting it in `out`.
 pub fn apply_record(ix: &mut RadixIndexer, key: WorkerKey, d: &Decoded, i: usize, out: &mut BatchOutcome) {
   match d.records[i] {
-    Record::Stored { parent, engine, local_at } => {
+    Record::Stored { parent, engine, local_at, tier } => {
       let engine = engine.of(&d.engine);
       let local = &d.local[local_at as usize..local_at as usize + engine.len()];
-      match ix.apply_stored(key, parent, engine, local, 0.0) {
-        Ok(()) => out.stored += 1,
+      let applied = match tier {
+        None => ix.apply_stored(key, parent, engine, local, 0.0),
+        Some(t) => ix.apply_lower_stored(key, t, parent, engine, local),
+      };
+      match applied {
+        Ok(()) => match tier {
+          None => out.stored += 1,
+          Some(t) => out.lower_tiers[t as usize].stored += 1,
+        },
         Err(reason) => {
           let r = &mut out.refused;
           match reason {
@@ -109,11 +129,19 @@ pub fn apply_record(ix: &mut RadixIndexer, key: WorkerKey, d: &Decoded, i: usize
         }
       }
     }
-    Record::Removed { engine } => {
+    Record::Removed { engine, tier } => {
       let engine = engine.of(&d.engine);
-      let found = ix.apply_removed(key, engine, 0.0);
+      let found = match tier {
+        None => {
+          out.removed += 1;
+          ix.apply_removed(key, engine, 0.0)
+        }
+        Some(t) => {
+          out.lower_tiers[t as usize].removed += 1;
+          ix.apply_lower_removed(key, t, engine)
+        }
+      };
       out.refused.unknown_removal += (engine.len() - found) as u32;
-      out.removed += 1;
     }
     Record::Cleared => {
       ix.apply_cleared(key);

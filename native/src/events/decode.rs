@@ -12,6 +12,7 @@
 //! event whose fields have the wrong types becomes an `Invalid` record alone, with the path of
 //! the offending field.
 
+use crate::tiers::{medium_tier, LowerTier, Medium};
 use super::fields::{hash_list, read_block_size, read_extra_keys, read_hash_list, read_optional_hash, read_optional_str, read_tokens, token_list, FieldError, Multimodal};
 use super::msgpack::Reader;
 use crate::hash::{block_seed, BlockHasher, MmBlocks, Window};
@@ -49,6 +50,9 @@ const RETAINED_HASHES: usize = 1 << 17;
 pub struct Shape {
   pub block_size: u32,
   pub window: Window,
+  /// Whether events about lower tiers (CPU, disk, external) are decoded for the index to apply
+  /// (false: they are counted as other media).
+  pub lower_tiers: bool,
 }
 
 /// A run of `Decoded::engine` (or `local`).
@@ -69,14 +73,15 @@ impl Span {
 pub enum Record {
   /// Blocks `engine` (engine hashes) with local hashes `local[local_at..]`, the first the child
   /// of `parent`.
-  Stored { parent: Option<u64>, engine: Span, local_at: u32 },
-  Removed { engine: Span },
+  /// `tier`: the lower tier the blocks are on (None: the device).
+  Stored { parent: Option<u64>, engine: Span, local_at: u32, tier: Option<LowerTier> },
+  Removed { engine: Span, tier: Option<LowerTier> },
   Cleared,
   /// A type this decoder does not know: skipped.
   Unknown,
   /// An event of a secondary KV cache group (hybrid models): skipped.
   OtherGroup,
-  /// About blocks on another medium than the device (`Decoded::media[medium]`): not applied.
+  /// About blocks on a medium not indexed (`Decoded::media[medium]`): not applied.
   OtherMedium { medium: u32, stored: bool },
   /// A stored event with another block size than the index's: refused.
   BlockSize,
@@ -266,10 +271,10 @@ impl Decoded {
         let multimodal = read_extra_keys(field(EXTRA_KEYS), &mut self.scratch.mm).map_err(err(EXTRA_KEYS))?;
         if is_secondary_group(field(GROUP_IDX), field(SPEC_KIND)) {
           Record::OtherGroup
-        } else if !is_device_medium(medium) {
-          Record::OtherMedium { medium: self.medium(medium.unwrap_or_default()), stored: true }
+        } else if let Some(tier) = destination(medium, shape) {
+          self.stored(engine_at, parent, block_size, lora_name, multimodal, shape, tier)
         } else {
-          self.stored(engine_at, parent, block_size, lora_name, multimodal, shape)
+          Record::OtherMedium { medium: self.medium(medium.unwrap_or_default()), stored: true }
         }
       }
       "BlockRemoved" => {
@@ -280,10 +285,10 @@ impl Decoded {
         let medium = read_optional_str(field(MEDIUM)).map_err(err(MEDIUM))?;
         if is_secondary_group(field(GROUP_IDX), field(SPEC_KIND)) {
           Record::OtherGroup
-        } else if !is_device_medium(medium) {
-          Record::OtherMedium { medium: self.medium(medium.unwrap_or_default()), stored: false }
+        } else if let Some(tier) = destination(medium, shape) {
+          Record::Removed { engine: Span { start: engine_at as u32, end: self.engine.len() as u32 }, tier }
         } else {
-          Record::Removed { engine: Span { start: engine_at as u32, end: self.engine.len() as u32 } }
+          Record::OtherMedium { medium: self.medium(medium.unwrap_or_default()), stored: false }
         }
       }
       "AllBlocksCleared" => Record::Cleared,
@@ -296,7 +301,8 @@ impl Decoded {
   }
 
   /// A stored event whose fields decoded: checked against the shape, its tokens hashed.
-  fn stored(&mut self, engine_at: usize, parent: Option<u64>, block_size: u64, lora_name: Option<&str>, multimodal: bool, shape: Shape) -> Record {
+  #[allow(clippy::too_many_arguments)]
+  fn stored(&mut self, engine_at: usize, parent: Option<u64>, block_size: u64, lora_name: Option<&str>, multimodal: bool, shape: Shape, tier: Option<LowerTier>) -> Record {
     let n = self.engine.len() - engine_at;
     let bs = shape.block_size as usize;
     if block_size != bs as u64 {
@@ -314,7 +320,7 @@ impl Decoded {
     });
     let local_at = self.local.len();
     BlockHasher::new(bs, block_seed(lora_name, None)).window(shape.window).multimodal(mm).hash_extend(&self.scratch.tokens, &mut self.local);
-    Record::Stored { parent, engine: Span { start: engine_at as u32, end: self.engine.len() as u32 }, local_at: local_at as u32 }
+    Record::Stored { parent, engine: Span { start: engine_at as u32, end: self.engine.len() as u32 }, local_at: local_at as u32, tier }
   }
 
   fn medium(&mut self, name: &str) -> u32 {
@@ -336,10 +342,14 @@ fn event_path(index: u32) -> String {
   format!("events[{index}]")
 }
 
-/// Whether an event's medium is the device the index covers: GPU or device (any case), or none
-/// (engines that do not say mean the GPU).
-pub fn is_device_medium(medium: Option<&str>) -> bool {
-  medium.is_none_or(|m| m.eq_ignore_ascii_case("GPU") || m.eq_ignore_ascii_case("device"))
+/// Where an event about `medium` goes: Some(None) the device (GPU or device, any case, or none:
+/// engines that do not say mean the GPU), Some(tier) a lower tier the index keeps, None nowhere.
+fn destination(medium: Option<&str>, shape: Shape) -> Option<Option<LowerTier>> {
+  match medium_tier(medium) {
+    Medium::Device => Some(None),
+    Medium::Lower(t) if shape.lower_tiers => Some(Some(t)),
+    _ => None,
+  }
 }
 
 fn read_ts(bytes: &[u8], at: Option<usize>) -> Result<f64, DecodeError> {

@@ -31,7 +31,7 @@ const MAP_EVENT: &str = r#"93 cb41da305498100000 91 8a a4"type" ab"BlockStored" 
   a3"GPU" a9"lora_name" c0 a9"group_idx" 00 b2"kv_cache_spec_kind" ae"full_attention""#;
 const POSITIONAL: &str = r#"93 cb41da305498100000 91 97 ab"BlockStored" 91 cfdeadbeef12345678 c0 94 01020304 04 c0 a3"GPU""#;
 
-const SHAPE4: Shape = Shape { block_size: 4, window: Window::Plain };
+const SHAPE4: Shape = Shape { block_size: 4, window: Window::Plain, lower_tiers: true };
 
 fn decode(payload: &[u8]) -> Result<Decoded, DecodeError> {
   let mut d = Decoded::default();
@@ -45,7 +45,7 @@ fn events_of(payload: &[u8]) -> Vec<(Record, Vec<u64>)> {
     .iter()
     .map(|&r| {
       let hashes = match r {
-        Record::Stored { engine, .. } | Record::Removed { engine } => engine.of(&d.engine).to_vec(),
+        Record::Stored { engine, .. } | Record::Removed { engine, .. } => engine.of(&d.engine).to_vec(),
         _ => Vec::new(),
       };
       (r, hashes)
@@ -112,7 +112,7 @@ fn malformed_payloads_are_refused_whole_and_bad_events_alone() {
   // Unknown types are skipped, secondary groups too; trailing event fields ignored.
   let payload = bytes(r#"92 01 93 91 a3"Foo" 95 ac"BlockRemoved" 90 c0 01 07 96 ac"BlockRemoved" 90 c0 00 c0 ff"#);
   let ev: Vec<_> = events_of(&payload).into_iter().map(|e| e.0).collect();
-  assert_eq!(ev, vec![Record::Unknown, Record::OtherGroup, Record::Removed { engine: super::decode::Span { start: 0, end: 0 } }]);
+  assert_eq!(ev, vec![Record::Unknown, Record::OtherGroup, Record::Removed { engine: super::decode::Span { start: 0, end: 0 }, tier: None }]);
 }
 
 #[test]
@@ -136,27 +136,74 @@ fn key(worker: u64) -> WorkerKey {
 #[test]
 fn a_batch_applies_with_counts_per_outcome_and_medium() {
   let mut ix = RadixIndexer::new(IndexerConfig::new(4, IndexerMode::Events));
-  // stored [1,2,3,4] as 10; stored on CPU; removed unknown 99; stored with block size 8; cleared? no.
-  let payload = bytes(r#"93 01 95
+  // stored [1,2,3,4] as 10; stored on CPU; stored on TAPE (unknown); removed 10 and unknown 99;
+  // stored with block size 8; stored with 3 tokens for a block of 4.
+  let payload = bytes(r#"93 01 96
      95 ab"BlockStored" 91 0a c0 94 01020304 04
      97 ab"BlockStored" 91 0b c0 94 05060708 04 c0 a3"CPU"
+     97 ab"BlockStored" 91 0e c0 94 05060708 04 c0 a4"TAPE"
      93 ac"BlockRemoved" 92 0a 63 a3"gpu"
      95 ab"BlockStored" 91 0c c0 94 01020304 08
      95 ab"BlockStored" 91 0d c0 93 010203 04
      02"#);
   let out = apply_batch(&mut ix, key(1), &payload, &mut Decoded::default()).unwrap();
+  let mut lower_tiers = [super::apply::TierCount::default(); crate::tiers::LOWER_TIERS];
+  lower_tiers[crate::tiers::LowerTier::Host as usize].stored = 1;
   let want = BatchOutcome {
-    events: 5,
+    events: 6,
     stored: 1,
     removed: 1,
+    lower_tiers,
     ts: 1.0,
     dp_rank: Some(2),
-    other_media: vec![super::apply::MediumCount { medium: "CPU".into(), stored: 1, removed: 0 }],
+    other_media: vec![super::apply::MediumCount { medium: "TAPE".into(), stored: 1, removed: 0 }],
     refused: super::apply::Refused { block_size: 1, token_count: 1, unknown_removal: 1, ..Default::default() },
     ..Default::default()
   };
   assert_eq!(out, want);
+  assert_eq!(out.applied(), 3);
   assert_eq!(ix.stats().blocks, 0, "stored then removed");
+  assert_eq!(ix.lower_tiers().held(), [1, 0, 0]);
+
+  // An index that does not keep lower tiers counts the CPU event as another medium.
+  let mut device_only = RadixIndexer::new(IndexerConfig::new(4, IndexerMode::Events));
+  device_only.set_lower_tiers(false);
+  let out = apply_batch(&mut device_only, key(1), &payload, &mut Decoded::default()).unwrap();
+  assert_eq!(out.lower_tiers, [super::apply::TierCount::default(); crate::tiers::LOWER_TIERS]);
+  let media: Vec<&str> = out.other_media.iter().map(|m| m.medium.as_str()).collect();
+  assert_eq!(media, ["CPU", "TAPE"]);
+  assert_eq!(device_only.lower_tiers().held(), [0, 0, 0]);
+}
+
+#[test]
+fn offload_events_leave_the_device_view_as_it_was() {
+  let mut ix = RadixIndexer::new(IndexerConfig::new(4, IndexerMode::Events));
+  let local = BlockHasher::new(4, HASH_SEED).hashes(&[1, 2, 3, 4, 5, 6, 7, 8]);
+  let matches = |ix: &mut RadixIndexer| {
+    let mut out = Vec::new();
+    ix.find_matches_into(&local, false, 0.0, &mut out);
+    out
+  };
+  // Blocks 10, 11 on the GPU; block 11 copied to the CPU under the same engine hash (vLLM's
+  // offload keeps it), then dropped from the CPU: the GPU still serves both.
+  apply_batch(&mut ix, key(1), &bytes(r#"93 01 91 95 ab"BlockStored" 92 0a 0b c0 98 0102030405060708 04 c0"#), &mut Decoded::default()).unwrap();
+  apply_batch(&mut ix, key(1), &bytes(r#"93 01 92 97 ab"BlockStored" 91 0b 0a 94 05060708 04 c0 a3"CPU" 93 ac"BlockRemoved" 91 0b a3"cpu" 02"#), &mut Decoded::default()).unwrap();
+  assert_eq!(matches(&mut ix), vec![(key(1), 2)]);
+  assert_eq!(ix.lower_tiers().held(), [0, 0, 0]);
+  // Offloaded again, then evicted from the GPU: the device view loses it, the host keeps it.
+  let out = apply_batch(&mut ix, key(1), &bytes(r#"93 01 92 97 ab"BlockStored" 91 0b 0a 94 05060708 04 c0 a3"CPU" 93 ac"BlockRemoved" 91 0b a3"GPU" 02"#), &mut Decoded::default()).unwrap();
+  assert_eq!((out.lower_tiers[0].stored, out.removed), (1, 1));
+  assert_eq!(matches(&mut ix), vec![(key(1), 1)]);
+  let seq = crate::hash::sequence_hashes(&local);
+  let mut ext = Vec::new();
+  let device = matches(&mut ix);
+  ix.lower_extensions_into(&seq, &device, &mut ext);
+  assert_eq!(ext.len(), 1);
+  assert_eq!(ext[0].1.blocks, [1, 0, 0]);
+  // AllBlocksCleared drops both views of the worker.
+  apply_batch(&mut ix, key(1), &bytes(r#"93 01 91 91 b0"AllBlocksCleared" 02"#), &mut Decoded::default()).unwrap();
+  assert_eq!(matches(&mut ix), vec![]);
+  assert_eq!(ix.lower_tiers().held(), [0, 0, 0]);
 }
 
 #[test]
@@ -209,7 +256,7 @@ fn decode_speed() {
     p.push(0x10);
   }
   p.push(0x00);
-  let shape = Shape { block_size: 16, window: Window::Plain };
+  let shape = Shape { block_size: 16, window: Window::Plain, lower_tiers: true };
   let mut d = Decoded::default();
   let t = std::time::Instant::now();
   for _ in 0..100 {

@@ -263,7 +263,7 @@ impl RadixIndexer {
 }
 
 /// Whether `hashes` repeats a value (`sorted` is scratch space).
-fn has_duplicates(hashes: &[u64], sorted: &mut Vec<u64>) -> bool {
+pub(super) fn has_duplicates(hashes: &[u64], sorted: &mut Vec<u64>) -> bool {
   if hashes.len() <= 16 {
     return hashes.iter().enumerate().any(|(i, h)| hashes[i + 1..].contains(h));
   }

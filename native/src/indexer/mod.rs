@@ -8,6 +8,7 @@
 //! - paths.rs     holding and releasing blocks: coverage, splits at holes, trimming unused blocks
 //! - workers.rs   (worker, dp_rank) slots and their order
 //! - events.rs    events mode: engine block hashes -> blocks, stored / removed / cleared
+//! - lower.rs     events about lower tiers (host, disk, external) into crate::tiers beside the tree
 //! - engine_table.rs  one slot's engine hashes, in prefetchable cache-line groups
 //! - matches.rs   find_matches_into: the prefix walk
 //! - approx.rs    approximate mode: routed sequences with a TTL and a size cap
@@ -20,6 +21,7 @@ mod engine_table;
 mod events;
 mod evict;
 mod holders;
+mod lower;
 mod matches;
 mod paths;
 mod snapshot;
@@ -172,6 +174,9 @@ pub struct RadixIndexer {
   scratch: Scratch,
   /// Bumped each time a worker is removed: work started before sees the change and stops.
   epochs: rustc_hash::FxHashMap<u64, u64>,
+  /// Blocks on lower tiers (events mode, unless turned off): not in the tree, not in snapshots.
+  lower: crate::tiers::LowerTierIndex,
+  lower_enabled: bool,
 }
 
 impl std::fmt::Debug for RadixIndexer {
@@ -203,6 +208,8 @@ impl RadixIndexer {
       counters: Counters::default(),
       scratch: Scratch::default(),
       epochs: Default::default(),
+      lower: Default::default(),
+      lower_enabled: cfg.mode == IndexerMode::Events,
     })
   }
 
@@ -231,6 +238,8 @@ impl RadixIndexer {
     if let Some(slot) = self.slots.get(key) {
       self.drop_slot(slot);
     }
+    // The engine dropped its cache: whatever it had offloaded is not trusted either.
+    self.lower.clear(key);
     self.counters.events_applied += 1;
   }
 
@@ -245,6 +254,7 @@ impl RadixIndexer {
     for slot in self.slots.of_worker(worker) {
       self.drop_slot(slot);
     }
+    self.lower.remove_worker(worker);
   }
 
   /// Removes every block a slot holds, then the slot.

@@ -11,10 +11,12 @@ pub enum Policy {
   LeastLoaded,
   /// The worker named by the request's hint (pinned worker), ranks chosen by KV cost.
   Direct,
+  /// Lowest predicted time to first token (`super::ttft`): no weight to tune.
+  Ttft,
 }
 
 impl Policy {
-  pub const NAMES: [&'static str; 5] = ["kv", "round_robin", "random", "least_loaded", "direct"];
+  pub const NAMES: [&'static str; 6] = ["kv", "round_robin", "random", "least_loaded", "direct", "ttft"];
 
   pub fn parse(name: &str) -> Option<Self> {
     match name {
@@ -23,6 +25,7 @@ impl Policy {
       "random" => Some(Self::Random),
       "least_loaded" => Some(Self::LeastLoaded),
       "direct" => Some(Self::Direct),
+      "ttft" => Some(Self::Ttft),
       _ => None,
     }
   }
@@ -34,6 +37,7 @@ impl Policy {
       Self::Random => "random",
       Self::LeastLoaded => "least_loaded",
       Self::Direct => "direct",
+      Self::Ttft => "ttft",
     }
   }
 
@@ -63,6 +67,11 @@ pub struct RoutingConfig {
   pub approximate: bool,
   /// Which tokens a block's hash covers (EAGLE engines: one more); the index's own setting.
   pub window: crate::hash::Window,
+  /// kv's credit per block a worker can reload from each lower tier (host, disk, external),
+  /// Dynamo's `host_cache_hit_weight` / `disk_cache_hit_weight` (external: the disk weight).
+  pub tier_credit: [f64; crate::tiers::LOWER_TIERS],
+  /// ttft's model of the workers (each worker's own when its spec has one).
+  pub ttft: super::ttft::TtftModel,
 }
 
 impl RoutingConfig {
@@ -80,6 +89,8 @@ impl RoutingConfig {
       seed: 0,
       approximate: false,
       window: crate::hash::Window::Plain,
+      tier_credit: DEFAULT_TIER_CREDIT,
+      ttft: super::ttft::TtftModel::default(),
     }
   }
 
@@ -90,6 +101,10 @@ impl RoutingConfig {
     check_non_negative(self.overlap_score_credit, "overlapScoreCredit")?;
     check_non_negative(self.prefill_load_scale, "prefillLoadScale")?;
     check_non_negative(self.temperature, "temperature")?;
+    for (credit, tier) in self.tier_credit.iter().zip(crate::tiers::LowerTier::ALL) {
+      check_non_negative(*credit, &format!("tierCredit.{}", tier.name()))?;
+    }
+    self.ttft.validate()?;
     if let Some(f) = self.busy_decode_fraction {
       if !(f.is_finite() && f > 0.0) {
         return Err(format!("busyDecodeFraction must be a finite number > 0, got {f}"));
@@ -107,6 +122,9 @@ impl RoutingConfig {
     Ok(())
   }
 }
+
+/// Dynamo's defaults: host 0.75, disk (and external) 0.25.
+pub const DEFAULT_TIER_CREDIT: [f64; crate::tiers::LOWER_TIERS] = [0.75, 0.25, 0.25];
 
 pub fn check_non_negative(v: f64, name: &str) -> Result<f64, String> {
   if v.is_finite() && v >= 0.0 {

@@ -2,6 +2,7 @@
 
 use super::config::Policy;
 use crate::load::WorkerKey;
+use crate::tiers::TierExtension;
 
 /// The prefix index a decision matches against (the radix indexer; a fake in tests).
 pub trait PrefixIndex {
@@ -10,6 +11,13 @@ pub trait PrefixIndex {
   fn find_matches_into(&mut self, local_hashes: &[u64], now_ms: f64, out: &mut Vec<(WorkerKey, u32)>);
   /// Approximate mode: remember that `key` now holds these blocks.
   fn record_routing(&mut self, key: WorkerKey, local_hashes: &[u64], now_ms: f64);
+  /// The blocks each (worker, rank) could reload from lower tiers right after its device prefix
+  /// (`device`: the matches `find_matches_into` gave for the same prompt, whose local block
+  /// hashes are `local_hashes`). Only pairs with some. Clears `out` first. Default: no lower tiers.
+  fn lower_extensions_into(&mut self, local_hashes: &[u64], device: &[(WorkerKey, u32)], out: &mut Vec<(WorkerKey, TierExtension)>) {
+    let _ = (local_hashes, device);
+    out.clear();
+  }
 }
 
 /// Multimodal items per block, CSR: block i holds hashes[offsets[i]..offsets[i + 1]].
@@ -75,9 +83,12 @@ pub struct Timings {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Decision {
   pub key: WorkerKey,
+  /// Leading prompt blocks in the chosen rank's device cache.
   pub overlap_blocks: u32,
+  /// The blocks after those it can reload from lower tiers, per tier.
+  pub lower: TierExtension,
   pub prompt_tokens: u64,
-  /// overlap_blocks x block size, at most the prompt.
+  /// (overlap_blocks + reloadable blocks) x block size, at most the prompt.
   pub cached_tokens: u64,
   /// Prefill tokens booked (or that would be): prompt - cached.
   pub prefill_tokens: u64,
@@ -90,10 +101,12 @@ pub struct Decision {
 pub struct CandidateCost {
   pub key: WorkerKey,
   pub overlap_blocks: u32,
+  pub lower: TierExtension,
   pub prefill_blocks: f64,
   pub decode_blocks: f64,
-  /// The policy's score (lower is better): the KV cost for kv and direct, the booked load in
-  /// blocks for least_loaded; for round_robin and random (which do not score), the KV cost.
+  /// The policy's score (lower is better): the KV cost for kv and direct, the predicted time to
+  /// first token in ms for ttft, the booked load in blocks for least_loaded; for round_robin and
+  /// random (which do not score), the KV cost.
   pub cost: f64,
 }
 

@@ -96,7 +96,7 @@ mod tests {
     let cands = (0..n)
       .map(|w| {
         let key = WorkerKey { worker: w, dp_rank: 0 };
-        Candidate { key, rank: book.list_rank(key), capacity_blocks: Some(10) }
+        Candidate { key, rank: book.list_rank(key), capacity_blocks: Some(10), ttft: None }
       })
       .collect();
     (book, cands)

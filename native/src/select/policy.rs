@@ -6,12 +6,13 @@ use super::config::Policy;
 use super::sample::{argmin_uniform_ties, softmax_sample};
 
 /// Returns a position in `eligible` (candidate indices, ascending). `scores[i]` belongs to
-/// `eligible[i]`: the KV cost for kv and direct, the booked load for least_loaded.
+/// `eligible[i]`: the KV cost for kv and direct, the predicted TTFT for ttft, the booked load for
+/// least_loaded.
 pub fn choose(policy: Policy, eligible: &[u32], scores: &[f64], temperature: f64, rr_cursor: usize, rng: &mut Rng) -> usize {
   debug_assert!(!eligible.is_empty() && eligible.len() == scores.len());
   match policy {
-    Policy::Kv | Policy::Direct if temperature > 0.0 => softmax_sample(scores, temperature, rng),
-    Policy::Kv | Policy::Direct | Policy::LeastLoaded => argmin_uniform_ties(scores, rng),
+    Policy::Kv | Policy::Direct | Policy::Ttft if temperature > 0.0 => softmax_sample(scores, temperature, rng),
+    Policy::Kv | Policy::Direct | Policy::Ttft | Policy::LeastLoaded => argmin_uniform_ties(scores, rng),
     Policy::Random => rng.usize(0..eligible.len()),
     // The next eligible candidate at or after the cursor, wrapping around.
     Policy::RoundRobin => eligible.iter().position(|&c| c as usize >= rr_cursor).unwrap_or(0),

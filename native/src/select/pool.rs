@@ -3,6 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::ttft::TtftModel;
 use crate::load::{LoadBook, RankId, WorkerKey};
 
 /// dp ranks are 0..=65535.
@@ -10,11 +11,13 @@ pub const MAX_DP_SIZE: u32 = 1 << 16;
 /// Bound on the candidates of one pool, so a bad spec cannot exhaust memory.
 pub const MAX_CANDIDATES: usize = 1 << 16;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WorkerSpec {
   pub worker: u64,
   pub dp_size: u32,
   pub kv_capacity_blocks: Option<u64>,
+  /// The worker's own timing for the ttft policy (None: the pool's).
+  pub ttft: Option<TtftModel>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -22,6 +25,7 @@ pub struct Candidate {
   pub key: WorkerKey,
   pub rank: RankId,
   pub capacity_blocks: Option<u64>,
+  pub ttft: Option<TtftModel>,
 }
 
 #[derive(Debug, Default)]
@@ -92,7 +96,7 @@ impl WorkerPool {
       for dp_rank in 0..s.dp_size {
         let key = WorkerKey { worker: s.worker, dp_rank };
         index.insert(key, candidates.len() as u32);
-        candidates.push(Candidate { key, rank: book.list_rank(key), capacity_blocks: s.kv_capacity_blocks });
+        candidates.push(Candidate { key, rank: book.list_rank(key), capacity_blocks: s.kv_capacity_blocks, ttft: s.ttft });
       }
     }
     for old in &self.candidates {
@@ -116,6 +120,9 @@ fn check_spec(s: &WorkerSpec) -> Result<(), String> {
   if s.kv_capacity_blocks == Some(0) {
     return Err(format!("kvCapacityBlocks must be at least 1 (worker {})", s.worker));
   }
+  if let Some(m) = &s.ttft {
+    m.validate().map_err(|e| format!("{e} (worker {})", s.worker))?;
+  }
   Ok(())
 }
 
@@ -132,7 +139,7 @@ mod tests {
   use super::*;
 
   fn spec(worker: u64, dp_size: u32) -> WorkerSpec {
-    WorkerSpec { worker, dp_size, kv_capacity_blocks: None }
+    WorkerSpec { worker, dp_size, kv_capacity_blocks: None, ttft: None }
   }
 
   #[test]
@@ -154,7 +161,9 @@ mod tests {
     assert!(pool.set_workers(&[spec(2, 1), spec(2, 1)], &mut book).unwrap_err().contains("twice"));
     assert!(pool.set_workers(&[spec(2, 0)], &mut book).unwrap_err().contains("dpSize"));
     assert!(pool.upsert_worker(spec(5, MAX_DP_SIZE + 1), &mut book).is_err());
-    assert!(pool.upsert_worker(WorkerSpec { worker: 5, dp_size: 1, kv_capacity_blocks: Some(0) }, &mut book).is_err());
+    assert!(pool.upsert_worker(WorkerSpec { worker: 5, dp_size: 1, kv_capacity_blocks: Some(0), ttft: None }, &mut book).is_err());
+    let bad = TtftModel { max_batched_tokens: 0, ..TtftModel::default() };
+    assert!(pool.upsert_worker(WorkerSpec { worker: 5, dp_size: 1, kv_capacity_blocks: None, ttft: Some(bad) }, &mut book).unwrap_err().contains("worker 5"));
     assert!(pool.set_workers(&[spec(1, MAX_DP_SIZE), spec(2, 1)], &mut book).unwrap_err().contains("at most"));
     assert_eq!(pool.specs(), &[spec(1, 1)]);
   }

@@ -8,12 +8,14 @@ use fastrand::Rng;
 
 use super::config::{check_non_negative, Policy, RoutingConfig};
 use super::cost::{booked_load, kv_terms, CostParams, KvTerms};
+use super::ttft::{estimate, TtftInput};
 use super::decision::*;
 use super::eligibility::{eligible_into, BusyThresholds, Restrictions};
 use super::policy::choose;
 use super::pool::{WorkerPool, WorkerSpec};
 use crate::hash::{BlockHasher, MmBlocks};
 use crate::load::{BookRequest, BookStats, LoadBook, RankSnapshot, WorkerKey, FULL_WEIGHT};
+use crate::tiers::TierExtension;
 
 /// Buffers reused by every decision (no allocation on the hot path beyond the booking's id).
 #[derive(Default)]
@@ -22,6 +24,9 @@ struct Scratch {
   matches: Vec<(WorkerKey, u32)>,
   /// Overlap blocks per candidate (indexed like the pool's candidates).
   overlaps: Vec<u32>,
+  lower_matches: Vec<(WorkerKey, TierExtension)>,
+  /// Lower-tier blocks after the device overlap, per candidate.
+  lower: Vec<TierExtension>,
   allowed: Vec<u64>,
   eligible: Vec<u32>,
   terms: Vec<KvTerms>,
@@ -94,6 +99,7 @@ impl RoutingCore {
       prompt_tokens: req.tokens.len() as u64,
       overlap_score_credit: check_non_negative(req.overlap_score_credit.unwrap_or(self.config.overlap_score_credit), "overlapScoreCredit").map_err(invalid)?,
       prefill_load_scale: check_non_negative(req.prefill_load_scale.unwrap_or(self.config.prefill_load_scale), "prefillLoadScale").map_err(invalid)?,
+      tier_credit: self.config.tier_credit,
     };
     let temperature = check_non_negative(req.temperature.unwrap_or(self.config.temperature), "temperature").map_err(invalid)?;
     if policy == Policy::Direct && req.pinned_worker.is_none() {
@@ -119,6 +125,14 @@ impl RoutingCore {
     for &(key, n) in &self.s.matches {
       if let Some(i) = self.pool.candidate_index(&key) {
         self.s.overlaps[i] = n.min(blocks);
+      }
+    }
+    index.lower_extensions_into(&self.s.local, &self.s.matches, &mut self.s.lower_matches);
+    self.s.lower.clear();
+    self.s.lower.resize(self.pool.candidates().len(), TierExtension::default());
+    for &(key, ext) in &self.s.lower_matches {
+      if let Some(i) = self.pool.candidate_index(&key) {
+        self.s.lower[i] = ext;
       }
     }
     let matched = Instant::now();
@@ -150,9 +164,26 @@ impl RoutingCore {
     for &ci in &s.eligible {
       let c = &candidates[ci as usize];
       let rank = self.book.rank(c.rank);
-      let terms = kv_terms(rank, &s.local, s.overlaps[ci as usize], &params);
+      let (overlap, lower) = (s.overlaps[ci as usize], s.lower[ci as usize]);
+      let terms = kv_terms(rank, &s.local, overlap, &lower, &params);
       s.terms.push(terms);
-      s.scores.push(if policy == Policy::LeastLoaded { booked_load(rank, params.block_size) } else { terms.cost });
+      s.scores.push(match policy {
+        Policy::LeastLoaded => booked_load(rank, params.block_size),
+        Policy::Ttft => {
+          let cached_blocks = overlap.max(terms.active_prefix);
+          let input = TtftInput {
+            rank,
+            block_size: self.config.block_size as u64,
+            prompt_tokens: params.prompt_tokens,
+            cached_blocks: cached_blocks as u64,
+            lower: lower.beyond(cached_blocks - overlap),
+            capacity_blocks: c.capacity_blocks,
+            decode_blocks: terms.decode_blocks,
+          };
+          estimate(c.ttft.as_ref().unwrap_or(&self.config.ttft), &input).ms
+        }
+        _ => terms.cost,
+      });
     }
     let pos = match mode {
       Mode::Book => choose(policy, &s.eligible, &s.scores, temperature, self.rr_cursor, &mut self.rng),
@@ -162,7 +193,9 @@ impl RoutingCore {
     let chosen_index = s.eligible[pos] as usize;
     let chosen = candidates[chosen_index];
     let overlap_blocks = s.overlaps[chosen_index];
-    let prefill_tokens = self.book.prefill_tokens_for(params.prompt_tokens, overlap_blocks);
+    let lower = s.lower[chosen_index];
+    // Blocks reloaded from a lower tier are not computed: they leave the prefill queue too.
+    let prefill_tokens = self.book.prefill_tokens_for(params.prompt_tokens, overlap_blocks + lower.total());
 
     if let Some(cap) = self.config.max_queued_prefill_tokens {
       let queued = self.book.total_prefill_tokens();
@@ -185,7 +218,7 @@ impl RoutingCore {
         rank: chosen.rank,
         block_hashes: &s.local,
         prompt_tokens: params.prompt_tokens,
-        overlap_blocks,
+        overlap_blocks: overlap_blocks + lower.total(),
         expected_output_tokens: req.expected_output_tokens,
         now_ms,
       };
@@ -200,6 +233,7 @@ impl RoutingCore {
     Ok(Decision {
       key: chosen.key,
       overlap_blocks,
+      lower,
       prompt_tokens: params.prompt_tokens,
       cached_tokens: params.prompt_tokens - prefill_tokens,
       prefill_tokens,
@@ -304,6 +338,7 @@ fn explain(s: &mut Scratch, candidates: &[super::pool::Candidate], chosen_pos: u
     s.explanation.push(CandidateCost {
       key: candidates[ci].key,
       overlap_blocks: s.overlaps[ci],
+      lower: s.lower[ci],
       prefill_blocks: t.prefill_blocks,
       decode_blocks: t.decode_blocks,
       cost: s.scores[p as usize],

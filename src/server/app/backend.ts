@@ -16,6 +16,8 @@ export interface CandidateExplanation {
   worker: number;
   dp_rank: number;
   overlap_blocks: number;
+  /** Blocks after the GPU prefix the worker can reload from host memory, disk, an external pool. */
+  lower_tier_blocks: { host: number; disk: number; external: number };
   prefill_blocks: number;
   decode_blocks: number;
   cost: number;
@@ -26,6 +28,7 @@ export interface LegExplanation {
   dp_rank: number;
   policy: string;
   overlap_blocks: number;
+  lower_tier_blocks: { host: number; disk: number; external: number };
   cached_tokens: number;
   prefill_tokens: number;
   candidates: CandidateExplanation[];

@@ -156,6 +156,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
           (p.ingest?.stats() ?? []).map((s) => ({
             worker: s.worker,
             applied: s.applied,
+            lowerTier: s.lowerTierEvents,
             rejected: s.rejected,
             gaps: s.gaps,
             replays: s.replays,
@@ -204,6 +205,7 @@ function buildPool(
   const indexer = new KvIndexer({
     blockSize: config.blockSize,
     mode: config.indexerMode,
+    ...(approximate ? {} : { lowerTiers: config.lowerTiers }),
     ...(config.maxIndexedBlocks !== undefined && !approximate ? { maxBlocks: config.maxIndexedBlocks } : {}),
     clock: o.clock,
   });
@@ -213,6 +215,8 @@ function buildPool(
     overlapScoreCredit: routing.overlapScoreCredit,
     prefillLoadScale: routing.prefillLoadScale,
     temperature: routing.temperature,
+    tierCredit: { host: routing.hostCacheCredit, disk: routing.diskCacheCredit, external: routing.externalCacheCredit },
+    ttft: routing.ttftModel,
     busyDecodeFraction: routing.busyDecodeFraction,
     busyPrefillTokens: routing.busyPrefillTokens,
     maxQueuedPrefillTokens: routing.maxQueuedPrefillTokens,
@@ -302,12 +306,14 @@ function explainLeg(d: RoutingDecision): LegExplanation {
     dp_rank: d.dpRank,
     policy: d.policy,
     overlap_blocks: d.overlapBlocks,
+    lower_tier_blocks: d.lowerTierBlocks,
     cached_tokens: d.cachedTokens,
     prefill_tokens: d.prefillTokens,
     candidates: d.candidates.map((c) => ({
       worker: c.worker,
       dp_rank: c.dpRank,
       overlap_blocks: c.overlapBlocks,
+      lower_tier_blocks: c.lowerTierBlocks,
       prefill_blocks: c.prefillBlocks,
       decode_blocks: c.decodeBlocks,
       cost: c.cost,

@@ -57,15 +57,52 @@ export const WorkerSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const finite = (description: string) => Type.Optional(Type.Number({ minimum: -1e12, maximum: 1e12, description }));
+const perToken = (description: string) => Type.Optional(Type.Number({ minimum: 0, maximum: 1e6, description }));
+
+/** The ttft policy's model of the pool's engines; what it leaves out is the library's default (Dynamo's mocker fit, vLLM's 8192-token budget). */
+export const TtftModelSchema = Type.Object(
+  {
+    prefill: Type.Optional(
+      Type.Object({ a: finite('ms per token squared'), b: finite('ms per token'), c: finite('ms per step') }, { additionalProperties: false, description: 'A prefill step of N tokens takes a N^2 + b N + c ms.' }),
+    ),
+    decode: Type.Optional(
+      Type.Object(
+        { a: finite('ms per usage squared'), b: finite('ms per usage'), c: finite('ms'), minMs: perToken('the shortest decode pass, ms') },
+        { additionalProperties: false, description: 'A decode pass at KV usage u (0..1) takes max(minMs, a u^2 + b u + c) ms.' },
+      ),
+    ),
+    maxNumBatchedTokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1, description: "Tokens one engine step computes at most (vLLM's max_num_batched_tokens)." })),
+    reloadMsPerToken: Type.Optional(
+      Type.Object(
+        { host: perToken('from host memory'), disk: perToken('from disk'), external: perToken('from an external pool') },
+        { additionalProperties: false, description: 'Milliseconds to reload one token of KV from each lower tier.' },
+      ),
+    ),
+    transferMsPerToken: perToken('Milliseconds to receive one token of KV from a prefill worker (decode pools of a disaggregated fleet).'),
+  },
+  { additionalProperties: false, description: "The ttft policy's timing model of the pool's engines (the default is Dynamo's mocker fit: set it from your engines' measured step times)." },
+);
+
 /** One routing pool's selection settings. */
 export const PoolRoutingSchema = Type.Object(
   {
     policy: defaulted(
-      oneOf(POLICY_NAMES, { default: 'kv', description: 'Worker selection policy.', ...cli({ flag: 'policy', arg: 'P', group: 'Routing', help: 'decode/aggregated pool policy' }) }),
+      oneOf(POLICY_NAMES, { default: 'ttft', description: "Worker selection policy: 'ttft' (each worker's predicted time to first token: no weight to tune; the default), 'kv' (Dynamo's cost), 'round_robin', 'random', 'least_loaded', 'direct' (the request names the worker).", ...cli({ flag: 'policy', arg: 'P', group: 'Routing', help: 'decode/aggregated pool policy' }) }),
     ),
     overlapScoreCredit: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: 'Prefill blocks each cached block is worth in the cost.' })),
     prefillLoadScale: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: "Weight of a worker's booked prefill load in the cost." })),
     temperature: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 0, description: 'Softmax temperature over costs; 0 picks the lowest cost, exact ties at random.' })),
+    hostCacheCredit: defaulted(
+      Type.Number({ minimum: 0, maximum: 1e6, default: 0.75, description: "Prefill blocks each block a worker can reload from host memory (KV events with medium CPU) is worth in the cost: Dynamo's host_cache_hit_weight." }),
+    ),
+    diskCacheCredit: defaulted(
+      Type.Number({ minimum: 0, maximum: 1e6, default: 0.25, description: "The same for a block on local disk (medium DISK, CPU_TIER2): Dynamo's disk_cache_hit_weight." }),
+    ),
+    externalCacheCredit: defaulted(
+      Type.Number({ minimum: 0, maximum: 1e6, default: 0.25, description: 'The same for a block in an external pool (medium EXTERNAL): Dynamo credits it as disk.' }),
+    ),
+    ttftModel: Type.Optional(TtftModelSchema),
     busyDecodeFraction: Type.Optional(
       Type.Number({ exclusiveMinimum: 0, maximum: 1e6, description: 'Leave out a worker whose decode blocks reach this fraction of its kvCapacityBlocks.' }),
     ),
@@ -358,6 +395,14 @@ export const RouterConfigSchema = Type.Object(
         default: 'events',
         description: "'events': the index follows the workers' KV events; 'approximate': without KV events, caches are predicted from routing decisions.",
         ...cli({ flag: 'approximate', value: 'approximate', group: 'Routing', help: 'no KV events: predict caches from routing decisions' }),
+      }),
+    ),
+    lowerTiers: defaulted(
+      Type.Boolean({
+        default: true,
+        description:
+          "Events mode: index the blocks workers report on lower tiers (KV events with medium CPU, CPU_PINNED, CPU_TIER1: host; CPU_TIER2, DISK: disk; EXTERNAL: external) beside the GPU's, credited in the cost at the routing's host/disk/externalCacheCredit. false: such events are counted, never indexed.",
+        ...cli({ flag: 'no-lower-tiers', value: false, group: 'Routing', help: 'ignore KV blocks the workers report on CPU, disk or external pools' }),
       }),
     ),
     maxIndexedBlocks: Type.Optional(

@@ -19,7 +19,9 @@ export interface EventStatsSample {
   worker: number;
   applied: number;
   rejected: Record<string, number>;
-  /** Events left out on purpose, by reason: unknown_type, other_group (hybrid models), other_medium (CPU, disk). */
+  /** Of those applied, events about lower tiers (CPU, disk, external). */
+  lowerTier?: number;
+  /** Events left out on purpose, by reason: unknown_type, other_group (hybrid models), other_medium (unknown media, or lower tiers when not indexed). */
   skipped?: Record<string, number>;
   gaps: number;
   replays: number;
@@ -31,7 +33,7 @@ export interface MetricsSources {
   workerLoads(): WorkerLoadSample[];
   workerStates(): Array<{ worker: number; role: string; state: string }>;
   eventStats(): EventStatsSample[];
-  indexStats(): Array<{ pool: string; blocks: number; workers: number }>;
+  indexStats(): Array<{ pool: string; blocks: number; workers: number; lowerTierBlocks?: Record<string, number> }>;
   fallbacksToAggregated(): number;
   /** Session affinity's counts, when it is on. */
   sessionStats?(): SessionAffinityStats | undefined;
@@ -220,6 +222,19 @@ export class RouterMetrics {
       },
     });
 
+    new Gauge({
+      name: 'kvroute_indexed_lower_tier_blocks',
+      help: 'KV blocks the workers hold on lower tiers (host memory, disk, external pools) in the index, per pool and tier',
+      labelNames: ['pool', 'tier'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of self.sources?.indexStats() ?? []) {
+          for (const [tier, n] of Object.entries(s.lowerTierBlocks ?? {})) this.set({ pool: s.pool, tier }, n);
+        }
+      },
+    });
+
     const perWorkerCounter = (name: string, help: string, pick: (s: EventStatsSample) => number) =>
       new Counter({
         name,
@@ -232,6 +247,7 @@ export class RouterMetrics {
         },
       });
     perWorkerCounter('kvroute_kv_events_applied_total', 'KV events applied to the index', (s) => s.applied);
+    perWorkerCounter('kvroute_kv_events_lower_tier_total', 'KV events about lower tiers (CPU, disk, external) applied to the index', (s) => s.lowerTier ?? 0);
     perWorkerCounter('kvroute_kv_event_gaps_total', 'Sequence gaps in KV event streams', (s) => s.gaps);
     perWorkerCounter('kvroute_kv_event_replays_total', 'Replay requests sent after gaps', (s) => s.replays);
     perWorkerCounter('kvroute_kv_event_decode_errors_total', 'KV event messages that could not be decoded', (s) => s.decodeErrors);
@@ -252,7 +268,7 @@ export class RouterMetrics {
     });
     new Counter({
       name: 'kvroute_kv_events_skipped_total',
-      help: 'KV events skipped on purpose, by reason: unknown_type (an event type the decoder does not know), other_group (a secondary KV cache group), other_medium (CPU or disk tiers)',
+      help: 'KV events skipped on purpose, by reason: unknown_type (an event type the decoder does not know), other_group (a secondary KV cache group), other_medium (a medium not indexed)',
       labelNames: ['worker', 'reason'] as const,
       registers: [this.registry],
       collect() {

@@ -4,7 +4,7 @@ import { KvIndexer } from '../../core/indexer.js';
 import { RoutingCore, type PolicyName, type RoutingConfig } from '../../core/routing-core.js';
 import { ROUTING_PRESETS } from '../../core/routing-presets.js';
 
-export const REPLAY_POLICIES = ['round_robin', 'random', 'least_loaded', 'kv', 'kv_approx', 'kv_ttft'] as const;
+export const REPLAY_POLICIES = ['round_robin', 'random', 'least_loaded', 'kv', 'kv_approx', 'kv_ttft', 'ttft'] as const;
 export type ReplayPolicy = (typeof REPLAY_POLICIES)[number];
 
 export interface PolicySetup {
@@ -38,5 +38,5 @@ export function setupPolicy(
     ...opts.overrides,
   });
   // Round robin, random and least-loaded never read the index: skip feeding it events.
-  return { name, indexer, core, consumesEvents: !approximate && policy === 'kv' };
+  return { name, indexer, core, consumesEvents: !approximate && (policy === 'kv' || policy === 'ttft') };
 }

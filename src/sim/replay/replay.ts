@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import type { EngineKind } from '../../engines/types.js';
 import type { EngineConfig } from '../engine/index.js';
 import { hitRateBound } from './bound.js';
+import type { RoutingConfig } from '../../core/routing-core.js';
 import type { ReplayPolicy } from './policies.js';
 import { summarizeRun, type PolicySummary } from './summary.js';
 import type { TraceRequest } from './trace.js';
@@ -18,6 +19,8 @@ export interface ReplayConfig {
   /** The handoff style of a disaggregated fleet (its workers' engine kind). Default vllm. */
   handoff?: EngineKind;
   policies: readonly ReplayPolicy[];
+  /** Routing settings over every policy's (e.g. a kv weight of a sweep). */
+  routing?: Partial<RoutingConfig>;
   blockSize: number;
   kvBlocks: number;
   arrivalScale: number;
@@ -27,8 +30,8 @@ export interface ReplayConfig {
   sweepScales?: readonly number[];
   /** The policies the sweep compares (default: all of `policies`). */
   sweepPolicies?: readonly ReplayPolicy[];
-  /** The router queue, conditional disaggregation, routing overrides and priorities (VirtualFleetOptions). */
-  scheduling?: Pick<VirtualFleetOptions, 'routerQueue' | 'conditionalDisagg' | 'routing' | 'highPriorityShare'>;
+  /** The router queue, conditional disaggregation and priorities (VirtualFleetOptions); refusals above a cap are `routing.maxQueuedPrefillTokens`. */
+  scheduling?: Pick<VirtualFleetOptions, 'routerQueue' | 'conditionalDisagg' | 'highPriorityShare'>;
   onProgress?: (message: string) => void;
   /** Faults: workers down over spans of virtual time, and passive ejection (VirtualFleetOptions). */
   faults?: Pick<VirtualFleetOptions, 'down' | 'outlierDetection'>;
@@ -103,6 +106,7 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       disaggregated: cfg.disaggregated,
       handoff: cfg.handoff,
       policy,
+      routing: cfg.routing,
       engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
       seed: cfg.seed,
       arrivalScale: scale,

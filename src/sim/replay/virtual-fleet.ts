@@ -12,6 +12,7 @@
 // completely before it) before the next event, so each routing decision is taken at the virtual
 // time its cause happened. Steps the router cannot see cost no turn.
 import { RoutingError } from '../../core/routing-errors.js';
+import type { RoutingConfig } from '../../core/routing-core.js';
 import { EngineError } from '../../engines/errors.js';
 import { batchesOf } from '../../engines/event-batch.js';
 import { carriesToken } from '../../engines/sse.js';
@@ -21,12 +22,12 @@ import { KvRouter } from '../../routing/kv-router.js';
 import { PrefillRouter, type PoolName, type PrefillRouterStats } from '../../routing/prefill-router.js';
 import type { ConditionalDisaggSettings } from '../../routing/prefill/mode.js';
 import type { QueueSettings, QueueStats } from '../../routing/queue/admission-queue.js';
-import type { RoutingConfig } from '../../core/routing-core.js';
 import { mix32, seed32 } from '../engine/rng.js';
 import type { RoutedResponse } from '../../routing/router-request.js';
 import type { OutlierDetectionOptions } from '../../routing/outlier-detection.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
 import type { SignalLike } from '../../util/cancellation.js';
+import { withFields } from '../../util/objects.js';
 import type { EngineConfig } from '../engine/index.js';
 import { EventQueue } from './event-queue.js';
 import { setupPolicy, type ReplayPolicy } from './policies.js';
@@ -45,6 +46,8 @@ export interface VirtualFleetOptions {
   /** The workers' engine kind, which decides the prefill -> decode handoff. Default vllm. */
   handoff?: EngineKind;
   policy: ReplayPolicy;
+  /** Routing settings over the policy's (e.g. a kv weight of a sweep; maxQueuedPrefillTokens: refuse with 429 above a cap). */
+  routing?: Partial<RoutingConfig>;
   /** Engine settings of every worker; blockSize is also the router's. */
   engine: EngineConfig & { blockSize: number; kvBlocks: number };
   seed: number;
@@ -64,8 +67,6 @@ export interface VirtualFleetOptions {
   routerQueue?: Partial<QueueSettings>;
   /** Conditional disaggregation (a disaggregated fleet). */
   conditionalDisagg?: Partial<ConditionalDisaggSettings>;
-  /** Routing settings over the policy's, e.g. maxQueuedPrefillTokens (refuse with 429 above a cap). */
-  routing?: Partial<RoutingConfig>;
   /** Share of requests given priority 1 where the trace gives none, drawn from the seed. */
   highPriorityShare?: number;
 }
@@ -103,7 +104,7 @@ export class VirtualFleet {
     const kind = opts.handoff ?? 'vllm';
     const disagg = opts.disaggregated;
     // Bookings must not expire while a request waits in a saturated virtual queue.
-    const routing = () => setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: Object.assign({ staleBookingMs: FAR_FUTURE_MS }, opts.routing) });
+    const routing = () => setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: withFields(opts.routing ?? {}, { staleBookingMs: FAR_FUTURE_MS }) });
     const engines = (name: string, count: number, firstId: number) =>
       new VirtualPool(name, count, opts.engine, routing(), this.steps, opts.seed + name.length, Array.from({ length: count }, (_, i) => firstId + i));
     this.prefillEngines = disagg ? engines('prefill', disagg.prefill, 0) : undefined;

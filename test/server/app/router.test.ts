@@ -93,7 +93,7 @@ describe('router HTTP surface', () => {
     expect(r.json.mode).toBe('disaggregated');
     expect(r.json.prefill.worker).toBe(0);
     expect(r.json.decode.candidates.length).toBe(2);
-    expect(r.json.decode.candidates[0]).toEqual(expect.objectContaining({ worker: expect.any(Number), overlap_blocks: expect.any(Number), prefill_blocks: expect.any(Number), decode_blocks: expect.any(Number), cost: expect.any(Number) }));
+    expect(r.json.decode.candidates[0]).toEqual(expect.objectContaining({ worker: expect.any(Number), overlap_blocks: expect.any(Number), lower_tier_blocks: { host: 0, disk: 0, external: 0 }, prefill_blocks: expect.any(Number), decode_blocks: expect.any(Number), cost: expect.any(Number) }));
     expect(r.json.prompt_tokens).toBeGreaterThan(100);
     expect(await metricSum(t.url, 'kvroute_requests_served_total')).toBe(before);
   });

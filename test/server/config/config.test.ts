@@ -13,10 +13,27 @@ describe('parseRouterConfig', () => {
     expect(c.models).toEqual(['kvroute-sim']);
     expect(c.tokenizer).toEqual({ type: 'byte' });
     expect(c.blockSize).toBe(16);
-    expect(c.decode.policy).toBe('kv');
+    expect(c.decode.policy).toBe('ttft');
     expect(c.prefill).toEqual(c.decode);
     expect(c.fallbackToAggregated).toBe(true);
     expect(c.workers).toEqual([]);
+    expect(c.lowerTiers).toBe(true);
+    expect([c.decode.hostCacheCredit, c.decode.diskCacheCredit, c.decode.externalCacheCredit]).toEqual([0.75, 0.25, 0.25]);
+  });
+
+  it("takes the ttft policy's timing model, any part of it", () => {
+    const c = parseRouterConfig({ routing: { ttftModel: { prefill: { c: 5 }, maxNumBatchedTokens: 4096, reloadMsPerToken: { disk: 0.1 } } } });
+    expect(c.decode.ttftModel).toEqual({ prefill: { c: 5 }, maxNumBatchedTokens: 4096, reloadMsPerToken: { disk: 0.1 } });
+    expect(c.prefill.ttftModel).toEqual(c.decode.ttftModel);
+    expect(() => parseRouterConfig({ routing: { ttftModel: { prefill: { d: 1 } } } })).toThrow(/routing\.ttftModel\.prefill: unknown field 'd'/);
+    expect(() => parseRouterConfig({ routing: { ttftModel: { maxNumBatchedTokens: 0 } } })).toThrow(RangeError);
+  });
+
+  it('takes the lower tiers switch and their credit per pool', () => {
+    const c = parseRouterConfig({ lowerTiers: false, routing: { hostCacheCredit: 0.5 }, prefillRouting: { diskCacheCredit: 0 } });
+    expect(c.lowerTiers).toBe(false);
+    expect([c.decode.hostCacheCredit, c.decode.diskCacheCredit]).toEqual([0.5, 0.25]);
+    expect([c.prefill.hostCacheCredit, c.prefill.diskCacheCredit]).toEqual([0.5, 0]);
   });
 
   it('reads session affinity: off by default, true for the defaults, or its settings', () => {
@@ -57,8 +74,9 @@ describe('parseRouterConfig', () => {
 
   it('gives the prefill pool what it does not set from the decode pool', () => {
     const c = parseRouterConfig({ routing: { policy: 'round_robin', temperature: 0.5, maxQueuedPrefillTokens: 1000 }, prefillRouting: { policy: 'kv' } });
-    expect(c.decode).toEqual({ policy: 'round_robin', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0.5, maxQueuedPrefillTokens: 1000 });
-    expect(c.prefill).toEqual({ policy: 'kv', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0.5, maxQueuedPrefillTokens: 1000 });
+    const credits = { hostCacheCredit: 0.75, diskCacheCredit: 0.25, externalCacheCredit: 0.25 };
+    expect(c.decode).toEqual({ policy: 'round_robin', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0.5, maxQueuedPrefillTokens: 1000, ...credits });
+    expect(c.prefill).toEqual({ policy: 'kv', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0.5, maxQueuedPrefillTokens: 1000, ...credits });
     expect(parseRouterConfig({ routing: { policy: 'random' } }).prefill.policy).toBe('random');
   });
 
@@ -103,6 +121,8 @@ describe('parseRouterConfig', () => {
     [{ workers: [{ id: 1, baseUrl: 'http://h:1', colour: 'red' }] }, TypeError, /unknown field 'colour'/],
     [{ routing: { policy: 'best' } }, TypeError, /routing\.policy must be one of kv, round_robin/],
     [{ routing: { temperature: -1 } }, RangeError, /routing\.temperature must be a number in/],
+    [{ routing: { hostCacheCredit: -0.5 } }, RangeError, /^routing\.hostCacheCredit must be a number in \[0, 1000000\], got -0\.5$/],
+    [{ lowerTiers: 'no' }, TypeError, /^lowerTiers must be true or false, got string no$/],
     [{ model: 'a', models: ['b'] }, TypeError, /either model or models/],
     [{ tokenizer: { type: 'huggingface' } }, TypeError, /tokenizer\.path must be a non-empty string/],
     [{ health: { intervalMs: 1.5 } }, RangeError, /health\.intervalMs/],

@@ -51,6 +51,14 @@ describe('runReplay', () => {
     expect(report.policies.kv.hit_rate).toBeGreaterThan(report.policies.round_robin.hit_rate);
   });
 
+  it('applies routing settings over every policy (a kv weight of a sweep)', async () => {
+    const plain = await runReplay({ ...base, trace: slice, policies: ['kv', 'kv_ttft'] });
+    const weighted = await runReplay({ ...base, trace: slice, policies: ['kv'], routing: { prefillLoadScale: 16 } });
+    // kv at prefillLoadScale 16 is the kv_ttft preset, decision for decision.
+    expect(withoutWallTimes(weighted).policies.kv).toEqual(withoutWallTimes(plain).policies.kv_ttft);
+    expect(weighted.policies.kv).not.toEqual(plain.policies.kv);
+  });
+
   it('runs a load sweep until every policy saturates', async () => {
     const report = await runReplay({ ...base, trace: slice.slice(0, 80), policies: ['kv'], sweepScales: [2, 4, 8, 16, 32, 64, 128, 256] });
     const sweep = report.sweep!;

@@ -1,4 +1,5 @@
 use std::collections::HashMap;
+use crate::select::TtftModel;
 
 use super::*;
 
@@ -7,6 +8,8 @@ use super::*;
 struct FakeIndex {
   held: HashMap<WorkerKey, Vec<u64>>,
   recorded: Vec<(WorkerKey, usize)>,
+  /// Lower-tier blocks each rank could reload after its device prefix, whatever the prompt.
+  lower: HashMap<WorkerKey, TierExtension>,
 }
 
 impl PrefixIndex for FakeIndex {
@@ -23,6 +26,10 @@ impl PrefixIndex for FakeIndex {
     self.recorded.push((key, local.len()));
     self.held.entry(key).or_default().extend_from_slice(local);
   }
+  fn lower_extensions_into(&mut self, _seq: &[u64], _device: &[(WorkerKey, u32)], out: &mut Vec<(WorkerKey, TierExtension)>) {
+    out.clear();
+    out.extend(self.lower.iter().map(|(k, e)| (*k, *e)));
+  }
 }
 
 const BS: u32 = 4;
@@ -36,7 +43,7 @@ fn core_with(workers: u64, tweak: impl FnOnce(&mut RoutingConfig)) -> RoutingCor
   cfg.seed = 42;
   tweak(&mut cfg);
   let mut core = RoutingCore::new(cfg).unwrap();
-  let specs: Vec<WorkerSpec> = (0..workers).map(|w| WorkerSpec { worker: w, dp_size: 1, kv_capacity_blocks: Some(100) }).collect();
+  let specs: Vec<WorkerSpec> = (0..workers).map(|w| WorkerSpec { worker: w, dp_size: 1, kv_capacity_blocks: Some(100), ttft: None }).collect();
   core.set_workers(&specs).unwrap();
   core
 }
@@ -206,7 +213,7 @@ fn random_and_least_loaded() {
 #[test]
 fn direct_needs_a_pinned_worker_and_honours_the_rank() {
   let mut core = core_with(0, |c| c.policy = Policy::Direct);
-  core.set_workers(&[WorkerSpec { worker: 5, dp_size: 4, kv_capacity_blocks: None }]).unwrap();
+  core.set_workers(&[WorkerSpec { worker: 5, dp_size: 4, kv_capacity_blocks: None, ttft: None }]).unwrap();
   let mut index = FakeIndex::default();
   let t = tokens(0, 8);
   let err = core.route(&mut index, &RouteRequest::new("a", &t), 0.0, Mode::Book).unwrap_err();
@@ -415,7 +422,7 @@ fn thousands_of_random_operations_end_at_zero_load() {
         0 => {
           core.remove_worker(rng.u64(0..6));
         }
-        1 => core.upsert_worker(WorkerSpec { worker: rng.u64(0..6), dp_size: rng.u32(1..3), kv_capacity_blocks: None }).unwrap(),
+        1 => core.upsert_worker(WorkerSpec { worker: rng.u64(0..6), dp_size: rng.u32(1..3), kv_capacity_blocks: None, ttft: None }).unwrap(),
         _ => {
           core.expire_stale(now);
         }
@@ -430,4 +437,57 @@ fn thousands_of_random_operations_end_at_zero_load() {
   let s = core.stats();
   assert_eq!(s.booked, s.freed + s.expired);
   assert!(s.expired > 0 && s.freed > 0);
+}
+
+#[test]
+fn lower_tier_blocks_earn_their_tier_credit_and_leave_the_prefill_queue() {
+  let mut core = core_with(2, |_| {});
+  let mut index = FakeIndex::default();
+  let t = tokens(0, 32); // 8 blocks
+  // Worker 0: 4 blocks on the device. Worker 1: 8 blocks on host memory (credit 0.75 each = 6).
+  cache(&mut index, 0, &t, 4);
+  index.lower.insert(key(1), TierExtension { blocks: [8, 0, 0] });
+  let d = core.route(&mut index, &RouteRequest::new("a", &t), 0.0, Mode::Query).unwrap();
+  assert_eq!(d.key, key(1));
+  assert_eq!((d.overlap_blocks, d.lower.blocks, d.cached_tokens, d.prefill_tokens), (0, [8, 0, 0], 32, 0));
+  let ex = core.explanation();
+  // 8 prefill blocks - 6 credit + 8 new decode blocks, against 8 - 4 + 8.
+  assert_eq!((ex[0].key, ex[0].lower.blocks, ex[0].cost), (key(1), [8, 0, 0], 10.0));
+  assert_eq!((ex[1].key, ex[1].cost), (key(0), 12.0));
+  // On disk (credit 0.25 each = 2) the device prefix wins.
+  index.lower.insert(key(1), TierExtension { blocks: [0, 8, 0] });
+  assert_eq!(core.route(&mut index, &RouteRequest::new("a", &t), 0.0, Mode::Query).unwrap().key, key(0));
+  // With host credit 0, the lower tier earns nothing.
+  let mut plain = core_with(2, |c| c.tier_credit = [0.0, 0.25, 0.25]);
+  index.lower.insert(key(1), TierExtension { blocks: [8, 0, 0] });
+  plain.route(&mut index, &RouteRequest::new("a", &t), 0.0, Mode::Query).unwrap();
+  assert_eq!(plain.explanation()[0].key, key(0));
+  let err = RoutingCore::new(RoutingConfig { tier_credit: [0.75, -1.0, 0.25], ..RoutingConfig::new(BS) }).err().unwrap();
+  assert!(err.contains("tierCredit.disk"), "{err}");
+}
+
+#[test]
+fn ttft_weighs_cached_work_against_queued_work_without_tuning() {
+  let mut core = core_with(2, |c| c.policy = Policy::Ttft);
+  let mut index = FakeIndex::default();
+  let hot = tokens(0, 400); // 100 blocks
+  cache(&mut index, 0, &hot, 100);
+  // The cached worker wins while it is idle, with a cost in milliseconds.
+  let d = core.route(&mut index, &RouteRequest::new("a", &hot), 0.0, Mode::Book).unwrap();
+  assert_eq!((d.key, d.policy), (key(0), Policy::Ttft));
+  let ex = core.explanation();
+  assert!(ex[0].cost > 0.0 && ex[0].cost < ex[1].cost, "{ex:?}");
+  // Pile uncached work on worker 0 until computing the prompt elsewhere is faster.
+  for i in 0..4 {
+    let other = tokens(10_000 * (i + 1), 32_000);
+    core.route(&mut index, &RouteRequest { pinned_worker: Some(0), ..RouteRequest::new(&format!("busy{i}"), &other) }, 0.0, Mode::Book).unwrap();
+  }
+  let d = core.route(&mut index, &RouteRequest::new("b", &hot), 0.0, Mode::Query).unwrap();
+  assert_eq!(d.key, key(1), "{:?}", core.explanation());
+  // A worker's own model overrides the pool's: a much faster worker 1 wins even when idle ones tie.
+  let fast = TtftModel { prefill: [0.0, 1e-4, 0.1], ..TtftModel::default() };
+  let mut core = core_with(0, |c| c.policy = Policy::Ttft);
+  core.set_workers(&[WorkerSpec { worker: 0, dp_size: 1, kv_capacity_blocks: None, ttft: None }, WorkerSpec { worker: 1, dp_size: 1, kv_capacity_blocks: None, ttft: Some(fast) }]).unwrap();
+  let d = core.route(&mut index, &RouteRequest::new("c", &tokens(50_000, 64)), 0.0, Mode::Query).unwrap();
+  assert_eq!(d.key, key(1));
 }
