@@ -21,6 +21,7 @@ const SERVER_LAYERS = [
   ['call', 'config'], // the neutral HTTP call, bodies and error replies; the configuration schema
   ['observability'],
   ['http', 'openai', 'fleet', 'access'], // frontends; the OpenAI protocol; workers at runtime; who may call
+  ['replicas'], // router replicas acting as one over NATS
   ['app'], // the composition root
 ];
 
@@ -85,5 +86,7 @@ export default {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
+    // Packages that declare only `exports` (no `main`), like @nats-io/kv, resolve through it.
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
   },
 };

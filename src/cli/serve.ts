@@ -41,6 +41,9 @@ ${helpEntries(SETTING_FLAGS, 'Routing').join('\n')}
 Access:
 ${helpEntries(SETTING_FLAGS, 'Access').join('\n')}
 
+Replicas (several routers acting as one; see README "Router replicas"):
+${helpEntries(SETTING_FLAGS, 'Replicas').join('\n')}
+
 Operations:
 ${[...helpEntries(SETTING_FLAGS, 'Operations'), helpEntry('-h, --help', 'this help')].join('\n')}
 

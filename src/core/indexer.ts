@@ -295,16 +295,26 @@ export class KvIndexer {
 
   /**
    * applyEventBatch on a libuv thread, for large batches: the event loop goes on while it
-   * applies, and lookups wait at most one event for the index. The payload is read in place, not
-   * copied: do not change its bytes until the promise settles. A worker removed meanwhile gets
+   * applies, and lookups wait at most one event for the index. A worker removed meanwhile gets
    * nothing more applied (the result is then `cancelled`).
+   *
+   * The payload is copied first, unless `opts.inPlace`: then the libuv thread reads the caller's
+   * bytes (no copy on the event loop: 1-3 ms for a 10 MB batch), and the caller must leave them
+   * alone, neither written nor their buffer transferred, until the promise settles.
    */
-  applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array): Promise<EventBatchResult> {
+  applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array, opts?: { inPlace?: boolean }): Promise<EventBatchResult> {
     this.expectMode('events', 'applyEventBatchAsync');
     expectWorkerId(worker);
     expectDpRank(dpRank);
     expectPayload(payload);
-    return callNative(() => this.native.applyEventBatchAsync(worker, dpRank, payload)) as Promise<EventBatchResult>;
+    let inPlace = false;
+    if (opts !== undefined) {
+      const o = expectObject(opts, 'opts');
+      if (o.inPlace !== undefined && typeof o.inPlace !== 'boolean') throw new TypeError(`opts.inPlace must be a boolean, got ${describe(o.inPlace)}`);
+      inPlace = o.inPlace === true;
+    }
+    const bytes = inPlace ? payload : new Uint8Array(payload);
+    return callNative(() => this.native.applyEventBatchAsync(worker, dpRank, bytes)) as Promise<EventBatchResult>;
   }
 
   /** An AllBlocksCleared event: (worker, dpRank) holds nothing any more. */

@@ -19,7 +19,7 @@ import {
   type WorkerSpec,
 } from './routing-config.js';
 import { translateRoutingError } from './routing-errors.js';
-import { describe, expectInteger, expectWorkerId } from '../util/validate.js';
+import { describe, expectDpRank, expectInteger, expectObject, expectUint8Array, expectWorkerId } from '../util/validate.js';
 
 export { POLICY_NAMES, type PolicyName, type RoutingConfig, type WorkerSpec } from './routing-config.js';
 
@@ -98,6 +98,30 @@ export interface RoutingStats {
   freed: number;
   expired: number;
   active: number;
+}
+
+/** A booking another router replica made, as it announced it (src/server/replicas). */
+export interface RemoteBooking {
+  /** The request id on its replica (unique per replica, not against this router's). */
+  requestId: string;
+  worker: number;
+  dpRank: number;
+  promptTokens: number;
+  overlapBlocks: number;
+  expectedOutputTokens?: number;
+  /** The prompt's local block hashes, little-endian u64 bytes (`lastLocalHashes()` on its replica). */
+  hashes: Uint8Array;
+}
+
+export interface RemoteBookingStats {
+  booked: number;
+  freed: number;
+  expired: number;
+  /** Released at once because their replica went silent or re-announced its bookings. */
+  dropped: number;
+  active: number;
+  /** Bookings held here per other replica. */
+  replicas: Array<{ replica: string; requests: number }>;
 }
 
 /** A CandidateCost as decide() builds it: a class (one hidden class, plain assignments), which V8
@@ -243,6 +267,51 @@ export class RoutingCore {
     return this.core.stats();
   }
 
+  // ---- bookings of other router replicas (src/server/replicas shares them) ----------------
+
+  /** The local block hashes of the last route() or query(), as little-endian u64 bytes: what a replica announces of a booking. */
+  lastLocalHashes(): Uint8Array {
+    return this.core.lastLocalHashes();
+  }
+
+  /**
+   * Books what router replica `replica` booked, on the same worker and rank, under its id (in
+   * approximate mode its decision is recorded in the index too). False when that replica already
+   * has the request booked here.
+   */
+  applyRemoteBooking(replica: string, booking: RemoteBooking): boolean {
+    const origin = expectReplica(replica);
+    const b = expectObject(booking, 'booking');
+    const id = expectId(b.requestId);
+    const worker = expectWorkerId(b.worker, 'booking.worker');
+    const dpRank = expectDpRank(b.dpRank, 'booking.dpRank');
+    const hashes = expectUint8Array(b.hashes, 'booking.hashes');
+    if (hashes.length % 8 !== 0) throw new RangeError(`booking.hashes must hold whole 8-byte hashes, got ${hashes.length} bytes`);
+    const prompt = expectInteger(b.promptTokens, 'booking.promptTokens', 0, Number.MAX_SAFE_INTEGER);
+    const overlap = expectInteger(b.overlapBlocks, 'booking.overlapBlocks', 0, 2 ** 32 - 1);
+    const expected = b.expectedOutputTokens === undefined ? undefined : expectInteger(b.expectedOutputTokens, 'booking.expectedOutputTokens', 0, MAX_OUTPUT_TOKENS);
+    return this.native(() => this.core.applyRemoteBooking(origin, id, worker, dpRank, hashes, prompt, overlap, expected, this.now()));
+  }
+
+  /** The first token of another replica's request. True the first time. */
+  markRemotePrefillCompleted(replica: string, requestId: string): boolean {
+    return this.core.markRemotePrefillCompleted(expectReplica(replica), expectId(requestId), this.now());
+  }
+
+  /** Releases another replica's booking. False when unknown or already freed. */
+  freeRemote(replica: string, requestId: string): boolean {
+    return this.core.freeRemote(expectReplica(replica), expectId(requestId), this.now());
+  }
+
+  /** Releases every booking of `replica` (it went silent); returns how many. */
+  dropReplica(replica: string): number {
+    return this.core.dropReplica(expectReplica(replica), this.now());
+  }
+
+  remoteStats(): RemoteBookingStats {
+    return this.core.remoteStats();
+  }
+
   private decide(tokens: Uint32Array, req: QueryRequest, book: boolean): RoutingDecision {
     const r = checkRouteRequest(tokens, req, book);
     const seed = r.loraName || r.cacheNamespace ? blockHashSeed(r.loraName, r.cacheNamespace) : null;
@@ -314,4 +383,10 @@ function nativeOptions(req: QueryRequest): Binding.NativeRouteOptions {
 function expectId(requestId: unknown): string {
   if (typeof requestId !== 'string') throw new TypeError(`requestId must be a string, got ${describe(requestId)}`);
   return requestId;
+}
+
+function expectReplica(replica: unknown): string {
+  if (typeof replica !== 'string') throw new TypeError(`replica must be a string, got ${describe(replica)}`);
+  if (replica === '') throw new RangeError('replica must be a non-empty string');
+  return replica;
 }

@@ -15,7 +15,7 @@ export interface IndexerPort {
   readonly blockSize: number;
   readonly mode?: string;
   applyEventBatch(worker: number, dpRank: number, payload: Uint8Array): EventBatchResult;
-  applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array): Promise<EventBatchResult>;
+  applyEventBatchAsync(worker: number, dpRank: number, payload: Uint8Array, opts?: { inPlace?: boolean }): Promise<EventBatchResult>;
   applyCleared(worker: number, dpRank: number): void;
   removeWorker(worker: number): void;
 }
@@ -34,7 +34,8 @@ export class BatchApplier {
   async applyPayload(worker: number, dpRank: number, payload: Uint8Array, counters: IngestCounters): Promise<number> {
     const result =
       payload.length >= this.asyncFromBytes
-        ? await this.indexer.applyEventBatchAsync(worker, dpRank, payload)
+        ? // The payload is this call's alone (a received message): read in place, not copied.
+          await this.indexer.applyEventBatchAsync(worker, dpRank, payload, { inPlace: true })
         : this.indexer.applyEventBatch(worker, dpRank, payload);
     return countBatch(result, counters);
   }

@@ -42,6 +42,11 @@ export interface IngestWorkerSpec {
   topic?: string;
   /** The engine's block size, checked against the index's (they must be equal). */
   blockSize?: number;
+  /**
+   * Per dp rank, the last sequence number the index already holds (a restored snapshot; null:
+   * nothing): that rank replays what came after it at once instead of joining from 0.
+   */
+  resumeAfter?: ReadonlyArray<bigint | null>;
 }
 
 export interface WorkerIngestStats extends IngestCounters {
@@ -107,6 +112,12 @@ export class EventIngest {
       }
     }
 
+    const resumeAfter = spec.resumeAfter ?? [];
+    if (!Array.isArray(resumeAfter)) throw new TypeError(`spec.resumeAfter must be an array, got ${describe(resumeAfter)}`);
+    resumeAfter.forEach((seq, i) => {
+      if (seq !== null && (typeof seq !== 'bigint' || seq < 0n)) throw new TypeError(`spec.resumeAfter[${i}] must be a non-negative bigint or null, got ${describe(seq)}`);
+    });
+
     const subscribers: EventSubscriber[] = [];
     const counters: IngestCounters[] = [];
     try {
@@ -118,6 +129,7 @@ export class EventIngest {
             dpRank,
             endpoint,
             replayEndpoint: replayEndpoints[dpRank],
+            resumeAfter: resumeAfter[dpRank] ?? undefined,
             topic,
             applier: this.applier,
             counters: c,

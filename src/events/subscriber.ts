@@ -36,6 +36,11 @@ export interface SubscriberOptions {
   receiveHighWaterMark: number;
   /** Largest message accepted (bytes); larger ones are dropped by ZeroMQ. */
   maxMessageBytes: number;
+  /**
+   * The last sequence number the index already holds for this rank (a restored snapshot): the
+   * subscriber replays from the next one at once instead of joining from 0.
+   */
+  resumeAfter?: bigint;
   /** Unexpected failures (bugs), reported instead of thrown from a background loop. */
   onError?: (err: unknown) => void;
   /** Gaps, replays, restarts and cleared indexes, as they happen (for logs). */
@@ -137,6 +142,16 @@ export class EventSubscriber {
   }
 
   private async applyLoop(): Promise<void> {
+    if (this.opts.resumeAfter !== undefined) {
+      this.busy = true; // set before the first await: idle() waits for the catch-up
+      try {
+        await this.catchUp(this.opts.resumeAfter);
+      } catch (err) {
+        if (!this.closed) this.opts.onError?.(err);
+      } finally {
+        this.busy = false;
+      }
+    }
     while (!this.closed) {
       const frames = this.queue.shift();
       if (!frames) {
@@ -213,27 +228,9 @@ export class EventSubscriber {
     }
     counters.replays++;
     this.replaying = true;
-    let first = true;
+    let received: boolean;
     try {
-      for await (const batch of replayBatches(replayEndpoint, from, { timeoutMs: this.opts.replayTimeoutMs, signal: this.abort.signal })) {
-        if (this.closed) return;
-        if (first) {
-          first = false;
-          if (batch.seq > from) {
-            // The engine no longer buffers the start of the gap: rebuild from what it still has.
-            counters.replayTooOld++;
-            this.report({ kind: 'index_cleared', reason: `the replay buffer starts at ${batch.seq}, after the gap's start ${from}` });
-            this.clearIndex();
-            this.tracker.resumeAt(batch.seq - 1n);
-          }
-        }
-        const lastApplied = this.tracker.lastApplied ?? -1n;
-        if (batch.seq <= lastApplied) continue; // already applied
-        if (batch.seq !== lastApplied + 1n) throw new ReplayError(`the replay skipped from ${lastApplied} to ${batch.seq}`);
-        await this.applyPayload(batch.seq, batch.payload);
-        if (this.closed) return;
-        counters.replayedBatches++;
-      }
+      received = await this.applyReplay(replayEndpoint, from, "the gap's start");
     } catch (err) {
       if (this.closed) return;
       if (!(err instanceof ReplayError)) throw err;
@@ -244,7 +241,7 @@ export class EventSubscriber {
       this.replaying = false;
     }
     if (this.closed) return;
-    if (first) {
+    if (!received) {
       // Nothing buffered from `from` on, not even the live batch: the buffer was reset (restart).
       counters.replayTooOld++;
       this.report({ kind: 'index_cleared', reason: 'the replay buffer holds nothing from the gap on' });
@@ -263,6 +260,66 @@ export class EventSubscriber {
       this.report({ kind: 'index_cleared', reason: `the replay ended at ${lastApplied}, before the live batch ${liveSeq}` });
       await this.restartFrom(liveSeq, livePayload);
     }
+  }
+
+  /**
+   * Applies the engine's buffered batches from `from` on, in order; true when it sent any. When
+   * its buffer starts later than `from` (`what`: what `from` is, for the report), the history in
+   * between is lost: the worker's index is cleared and rebuilt from what the buffer holds.
+   * Throws ReplayError when the replay fails or skips a batch.
+   */
+  private async applyReplay(endpoint: string, from: bigint, what: string): Promise<boolean> {
+    const { counters } = this.opts;
+    let first = true;
+    for await (const batch of replayBatches(endpoint, from, { timeoutMs: this.opts.replayTimeoutMs, signal: this.abort.signal })) {
+      if (this.closed) return !first;
+      if (first) {
+        first = false;
+        if (batch.seq > from) {
+          // The engine no longer buffers the start: rebuild from what it still has.
+          counters.replayTooOld++;
+          this.report({ kind: 'index_cleared', reason: `the replay buffer starts at ${batch.seq}, after ${what} ${from}` });
+          this.clearIndex();
+          this.tracker.resumeAt(batch.seq - 1n);
+        }
+      }
+      const lastApplied = this.tracker.lastApplied ?? -1n;
+      if (batch.seq <= lastApplied) continue; // already applied
+      if (batch.seq !== lastApplied + 1n) throw new ReplayError(`the replay skipped from ${lastApplied} to ${batch.seq}`);
+      await this.applyPayload(batch.seq, batch.payload);
+      if (this.closed) return true;
+      counters.replayedBatches++;
+    }
+    return !first;
+  }
+
+  /**
+   * A restored index holds everything through `after`: replay what came since, so the index is
+   * current before the first live batch (which otherwise would be a gap from 0 and, past the
+   * engine's buffer, clear the restored blocks). Live batches the replay already applied are
+   * then skipped as duplicates.
+   */
+  private async catchUp(after: bigint): Promise<void> {
+    const { counters, replayEndpoint } = this.opts;
+    this.tracker.resumeAt(after);
+    // Without a replay service the next live batch shows the gap, and the index is cleared then.
+    if (!replayEndpoint) return;
+    counters.replays++;
+    this.replaying = true;
+    try {
+      await this.applyReplay(replayEndpoint, after + 1n, "the restored snapshot's next batch");
+    } catch (err) {
+      if (this.closed) return;
+      if (!(err instanceof ReplayError)) throw err;
+      counters.replayFailures++;
+      this.report({ kind: 'catch_up_failed', reason: err.message });
+      return;
+    } finally {
+      this.replaying = false;
+    }
+    if (this.closed) return;
+    this.tracker.replayedThrough(after);
+    this.report({ kind: 'caught_up', from: after + 1n, to: this.tracker.lastApplied === after ? null : this.tracker.lastApplied });
   }
 
   /** Unrecoverable history: clear the worker's blocks and continue from the live batch. */

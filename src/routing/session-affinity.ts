@@ -23,6 +23,8 @@ export interface SessionAffinityOptions {
   maxSessions?: number;
   /** Milliseconds, for expiry (tests use a fake one). */
   clock?: () => number;
+  /** Sees every binding bind() stores, once stored (router replicas share them). */
+  onBind?: (sessionId: string, binding: SessionBinding) => void;
 }
 
 export interface SessionAffinityStats {
@@ -58,6 +60,7 @@ export class SessionAffinity {
   readonly ttlMs: number;
   readonly maxSessions: number;
   private readonly clock: () => number;
+  private readonly onBind?: (sessionId: string, binding: SessionBinding) => void;
   /** Insertion order is recency order: a touched session moves to the end. */
   private readonly entries = new Map<string, Entry>();
   private readonly counts = { hits: 0, bound: 0, rebound: 0, evicted: 0, expired: 0 };
@@ -68,6 +71,8 @@ export class SessionAffinity {
     this.maxSessions = o.maxSessions === undefined ? 100_000 : expectInteger(o.maxSessions, 'maxSessions', 1, 10_000_000);
     if (o.clock !== undefined && typeof o.clock !== 'function') throw new TypeError(`clock must be a function, got ${describe(o.clock)}`);
     this.clock = o.clock ?? Date.now;
+    if (o.onBind !== undefined && typeof o.onBind !== 'function') throw new TypeError(`onBind must be a function, got ${describe(o.onBind)}`);
+    this.onBind = o.onBind;
   }
 
   /**
@@ -99,15 +104,28 @@ export class SessionAffinity {
 
   /** Binds the session to where its request went (a missing pool keeps its earlier binding). */
   bind(sessionId: string, to: SessionBinding): void {
+    const binding = this.store(sessionId, to);
+    this.onBind?.(sessionId, binding);
+  }
+
+  /**
+   * A binding learnt elsewhere (another router replica bound the session): stored as bind()
+   * would, without counting anything or calling onBind.
+   */
+  adopt(sessionId: string, to: SessionBinding): void {
+    if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError(`sessionId must be a non-empty string, got ${describe(sessionId)}`);
+    this.store(sessionId, to);
+  }
+
+  private store(sessionId: string, to: SessionBinding): SessionBinding {
     const now = this.clock();
     const old = this.entries.get(sessionId);
     this.entries.delete(sessionId);
     const previous = old && old.expiresAt > now ? old.binding : undefined;
-    this.entries.set(sessionId, {
-      binding: { decode: to.decode ?? previous?.decode, prefill: to.prefill ?? previous?.prefill },
-      expiresAt: now + this.ttlMs,
-    });
+    const binding = { decode: to.decode ?? previous?.decode, prefill: to.prefill ?? previous?.prefill };
+    this.entries.set(sessionId, { binding, expiresAt: now + this.ttlMs });
     this.trim(now);
+    return binding;
   }
 
   stats(): SessionAffinityStats {

@@ -49,6 +49,16 @@ describe('kvroute serve options', () => {
     await expect(serveOptions(['--session-header', 'bad header'], {})).rejects.toThrow(/--session-header must be an HTTP header name, got 'bad header'/);
   });
 
+  it('shares state with other replicas with --nats (and --replica-id, --replica-cluster, --replica-ttl-ms)', async () => {
+    expect((await opts([])).config.replicas).toBeUndefined();
+    const o = await opts(['--nats', 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', '--replica-id', 'r-1', '--replica-cluster', 'llama', '--replica-ttl-ms', '3000']);
+    expect(o.config.replicas).toEqual({ nats: 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', id: 'r-1', cluster: 'llama', heartbeatMs: 1000, ttlMs: 3000, batchMaxEvents: 256, batchMaxDelayMs: 1, connectTimeoutMs: 2000 });
+    await expect(serveOptions(['--nats', 'http://10.0.0.5:4222'], {})).rejects.toThrow(/--nats must be nats:\/\/host:port/);
+    await expect(serveOptions(['--nats', 'nats://h:1', '--replica-id', 'a b'], {})).rejects.toThrow(/--replica-id/);
+    await expect(serveOptions(['--replica-id', 'a'], {})).rejects.toThrow(/replicas.nats/);
+    await expect(serveOptions(['--nats', 'nats://h:1', '--replica-ttl-ms', '1500'], {})).rejects.toThrow(/at least twice replicas.heartbeatMs/);
+  });
+
   it('adds --worker flags to the fleet', async () => {
     const o = await opts(['--worker', 'id=1,role=aggregated,url=http://127.0.0.1:9001,events=tcp://127.0.0.1:5557', '--worker', 'id=2,url=http://127.0.0.1:9002']);
     expect(o.embedded).toBeUndefined();

@@ -50,7 +50,7 @@ describe('flags declared on the settings', () => {
   });
 
   it('each have a help entry that names its default and environment variable', () => {
-    const help = (['Fleet', 'Listening', 'Routing', 'Access', 'Operations'] as const).flatMap((g) => helpEntries(flags, g)).join('\n');
+    const help = (['Fleet', 'Listening', 'Routing', 'Access', 'Replicas', 'Operations'] as const).flatMap((g) => helpEntries(flags, g)).join('\n');
     for (const f of flags) expect(help).toContain(`--${f.cli.flag}`);
     expect(help).toMatch(/--port PORT +port, 0 = any free one \(default 8000; env PORT\)/);
     expect(help).toMatch(/--policy P +decode\/aggregated pool policy:\s+kv\|round_robin\|random\|least_loaded\|direct\|ttft \(default ttft\)/);

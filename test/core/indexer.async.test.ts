@@ -39,6 +39,19 @@ describe('KvIndexer off-thread calls', () => {
     expect(() => new KvIndexer({ blockSize: BS, mode: 'approximate' }).applyEventBatch(1, 0, payload)).toThrow(/'events' mode/);
   });
 
+  it('applyEventBatchAsync copies the payload unless told to read it in place', async () => {
+    const payload = chain(2_000, 1);
+    const whole = new KvIndexer({ blockSize: BS }).applyEventBatch(1, 0, payload);
+    const ix = new KvIndexer({ blockSize: BS });
+    const pending = ix.applyEventBatchAsync(1, 0, payload);
+    payload.fill(0xc1); // the caller's bytes change at once: the copy applies as it was
+    expect(await pending).toEqual(whole);
+    const again = chain(10, 50_000);
+    expect((await ix.applyEventBatchAsync(2, 0, again, { inPlace: true })).stored).toBe(10);
+    expect(() => ix.applyEventBatchAsync(1, 0, again, { inPlace: 1 as never })).toThrow(TypeError);
+    expect(() => ix.applyEventBatchAsync(1, 0, again, 'x' as never)).toThrow(TypeError);
+  });
+
   it('a worker removed while its batch applies gets nothing more applied', async () => {
     const ix = new KvIndexer({ blockSize: BS });
     const pending = ix.applyEventBatchAsync(7, 0, chain(20_000, 1));

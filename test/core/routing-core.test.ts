@@ -273,3 +273,64 @@ describe('RoutingCore over an EAGLE index', () => {
     expect(d.cachedTokens).toBe(3 * BS);
   });
 });
+
+describe('RoutingCore: bookings of other router replicas', () => {
+  it("applies another replica's booking to the same worker, apart from its own, and releases it", () => {
+    const a = setup(2);
+    const b = setup(2);
+    const t = range(0, 40);
+    const d = a.core.route(t, { requestId: 'r1' });
+    const hashes = a.core.lastLocalHashes();
+    expect(hashes.length).toBe(10 * 8);
+    const booking = { requestId: 'r1', worker: d.worker, dpRank: d.dpRank, promptTokens: t.length, overlapBlocks: d.overlapBlocks, hashes };
+    expect(b.core.applyRemoteBooking('A', booking)).toBe(true);
+    expect(b.core.applyRemoteBooking('A', booking)).toBe(false);
+    expect(b.core.load()).toEqual(a.core.load());
+    // B books its own request 'r1' too: a different booking.
+    const mine = b.core.route(range(500, 40), { requestId: 'r1' });
+    expect(mine.worker).not.toBe(d.worker);
+    expect(b.core.stats()).toEqual({ booked: 1, freed: 0, expired: 0, active: 1 });
+    expect(b.core.remoteStats()).toEqual({ booked: 1, freed: 0, expired: 0, dropped: 0, active: 1, replicas: [{ replica: 'A', requests: 1 }] });
+    expect(b.core.markRemotePrefillCompleted('A', 'r1')).toBe(true);
+    expect(b.core.freeRemote('A', 'r1')).toBe(true);
+    expect(b.core.freeRemote('A', 'r1')).toBe(false);
+    expect(b.core.free('r1')).toBe(true);
+    expect(b.core.totals()).toEqual({ prefillTokens: 0, decodeBlocks: 0, requests: 0 });
+  });
+
+  it('drops every booking of a silent replica at once', () => {
+    const b = setup(2);
+    for (let i = 0; i < 5; i++) b.core.applyRemoteBooking('A', { requestId: `r${i}`, worker: i % 2, dpRank: 0, promptTokens: 8, overlapBlocks: 0, hashes: new Uint8Array(16) });
+    b.core.applyRemoteBooking('B', { requestId: 'r0', worker: 1, dpRank: 0, promptTokens: 8, overlapBlocks: 0, hashes: new Uint8Array(0) });
+    expect(b.core.dropReplica('A')).toBe(5);
+    expect(b.core.remoteStats()).toMatchObject({ dropped: 5, active: 1, replicas: [{ replica: 'B', requests: 1 }] });
+    expect(b.core.totals().requests).toBe(1);
+  });
+
+  it('records the decisions of other replicas in an approximate index', () => {
+    const a = setup(2, { approximate: true }, 'approximate');
+    const b = setup(2, { approximate: true }, 'approximate');
+    const t = range(0, 16);
+    const d = a.core.route(t, { requestId: 'x' });
+    b.core.applyRemoteBooking('A', { requestId: 'x', worker: d.worker, dpRank: 0, promptTokens: 16, overlapBlocks: 0, hashes: a.core.lastLocalHashes() });
+    expect(b.core.query(t).overlapBlocks).toBe(4);
+    expect(b.core.query(t).worker).toBe(d.worker);
+  });
+
+  it('refuses bad announcements with TypeErrors and RangeErrors, booking nothing', () => {
+    const { core } = setup(1);
+    const ok = { requestId: 'x', worker: 0, dpRank: 0, promptTokens: 4, overlapBlocks: 0, hashes: new Uint8Array(8) };
+    expect(() => core.applyRemoteBooking('', ok)).toThrow(RangeError);
+    expect(() => core.applyRemoteBooking(7 as never, ok)).toThrow(TypeError);
+    expect(() => core.applyRemoteBooking('A', { ...ok, hashes: new Uint8Array(7) })).toThrow(RangeError);
+    expect(() => core.applyRemoteBooking('A', { ...ok, hashes: [1] as never })).toThrow(TypeError);
+    expect(() => core.applyRemoteBooking('A', { ...ok, worker: -1 })).toThrow(RangeError);
+    expect(() => core.applyRemoteBooking('A', { ...ok, dpRank: 70_000 })).toThrow(RangeError);
+    expect(() => core.applyRemoteBooking('A', { ...ok, promptTokens: 1.5 })).toThrow(RangeError);
+    expect(() => core.applyRemoteBooking('A', { ...ok, requestId: '' })).toThrow(RangeError);
+    expect(() => core.applyRemoteBooking('A', null as never)).toThrow(TypeError);
+    expect(() => core.freeRemote('', 'x')).toThrow(RangeError);
+    expect(core.remoteStats().booked).toBe(0);
+    expect(core.totals().requests).toBe(0);
+  });
+});

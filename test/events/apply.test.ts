@@ -48,6 +48,18 @@ describe('BatchApplier', () => {
     }
   });
 
+  it('hands large payloads to the threaded apply in place (a received message is its own)', async () => {
+    const { indexer, applier, counters } = setup(0);
+    const calls: unknown[] = [];
+    const threaded = indexer.applyEventBatchAsync.bind(indexer);
+    indexer.applyEventBatchAsync = (w, r, p, opts) => {
+      calls.push(opts);
+      return threaded(w, r, p, opts);
+    };
+    expect(await applier.applyPayload(3, 1, payload([['AllBlocksCleared']]), counters)).toBe(1);
+    expect(calls).toEqual([{ inPlace: true }]);
+  });
+
   it('indexes CPU and disk events as lower tiers, apart from the GPU copy; unknown media counted', async () => {
     const { indexer, applier, counters, held } = setup();
     const t = range(0, 8);

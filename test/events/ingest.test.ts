@@ -140,3 +140,66 @@ describe('EventIngest: configuration errors', () => {
     expect(() => ingest.addWorker({ worker: 1, endpoints: ['tcp://127.0.0.1:5557'] })).toThrow(/closed/);
   });
 });
+
+describe('EventIngest: a restored index resumes where its snapshot ended (resumeAfter)', () => {
+  /** An index fed live up to `engine`'s last batch, snapshotted, and its last sequence number. */
+  async function snapshotAfter(engine: TestEngine): Promise<{ bytes: Uint8Array; lastSeq: bigint }> {
+    const { indexer, ingest } = newIngest();
+    ingest.addWorker({ worker: 5, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS });
+    await warmUp(engine, ingest, 5);
+    await engine.publish([storedEvent(range(0, 8), BS, 100n, null)]);
+    await caughtUp(engine, ingest, 5);
+    const lastSeq = workerStats(ingest, 5).ranks[0].lastSeq!;
+    return { bytes: indexer.snapshot(), lastSeq };
+  }
+
+  it('replays what came after the snapshot at once, keeping the restored blocks, then follows the live feed', async () => {
+    const engine = await TestEngine.start();
+    engines.push(engine);
+    const { bytes, lastSeq } = await snapshotAfter(engine);
+    // Published while no subscriber of the restored index listened: only the replay has them.
+    await engine.publish([storedEvent(range(8, 16), BS, 102n, 101n)], { drop: true });
+    const indexer = KvIndexer.restore(bytes);
+    const incidents: unknown[] = [];
+    const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
+    ingests.push(ingest);
+    ingest.addWorker({ worker: 5, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS, resumeAfter: [lastSeq] });
+    await ingest.idle();
+    expect(engine.replayRequests.at(-1)).toBe(lastSeq + 1n);
+    expect(indexer.findMatches(computeBlockHashes(range(0, 16), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 4 }]);
+    expect(incidents).toEqual([{ kind: 'caught_up', from: lastSeq + 1n, to: lastSeq + 1n }]);
+    // The live feed goes on from there: no gap, no clearing.
+    await engine.publish([storedEvent(range(16, 20), BS, 104n, 103n)]);
+    await caughtUp(engine, ingest, 5);
+    expect(indexer.findMatches(computeBlockHashes(range(0, 20), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 5 }]);
+    expect(incidents).toHaveLength(1);
+    expect(workerStats(ingest, 5).gaps).toBe(0);
+  });
+
+  it('clears the restored blocks when the engine no longer buffers what the snapshot lacks', async () => {
+    const engine = await TestEngine.start({ bufferSize: 1 });
+    engines.push(engine);
+    const { bytes, lastSeq } = await snapshotAfter(engine);
+    await engine.publish([{ type: 'BlockRemoved', blockHashes: [101n], medium: 'GPU' }], { drop: true });
+    await engine.publish([storedEvent(range(40, 44), BS, 300n, null)], { drop: true });
+    const indexer = KvIndexer.restore(bytes);
+    const incidents: Array<{ kind: string }> = [];
+    const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
+    ingests.push(ingest);
+    ingest.addWorker({ worker: 5, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS, resumeAfter: [lastSeq] });
+    await ingest.idle();
+    expect(incidents.map((i) => i.kind)).toEqual(['index_cleared', 'caught_up']);
+    // Rebuilt from what the buffer held: the removal it missed cannot leave a stale block behind.
+    expect(indexer.findMatches(computeBlockHashes(range(0, 8), BS))).toEqual([]);
+    expect(indexer.findMatches(computeBlockHashes(range(40, 44), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 1 }]);
+  });
+
+  it('refuses a resumeAfter that is not per-rank bigints', () => {
+    const { ingest } = newIngest();
+    const spec = { worker: 1, endpoints: ['tcp://127.0.0.1:1'] };
+    expect(() => ingest.addWorker({ ...spec, resumeAfter: [5 as never] })).toThrow(TypeError);
+    expect(() => ingest.addWorker({ ...spec, resumeAfter: [-1n] })).toThrow(TypeError);
+    expect(() => ingest.addWorker({ ...spec, resumeAfter: 'x' as never })).toThrow(TypeError);
+    expect(ingest.hasWorker(1)).toBe(false);
+  });
+});

@@ -49,6 +49,23 @@ describe('SessionAffinity', () => {
     expect(s.stats()).toMatchObject({ sessions: 2, evicted: 1 });
   });
 
+  it('reports what bind() stores, and adopts bindings learnt elsewhere without counting or reporting them', () => {
+    const seen: Array<[string, unknown]> = [];
+    const s = new SessionAffinity({ onBind: (id, b) => seen.push([id, b]) });
+    s.bind('a', { decode: { worker: 1, dpRank: 0 }, prefill: { worker: 4, dpRank: 0 } });
+    s.bind('a', { decode: { worker: 2, dpRank: 0 } });
+    expect(seen).toEqual([
+      ['a', { decode: { worker: 1, dpRank: 0 }, prefill: { worker: 4, dpRank: 0 } }],
+      ['a', { decode: { worker: 2, dpRank: 0 }, prefill: { worker: 4, dpRank: 0 } }],
+    ]);
+    s.adopt('b', { decode: { worker: 3, dpRank: 1 } });
+    expect(seen).toHaveLength(2);
+    expect(s.resolve('b', all)).toEqual({ decode: { worker: 3, dpRank: 1 }, prefill: undefined });
+    expect(s.stats()).toMatchObject({ sessions: 2, hits: 1, bound: 0 });
+    expect(() => s.adopt('', {})).toThrow(TypeError);
+    expect(() => new SessionAffinity({ onBind: 1 as never })).toThrow(TypeError);
+  });
+
   it('refuses bad options', () => {
     expect(() => new SessionAffinity({ ttlMs: 0 })).toThrow(RangeError);
     expect(() => new SessionAffinity({ maxSessions: 1.5 })).toThrow(RangeError);

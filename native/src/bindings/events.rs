@@ -221,7 +221,8 @@ impl NativeIndexer {
   }
 
   /// The same on a libuv thread: the JavaScript thread goes on. The payload is referenced, not
-  /// copied: the caller must not change it until the promise settles.
+  /// copied: the caller (src/core/indexer.ts, which copies unless told the bytes are left alone)
+  /// must neither change nor transfer it until the promise settles.
   #[napi(ts_return_type = "Promise<NativeEventBatchResult>")]
   pub fn apply_event_batch_async(&self, worker: f64, dp_rank: f64, payload: Uint8Array) -> Result<AsyncTask<ApplyBatchTask>> {
     let key = to_key(worker, dp_rank)?;

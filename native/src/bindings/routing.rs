@@ -21,7 +21,7 @@ use super::errors::{coded, range_error, type_error, Code, CodedError, Result};
 use super::indexer::{lock, NativeIndexer, SharedIndex};
 use crate::indexer::RadixIndexer;
 use crate::load::WorkerKey;
-use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RouteError, RouteRequest, RoutingCore, TtftModel, WorkerSpec, MAX_EXPLAINED};
+use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RemoteBooking, RouteError, RouteRequest, RoutingCore, TtftModel, WorkerSpec, MAX_EXPLAINED};
 use crate::tiers::{TierExtension, LOWER_TIERS};
 
 const HEADER: usize = 14;
@@ -124,6 +124,23 @@ pub struct NativeRoutingStats {
   pub freed: f64,
   pub expired: f64,
   pub active: f64,
+}
+
+/// Bookings other router replicas announced: counters, and how many each holds now.
+#[napi(object)]
+pub struct NativeRemoteStats {
+  pub booked: f64,
+  pub freed: f64,
+  pub expired: f64,
+  pub dropped: f64,
+  pub active: f64,
+  pub replicas: Vec<NativeReplicaBookings>,
+}
+
+#[napi(object)]
+pub struct NativeReplicaBookings {
+  pub replica: String,
+  pub requests: f64,
 }
 
 /// A routing core and what its calls share.
@@ -318,6 +335,91 @@ impl NativeRoutingCore {
     let st = self.state.borrow();
     let s = st.core.stats();
     NativeRoutingStats { booked: s.booked as f64, freed: s.freed as f64, expired: s.expired as f64, active: st.core.active_requests() as f64 }
+  }
+}
+
+#[napi]
+impl NativeRoutingCore {
+  /// The local block hashes of the last route() or query(), as little-endian u64 bytes.
+  #[napi]
+  pub fn last_local_hashes(&self) -> Buffer {
+    let state = self.state.borrow();
+    let hashes = state.core.last_local_hashes();
+    let mut bytes = Vec::with_capacity(hashes.len() * 8);
+    for h in hashes {
+      bytes.extend_from_slice(&h.to_le_bytes());
+    }
+    bytes.into()
+  }
+
+  /// Books what another router replica booked (`hashes`: its prompt's local block hashes as
+  /// little-endian u64 bytes). False when that replica already has the request booked here.
+  #[napi]
+  #[allow(clippy::too_many_arguments)]
+  pub fn apply_remote_booking(
+    &mut self,
+    origin: String,
+    request_id: String,
+    worker: f64,
+    dp_rank: u32,
+    hashes: &[u8],
+    prompt_tokens: f64,
+    overlap_blocks: u32,
+    expected_output_tokens: Option<f64>,
+    now_ms: f64,
+  ) -> Result<bool> {
+    if !hashes.len().is_multiple_of(8) {
+      return Err(range_error(format!("hashes must be whole 8-byte hashes, got {} bytes", hashes.len())));
+    }
+    if dp_rank > 0xffff {
+      return Err(range_error(format!("dpRank must be in 0..=65535, got {dp_rank}")));
+    }
+    let local: Vec<u64> = hashes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let booking = RemoteBooking {
+      origin: &origin,
+      request_id: &request_id,
+      key: WorkerKey { worker: to_id(worker, "worker")?, dp_rank },
+      local_hashes: &local,
+      prompt_tokens: to_count(prompt_tokens, "promptTokens")?,
+      overlap_blocks,
+      expected_output_tokens: expected_output_tokens.map(|n| to_count(n, "expectedOutputTokens")).transpose()?,
+    };
+    let mut state = self.state.borrow_mut();
+    let state = &mut *state;
+    let mut indexer = lock(&state.indexer);
+    state.core.apply_remote_booking(&mut *indexer, &booking, now_ms).map_err(range_error)
+  }
+
+  #[napi]
+  pub fn mark_remote_prefill_completed(&mut self, origin: String, request_id: String, now_ms: f64) -> bool {
+    self.state.borrow_mut().core.mark_remote_prefill_completed(&origin, &request_id, now_ms)
+  }
+
+  #[napi]
+  pub fn free_remote(&mut self, origin: String, request_id: String, now_ms: f64) -> bool {
+    self.state.borrow_mut().core.free_remote(&origin, &request_id, now_ms)
+  }
+
+  /// Releases every booking of the replica `origin`; returns how many.
+  #[napi]
+  pub fn drop_replica(&mut self, origin: String, now_ms: f64) -> u32 {
+    self.state.borrow_mut().core.drop_replica(&origin, now_ms) as u32
+  }
+
+  #[napi]
+  pub fn remote_stats(&self) -> NativeRemoteStats {
+    let state = self.state.borrow();
+    let s = state.core.remote_stats();
+    let replicas: Vec<NativeReplicaBookings> =
+      state.core.remote_origins().into_iter().map(|(replica, n)| NativeReplicaBookings { replica: replica.to_owned(), requests: n as f64 }).collect();
+    NativeRemoteStats {
+      booked: s.booked as f64,
+      freed: s.freed as f64,
+      expired: s.expired as f64,
+      dropped: s.dropped as f64,
+      active: replicas.iter().map(|r| r.requests).sum(),
+      replicas,
+    }
   }
 }
 

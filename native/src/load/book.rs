@@ -1,6 +1,7 @@
 //! All active bookings of one worker pool, by request id, and the load of every (worker, rank).
 //!
-//! Each booking lives in a slot (reused after free) so the hot path does not allocate beyond the
+//! This router's bookings are keyed by request id; those other router replicas announced, by
+//! (origin replica, request id) (`origins.rs`). Each booking lives in a slot (reused after free) so the hot path does not allocate beyond the
 //! request id; its prompt blocks live once per rank, in the rank's trie of chains. A rank's `RankLoad` stays while the pool lists the rank or
 //! while a booking still holds load there (a removed worker's bookings are released exactly once,
 //! when they are freed or expire).
@@ -8,6 +9,7 @@
 use rustc_hash::FxHashMap;
 
 use super::drain::DrainRate;
+use super::origins::{Origins, RemoteStats};
 use super::rank_load::{ChainEnd, HolderState, RankLoad, FULL_WEIGHT};
 use super::WorkerKey;
 
@@ -73,6 +75,9 @@ pub struct LoadBook {
   holders: Vec<HolderState>,
   free_slots: Vec<u32>,
   by_id: FxHashMap<Box<str>, u32>,
+  /// Bookings other router replicas announced, by origin replica.
+  remote: Origins,
+  remote_stats: RemoteStats,
   total_prefill_tokens: u64,
   drain: DrainRate,
   stats: BookStats,
@@ -104,6 +109,13 @@ impl LoadBook {
       self.rank_listed[id as usize] = false;
       self.recycle_rank_if_unused(id);
     }
+  }
+
+  /// The rank id of `key` whether or not the pool lists it: another replica may book a worker this
+  /// one does not list, whose load then lives, unlisted, while booked. A rank nothing books is
+  /// recycled by the next `book_remote` refused or `unlist_rank`.
+  pub fn rank_for(&mut self, key: WorkerKey) -> RankId {
+    self.rank_id_or_create(key)
   }
 
   pub fn rank(&self, id: RankId) -> &RankLoad {
@@ -158,6 +170,27 @@ impl LoadBook {
     if self.by_id.contains_key(req.request_id) {
       return Err(BookError::DuplicateRequest);
     }
+    let slot = self.fill_slot(req);
+    self.by_id.insert(req.request_id.into(), slot);
+    self.stats.booked += 1;
+    Ok(())
+  }
+
+  /// A booking another router replica (`origin`) made, applied to the same ranks: its request id
+  /// is the origin's, unique per origin (not against this router's own ids).
+  pub fn book_remote(&mut self, origin: &str, req: &BookRequest) -> Result<(), BookError> {
+    if self.remote.table(origin).is_some_and(|t| t.contains_key(req.request_id)) {
+      self.recycle_rank_if_unused(req.rank);
+      return Err(BookError::DuplicateRequest);
+    }
+    let slot = self.fill_slot(req);
+    self.remote.table_or_create(origin).insert(req.request_id.into(), slot);
+    self.remote_stats.booked += 1;
+    Ok(())
+  }
+
+  /// Takes a slot for the booking and puts its load on its rank.
+  fn fill_slot(&mut self, req: &BookRequest) -> u32 {
     let slot = match self.free_slots.pop() {
       Some(s) => s,
       None => {
@@ -176,20 +209,28 @@ impl LoadBook {
     b.expected_output_tokens = req.expected_output_tokens.filter(|&n| n > 0);
     b.touched_ms = req.now_ms;
     self.holders[slot as usize] = HolderState { exclusive: 0, weight: FULL_WEIGHT, output_blocks: 0 };
-    self.by_id.insert(req.request_id.into(), slot);
 
     let rank = &mut self.ranks[req.rank as usize];
     rank.add_request(prefill);
     self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders);
     self.total_prefill_tokens += prefill;
-    self.stats.booked += 1;
-    Ok(())
+    slot
   }
 
   /// The request produced its first token: its prefill tokens leave the queue.
   /// True the first time for a known request, false otherwise.
   pub fn mark_prefill_completed(&mut self, request_id: &str, now_ms: f64) -> bool {
     let Some(&slot) = self.by_id.get(request_id) else { return false };
+    self.mark_slot_completed(slot, now_ms)
+  }
+
+  /// `mark_prefill_completed` for a booking of another replica.
+  pub fn mark_remote_prefill_completed(&mut self, origin: &str, request_id: &str, now_ms: f64) -> bool {
+    let Some(&slot) = self.remote.table(origin).and_then(|t| t.get(request_id)) else { return false };
+    self.mark_slot_completed(slot, now_ms)
+  }
+
+  fn mark_slot_completed(&mut self, slot: u32, now_ms: f64) -> bool {
     let b = &mut self.bookings[slot as usize];
     b.touched_ms = now_ms;
     if b.prefill_done {
@@ -245,6 +286,25 @@ impl LoadBook {
     true
   }
 
+  /// `free` for a booking of another replica.
+  pub fn free_remote(&mut self, origin: &str, request_id: &str, now_ms: f64) -> bool {
+    let Some(slot) = self.remote.table_mut(origin).and_then(|t| t.remove(request_id)) else { return false };
+    self.release_slot(slot, now_ms);
+    self.remote_stats.freed += 1;
+    true
+  }
+
+  /// Releases every booking of the replica `origin` (it went silent, or it re-announces its
+  /// bookings from scratch). Returns how many.
+  pub fn drop_origin(&mut self, origin: &str, now_ms: f64) -> usize {
+    let slots = self.remote.remove(origin);
+    for &slot in &slots {
+      self.release_slot(slot, now_ms);
+    }
+    self.remote_stats.dropped += slots.len() as u64;
+    slots.len()
+  }
+
   fn release_slot(&mut self, slot: u32, now_ms: f64) {
     let b = &mut self.bookings[slot as usize];
     let rank_id = b.rank;
@@ -267,19 +327,17 @@ impl LoadBook {
   pub fn expire_stale(&mut self, now_ms: f64, stale_ms: f64) -> usize {
     let mut stale = std::mem::take(&mut self.scratch_slots);
     stale.clear();
-    let bookings = &self.bookings;
-    self.by_id.retain(|_, &mut slot| {
-      let expired = now_ms - bookings[slot as usize].touched_ms >= stale_ms;
-      if expired {
-        stale.push(slot);
-      }
-      !expired
-    });
+    take_stale(&mut self.by_id, &self.bookings, now_ms - stale_ms, &mut stale);
+    let local = stale.len();
+    for table in self.remote.tables_mut() {
+      take_stale(table, &self.bookings, now_ms - stale_ms, &mut stale);
+    }
     for &slot in &stale {
       self.release_slot(slot, now_ms);
     }
     let n = stale.len();
-    self.stats.expired += n as u64;
+    self.stats.expired += local as u64;
+    self.remote_stats.expired += (n - local) as u64;
     self.scratch_slots = stale;
     n
   }
@@ -290,8 +348,23 @@ impl LoadBook {
     self.total_prefill_tokens
   }
 
+  /// This router's own active bookings.
   pub fn active_requests(&self) -> usize {
     self.by_id.len()
+  }
+
+  /// Active bookings of other replicas.
+  pub fn remote_requests(&self) -> usize {
+    self.remote.active()
+  }
+
+  pub fn remote_stats(&self) -> RemoteStats {
+    self.remote_stats
+  }
+
+  /// (origin replica, bookings held) for every replica with bookings here, by name.
+  pub fn remote_origins(&self) -> Vec<(&str, usize)> {
+    self.remote.counts()
   }
 
   pub fn stats(&self) -> BookStats {
@@ -330,8 +403,19 @@ impl LoadBook {
 
   /// Every rank is empty and no booking remains (the exactly-once check of the tests).
   pub fn is_empty(&self) -> bool {
-    self.by_id.is_empty() && self.total_prefill_tokens == 0 && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
+    self.by_id.is_empty() && self.remote.active() == 0 && self.total_prefill_tokens == 0 && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
   }
+}
+
+/// Moves the slots of bookings untouched since `cutoff_ms` (inclusive) out of `table` into `out`.
+fn take_stale(table: &mut FxHashMap<Box<str>, u32>, bookings: &[Booking], cutoff_ms: f64, out: &mut Vec<u32>) {
+  table.retain(|_, &mut slot| {
+    let stale = bookings[slot as usize].touched_ms <= cutoff_ms;
+    if stale {
+      out.push(slot);
+    }
+    !stale
+  });
 }
 
 #[cfg(test)]

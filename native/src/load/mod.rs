@@ -5,10 +5,12 @@
 mod book;
 mod chains;
 mod drain;
+mod origins;
 mod rank_load;
 
 pub use book::{BookError, BookRequest, BookStats, LoadBook, RankId, RankSnapshot};
 pub use drain::DEFAULT_RETRY_AFTER_MS;
+pub use origins::RemoteStats;
 pub use rank_load::{RankLoad, FULL_WEIGHT};
 
 /// One data-parallel rank of one worker.

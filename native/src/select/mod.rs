@@ -14,5 +14,5 @@ mod ttft;
 pub use config::{Policy, RoutingConfig, DEFAULT_TIER_CREDIT};
 pub use decision::{CandidateCost, Decision, Mode, Multimodal, PrefixIndex, RouteError, RouteRequest, Timings, MAX_EXPLAINED};
 pub use pool::{WorkerSpec, MAX_CANDIDATES, MAX_DP_SIZE};
-pub use router::{RoutingCore, Totals};
+pub use router::{RemoteBooking, RoutingCore, Totals};
 pub use ttft::{estimate as estimate_ttft, TtftEstimate, TtftInput, TtftModel, DEFAULT_RELOAD_BANDWIDTH, KV_BYTES_PER_TOKEN};

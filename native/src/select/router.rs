@@ -14,7 +14,7 @@ use super::eligibility::{eligible_into, BusyThresholds, Restrictions};
 use super::policy::choose;
 use super::pool::{WorkerPool, WorkerSpec};
 use crate::hash::{BlockHasher, MmBlocks};
-use crate::load::{BookRequest, BookStats, LoadBook, RankSnapshot, WorkerKey, FULL_WEIGHT};
+use crate::load::{BookRequest, BookStats, LoadBook, RankSnapshot, RemoteStats, WorkerKey, FULL_WEIGHT};
 use crate::tiers::TierExtension;
 
 /// Buffers reused by every decision (no allocation on the hot path beyond the booking's id).
@@ -284,7 +284,7 @@ impl RoutingCore {
     Totals {
       prefill_tokens: self.book.total_prefill_tokens(),
       decode_blocks: self.book.total_decode_blocks_milli() as f64 / FULL_WEIGHT as f64,
-      requests: self.book.active_requests() as u64,
+      requests: (self.book.active_requests() + self.book.remote_requests()) as u64,
     }
   }
 
@@ -299,6 +299,74 @@ impl RoutingCore {
   pub fn is_unloaded(&self) -> bool {
     self.book.is_empty()
   }
+
+  // ---- bookings of other router replicas ---------------------------------------------------
+
+  /// The local block hashes of the last `route` or `query`: what a replica announces of a booking.
+  pub fn last_local_hashes(&self) -> &[u64] {
+    &self.s.local
+  }
+
+  /// Books what another router replica booked, on the same rank, under its origin; in
+  /// approximate mode its decision is recorded in the index too, so the replicas' predicted
+  /// caches agree. False when the origin already has this request booked.
+  pub fn apply_remote_booking<I: PrefixIndex + ?Sized>(&mut self, index: &mut I, b: &RemoteBooking, now_ms: f64) -> Result<bool, String> {
+    if b.origin.is_empty() || b.request_id.is_empty() {
+      return Err("a remote booking needs its origin replica and request id".into());
+    }
+    self.expire_if_due(now_ms);
+    let rank = self.book.rank_for(b.key);
+    let req = BookRequest {
+      request_id: b.request_id,
+      rank,
+      block_hashes: b.local_hashes,
+      prompt_tokens: b.prompt_tokens,
+      overlap_blocks: b.overlap_blocks,
+      expected_output_tokens: b.expected_output_tokens,
+      now_ms,
+    };
+    if self.book.book_remote(b.origin, &req).is_err() {
+      return Ok(false);
+    }
+    if self.config.approximate {
+      index.record_routing(b.key, b.local_hashes, now_ms);
+    }
+    Ok(true)
+  }
+
+  pub fn mark_remote_prefill_completed(&mut self, origin: &str, request_id: &str, now_ms: f64) -> bool {
+    self.book.mark_remote_prefill_completed(origin, request_id, now_ms)
+  }
+
+  pub fn free_remote(&mut self, origin: &str, request_id: &str, now_ms: f64) -> bool {
+    self.book.free_remote(origin, request_id, now_ms)
+  }
+
+  /// Releases every booking of the replica `origin`; returns how many.
+  pub fn drop_replica(&mut self, origin: &str, now_ms: f64) -> usize {
+    self.book.drop_origin(origin, now_ms)
+  }
+
+  pub fn remote_stats(&self) -> RemoteStats {
+    self.book.remote_stats()
+  }
+
+  /// (replica, bookings held here) for every other replica with bookings.
+  pub fn remote_origins(&self) -> Vec<(&str, usize)> {
+    self.book.remote_origins()
+  }
+}
+
+/// A booking another router replica made and announced.
+pub struct RemoteBooking<'a> {
+  pub origin: &'a str,
+  pub request_id: &'a str,
+  pub key: WorkerKey,
+  /// The prompt's local block hashes (the load book names a block by its path).
+  pub local_hashes: &'a [u64],
+  pub prompt_tokens: u64,
+  pub overlap_blocks: u32,
+  pub expected_output_tokens: Option<u64>,
 }
 
 /// Local hashes (with the request's seed, window and multimodal items): what the index matches

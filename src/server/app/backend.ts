@@ -7,6 +7,7 @@ import type { RoutedResponse, RouterRequest } from '../../routing/router-request
 import type { ServeMode } from '../../core/vocabulary.js';
 import type { ModeReason } from '../../routing/prefill/mode.js';
 import type { SchedulingPort } from '../fleet/scheduling.js';
+import type { ReplicaPort } from '../replicas/ports.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -58,6 +59,8 @@ export interface Backend {
   metricsSources: Omit<MetricsSources, 'workerStates'>;
   /** The router queues and conditional disaggregation, changeable at runtime (the admin API). */
   scheduling: SchedulingPort;
+  /** This replica among its siblings, when router replicas share state (config.replicas). */
+  replicas?: ReplicaPort;
   close(): Promise<void>;
 }
 

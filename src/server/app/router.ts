@@ -171,6 +171,7 @@ export class RouterImpl implements Router {
       healthGraceMs: config.health.blockGraceMs,
       clock,
       log: p.log.child({ component: 'fleet' }),
+      onChange: backend.replicas && ((change) => backend.replicas!.fleetChanged(change)),
     });
     this.workerOf = (url) => this.registry.workerWithUrl(url);
     this.failures = new FailureLog(p.log, this.workerOf, clock);
@@ -179,6 +180,8 @@ export class RouterImpl implements Router {
       workerStates: () => this.registry.list().map((w) => ({ worker: w.id, role: w.role, state: w.state })),
     });
     for (const w of config.workers) this.registry.add(w);
+    // From here on the replicas' shared fleet applies (and the configured workers are not news).
+    backend.replicas?.attachFleet(this.registry);
     this.health = new HealthMonitor(
       {
         targets: () => this.registry.healthTargets(),
@@ -398,6 +401,8 @@ export class RouterImpl implements Router {
       unhealthy: count((w) => w.state === 'unhealthy'),
       draining: count((w) => w.state === 'draining'),
       selectable: { prefill: this.registry.selectable('prefill').length, decode: this.registry.selectable('decode').length },
+      // Degraded, not down: a replica cut off from NATS still serves, on its own view.
+      replicas: this.backend.replicas?.status(),
     };
     return json(summary.status === 'ready' ? 200 : 503, summary);
   }

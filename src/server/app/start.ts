@@ -6,7 +6,7 @@ import type { RouterConfig, RouterConfigInput } from '../config/config.js';
 import { configToInput } from '../config/config.js';
 import { createRouter, type DrainResult, type Router } from './router.js';
 import type { ApiKey } from '../access/api-keys.js';
-import type { Logger } from '../../util/logger.js';
+import { redactUrl, type Logger } from '../../util/logger.js';
 import { createLogger } from '../observability/logger.js';
 import { startEmbeddedFleet, type EmbeddedFleet, type EmbeddedFleetOptions } from './embedded.js';
 import { isLoopback } from '../call/call.js';
@@ -120,6 +120,7 @@ function startupFields(router: Router, url: string, adminUrl: string | undefined
     indexer: c.indexerMode,
     policy: { decode: c.decode.policy, prefill: c.prefill.policy },
     session_affinity: c.sessionAffinity?.header ?? false,
+    replicas: c.replicas ? c.replicas.nats.split(',').map(redactUrl).join(',') : false,
     health_interval_ms: c.health.intervalMs,
     max_retries: c.maxRetries,
     ejection: c.outlierDetection.enabled ? { base_ms: c.outlierDetection.baseEjectionTimeMs, max_percent: c.outlierDetection.maxEjectionPercent } : false,

@@ -23,6 +23,7 @@ import type { PoolName, PoolPort } from '../fleet/registry.js';
 import type { IngestIncident } from '../../events/incidents.js';
 import { silentLogger, type Logger } from '../../util/logger.js';
 import { withFields } from '../../util/objects.js';
+import { ReplicaSync } from '../replicas/sync.js';
 import { FaultEvents } from './fault-events.js';
 
 export interface BackendOptions {
@@ -53,12 +54,28 @@ const SHUTDOWN_GRACE_MS = 2_000;
 export async function createBackend(config: RouterConfig, o: BackendOptions): Promise<Backend> {
   const clients = new EngineClients(o.engineClient);
   const transport = new HttpTransport(clients);
+  // Bound once the pools exist: their cores and the session table tell it every change from then on.
+  const shared: { sync?: ReplicaSync } = {};
+  const affinity = config.sessionAffinity;
+  const sessions =
+    affinity &&
+    new SessionAffinity({ ttlMs: affinity.ttlMs, maxSessions: affinity.maxSessions, clock: o.clock, onBind: (id, binding) => shared.sync?.sessionBound(id, binding) });
   const faults = new FaultEvents(o.metrics, (o.log ?? silentLogger).child({ component: 'routing' }), o.clock);
   const parts: Record<PoolName, PoolParts> = {
-    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o),
-    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o),
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o, shared),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o, shared),
   };
-  const sessions = config.sessionAffinity && new SessionAffinity({ ttlMs: config.sessionAffinity.ttlMs, maxSessions: config.sessionAffinity.maxSessions, clock: o.clock });
+  const sync = config.replicas
+    ? await ReplicaSync.start({
+        config: config.replicas,
+        model: config.models[0],
+        cores: { prefill: parts.prefill.core, decode: parts.decode.core },
+        log: o.log ?? silentLogger,
+        observeLag: (s) => o.metrics.replicaSyncLag(s),
+        sessions: sessions && affinity && { table: sessions, ttlMs: affinity.ttlMs },
+      })
+    : undefined;
+  shared.sync = sync;
   const router = new PrefillRouter({
     prefill: parts.prefill.router,
     decode: parts.decode.router,
@@ -75,6 +92,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
   const sweep = setInterval(() => {
     parts.prefill.core.expireStale();
     parts.decode.core.expireStale();
+    sync?.sweepStale(parts.decode.core.config.staleBookingMs);
   }, STALE_SWEEP_MS);
   sweep.unref();
 
@@ -168,6 +186,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       indexStats: () => [parts.prefill, parts.decode].map((p) => ({ pool: p.name, ...p.indexer.stats() })),
       fallbacksToAggregated: () => router.stats().fallbacks,
       sessionStats: () => sessions?.stats(),
+      replicaStats: sync && (() => sync.stats()),
       ejectedWorkers: () =>
         [parts.prefill, parts.decode].flatMap((p) => (p.pool.ejectedCount === 0 ? [] : p.pool.workers().filter((w) => p.pool.state(w.id).ejected).map((w) => ({ pool: p.name, worker: w.id })))),
       queueStats: () => router.queueStats(),
@@ -180,12 +199,14 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       conditionalDisagg: () => router.conditionalDisagg,
       setConditionalDisagg: (s) => router.setConditionalDisagg(s),
     },
+    replicas: sync,
     async close() {
       clearInterval(sweep);
       router.close();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([router.idle(), new Promise<void>((r) => (timer = setTimeout(r, SHUTDOWN_GRACE_MS)))]);
       clearTimeout(timer);
+      await sync?.close();
       await Promise.all([parts.prefill.ingest?.close(), parts.decode.ingest?.close()]);
       await clients.close();
     },
@@ -200,6 +221,7 @@ function buildPool(
   transport: LegTransport,
   faults: FaultEvents,
   o: BackendOptions,
+  shared: { sync?: ReplicaSync },
 ): PoolParts {
   const approximate = config.indexerMode === 'approximate';
   const indexer = new KvIndexer({
@@ -226,7 +248,7 @@ function buildPool(
   });
   const pool = new WorkerPool(name, core, roles, faults.poolOptions(config.outlierDetection));
   const router = new KvRouter({
-    core: observed(core, name, o.metrics),
+    core: observed(core, name, o.metrics, shared),
     pool,
     transport,
     abandonAfterMs: o.abandonAfterMs,
@@ -264,21 +286,48 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
     case 'restart':
       log.warn(withFields(at, { seq: String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq) }), "engine restarted (KV event sequence went back): the worker's blocks were cleared");
       return;
+    case 'caught_up':
+      log.info(withFields(at, { from: String(what.from), to: what.to === null ? null : String(what.to) }), 'KV events: the restored index caught up from the replay buffer');
+      return;
+    case 'catch_up_failed':
+      log.warn(withFields(at, { reason: what.reason }), 'KV events: the restored index could not catch up now; the next live batch repairs or clears it');
+      return;
   }
 }
 
-/** The core as KvRouter sees it, with every booked decision observed by the metrics. */
-function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics): KvRouterCore {
+/**
+ * The core as KvRouter sees it: every booked decision observed by the metrics, and every booking
+ * change told to the sibling replicas when they share bookings.
+ */
+function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics, shared: { sync?: ReplicaSync }): KvRouterCore {
   return {
     config: core.config,
     route(tokens, req) {
       const d = core.route(tokens, req);
       metrics.decision(pool, d.promptTokens, d.cachedTokens, d.timingsUs);
+      shared.sync?.booked({
+        pool,
+        requestId: d.requestId,
+        worker: d.worker,
+        dpRank: d.dpRank,
+        promptTokens: d.promptTokens,
+        overlapBlocks: d.overlapBlocks,
+        expectedOutputTokens: req.expectedOutputTokens,
+        hashes: core.lastLocalHashes(),
+      });
       return d;
     },
     query: (tokens, req) => core.query(tokens, req),
-    markPrefillCompleted: (id) => core.markPrefillCompleted(id),
-    free: (id) => core.free(id),
+    markPrefillCompleted(id) {
+      const first = core.markPrefillCompleted(id);
+      if (first) shared.sync?.prefillDone(pool, id);
+      return first;
+    },
+    free(id) {
+      const freed = core.free(id);
+      if (freed) shared.sync?.freed(pool, id);
+      return freed;
+    },
     addOutputTokens: (id, tokens) => core.addOutputTokens(id, tokens),
     load: () => core.load(),
   };

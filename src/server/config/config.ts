@@ -10,7 +10,7 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { ConditionalDisaggSchema, HealthSchema, OutlierDetectionSchema, PoolRoutingSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { ConditionalDisaggSchema, HealthSchema, OutlierDetectionSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
 
 export type { EngineKind, PolicyName, WorkerRole };
 
@@ -25,6 +25,7 @@ export type OutlierDetectionConfig = Resolved<typeof OutlierDetectionSchema.prop
 export type SessionAffinityConfig = Resolved<typeof SessionAffinitySchema.properties>;
 export type RouterQueueConfig = Resolved<typeof RouterQueueSchema.properties>;
 export type ConditionalDisaggConfig = Resolved<typeof ConditionalDisaggSchema.properties>;
+export type ReplicasConfig = Resolved<typeof ReplicasSchema.properties>;
 export type TokenizerConfig = Exclude<Static<typeof RouterConfigSchema.properties.tokenizer>, string>;
 
 /** One engine worker as the registry knows it: its event endpoints listed per dp rank. */
@@ -39,7 +40,7 @@ export type WorkerConfig = Omit<Resolved<typeof WorkerSchema.properties>, 'kvEve
 const RESHAPED = ['$schema', 'model', 'models', 'tokenizer', 'routing', 'prefillRouting', 'sessionAffinity', 'adminToken', 'workers'] as const;
 type Reshaped = (typeof RESHAPED)[number];
 
-export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg'> & {
+export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg' | 'replicas'> & {
   /** The router queue of each pool (off without a threshold). */
   routerQueue: RouterQueueConfig;
   conditionalDisagg: ConditionalDisaggConfig;
@@ -55,6 +56,8 @@ export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, 
   adminToken?: string;
   health: HealthConfig;
   outlierDetection: OutlierDetectionConfig;
+  /** Off when absent (the schema's defaults applied inside). */
+  replicas?: ReplicasConfig;
   workers: WorkerConfig[];
 };
 
@@ -94,6 +97,10 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   }
   if (c.adminToken !== undefined && c.adminToken !== '') config.adminToken = c.adminToken;
   if (config.adminToken !== undefined && c.adminTokenFile !== undefined) throw new TypeError('give either adminToken or adminTokenFile, not both');
+  const replicas = config.replicas;
+  if (replicas !== undefined && replicas.ttlMs < 2 * replicas.heartbeatMs) {
+    throw new RangeError(`replicas.ttlMs (${replicas.ttlMs}) must be at least twice replicas.heartbeatMs (${replicas.heartbeatMs}): one late heartbeat must not release a replica's bookings`);
+  }
   config.workers = c.workers.map((w, i) => normaliseWorker(w as Resolved<typeof WorkerSchema.properties>, `workers[${i}]`));
   checkUniqueIds(config.workers);
   const od = config.outlierDetection;

@@ -10,7 +10,7 @@ export interface FlagAnnotation {
   /** Long name, without the dashes. */
   flag: string;
   /** --help section. */
-  group: 'Fleet' | 'Listening' | 'Routing' | 'Access' | 'Operations';
+  group: 'Fleet' | 'Listening' | 'Routing' | 'Access' | 'Operations' | 'Replicas';
   /** Placeholder of the flag's argument in --help; absent for a switch. */
   arg?: string;
   /** A switch: the value it sets (true when absent). */

@@ -326,6 +326,53 @@ export const RateLimitSchema = Type.Object(
   { additionalProperties: false, default: {}, description: 'Rate limits of every API key (with apiKeysFile).' },
 );
 
+/** nats:// or tls:// server URLs, comma-separated (the servers of one NATS cluster). */
+const NATS_URLS = '^(nats|tls)://[^\\s,]+(,(nats|tls)://[^\\s,]+)*$';
+/** A NATS subject token and bucket name part. */
+const REPLICA_NAME = '^[A-Za-z0-9_-]{1,64}$';
+
+/** Router replicas that act as one over NATS (src/server/replicas); absent: this router alone. */
+export const ReplicasSchema = Type.Object(
+  {
+    nats: Type.String({
+      pattern: NATS_URLS,
+      expected: 'nats://host:port (several comma-separated for a NATS cluster)',
+      description: 'The NATS servers the replicas share state through (JetStream on for sessions and the fleet): nats://host:port, several comma-separated for a NATS cluster.',
+      ...cli({ flag: 'nats', arg: 'URL', group: 'Replicas', help: 'share bookings, session pins and admin fleet changes with the other replicas through this NATS server (JetStream on for the last two); several comma-separated for a NATS cluster' }),
+    }),
+    id: Type.Optional(
+      Type.String({
+        pattern: REPLICA_NAME,
+        expected: '1 to 64 letters, digits, - or _',
+        description: "This replica's id among its siblings (default: the host name and process id).",
+        ...cli({ flag: 'replica-id', arg: 'ID', group: 'Replicas', help: "this replica's id among its siblings", defaultHelp: 'default: host name and process id' }),
+      }),
+    ),
+    cluster: Type.Optional(
+      Type.String({
+        pattern: REPLICA_NAME,
+        expected: '1 to 64 letters, digits, - or _',
+        description: "The replicas that share state: those with the same cluster name on the same NATS (default: the first model's name, other characters replaced by _).",
+        ...cli({ flag: 'replica-cluster', arg: 'NAME', group: 'Replicas', help: 'replicas with the same cluster name share state', defaultHelp: "default: the first model's name" }),
+      }),
+    ),
+    heartbeatMs: defaulted(Type.Integer({ minimum: 50, maximum: 60_000, default: 1000, description: 'Period of the heartbeat each replica publishes.' })),
+    ttlMs: defaulted(
+      Type.Integer({
+        minimum: 100,
+        maximum: 600_000,
+        default: 5000,
+        description: 'A replica silent this long is gone: the others release every booking it made.',
+        ...cli({ flag: 'replica-ttl-ms', arg: 'N', group: 'Replicas', help: 'a replica silent this long is gone: its bookings are released' }),
+      }),
+    ),
+    batchMaxEvents: defaulted(Type.Integer({ minimum: 1, maximum: 65_536, default: 256, description: 'Booking events sent in one message at most.' })),
+    batchMaxDelayMs: defaulted(Type.Integer({ minimum: 0, maximum: 1000, default: 1, description: 'Longest a booking event waits for others to share its message (0: sent at the end of the event loop turn).' })),
+    connectTimeoutMs: defaulted(Type.Integer({ minimum: 100, maximum: 600_000, default: 2000, description: 'How long startup waits for NATS; without it the replica starts alone (degraded) and keeps trying.' })),
+  },
+  { additionalProperties: false, description: 'Router replicas acting as one: active bookings, session pins and fleet changes shared over NATS (off when absent).' },
+);
+
 /** TLS on the router's listeners. */
 export const TlsSchema = Type.Object(
   {
@@ -538,6 +585,7 @@ export const RouterConfigSchema = Type.Object(
     ),
     outlierDetection: defaulted(OutlierDetectionSchema),
     seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 32 - 1, description: 'Seed of routing ties, for reproducible runs (random when absent).' })),
+    replicas: Type.Optional(ReplicasSchema),
     workers: defaulted(
       Type.Array(WorkerSchema, {
         default: [],

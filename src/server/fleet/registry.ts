@@ -66,6 +66,12 @@ export interface WorkerStatus {
   unhealthySince?: number;
 }
 
+/** A change to the fleet made through the registry (the admin API): what router replicas share. */
+export interface FleetChange {
+  op: 'add' | 'drain' | 'activate' | 'remove';
+  worker: WorkerConfig;
+}
+
 export interface RegistryOptions {
   pools: Record<PoolName, PoolPort>;
   ingest: IngestPort;
@@ -73,6 +79,8 @@ export interface RegistryOptions {
   clock?: () => number;
   /** Workers added and removed, state changes with their reason (default: nothing logged). */
   log?: Logger;
+  /** Sees every add, drain, activate and remove once done (not health verdicts): the port router replicas share the fleet through. */
+  onChange?: (change: FleetChange) => void;
 }
 
 interface Entry {
@@ -138,6 +146,7 @@ export class WorkerRegistry {
       throw err;
     }
     this.log.info({ worker: config.id, role: config.role, kind: config.kind, url: redactUrl(config.baseUrl), dp_size: config.dpSize, kv_events: config.kvEvents.length > 0 }, 'worker added');
+    this.opts.onChange?.({ op: 'add', worker: config });
   }
 
   /** Stops new requests from going to the worker; requests in flight finish. */
@@ -146,6 +155,7 @@ export class WorkerRegistry {
     entry.draining = true;
     this.sync(entry);
     this.log.info({ worker: id, active_requests: this.opts.pools[poolOf(entry.config.role)].activeRequests(id) }, 'worker draining (admin API)');
+    this.opts.onChange?.({ op: 'drain', worker: entry.config });
     return this.status(entry);
   }
 
@@ -155,6 +165,7 @@ export class WorkerRegistry {
     entry.draining = false;
     this.sync(entry);
     this.log.info({ worker: id, state: this.stateOf(entry) }, 'worker activated (admin API)');
+    this.opts.onChange?.({ op: 'activate', worker: entry.config });
     return this.status(entry);
   }
 
@@ -171,6 +182,7 @@ export class WorkerRegistry {
     this.health.remove(id);
     this.entries.delete(id);
     this.log.info({ worker: id }, 'worker removed');
+    this.opts.onChange?.({ op: 'remove', worker: entry.config });
     return withFields(status, { state: 'draining' as const, inSelection: false });
   }
 
@@ -209,6 +221,11 @@ export class WorkerRegistry {
 
   has(id: number): boolean {
     return this.entries.has(id);
+  }
+
+  /** Drained through the admin API (and not activated since). */
+  isDraining(id: number): boolean {
+    return this.entries.get(id)?.draining === true;
   }
 
   config(id: number): WorkerConfig | undefined {

@@ -5,6 +5,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SessionAffinityStats } from '../../routing/session-affinity.js';
 import type { QueueEvent, QueueStats } from '../../routing/queue/admission-queue.js';
+import { registerReplicaMetrics, type ReplicaStatsSample } from './replica-metrics.js';
 
 export interface WorkerLoadSample {
   pool: string;
@@ -37,6 +38,8 @@ export interface MetricsSources {
   fallbacksToAggregated(): number;
   /** Session affinity's counts, when it is on. */
   sessionStats?(): SessionAffinityStats | undefined;
+  /** The replica sync's counts, when router replicas share state. */
+  replicaStats?(): ReplicaStatsSample | undefined;
   /** Workers out of selection now after consecutive failures (outlier detection). */
   ejectedWorkers?(): Array<{ pool: string; worker: number }>;
   /** The router queue of each pool. */
@@ -174,8 +177,12 @@ export class RouterMetrics {
     registers: [this.registry],
   });
 
+  /** Sync lag of one received replica batch, in seconds. */
+  readonly replicaSyncLag: (seconds: number) => void;
+
   constructor() {
     const self = this;
+    this.replicaSyncLag = registerReplicaMetrics(this.registry, () => self.sources?.replicaStats?.());
     const perWorker = (name: string, help: string, pick: (s: WorkerLoadSample) => number) =>
       new Gauge({
         name,

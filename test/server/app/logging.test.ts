@@ -24,7 +24,10 @@ describe('router logs', () => {
     t = await startTestRouter({ decode: 2, logger: info.logger });
     const before = info.lines().length;
     for (let i = 0; i < 10; i++) expect(await complete(t.url, { prompt: prompt(40, i), max_tokens: 3, stream: i % 2 === 0 })).toBe(200);
-    expect(info.lines().length).toBe(before);
+    // The fleet may log on its own meanwhile (a slow health answer on a loaded machine, an event
+    // stream connecting): only lines about the requests count here.
+    const aboutRequests = info.lines().slice(before).filter((l) => l.msg === 'request' || l.request_id !== undefined);
+    expect(aboutRequests).toEqual([]);
     await t.close();
 
     const debug = captureLog('debug');

@@ -47,6 +47,17 @@ describe('parseRouterConfig', () => {
     expect(() => parseRouterConfig({ sessionAffinity: 'yes' })).toThrow(TypeError);
   });
 
+  it('reads router replicas: off when absent, the defaults filled in, bad settings refused', () => {
+    expect(parseRouterConfig({}).replicas).toBeUndefined();
+    expect(parseRouterConfig({ replicas: { nats: 'tls://n:4222' } }).replicas).toEqual({ nats: 'tls://n:4222', heartbeatMs: 1000, ttlMs: 5000, batchMaxEvents: 256, batchMaxDelayMs: 1, connectTimeoutMs: 2000 });
+    expect(() => parseRouterConfig({ replicas: {} })).toThrow(/replicas.nats/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', id: '' } })).toThrow(/replicas.id/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', cluster: 'a.b' } })).toThrow(/replicas.cluster/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', batchMaxEvents: 0 } })).toThrow(/replicas.batchMaxEvents/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', heartbeatMs: 1000, ttlMs: 1999 } })).toThrow(RangeError);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', natsUrl: 'x' } })).toThrow(/unknown field 'natsUrl'/);
+  });
+
   it('takes a tokenizer as a name, a directory or an object, and a $schema for editors', () => {
     expect(parseRouterConfig({ tokenizer: 'byte' }).tokenizer).toEqual({ type: 'byte' });
     expect(parseRouterConfig({ tokenizer: '/models/q' }).tokenizer).toEqual({ type: 'huggingface', path: '/models/q' });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseWorkerConfig, type WorkerConfig } from '../../../src/server/config/config.js';
-import { WorkerRegistry, type Ejection, type PoolName, type PoolPort } from '../../../src/server/fleet/registry.js';
+import { WorkerRegistry, type Ejection, type FleetChange, type PoolName, type PoolPort } from '../../../src/server/fleet/registry.js';
 
 class RecordingPool implements PoolPort {
   readonly selected = new Set<number>();
@@ -31,7 +31,7 @@ class RecordingPool implements PoolPort {
   }
 }
 
-function setup(graceMs = 1000) {
+function setup(graceMs = 1000, onChange?: (c: FleetChange) => void) {
   let now = 0;
   const pools: Record<PoolName, RecordingPool> = { prefill: new RecordingPool(), decode: new RecordingPool() };
   const subscribed = new Map<number, PoolName>();
@@ -40,6 +40,7 @@ function setup(graceMs = 1000) {
     ingest: { subscribe: (w, pool) => subscribed.set(w.id, pool), unsubscribe: (id) => subscribed.delete(id) },
     healthGraceMs: graceMs,
     clock: () => now,
+    onChange,
   });
   return { registry, pools, subscribed, advance: (ms: number) => (now += ms) };
 }
@@ -47,6 +48,25 @@ function setup(graceMs = 1000) {
 const worker = (id: number, role: string) => parseWorkerConfig({ id, role, baseUrl: `http://127.0.0.1:${9000 + id}`, kvEvents: `tcp://127.0.0.1:${5000 + id}` });
 
 describe('WorkerRegistry', () => {
+  it('reports every admin change once done (the port router replicas share the fleet through), never a refused one or a health verdict', () => {
+    const changes: FleetChange[] = [];
+    const { registry } = setup(1000, (c) => changes.push(c));
+    const w = worker(1, 'decode');
+    registry.add(w);
+    expect(() => registry.add(w)).toThrow(/already registered/);
+    registry.drain(1);
+    registry.recordHealth(1, false, 'down');
+    registry.activate(1);
+    expect(() => registry.drain(9)).toThrow(/no worker/);
+    registry.remove(1);
+    expect(changes).toEqual([
+      { op: 'add', worker: w },
+      { op: 'drain', worker: w },
+      { op: 'activate', worker: w },
+      { op: 'remove', worker: w },
+    ]);
+  });
+
   it('tells the pool of every passed health check, and shows an ejected worker out of selection with its ejections', () => {
     const { registry, pools } = setup();
     registry.add(worker(1, 'decode'));

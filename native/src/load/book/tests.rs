@@ -177,6 +177,17 @@ fn reference_decode_milli(active: &HashMap<String, RefBooking>, rank: RankId, bs
   (blocks, milli)
 }
 
+/// Every rank's blocks, decayed decode blocks and prefill tokens equal the reference's.
+fn check_ranks(b: &LoadBook, model: &HashMap<String, RefBooking>, ranks: &[RankId], bs: u64, step: u32) {
+  for &rank in ranks {
+    let (blocks, milli) = reference_decode_milli(model, rank, bs);
+    assert_eq!(b.rank(rank).active_blocks(), blocks, "step {step}");
+    assert_eq!(b.rank(rank).decode_blocks_milli(), milli, "step {step}");
+    let prefill: u64 = model.values().filter(|r| r.rank == rank && r.prefill != u64::MAX).map(|r| r.prefill).sum();
+    assert_eq!(b.rank(rank).prefill_tokens(), prefill, "step {step}");
+  }
+}
+
 #[test]
 fn random_operations_match_the_reference_and_end_at_zero() {
   let mut rng = fastrand::Rng::with_seed(7);
@@ -238,13 +249,7 @@ fn random_operations_match_the_reference_and_end_at_zero() {
       }
     }
     if step % 97 == 0 {
-      for &rank in &ranks {
-        let (blocks, milli) = reference_decode_milli(&model, rank, bs);
-        assert_eq!(b.rank(rank).active_blocks(), blocks, "step {step}");
-        assert_eq!(b.rank(rank).decode_blocks_milli(), milli, "step {step}");
-        let prefill: u64 = model.values().filter(|r| r.rank == rank && r.prefill != u64::MAX).map(|r| r.prefill).sum();
-        assert_eq!(b.rank(rank).prefill_tokens(), prefill, "step {step}");
-      }
+      check_ranks(&b, &model, &ranks, bs, step);
     }
   }
   let ids: Vec<String> = model.keys().cloned().collect();
@@ -255,4 +260,142 @@ fn random_operations_match_the_reference_and_end_at_zero() {
   assert_eq!(b.total_decode_blocks_milli(), 0);
   let s = b.stats();
   assert_eq!(s.booked, s.freed + s.expired);
+}
+
+fn remote(b: &mut LoadBook, origin: &str, id: &str, rank: RankId, hashes: &[u64], prompt: u64) -> Result<(), BookError> {
+  b.book_remote(origin, &BookRequest { request_id: id, rank, block_hashes: hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 })
+}
+
+#[test]
+fn remote_bookings_load_the_same_ranks_under_their_origin() {
+  let mut b = LoadBook::new(4);
+  let r = b.list_rank(key(1));
+  book(&mut b, "x", r, &[1, 2], 8, 0, None);
+  // The same request id from two other replicas and from this one: three bookings.
+  remote(&mut b, "A", "x", r, &[1, 2, 3], 12).unwrap();
+  remote(&mut b, "B", "x", r, &[9], 4).unwrap();
+  assert_eq!(remote(&mut b, "A", "x", r, &[5], 4), Err(BookError::DuplicateRequest));
+  assert_eq!(b.rank(r).requests(), 3);
+  assert_eq!(b.rank(r).active_blocks(), 4, "blocks 1, 2 shared by this replica's booking and A's");
+  assert_eq!(b.rank(r).prefill_tokens(), 8 + 12 + 4);
+  assert_eq!((b.active_requests(), b.remote_requests()), (1, 2));
+  assert_eq!(b.remote_origins(), vec![("A", 1), ("B", 1)]);
+
+  assert!(b.mark_remote_prefill_completed("A", "x", 1.0));
+  assert!(!b.mark_remote_prefill_completed("A", "x", 1.0), "the first time only");
+  assert!(!b.mark_remote_prefill_completed("C", "x", 1.0), "unknown origin");
+  assert_eq!(b.rank(r).prefill_tokens(), 8 + 4);
+  assert!(b.free_remote("A", "x", 2.0));
+  assert!(!b.free_remote("A", "x", 2.0), "freed once");
+  assert!(b.contains("x"), "this replica's own booking is untouched");
+  assert_eq!(b.rank(r).active_blocks(), 3);
+  assert!(b.free("x", 3.0));
+  assert_eq!(b.drop_origin("B", 4.0), 1);
+  assert_eq!(b.drop_origin("B", 4.0), 0);
+  assert!(b.is_empty());
+  assert_eq!(b.remote_stats(), RemoteStats { booked: 2, freed: 1, expired: 0, dropped: 1 });
+  assert_eq!(b.stats(), BookStats { booked: 1, freed: 1, expired: 0 });
+}
+
+#[test]
+fn dropping_an_origin_releases_its_bookings_on_removed_workers_too() {
+  let mut b = LoadBook::new(4);
+  let r = b.list_rank(key(1));
+  // A worker this replica never listed: its rank exists while a remote booking loads it.
+  let unknown = b.rank_for(key(7));
+  remote(&mut b, "A", "1", r, &[1], 4).unwrap();
+  remote(&mut b, "A", "2", unknown, &[1, 2], 8).unwrap();
+  remote(&mut b, "B", "1", r, &[1], 4).unwrap();
+  assert_eq!(b.snapshot().len(), 2);
+  assert_eq!(b.drop_origin("A", 0.0), 2);
+  assert_eq!(b.snapshot().len(), 1, "the unlisted rank was recycled once idle");
+  assert_eq!(b.remote_origins(), vec![("B", 1)]);
+  assert_eq!(b.rank(r).requests(), 1);
+}
+
+#[test]
+fn remote_bookings_expire_like_local_ones_and_are_counted_apart() {
+  let mut b = LoadBook::new(4);
+  let r = b.list_rank(key(1));
+  book(&mut b, "a", r, &[1], 4, 0, None);
+  remote(&mut b, "A", "a", r, &[1], 4).unwrap();
+  b.mark_remote_prefill_completed("A", "a", 500.0);
+  assert_eq!(b.expire_stale(1000.0, 1000.0), 1, "the local booking, untouched since 0");
+  assert_eq!(b.expire_stale(1500.0, 1000.0), 1, "the remote one, touched at 500");
+  assert_eq!(b.stats().expired, 1);
+  assert_eq!(b.remote_stats().expired, 1);
+  assert!(b.is_empty());
+}
+
+#[test]
+fn random_local_and_remote_operations_match_the_reference_and_end_at_zero() {
+  let mut rng = fastrand::Rng::with_seed(11);
+  let bs = 4u64;
+  let mut b = LoadBook::new(bs as u32);
+  let ranks: Vec<RankId> = (0..3).map(|w| b.list_rank(key(w))).collect();
+  let origins = ["", "A", "B"]; // "" is this router
+  // Keyed by "origin/request".
+  let mut model: HashMap<String, RefBooking> = HashMap::new();
+  let mut now = 0.0;
+  for step in 0..20_000u32 {
+    now += rng.f64() * 10.0;
+    let origin = origins[rng.usize(0..origins.len())];
+    let id = format!("r{}", rng.u32(0..100));
+    let k = format!("{origin}/{id}");
+    match rng.u32(0..12) {
+      0..=4 => {
+        let n = rng.u64(0..6);
+        let mut code = rng.u64(1..4);
+        let hashes: Vec<u64> = (0..n).map(|_| { code = code * 4 + rng.u64(0..2); code }).collect();
+        let prompt = n * bs + rng.u64(0..bs);
+        let rank = ranks[rng.usize(0..ranks.len())];
+        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, now_ms: now };
+        let res = if origin.is_empty() { b.book(&req) } else { b.book_remote(origin, &req) };
+        assert_eq!(res.is_err(), model.contains_key(&k), "step {step}");
+        if res.is_ok() {
+          model.insert(k, RefBooking { rank, hashes, prompt, prefill: prompt, output: 0, expected: None, touched: now });
+        }
+      }
+      5..=6 => {
+        let known = model.get_mut(&k);
+        let expect = known.as_ref().is_some_and(|r| r.prefill != u64::MAX);
+        let got = if origin.is_empty() { b.mark_prefill_completed(&id, now) } else { b.mark_remote_prefill_completed(origin, &id, now) };
+        assert_eq!(got, expect, "step {step}");
+        if let Some(r) = known {
+          r.prefill = u64::MAX;
+          r.touched = now;
+        }
+      }
+      7..=9 => {
+        let got = if origin.is_empty() { b.free(&id, now) } else { b.free_remote(origin, &id, now) };
+        assert_eq!(got, model.remove(&k).is_some(), "step {step}");
+      }
+      10 if !origin.is_empty() && rng.u32(0..8) == 0 => {
+        let before = model.len();
+        model.retain(|key, _| !key.starts_with(&format!("{origin}/")));
+        assert_eq!(b.drop_origin(origin, now), before - model.len(), "step {step}");
+      }
+      _ => {
+        let before = model.len();
+        model.retain(|_, r| now - r.touched < 300.0);
+        assert_eq!(b.expire_stale(now, 300.0), before - model.len(), "step {step}");
+      }
+    }
+    if step % 89 == 0 {
+      check_ranks(&b, &model, &ranks, bs, step);
+      let remote = model.keys().filter(|k| !k.starts_with('/')).count();
+      assert_eq!((b.active_requests(), b.remote_requests()), (model.len() - remote, remote), "step {step}");
+    }
+  }
+  for origin in ["A", "B"] {
+    b.drop_origin(origin, now);
+  }
+  let ids: Vec<String> = model.keys().filter_map(|k| k.strip_prefix('/').map(str::to_owned)).collect();
+  for id in ids {
+    assert!(b.free(&id, now));
+  }
+  assert!(b.is_empty());
+  let (s, r) = (b.stats(), b.remote_stats());
+  assert_eq!(s.booked, s.freed + s.expired);
+  assert_eq!(r.booked, r.freed + r.expired + r.dropped);
 }

@@ -439,6 +439,64 @@ fn thousands_of_random_operations_end_at_zero_load() {
   assert!(s.expired > 0 && s.freed > 0);
 }
 
+/// Announces core `a`'s last booking (`id` on the worker it chose) to core `b`, as replica "A".
+fn announce(a: &RoutingCore, d: &Decision, id: &str, prompt: usize, b: &mut RoutingCore, index: &mut FakeIndex) -> bool {
+  let booking = RemoteBooking {
+    origin: "A",
+    request_id: id,
+    key: d.key,
+    local_hashes: a.last_local_hashes(),
+    prompt_tokens: prompt as u64,
+    overlap_blocks: d.overlap_blocks,
+    expected_output_tokens: None,
+  };
+  b.apply_remote_booking(index, &booking, 0.0).unwrap()
+}
+
+#[test]
+fn another_replicas_booking_loads_the_same_worker_here() {
+  let (mut a, mut b) = (core_with(2, |_| {}), core_with(2, |_| {}));
+  let (mut ia, mut ib) = (FakeIndex::default(), FakeIndex::default());
+  let t = tokens(0, 40);
+  let d = a.route(&mut ia, &RouteRequest::new("r1", &t), 0.0, Mode::Book).unwrap();
+  assert!(announce(&a, &d, "r1", t.len(), &mut b, &mut ib));
+  assert!(!announce(&a, &d, "r1", t.len(), &mut b, &mut ib), "a repeated announcement books nothing");
+  assert_eq!(a.load(), b.load(), "the same load on the same rank");
+  assert_eq!(b.stats().booked, 0, "not counted among this replica's own");
+  assert_eq!(b.remote_origins(), vec![("A", 1)]);
+  assert_eq!(b.totals().requests, 1);
+  // The booked worker is now the costlier one on b as well.
+  let next = b.route(&mut ib, &RouteRequest::new("r2", &tokens(1000, 40)), 0.0, Mode::Book).unwrap();
+  assert_ne!(next.key, d.key);
+  assert!(b.mark_remote_prefill_completed("A", "r1", 1.0));
+  assert!(b.free_remote("A", "r1", 2.0));
+  assert!(b.free("r2", 2.0));
+  assert!(b.is_unloaded());
+  assert!(ib.recorded.is_empty(), "events mode records nothing");
+}
+
+#[test]
+fn approximate_replicas_record_each_others_decisions_and_drop_a_silent_one() {
+  let (mut a, mut b) = (core_with(2, |c| c.approximate = true), core_with(2, |c| c.approximate = true));
+  let (mut ia, mut ib) = (FakeIndex::default(), FakeIndex::default());
+  let t = tokens(0, 16);
+  let d = a.route(&mut ia, &RouteRequest::new("r1", &t), 0.0, Mode::Book).unwrap();
+  assert!(announce(&a, &d, "r1", t.len(), &mut b, &mut ib));
+  assert_eq!(ib.recorded, vec![(d.key, 4)]);
+  assert_eq!(ia.held, ib.held, "both indexes predict the same cache");
+  assert_eq!(b.drop_replica("A", 5.0), 1);
+  assert!(b.is_unloaded());
+  assert_eq!(b.remote_stats().dropped, 1);
+}
+
+#[test]
+fn a_remote_booking_needs_its_origin_and_id() {
+  let mut b = core_with(1, |_| {});
+  let booking = RemoteBooking { origin: "", request_id: "x", key: key(0), local_hashes: &[], prompt_tokens: 1, overlap_blocks: 0, expected_output_tokens: None };
+  assert!(b.apply_remote_booking(&mut FakeIndex::default(), &booking, 0.0).is_err());
+  assert!(b.is_unloaded());
+}
+
 #[test]
 fn lower_tier_blocks_earn_their_tier_credit_and_leave_the_prefill_queue() {
   let mut core = core_with(2, |_| {});
