@@ -9,6 +9,7 @@ import { runReplay, sweepLoads } from '../sim/replay/replay.js';
 import { loadTrace } from '../sim/replay/trace.js';
 import { ProgressLine } from './progress.js';
 import { intFlag, UsageError } from './usage.js';
+import { SCHEDULING_HELP, SCHEDULING_OPTIONS, schedulingFromFlags } from './replay-scheduling.js';
 
 export const HELP = `usage: kvroute replay --trace FILE [options]
 
@@ -30,7 +31,7 @@ with kvroute's own router (PrefillRouter, as the server runs it) deciding.
   --seed X              seed of prompts, routing ties and engines (default 0)
   --json OUT            write the JSON report
   --md OUT              write the Markdown report
-Online:
+\${SCHEDULING_HELP}Online:
   --online --url URL    send the trace to a live router (see kvroute replay --online --help)
 
 Progress goes to stderr: in place on a terminal, otherwise a plain line every few seconds.
@@ -69,6 +70,7 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'string' },
       md: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
+      ...SCHEDULING_OPTIONS,
     },
   });
   if (values.help) {
@@ -99,9 +101,10 @@ export async function run(argv: string[]): Promise<number> {
   if (values.limit) trace = trace.slice(0, intFlag(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER));
   const sweepMax = intFlag(values['sweep-max'], '--sweep-max', 1, 4096);
   const sweepScales = values.sweep ? sweepLoads(speedup, sweepMax) : undefined;
+  const { scheduling, routing } = schedulingFromFlags(values, disaggregated !== undefined);
 
   const progress = new ProgressLine(process.stderr);
-  const report = await runReplay({ trace, traceName: values.trace, workers, disaggregated, handoff, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, onProgress: (m) => progress.update(m) });
+  const report = await runReplay({ trace, traceName: values.trace, workers, disaggregated, handoff, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, scheduling, routing, onProgress: (m) => progress.update(m) });
   progress.end();
   const md = replayMarkdown(report);
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');

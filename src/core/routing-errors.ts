@@ -21,14 +21,15 @@ export class NoEligibleWorkerError extends RoutingError {
   }
 }
 
-/** The pool's queued prefill tokens would pass the configured cap; retry after `retryAfterMs`. */
+/** The pool's queued prefill tokens would pass the configured cap (or its router queue is full); retry after `retryAfterMs`. */
 export class BackpressureError extends RoutingError {
   override name = 'BackpressureError';
   constructor(
     message: string,
     readonly retryAfterMs: number,
+    code = 'backpressure',
   ) {
-    super(message, 'backpressure');
+    super(message, code);
   }
 }
 

@@ -25,3 +25,7 @@ export type IndexerMode = (typeof INDEXER_MODES)[number];
 /** How a request was served: on one worker, split into prefill and decode, or on the decode worker after the prefill leg failed. */
 export const SERVE_MODES = ['aggregated', 'disaggregated', 'fallback'] as const;
 export type ServeMode = (typeof SERVE_MODES)[number];
+
+/** Orders of the router queue (Dynamo's router_queue_policy): first come, last come, Smith's rule. */
+export const QUEUE_POLICIES = ['fcfs', 'lcfs', 'wspt'] as const;
+export type QueuePolicy = (typeof QUEUE_POLICIES)[number];

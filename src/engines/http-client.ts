@@ -95,6 +95,13 @@ export class EngineClient {
     }
   }
 
+  /** POSTs a control call (an engine's own API, e.g. SGLang's open_session): its JSON answer, or undefined for an empty one. */
+  async postControl(route: string, body: Record<string, unknown>, call: EngineCallOptions): Promise<unknown> {
+    const res = await this.send(route, body, call, 'application/json');
+    const text = await this.readText(res.body, MAX_ERROR_BODY_BYTES, call.signal);
+    return text.trim() === '' ? undefined : parseMaybeJson(text);
+  }
+
   /**
    * POSTs a JSON body asking for SSE; resolves once the engine answered 2xx with the stream.
    * Nothing is read from the socket until the returned stream is pulled.

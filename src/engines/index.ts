@@ -3,5 +3,5 @@
 export { EngineClient, EngineClients, EngineStream, type EngineCallOptions, type EngineClientOptions } from './http-client.js';
 export { EngineError, type EngineFailure } from './errors.js';
 export { HttpTransport } from './http-transport.js';
-export type { Leg, LegStream, LegTransport } from './transport.js';
+export type { Leg, LegStream, LegTransport, SessionCall } from './transport.js';
 export { ENGINE_KINDS, WORKER_ROLES, type EngineKind, type OpenAiRoute, type SseEvent, type WorkerInfo, type WorkerRole } from './types.js';

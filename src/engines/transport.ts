@@ -39,9 +39,25 @@ export interface LegStream extends EventBatchSource {
   cancel(): void;
 }
 
+/** An engine session call (Dynamo's session_control): open a session on a worker, or close it. */
+export interface SessionCall {
+  worker: WorkerInfo;
+  action: 'open' | 'close';
+  sessionId: string;
+  /** Idle seconds before the engine may drop the session (open only). */
+  timeoutS?: number;
+  /** The request that asked for it (X-Request-Id). */
+  requestId: string;
+}
+
 export interface LegTransport {
   /** Sends a non-streamed leg; resolves with the engine's JSON answer (2xx). */
   json(leg: Leg): Promise<unknown>;
   /** Sends a streamed leg; resolves once the engine answered 2xx with its stream. */
   stream(leg: Leg): Promise<LegStream>;
+  /**
+   * Opens or closes an engine session (SGLang's open_session / close_session; engines without a
+   * session API have nothing to call). A transport without it keeps sessions in the router only.
+   */
+  session?(call: SessionCall): Promise<void>;
 }

@@ -14,6 +14,10 @@ export interface KvRouterCore {
   query(tokens: Uint32Array, req: Omit<RouteRequest, 'requestId'> & { requestId?: string }): RoutingDecision;
   markPrefillCompleted(requestId: string): boolean;
   free(requestId: string): boolean;
+  /** Output-block growth (output tracking); a core without it tracks no output. */
+  addOutputTokens?(requestId: string, tokens: number): boolean;
+  /** Booked load per worker and rank (the router queue's threshold test). */
+  load?(): ReadonlyArray<{ worker: number; dpRank: number; prefillTokens: number }>;
 }
 
 /** How a booked leg may be routed again when its worker never got it (KvRouter's failover). */
@@ -39,6 +43,8 @@ export class Booking {
     private readonly core: KvRouterCore,
     /** @internal how KvRouter routes the leg again when its worker never got it */
     readonly failover?: FailoverPlan,
+    /** The worker's prefill queue got shorter (a router queue may have room now). */
+    private readonly onPrefillDone?: () => void,
   ) {
     this.current = { decision, worker, guard };
   }
@@ -64,6 +70,13 @@ export class Booking {
     if (this.prefillMarked || this.guard.freed) return;
     this.prefillMarked = true;
     this.core.markPrefillCompleted(this.decision.requestId);
+    this.onPrefillDone?.();
+  }
+
+  /** `count` more generated tokens: the booking grows into its output blocks (output tracking). */
+  outputTokens(count: number): void {
+    if (count <= 0 || this.guard.freed) return;
+    this.core.addOutputTokens?.(this.decision.requestId, count);
   }
 
   /** @internal KvRouter's failover: the old decision is freed, this is the new one. */

@@ -2,6 +2,12 @@
 // answer 400); refusals of the fleet's state are RoutingErrors with a code (frontends answer 503).
 import { RoutingError } from '../core/routing-errors.js';
 
+/** A malformed routing hint (a header or an `nvext` field): the client's mistake. */
+export class InvalidRoutingHintError extends RangeError {
+  override name = 'InvalidRoutingHintError';
+  readonly code = 'invalid_routing_hint';
+}
+
 /** A routing hint names a worker the pool does not have. */
 export class UnknownWorkerHintError extends RangeError {
   override name = 'UnknownWorkerHintError';

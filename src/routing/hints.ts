@@ -1,12 +1,18 @@
 // Routing hints a client or an upstream endpoint picker sends (PROTOCOLS.md section 4): the
 // headers x-worker-instance-id, x-prefill-instance-id, x-dp-rank and x-prefill-dp-rank, the same
-// hints in the body's `nvext` object (Dynamo's extension), and, when session affinity is on, the
-// session id header. A malformed hint is the client's mistake: InvalidRoutingHintError (a
-// RangeError, so frontends answer 400) says which and why.
+// hints in the body's `nvext` object (Dynamo's extension), when session affinity is on, the
+// session id header, and the scheduling hints of scheduling-hints.ts (priority, priority jump,
+// expected output length, session control). A malformed hint is the client's mistake:
+// InvalidRoutingHintError (a RangeError, so frontends answer 400) says which and why.
 
 import { isShortVisibleAscii } from '../util/validate.js';
+import { InvalidRoutingHintError } from './errors.js';
+import { parseSchedulingHints, SCHEDULING_HINT_HEADERS, type SchedulingHints } from './scheduling-hints.js';
 
-export interface RoutingHints {
+export { InvalidRoutingHintError };
+export type { SchedulingHints };
+
+export interface RoutingHints extends SchedulingHints {
   /** Pin the decode (or aggregated) worker. */
   workerId?: number;
   /** Pin the prefill worker. */
@@ -20,11 +26,6 @@ export interface RoutingHints {
 export interface HintOptions {
   /** The session id header (lower case); absent: session affinity is off. */
   sessionHeader?: string;
-}
-
-export class InvalidRoutingHintError extends RangeError {
-  override name = 'InvalidRoutingHintError';
-  readonly code = 'invalid_routing_hint';
 }
 
 export type HeaderBag = Record<string, string | string[] | undefined> | { get(name: string): string | null };
@@ -47,7 +48,7 @@ const SPECS: readonly HintSpec[] = [
   { key: 'prefillDpRank', header: 'x-prefill-dp-rank', nvext: ['prefill_dp_rank'], max: RANK_MAX },
 ];
 
-export const HINT_HEADERS: readonly string[] = SPECS.map((s) => s.header);
+export const HINT_HEADERS: readonly string[] = [...SPECS.map((s) => s.header), ...SCHEDULING_HINT_HEADERS];
 
 /**
  * Hints from request headers (names matched case-insensitively) and the body's `nvext`. A hint
@@ -71,6 +72,7 @@ export function parseRoutingHints(headers: HeaderBag | undefined, nvext?: unknow
     const v = fromHeader ?? fromBody;
     if (v !== undefined) hints[spec.key] = v;
   }
+  parseSchedulingHints((name) => headerText(headers, name), ext, hints);
   return hints;
 }
 

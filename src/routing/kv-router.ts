@@ -14,7 +14,7 @@ import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-
 import { describe, expectInteger } from '../util/validate.js';
 import { abortError, EngineError, type EngineFailure, isAbortError } from '../engines/errors.js';
 import { carriesToken } from '../engines/sse.js';
-import type { Leg, LegStream, LegTransport } from '../engines/transport.js';
+import type { Leg, LegStream, LegTransport, SessionCall } from '../engines/transport.js';
 import type { OpenAiRoute, SseEvent, WorkerInfo } from '../engines/types.js';
 import { Booking, type KvRouterCore } from './booking.js';
 import type { LegOutcome } from './outlier-detection.js';
@@ -37,6 +37,12 @@ export interface KvRouterOptions {
   maxRetries?: number;
   /** Called for every retry (metrics, logs). */
   onRetry?(retry: LegRetry): void;
+  /**
+   * Output block tracking: each streamed event carrying a token grows the booking by one output
+   * token (new decode blocks as the sequence fills them; with an expected output length the
+   * request's blocks weigh less as it nears it). Off by default: decode load is the prompt's blocks.
+   */
+  trackOutputBlocks?: boolean;
 }
 
 /** A leg that failed before its engine accepted it, sent to another worker. */
@@ -111,7 +117,12 @@ export class KvRouter {
   private readonly releaseTimeoutMs: number;
   private readonly maxRetries: number;
   private readonly onRetry: ((r: LegRetry) => void) | undefined;
+  private readonly trackOutputBlocks: boolean;
   private readonly releases = new Set<Promise<void>>();
+  private readonly loadDropListeners = new Set<() => void>();
+  private readonly loadDropped = (): void => {
+    for (const fn of this.loadDropListeners) fn();
+  };
   private readonly counts: KvRouterStats = {
     booked: 0,
     retries: 0,
@@ -131,6 +142,9 @@ export class KvRouter {
     this.maxRetries = o.maxRetries === undefined ? 2 : expectInteger(o.maxRetries, 'maxRetries', 0, 100);
     if (o.onRetry !== undefined && typeof o.onRetry !== 'function') throw new TypeError(`options.onRetry must be a function, got ${describe(o.onRetry)}`);
     this.onRetry = o.onRetry;
+    if (o.trackOutputBlocks !== undefined && typeof o.trackOutputBlocks !== 'boolean') throw new TypeError(`options.trackOutputBlocks must be a boolean, got ${describe(o.trackOutputBlocks)}`);
+    if (o.trackOutputBlocks && typeof o.core.addOutputTokens !== 'function') throw new TypeError('options.trackOutputBlocks needs a core with addOutputTokens()');
+    this.trackOutputBlocks = o.trackOutputBlocks === true;
   }
 
   get policy(): PolicyName {
@@ -152,7 +166,7 @@ export class KvRouter {
     const decision = this.core.route(tokens, withFields(leg, { allowedWorkers: this.pool.allowedWorkers() }));
     const worker = this.workerOf(decision);
     const failover = o.failover === false || this.maxRetries === 0 ? undefined : { tokens, route: o.failover ?? leg, accept: o.accept, failed: new Set<number>() };
-    return new Booking(decision, worker, this.guardOf(decision), this.core, failover);
+    return new Booking(decision, worker, this.guardOf(decision), this.core, failover, this.loadDropped);
   }
 
   /** Sends a booked, non-streamed leg; the booking is freed when it settles. */
@@ -251,11 +265,25 @@ export class KvRouter {
       abandonAfterMs: this.abandonAfterMs,
       signal: o.signal,
       onEvent: (ev) => {
-        if (carriesToken(ev)) b.firstToken();
+        if (carriesToken(ev)) {
+          b.firstToken();
+          if (this.trackOutputBlocks) b.outputTokens(1);
+        }
         o.onEvent?.(ev);
       },
       onFinish: o.onFinish,
     });
+  }
+
+  /** An engine session call through the pool's transport (nothing to call when it has no session API). */
+  async session(call: SessionCall): Promise<void> {
+    await this.transport.session?.(call);
+  }
+
+  /** Calls `fn` whenever the pool's booked prefill load drops (a first token, a freed booking); returns an unsubscribe. */
+  onLoadDrop(fn: () => void): () => void {
+    this.loadDropListeners.add(fn);
+    return () => this.loadDropListeners.delete(fn);
   }
 
   stats(): KvRouterStats {
@@ -324,7 +352,10 @@ export class KvRouter {
 
   private guardOf(decision: RoutingDecision): BookingGuard {
     this.counts.booked++;
-    return new BookingGuard(this.core, decision.requestId, (reason) => this.counts.finished[reason]++);
+    return new BookingGuard(this.core, decision.requestId, (reason) => {
+      this.counts.finished[reason]++;
+      this.loadDropped();
+    });
   }
 
   /** Resolves when no leg is being kept running for a KV handoff. */

@@ -7,25 +7,46 @@
 // prefill/sequential.ts) or bootstrap (SGLang; prefill/bootstrap.ts). The paths take the
 // request's context (prefill/context.ts), never the router. A prefill that fails falls back to
 // aggregated serving when allowed.
+//
+// Conditional disaggregation (prefill/mode.ts) may serve a request aggregated even with prefill
+// workers, when the remote prefill does not pay. Under overload, each pool's router queue
+// (queue/) holds requests until a worker of the pool that computes their prompt has room: the
+// prefill pool for a disaggregated request, the decode pool for an aggregated one.
 import type { RoutingDecision } from '../core/routing-core.js';
 import type { ServeMode } from '../core/vocabulary.js';
 import { describe } from '../util/validate.js';
-import { MissingRoutingHintError } from '../core/routing-errors.js';
+import { MissingRoutingHintError, RoutingError } from '../core/routing-errors.js';
 import { abortError } from '../engines/errors.js';
 import { randomRoomValue } from '../engines/bootstrap-room.js';
 import type { Booking } from './booking.js';
 import { prefillFailed, serveAggregated } from './prefill/aggregated.js';
 import { runBootstrap } from './prefill/bootstrap.js';
 import { RequestContext, type RequestDone, type RouterEnv } from './prefill/context.js';
-import { chooseMode, type Mode } from './prefill/mode.js';
+import { admitted } from './prefill/admission.js';
+import { estimateModes } from './prefill/estimate.js';
+import { chooseMode, conditionalSettings, type ConditionalDisaggSettings, DEFAULT_CONDITIONAL_DISAGG, type ModeDecision, type ModeReason, MODE_REASONS } from './prefill/mode.js';
+import { AdmissionQueue, type QueueEvent, type QueueSettings, type QueueStats } from './queue/admission-queue.js';
 import { runSequential } from './prefill/sequential.js';
 import { PrefillUnusableError } from './errors.js';
 import type { RoutingHints } from './hints.js';
 import { type BoundWorker, type SessionBinding, SessionAffinity } from './session-affinity.js';
+import { SessionControl, type SessionControlOptions } from './session-control.js';
 import { KvRouter, type LegRoute } from './kv-router.js';
 import { defaultClock } from './request-tracker.js';
 import { type RoutedResponse, type RouterRequest, validateRouterRequest } from './router-request.js';
-import { withFields } from '../util/objects.js';
+import { copyFields, withFields } from '../util/objects.js';
+import type { SignalLike } from '../util/cancellation.js';
+
+/** The signal of a query, which has no client to leave. */
+const NEVER: SignalLike = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
+
+const NO_ESTIMATE = (): never => {
+  throw new Error('internal: the basic mode needs no estimate');
+};
+
+function loadOf(router: KvRouter): ReadonlyArray<{ worker: number; dpRank: number; prefillTokens: number }> {
+  return router.core.load?.() ?? [];
+}
 
 export type { RequestDone, ServeMode };
 
@@ -46,7 +67,17 @@ export interface PrefillRouterOptions {
   /** Called once per request when its last leg finished, with its tracker's summary. */
   onRequestDone?(done: RequestDone): void;
   onEvent?(event: PrefillRouterEvent): void;
+  /** The router queue of each pool (off unless given a threshold). */
+  queue?: Partial<QueueSettings>;
+  /** Sees the router queues' events (metrics). */
+  onQueueEvent?(pool: PoolName, event: QueueEvent): void;
+  /** Conditional disaggregation: per request, aggregated when the remote prefill does not pay (off by default). */
+  conditionalDisagg?: Partial<ConditionalDisaggSettings>;
+  /** Limits of session_control's engine sessions. */
+  sessionControl?: SessionControlOptions;
 }
+
+export type PoolName = 'prefill' | 'decode';
 
 export type PrefillRouterEvent =
   | { type: 'deactivated' }
@@ -55,6 +86,8 @@ export type PrefillRouterEvent =
 
 export interface RouteQuery {
   mode: 'aggregated' | 'disaggregated';
+  /** Why that mode (x-kvroute-mode-reason). */
+  reason: ModeReason;
   prefill?: RoutingDecision;
   decode: RoutingDecision;
 }
@@ -67,6 +100,8 @@ export interface PrefillRouterStats {
   finishedAtPrefill: number;
   deactivations: number;
   reactivations: number;
+  /** Mode decisions by reason (a fallback counts as prefill_failed besides its first decision). */
+  modeReasons: Record<ModeReason, number>;
 }
 
 export class PrefillRouter {
@@ -80,8 +115,12 @@ export class PrefillRouter {
   private readonly onRequestDone?: (done: RequestDone) => void;
   private readonly onEvent?: (event: PrefillRouterEvent) => void;
   private wasActive: boolean;
-  private readonly unsubscribe: () => void;
+  private readonly unsubscribe: Array<() => void>;
   private readonly env: RouterEnv;
+  private readonly queues: { readonly prefill: AdmissionQueue; readonly decode: AdmissionQueue };
+  private conditional: ConditionalDisaggSettings;
+  /** Engine sessions opened, used and closed by requests' session_control hints. */
+  readonly sessionControl: SessionControl;
   private readonly counts: PrefillRouterStats = {
     requests: 0,
     aggregated: 0,
@@ -90,6 +129,7 @@ export class PrefillRouter {
     finishedAtPrefill: 0,
     deactivations: 0,
     reactivations: 0,
+    modeReasons: Object.fromEntries(MODE_REASONS.map((r) => [r, 0])) as Record<ModeReason, number>,
   };
 
   constructor(o: PrefillRouterOptions) {
@@ -100,7 +140,7 @@ export class PrefillRouter {
     for (const k of ['enforceDisagg', 'fallbackToAggregated'] as const) {
       if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new TypeError(`options.${k} must be a boolean, got ${describe(o[k])}`);
     }
-    for (const k of ['randomRoom', 'clock', 'onRequestDone', 'onEvent'] as const) {
+    for (const k of ['randomRoom', 'clock', 'onRequestDone', 'onEvent', 'onQueueEvent'] as const) {
       if (o[k] !== undefined && typeof o[k] !== 'function') throw new TypeError(`options.${k} must be a function, got ${describe(o[k])}`);
     }
     this.prefill = o.prefill;
@@ -113,16 +153,34 @@ export class PrefillRouter {
     this.sessions = o.sessions;
     this.onRequestDone = o.onRequestDone;
     this.onEvent = o.onEvent;
+    this.conditional = conditionalSettings(DEFAULT_CONDITIONAL_DISAGG, o.conditionalDisagg);
+    this.sessionControl = new SessionControl(
+      {
+        choose: (req) => {
+          const d = this.decode.query(req.tokens, { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank });
+          return { worker: this.decode.pool.get(d.worker)!, dpRank: d.dpRank };
+        },
+        call: (call) => this.decode.session(call),
+        clock: this.clock,
+      },
+      o.sessionControl,
+    );
+    const queue = (name: PoolName, router: KvRouter) =>
+      new AdmissionQueue(name, router.pool, { load: () => loadOf(router) }, this.clock, o.queue, o.onQueueEvent && ((ev) => o.onQueueEvent!(name, ev)));
+    this.queues = { prefill: queue('prefill', this.prefill), decode: queue('decode', this.decode) };
+    this.checkQueueLoad(this.queues.prefill.settings);
     this.env = {
       prefill: this.prefill,
       decode: this.decode,
       fallbackToAggregated: this.fallbackToAggregated,
       randomRoom: this.randomRoom,
       sessions: this.sessions,
+      queues: this.queues,
       report: {
         aggregated: () => void this.counts.aggregated++,
         fallback: (requestId, error) => {
           this.counts.fallbacks++;
+          this.counts.modeReasons.prefill_failed++;
           this.onEvent?.({ type: 'fallback', requestId, error });
         },
         finishedAtPrefill: () => void this.counts.finishedAtPrefill++,
@@ -130,7 +188,14 @@ export class PrefillRouter {
       },
     };
     this.wasActive = this.active;
-    this.unsubscribe = this.prefill.pool.onChange(() => this.activationChanged());
+    const wake = (q: AdmissionQueue) => () => q.wake();
+    this.unsubscribe = [
+      this.prefill.pool.onChange(() => this.activationChanged()),
+      this.prefill.pool.onChange(wake(this.queues.prefill)),
+      this.decode.pool.onChange(wake(this.queues.decode)),
+      this.prefill.onLoadDrop(wake(this.queues.prefill)),
+      this.decode.onLoadDrop(wake(this.queues.decode)),
+    ];
   }
 
   /** Disaggregated serving is on: at least one prefill worker is selectable. */
@@ -152,20 +217,52 @@ export class PrefillRouter {
    */
   async handle(request: RouterRequest): Promise<RoutedResponse> {
     const client = validateRouterRequest(request);
-    const req = this.withSessionPins(client);
+    let req = this.withSessionPins(client);
     if (req.signal.aborted) throw abortError(req.signal);
+    let over: (() => void) | undefined;
+    let clientHints = client.hints;
+    if (req.hints.sessionControl) {
+      const turn = await this.sessionControl.begin(req);
+      req = withFields(req, { hints: turn.hints });
+      // An engine session lives on its worker: its pin holds as the client's own (no failover off it).
+      clientHints = withFields(client.hints, { workerId: turn.hints.workerId, dpRank: turn.hints.dpRank });
+      over = turn.over;
+    }
     this.counts.requests++;
-    const ctx = new RequestContext(this.env, req, this.clock, client.hints);
-    if (this.mode() === 'aggregated') return serveAggregated(ctx, 'aggregated');
+    const ctx = new RequestContext(this.env, req, this.clock, clientHints);
+    if (over) ctx.whenOver(over);
+    try {
+      const res = await this.serve(ctx);
+      ctx.settle();
+      return res;
+    } catch (err) {
+      ctx.settle();
+      throw err;
+    }
+  }
+
+  private async serve(ctx: RequestContext): Promise<RoutedResponse> {
+    const { req } = ctx;
+    const decision = this.decide(ctx);
+    ctx.modeReason = decision.reason;
+    this.counts.modeReasons[decision.reason]++;
+    if (decision.mode === 'aggregated') return serveAggregated(ctx, 'aggregated');
     const permit = await ctx.tracker.setPhase('prefill', req.signal);
     let booking: Booking;
     try {
-      // No prefill work (and no rotation step) for a request no decode worker could finish.
-      this.checkDecodeAvailable(ctx);
-      booking = this.bookPrefill(ctx);
+      // Waits its turn in the prefill pool's router queue; then, in one tick: no prefill work (and
+      // no rotation step) for a request no decode worker could finish, and the prefill booked.
+      booking = await admitted(ctx, this.queues.prefill, this.prefill, ctx.prefillLeg(), () => {
+        this.checkDecodeAvailable(ctx);
+        return this.bookPrefill(ctx);
+      });
     } catch (err) {
       permit.release();
-      if (this.mode() === 'aggregated') return serveAggregated(ctx, 'aggregated'); // the last prefill worker left meanwhile
+      if (!this.active && !req.signal.aborted) {
+        // The last prefill worker left meanwhile.
+        ctx.modeReason = this.basicMode().reason;
+        return serveAggregated(ctx, 'aggregated');
+      }
       if (err instanceof PrefillUnusableError) return prefillFailed(ctx, err);
       throw err;
     }
@@ -177,30 +274,65 @@ export class PrefillRouter {
   query(tokens: Uint32Array, clientHints: RoutingHints = {}, opts: { requestId?: string; loraName?: string } = {}): RouteQuery {
     const base = { requestId: opts.requestId, loraName: opts.loraName };
     const sessionId = clientHints.sessionId;
-    const hints = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
-    if (this.mode() === 'aggregated') {
-      return { mode: 'aggregated', decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
+    const affine = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
+    const hints = this.sessionControl.peek(affine);
+    const probe = new RequestContext(this.env, { route: '/v1/completions', body: {}, tokens, requestId: opts.requestId ?? 'query', hints, signal: NEVER, loraName: opts.loraName }, this.clock);
+    const decision = this.decide(probe);
+    if (decision.mode === 'aggregated') {
+      return { mode: 'aggregated', reason: decision.reason, decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
     }
     this.requirePrefillHint(hints);
     return {
       mode: 'disaggregated',
+      reason: decision.reason,
       prefill: this.prefill.query(tokens, withFields(base, { pinnedWorker: hints.prefillWorkerId, pinnedDpRank: hints.prefillDpRank })),
       decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank, overlapScoreCredit: 0 })),
     };
   }
 
+  /** The router queues' settings (the same for both pools). */
+  get queueSettings(): Readonly<QueueSettings> {
+    return this.queues.prefill.settings;
+  }
+
+  /** Changes the router queues' settings at runtime, checked whole first (TypeError/RangeError: nothing changed). */
+  setQueueSettings(settings: Partial<QueueSettings>): QueueSettings {
+    const next = this.queues.prefill.update(settings);
+    this.checkQueueLoad(next);
+    this.queues.decode.update(next);
+    return next;
+  }
+
+  queueStats(): Record<PoolName, QueueStats> {
+    return { prefill: this.queues.prefill.stats(), decode: this.queues.decode.stats() };
+  }
+
+  get conditionalDisagg(): Readonly<ConditionalDisaggSettings> {
+    return this.conditional;
+  }
+
+  /** Changes conditional disaggregation at runtime, checked whole first. */
+  setConditionalDisagg(settings: Partial<ConditionalDisaggSettings>): ConditionalDisaggSettings {
+    this.conditional = conditionalSettings(this.conditional, settings);
+    return this.conditional;
+  }
+
   stats(): PrefillRouterStats {
-    return { ...this.counts };
+    return withFields(this.counts, { modeReasons: copyFields(this.counts.modeReasons) });
   }
 
-  /** Resolves once no leg is kept running in the background (KV handoffs of clients that left). */
+  /** Resolves once no leg is kept running in the background (KV handoffs of clients that left) and no session call is in flight. */
   async idle(): Promise<void> {
-    await Promise.all([this.prefill.idle(), this.decode.idle()]);
+    await Promise.all([this.prefill.idle(), this.decode.idle(), this.sessionControl.idle()]);
   }
 
-  /** Stops following the prefill pool (the routers and pools stay usable by their owner). */
+  /** Stops following the pools and refuses requests still waiting in a router queue (the routers and pools stay usable by their owner). */
   close(): void {
-    this.unsubscribe();
+    for (const off of this.unsubscribe) off();
+    void this.sessionControl.closeAll();
+    const closed = new RoutingError('the router is shutting down', 'router_closed');
+    this.queues.prefill.close(closed);
+    this.queues.decode.close(closed);
   }
 
   // ---- private ----
@@ -231,9 +363,39 @@ export class PrefillRouter {
     return pins.workerId === undefined && pins.prefillWorkerId === undefined ? hints : withFields(hints, pins);
   }
 
-  /** This request's mode (prefill/mode.ts): throws DisaggregationRequiredError when it may not be served. */
-  private mode(): Mode {
-    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg });
+  /** This request's mode and why (prefill/mode.ts): throws DisaggregationRequiredError when it may not be served. */
+  private decide(ctx: RequestContext): ModeDecision {
+    return chooseMode({
+      prefillAvailable: this.active,
+      decodeComputesPrompts: this.decodeComputesPrompts(),
+      enforceDisagg: this.enforceDisagg,
+      conditional: this.conditional,
+      prefillPinned: ctx.req.hints.prefillWorkerId !== undefined,
+      estimate: () => estimateModes(ctx, this.queues.prefill),
+    });
+  }
+
+  /** The mode with conditional disaggregation left out. */
+  private basicMode(): ModeDecision {
+    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg, conditional: DEFAULT_CONDITIONAL_DISAGG, prefillPinned: false, decodeComputesPrompts: true, estimate: NO_ESTIMATE });
+  }
+
+  /** No selectable decode worker is an SGLang decode worker (which serves only bootstrapped requests). */
+  private decodeComputesPrompts(): boolean {
+    const pool = this.decode.pool;
+    for (const id of pool.selectable()) {
+      const w = pool.get(id);
+      if (w && w.kind === 'sglang' && w.role === 'decode') return false;
+    }
+    return true;
+  }
+
+  /** A queue needs the pools' load: refuses a threshold over a core that does not report it. */
+  private checkQueueLoad(s: QueueSettings): void {
+    if (s.threshold === null) return;
+    for (const r of [this.prefill, this.decode]) {
+      if (typeof r.core.load !== 'function') throw new TypeError(`a router queue needs the load of pool '${r.pool.name}': its core has no load()`);
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import { isSignalLike, type SignalLike } from '../util/cancellation.js';
 import { describe, expectInteger, expectUint32Array, isShortVisibleAscii } from '../util/validate.js';
 import { OPENAI_ROUTES, type OpenAiRoute, type SseEvent } from '../engines/types.js';
 import { checkSessionId, type RoutingHints } from './hints.js';
+import { PRIORITY_JUMP_MAX, PRIORITY_MAX, PRIORITY_MIN } from './scheduling-hints.js';
 
 export interface RouterRequest {
   route: OpenAiRoute;
@@ -56,8 +57,30 @@ export function validateRouterRequest(value: unknown): RouterRequest {
     if (typeof h.sessionId !== 'string') throw new TypeError(`hints.sessionId must be a string, got ${describe(h.sessionId)}`);
     checkSessionId(h.sessionId, 'hints.sessionId');
   }
+  checkSchedulingHints(h);
   if (r.body.stream !== undefined && typeof r.body.stream !== 'boolean') throw new TypeError(`body.stream must be a boolean, got ${describe(r.body.stream)}`);
   return r as RouterRequest;
+}
+
+function checkSchedulingHints(h: RoutingHints): void {
+  if (h.priority !== undefined) expectInteger(h.priority, 'hints.priority', PRIORITY_MIN, PRIORITY_MAX);
+  if (h.priorityJump !== undefined && (typeof h.priorityJump !== 'number' || !(h.priorityJump >= 0 && h.priorityJump <= PRIORITY_JUMP_MAX))) {
+    throw new RangeError(`hints.priorityJump must be a number in [0, ${PRIORITY_JUMP_MAX}], got ${describe(h.priorityJump)}`);
+  }
+  if (h.expectedOutputTokens !== undefined) expectInteger(h.expectedOutputTokens, 'hints.expectedOutputTokens', 1, 2 ** 32 - 1);
+  const sc = h.sessionControl;
+  if (sc !== undefined) {
+    if (sc === null || typeof sc !== 'object') throw new TypeError(`hints.sessionControl must be an object, got ${describe(sc)}`);
+    if (typeof sc.sessionId !== 'string') throw new TypeError(`hints.sessionControl.sessionId must be a string, got ${describe(sc.sessionId)}`);
+    checkSessionId(sc.sessionId, 'hints.sessionControl.sessionId');
+    if (sc.action !== undefined && sc.action !== 'open' && sc.action !== 'close') throw new RangeError(`hints.sessionControl.action must be 'open' or 'close', got ${describe(sc.action)}`);
+    if (sc.timeoutS !== undefined) expectInteger(sc.timeoutS, 'hints.sessionControl.timeoutS', 1, 86_400);
+  }
+}
+
+/** The output length expected of a request: its hint, else what the client allows (max_tokens). */
+export function expectedOutputOf(req: RouterRequest): number | undefined {
+  return req.hints.expectedOutputTokens ?? expectedOutputTokens(req.body);
 }
 
 /** The output length the client allows, for the booking's expected decode growth. */

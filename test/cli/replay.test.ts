@@ -150,3 +150,43 @@ describe('kvroute replay --handoff', () => {
     await expect(run(['--trace', small, '--handoff', 'trtllm'])).rejects.toThrow(/--handoff needs --prefill and --decode/);
   });
 });
+
+describe('kvroute replay, scheduling flags', () => {
+  let dir: string;
+  let small: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kvroute-replay-'));
+    small = join(dir, 'trace.jsonl');
+    // Four requests at once on one worker: the router queue holds three of them.
+    const lines = [0, 1, 2, 3].map((i) => JSON.stringify({ timestamp: 0, input_length: 700, output_length: 4, hash_ids: [1, 10 + i], priority: i === 3 ? 1 : 0 }));
+    await writeFile(small, lines.join('\n') + '\n');
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('queues in the router with the settings given, and reports priorities, the queue and mode reasons', async () => {
+    const out = join(dir, 'queue.json');
+    const r = await replay(['--trace', small, '--workers', '1', '--policy', 'kv', '--router-queue-threshold', '0', '--router-queue-max-requests', '2', '--json', out]);
+    expect(r.code).toBe(0);
+    const kv = JSON.parse(await readFile(out, 'utf8')).policies.kv;
+    // The priority-1 request came last to a full queue and took the place of the last low one.
+    expect(kv).toMatchObject({ completed: 3, refused: 1, queue: { queued: 3, rejected: { displaced: 1 } } });
+    expect(Object.keys(kv.ttft_p90_ms_by_priority)).toEqual(['0', '1']);
+    const cond = join(dir, 'cond.json');
+    expect((await replay(['--trace', small, '--prefill', '1', '--decode', '1', '--policy', 'kv', '--conditional-disagg', '--disagg-bypass-below', '1000', '--json', cond])).code).toBe(0);
+    expect(JSON.parse(await readFile(cond, 'utf8')).policies.kv.mode_reasons).toEqual({ below_threshold: 4 });
+  });
+
+  it('refuses bad scheduling flags with a UsageError naming them', async () => {
+    await expect(run(['--trace', small, '--router-queue-threshold=-1'])).rejects.toThrow(/queue threshold must be a finite number >= 0/);
+    await expect(run(['--trace', small, '--router-queue-threshold', ''])).rejects.toThrow(UsageError);
+    await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-policy', 'sjf'])).rejects.toThrow(/queue policy must be one of fcfs, lcfs, wspt/);
+    await expect(run(['--trace', small, '--router-queue-policy', 'wspt'])).rejects.toThrow(/need --router-queue-threshold/);
+    await expect(run(['--trace', small, '--high-priority-share', '1.5'])).rejects.toThrow(/--high-priority-share must be a number in \[0, 1\]/);
+    await expect(run(['--trace', small, '--max-queued-prefill-tokens', '0'])).rejects.toThrow(/--max-queued-prefill-tokens must be an integer/);
+    await expect(run(['--trace', small, '--conditional-disagg'])).rejects.toThrow(/--conditional-disagg needs --prefill and --decode/);
+    await expect(run(['--trace', small, '--disagg-above', '5'])).rejects.toThrow(/need --conditional-disagg/);
+    await expect(run(['--trace', small, '--prefill', '1', '--decode', '1', '--conditional-disagg', '--disagg-above', '0'])).rejects.toThrow(UsageError);
+  });
+});

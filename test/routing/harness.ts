@@ -29,6 +29,7 @@ export interface FleetOptions {
   client?: EngineClientOptions;
   abandonAfterMs?: number;
   releaseTimeoutMs?: number;
+  trackOutputBlocks?: boolean;
   /** The decode RoutingCore's clock (it is read when the decode leg is booked and freed). */
   decodeClock?: () => number;
   /** Both KvRouters' failover settings. */
@@ -77,7 +78,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   for (const e of prefillEngines) prefillPool.add(info(e));
   for (const e of decodeEngines) decodePool.add(info(e));
   const clients = new EngineClients({ firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, ...o.client });
-  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs, ...o.failover };
+  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs, trackOutputBlocks: o.trackOutputBlocks, ...o.failover };
   const routerCore = o.routerCore ?? ((_pool, core) => core);
   const events: PrefillRouterEvent[] = [];
   const done: RequestDone[] = [];

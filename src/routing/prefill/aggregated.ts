@@ -4,15 +4,21 @@
 import { EngineError, abortError } from '../../engines/errors.js';
 import type { Booking } from '../booking.js';
 import type { RoutedResponse } from '../router-request.js';
+import { admitted } from './admission.js';
 import type { RequestContext } from './context.js';
 
+/**
+ * Serves the request on a decode-pool worker. An aggregated request waits its turn in the decode
+ * pool's router queue; a fallback was already let through by the prefill pool's and goes at once.
+ */
 export async function serveAggregated(ctx: RequestContext, mode: 'aggregated' | 'fallback'): Promise<RoutedResponse> {
   const { req, decode } = ctx;
   const permit = await ctx.tracker.setPhase('aggregated', req.signal);
   let booking: Booking;
   try {
     const leg = ctx.aggregatedLeg();
-    booking = decode.book(req.tokens, leg, ctx.bookOptions('decode', leg));
+    const book = () => decode.book(req.tokens, leg, ctx.bookOptions('decode', leg));
+    booking = mode === 'aggregated' ? await admitted(ctx, ctx.env.queues.decode, decode, leg, book) : book();
     ctx.recordRouting('aggregated', booking);
   } finally {
     permit.release();
@@ -31,6 +37,7 @@ export async function prefillFailed(ctx: RequestContext, err: unknown): Promise<
   if (ctx.req.signal.aborted) throw abortError(ctx.req.signal);
   if (!ctx.env.fallbackToAggregated || isClientFault(err)) throw err;
   ctx.env.report.fallback(ctx.req.requestId, err);
+  ctx.modeReason = 'prefill_failed';
   return serveAggregated(ctx, 'fallback');
 }
 

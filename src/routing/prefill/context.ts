@@ -14,8 +14,10 @@ import type { BookOptions, KvRouter, LegOptions, LegRoute } from '../kv-router.j
 import type { RoutingHints } from '../hints.js';
 import type { WorkerInfo } from '../../engines/types.js';
 import { type Phase, type PhaseRouting, RequestTracker, type TrackerSummary } from '../request-tracker.js';
-import { type RoutedResponse, type RouterRequest, expectedOutputTokens } from '../router-request.js';
+import { type RoutedResponse, type RouterRequest, expectedOutputOf } from '../router-request.js';
+import type { AdmissionQueue } from '../queue/admission-queue.js';
 import type { SessionAffinity } from '../session-affinity.js';
+import type { ModeReason } from './mode.js';
 import { responseHeaders } from './response.js';
 
 
@@ -44,6 +46,8 @@ export interface RouterEnv {
   /** Source of 63-bit random bootstrap room values. */
   readonly randomRoom: () => bigint;
   readonly sessions: SessionAffinity | undefined;
+  /** The router queues of the two pools (off unless given a threshold). */
+  readonly queues: { readonly prefill: AdmissionQueue; readonly decode: AdmissionQueue };
   readonly report: RequestReport;
 }
 
@@ -51,6 +55,12 @@ export class RequestContext {
   readonly tracker: RequestTracker;
   /** The client asked for a stream. */
   readonly stream: boolean;
+  /** Why the request is served in its mode (x-kvroute-mode-reason); set by the mode decision, `prefill_failed` by a fallback. */
+  modeReason: ModeReason = 'unconditional';
+  // The request is over once handle() settled and every leg that reports its end (legOptions) did.
+  private openLegs = 0;
+  private settled = false;
+  private overFns: Array<() => void> = [];
 
   constructor(
     readonly env: RouterEnv,
@@ -85,7 +95,7 @@ export class RequestContext {
   /** The aggregated leg: the decode pool computes the prompt, so its cached blocks count. */
   aggregatedLeg(): LegRoute {
     const { req } = this;
-    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank, expectedOutputTokens: expectedOutputTokens(req.body) };
+    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank, expectedOutputTokens: expectedOutputOf(req) };
   }
 
   /** The prefill leg, where the client (or its session) pinned it. */
@@ -102,13 +112,14 @@ export class RequestContext {
       loraName: req.loraName,
       pinnedWorker: req.hints.workerId,
       pinnedDpRank: req.hints.dpRank,
-      expectedOutputTokens: expectedOutputTokens(req.body),
+      expectedOutputTokens: expectedOutputOf(req),
       overlapScoreCredit: 0,
     };
   }
 
   /** Leg options that feed the tracker and report the request's end. */
   legOptions(mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = this.req.signal): LegOptions {
+    this.openLegs++;
     return {
       requestId: this.req.requestId,
       signal,
@@ -158,12 +169,32 @@ export class RequestContext {
       const at = (b: Booking | undefined) => b && { worker: b.decision.worker, dpRank: b.decision.dpRank };
       env.sessions.bind(sessionId, { decode: at(decode), prefill: mode === 'disaggregated' ? at(prefill) : undefined });
     }
-    const headers = responseHeaders(req, mode, prefill?.decision, decode?.decision, payload.body, (w) => env.prefill.pool.get(w)?.dpSize);
+    const headers = responseHeaders(req, mode, this.modeReason, prefill?.decision, decode?.decision, payload.body, (w) => env.prefill.pool.get(w)?.dpSize);
     return { status: 200, headers, stream: payload.stream, body: payload.body };
   }
 
   done(mode: ServeMode, outcome: FreeReason): void {
+    if (this.openLegs > 0) this.openLegs--;
     this.env.report.done(this, mode, outcome);
+    this.maybeOver();
+  }
+
+  /** Runs `fn` once the request is over: handle() settled and its stream (or answer) ended, however. */
+  whenOver(fn: () => void): void {
+    this.overFns.push(fn);
+  }
+
+  /** handle() resolved or rejected: nothing more will be started for this request. */
+  settle(): void {
+    this.settled = true;
+    this.maybeOver();
+  }
+
+  private maybeOver(): void {
+    if (!this.settled || this.openLegs > 0 || this.overFns.length === 0) return;
+    const fns = this.overFns;
+    this.overFns = [];
+    for (const fn of fns) fn();
   }
 }
 

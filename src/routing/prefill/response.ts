@@ -1,4 +1,4 @@
-// The routing headers of a response: the mode it was served in, who computed the prompt (the
+// The routing headers of a response: the mode it was served in and why, who computed the prompt (the
 // prefill worker of a disaggregated request, attributed by attribution.ts) and who decoded it,
 // and how many blocks the computing worker already held.
 import type { RoutingDecision } from '../../core/routing-core.js';
@@ -8,12 +8,13 @@ import type { RouterRequest } from '../router-request.js';
 export function responseHeaders(
   req: RouterRequest,
   mode: 'aggregated' | 'disaggregated' | 'fallback',
+  reason: string,
   prefill: RoutingDecision | undefined,
   decode: RoutingDecision | undefined,
   body: unknown,
   prefillDpSize: (worker: number) => number | undefined,
 ): Record<string, string> {
-  const headers: Record<string, string> = { 'x-request-id': req.requestId, 'x-kvroute-mode': mode };
+  const headers: Record<string, string> = { 'x-request-id': req.requestId, 'x-kvroute-mode': mode, 'x-kvroute-mode-reason': reason };
   if (mode === 'disaggregated') {
     const direct = req.hints.prefillWorkerId === undefined ? undefined : { worker: req.hints.prefillWorkerId, dpRank: req.hints.prefillDpRank };
     const booked = prefill && { worker: prefill.worker, dpRank: prefill.dpRank };

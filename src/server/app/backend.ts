@@ -5,6 +5,8 @@ import type { RoutingHints } from '../openai/request.js';
 import type { IngestPort, PoolName, PoolPort } from '../fleet/registry.js';
 import type { RoutedResponse, RouterRequest } from '../../routing/router-request.js';
 import type { ServeMode } from '../../core/vocabulary.js';
+import type { ModeReason } from '../../routing/prefill/mode.js';
+import type { SchedulingPort } from '../fleet/scheduling.js';
 import type { ReplicaPort } from '../replicas/ports.js';
 
 /** One request as the prefill router takes it, and its answer. */
@@ -40,6 +42,8 @@ export interface RouteExplanation {
   prompt_tokens: number;
   block_size: number;
   mode: Exclude<ServeMode, 'fallback'>;
+  /** Why that mode (conditional disaggregation). */
+  mode_reason: ModeReason;
   prefill: LegExplanation | null;
   decode: LegExplanation;
 }
@@ -53,7 +57,10 @@ export interface Backend {
   /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
   canServe(): boolean;
   metricsSources: Omit<MetricsSources, 'workerStates'>;
+  /** The router queues and conditional disaggregation, changeable at runtime (the admin API). */
+  scheduling: SchedulingPort;
   /** This replica among its siblings, when router replicas share state (config.replicas). */
   replicas?: ReplicaPort;
   close(): Promise<void>;
 }
+

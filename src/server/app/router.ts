@@ -224,7 +224,7 @@ export class RouterImpl implements Router {
     const label = route ? path : path.startsWith('/admin') ? '/admin' : 'other';
     try {
       if (path === '/admin' || path.startsWith('/admin/')) {
-        return this.counted(label, await handleAdmin(call, path, { registry: this.registry, token: this.config.adminToken, readJson: (c) => this.readJson(c) }));
+        return this.counted(label, await handleAdmin(call, path, { registry: this.registry, scheduling: this.backend.scheduling, token: this.config.adminToken, readJson: (c) => this.readJson(c) }));
       }
       if (!route) throw notFound(`no route ${call.method} ${path}`, 'unknown_route');
       if (call.method !== route.method && !(route.method === 'GET' && call.method === 'HEAD')) {

@@ -13,6 +13,7 @@ import { EventIngest } from '../../events/ingest.js';
 import type { KvRouterCore } from '../../routing/booking.js';
 import { KvRouter } from '../../routing/kv-router.js';
 import { PrefillRouter } from '../../routing/prefill-router.js';
+import type { QueueSettings } from '../../routing/queue/admission-queue.js';
 import { SessionAffinity } from '../../routing/session-affinity.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
 import type { Backend, LegExplanation, RouteExplanation } from './backend.js';
@@ -83,6 +84,9 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     fallbackToAggregated: config.fallbackToAggregated,
     clock: o.clock,
     onRequestDone: (done) => o.metrics.served(done.mode),
+    queue: queueSettings(config),
+    onQueueEvent: (pool, ev) => o.metrics.queueEvent(pool, ev),
+    conditionalDisagg: config.conditionalDisagg,
   });
   // Bookings whose requests vanished without ending (should not happen; bounded if it does).
   const sweep = setInterval(() => {
@@ -136,6 +140,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         prompt_tokens: tokens.length,
         block_size: config.blockSize,
         mode: q.mode,
+        mode_reason: q.reason,
         prefill: q.prefill ? explainLeg(q.prefill) : null,
         decode: explainLeg(q.decode),
       };
@@ -184,6 +189,15 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       replicaStats: sync && (() => sync.stats()),
       ejectedWorkers: () =>
         [parts.prefill, parts.decode].flatMap((p) => (p.pool.ejectedCount === 0 ? [] : p.pool.workers().filter((w) => p.pool.state(w.id).ejected).map((w) => ({ pool: p.name, worker: w.id })))),
+      queueStats: () => router.queueStats(),
+      modeReasons: () => router.stats().modeReasons,
+    },
+    scheduling: {
+      queue: () => router.queueSettings,
+      setQueue: (s) => router.setQueueSettings(s),
+      queueStats: () => router.queueStats(),
+      conditionalDisagg: () => router.conditionalDisagg,
+      setConditionalDisagg: (s) => router.setConditionalDisagg(s),
     },
     replicas: sync,
     async close() {
@@ -241,6 +255,7 @@ function buildPool(
     releaseTimeoutMs: o.releaseTimeoutMs,
     maxRetries: config.maxRetries,
     onRetry: (r) => faults.retried(r),
+    trackOutputBlocks: config.trackOutputBlocks,
   });
   const log = (o.log ?? silentLogger).child({ component: 'kv-events', pool: name });
   const ingest = approximate
@@ -313,7 +328,15 @@ function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics, sha
       if (freed) shared.sync?.freed(pool, id);
       return freed;
     },
+    addOutputTokens: (id, tokens) => core.addOutputTokens(id, tokens),
+    load: () => core.load(),
   };
+}
+
+/** The router queue's settings from the config (the threshold absent: off). */
+function queueSettings(config: RouterConfig): QueueSettings {
+  const q = config.routerQueue;
+  return { threshold: q.threshold ?? null, policy: q.policy, maxRequests: q.maxRequests, maxTokens: q.maxTokens, maxNumBatchedTokens: q.maxNumBatchedTokens };
 }
 
 function workerInfo(w: WorkerConfig): WorkerInfo {

@@ -10,7 +10,7 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { HealthSchema, OutlierDetectionSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { ConditionalDisaggSchema, HealthSchema, OutlierDetectionSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
 
 export type { EngineKind, PolicyName, WorkerRole };
 
@@ -23,6 +23,8 @@ export type PoolRoutingConfig = Resolved<typeof PoolRoutingSchema.properties>;
 export type HealthConfig = Resolved<typeof HealthSchema.properties>;
 export type OutlierDetectionConfig = Resolved<typeof OutlierDetectionSchema.properties>;
 export type SessionAffinityConfig = Resolved<typeof SessionAffinitySchema.properties>;
+export type RouterQueueConfig = Resolved<typeof RouterQueueSchema.properties>;
+export type ConditionalDisaggConfig = Resolved<typeof ConditionalDisaggSchema.properties>;
 export type ReplicasConfig = Resolved<typeof ReplicasSchema.properties>;
 export type TokenizerConfig = Exclude<Static<typeof RouterConfigSchema.properties.tokenizer>, string>;
 
@@ -38,7 +40,10 @@ export type WorkerConfig = Omit<Resolved<typeof WorkerSchema.properties>, 'kvEve
 const RESHAPED = ['$schema', 'model', 'models', 'tokenizer', 'routing', 'prefillRouting', 'sessionAffinity', 'adminToken', 'workers'] as const;
 type Reshaped = (typeof RESHAPED)[number];
 
-export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'replicas'> & {
+export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg' | 'replicas'> & {
+  /** The router queue of each pool (off without a threshold). */
+  routerQueue: RouterQueueConfig;
+  conditionalDisagg: ConditionalDisaggConfig;
   /** Served model names; the first is the default for requests without `model`. */
   models: string[];
   tokenizer: TokenizerConfig;

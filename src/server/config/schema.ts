@@ -3,7 +3,9 @@
 // `kvroute serve` flag (declare.ts). A new setting is one entry here: config.ts carries it through,
 // the flag and its --help line come with its `cli` annotation.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ENGINE_KINDS, INDEXER_MODES, POLICY_NAMES, WORKER_ROLES } from '../../core/vocabulary.js';
+import { ENGINE_KINDS, INDEXER_MODES, POLICY_NAMES, QUEUE_POLICIES, WORKER_ROLES } from '../../core/vocabulary.js';
+import { DEFAULT_CONDITIONAL_DISAGG } from '../../routing/prefill/mode.js';
+import { DEFAULT_QUEUE_SETTINGS } from '../../routing/queue/admission-queue.js';
 import { LOG_LEVELS } from '../../util/logger.js';
 import { MAX_BLOCK_SIZE } from '../../util/validate.js';
 import { defaulted, oneOf, type Annotations, type FlagAnnotation } from './declare.js';
@@ -157,6 +159,94 @@ export const SessionAffinitySchema = Type.Object(
     maxSessions: defaulted(Type.Integer({ minimum: 1, maximum: 10_000_000, default: 100_000, description: 'Sessions remembered at most; the least recently used go first.' })),
   },
   { additionalProperties: false },
+);
+
+/** The router queue of each pool (Dynamo's router_queue_threshold, router_queue_policy). */
+export const RouterQueueSchema = Type.Object(
+  {
+    threshold: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1e6,
+        description:
+          "Queue in the router while every eligible worker of the pool computing a request's prompt has more booked prefill tokens than this multiple of its max_num_batched_tokens (0: queue as soon as a worker has any); off when absent. Changeable at runtime: PUT /admin/queue.",
+        ...cli({ flag: 'router-queue-threshold', arg: 'X', group: 'Routing', help: 'hold requests in the router while every eligible worker has more than X x max-num-batched-tokens of prefill booked', defaultHelp: 'default: off' }),
+      }),
+    ),
+    policy: defaulted(
+      oneOf(QUEUE_POLICIES, {
+        default: DEFAULT_QUEUE_SETTINGS.policy,
+        description: "Order within a priority class: 'fcfs' (arrival minus priority jump: tail TTFT), 'lcfs' (latest first), 'wspt' ((1 + priority jump) / uncached tokens: mean TTFT). Higher priority classes always go first.",
+        ...cli({ flag: 'router-queue-policy', arg: 'P', group: 'Routing', help: 'router queue order within a priority class' }),
+      }),
+    ),
+    maxRequests: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: 10_000_000,
+        default: DEFAULT_QUEUE_SETTINGS.maxRequests,
+        description: 'Requests waiting at most per pool; beyond, 429 with Retry-After (or the lowest-ranked waiting request gives its place).',
+        ...cli({ flag: 'router-queue-max-requests', arg: 'N', group: 'Routing', help: 'requests waiting at most per pool, 429 beyond' }),
+      }),
+    ),
+    maxTokens: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        default: DEFAULT_QUEUE_SETTINGS.maxTokens,
+        description: 'Uncached prompt tokens waiting at most per pool; beyond, 429 with Retry-After.',
+        ...cli({ flag: 'router-queue-max-tokens', arg: 'N', group: 'Routing', help: 'uncached prompt tokens waiting at most per pool, 429 beyond' }),
+      }),
+    ),
+    maxNumBatchedTokens: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1 << 30,
+        default: DEFAULT_QUEUE_SETTINGS.maxNumBatchedTokens,
+        description: "The engines' max_num_batched_tokens (the prefill tokens one step takes), the unit of the threshold.",
+        ...cli({ flag: 'max-num-batched-tokens', arg: 'N', group: 'Routing', help: "the engines' max_num_batched_tokens, the unit of --router-queue-threshold" }),
+      }),
+    ),
+  },
+  { additionalProperties: false, default: {}, description: 'The router queue: requests wait in the router, by priority, instead of piling onto busy engines.' },
+);
+
+/** Per request, aggregated on the decode worker when a remote prefill does not pay (Dynamo's conditional_prefill). */
+export const ConditionalDisaggSchema = Type.Object(
+  {
+    enabled: defaulted(
+      Type.Boolean({
+        default: DEFAULT_CONDITIONAL_DISAGG.enabled,
+        description: 'Decide per request whether to disaggregate (off: every request is disaggregated while a prefill worker can serve).',
+        ...cli({ flag: 'conditional-disagg', group: 'Routing', help: 'serve a request aggregated on its decode worker when a remote prefill does not pay' }),
+      }),
+    ),
+    bypassBelowTokens: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        default: DEFAULT_CONDITIONAL_DISAGG.bypassBelowTokens,
+        description: "Serve aggregated below this many uncached prompt tokens on the decode worker (the transfer would cost more than the compute).",
+        ...cli({ flag: 'disagg-bypass-below', arg: 'N', group: 'Routing', help: 'with --conditional-disagg: aggregated below N uncached prompt tokens' }),
+      }),
+    ),
+    disaggAboveTokens: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        default: DEFAULT_CONDITIONAL_DISAGG.disaggAboveTokens,
+        description: "Always disaggregate from this many uncached prompt tokens (a long prefill would stall the decode worker's streams).",
+        ...cli({ flag: 'disagg-above', arg: 'N', group: 'Routing', help: 'with --conditional-disagg: always disaggregated from N uncached prompt tokens' }),
+      }),
+    ),
+    queueAware: defaulted(
+      Type.Boolean({
+        default: DEFAULT_CONDITIONAL_DISAGG.queueAware,
+        description: "Serve aggregated when the prefill worker's queued prefill plus this prompt exceed the decode worker's own.",
+      }),
+    ),
+  },
+  { additionalProperties: false, default: {}, description: 'Conditional disaggregation. Changeable at runtime: PUT /admin/conditional-disagg.' },
 );
 
 export const HealthSchema = Type.Object(
@@ -381,6 +471,16 @@ export const RouterConfigSchema = Type.Object(
         ...cli({ flag: 'no-fallback', value: false, group: 'Routing', help: 'fail a request whose prefill leg fails instead of serving it aggregated' }),
       }),
     ),
+    trackOutputBlocks: defaulted(
+      Type.Boolean({
+        default: false,
+        description:
+          "Book the decode blocks a streamed request's output fills as it generates (one token per streamed token chunk); with an expected output length (the expected_output_tokens hint, else max_tokens) its blocks weigh less as it nears that length.",
+        ...cli({ flag: 'track-output-blocks', group: 'Routing', help: "book the decode blocks a request's output fills as it streams" }),
+      }),
+    ),
+    routerQueue: defaulted(RouterQueueSchema),
+    conditionalDisagg: defaulted(ConditionalDisaggSchema),
     sessionAffinity: Type.Optional(
       Type.Union([Type.Boolean(), SessionAffinitySchema], {
         expected: 'true, false or an object',

@@ -1,4 +1,5 @@
-// The admin API under /admin: list, add, drain, activate and remove workers at runtime. With a
+// The admin API under /admin: list, add, drain, activate and remove workers at runtime, and read
+// or change the scheduling settings (scheduling.ts). With a
 // configured token every call needs `Authorization: Bearer <token>`; without one, only loopback
 // peers are answered (the router may listen on a public interface, its admin API must not:
 // `kvroute serve` then serves it on a loopback listener of its own, see app/start.ts).
@@ -7,9 +8,11 @@ import { parseWorkerConfig } from '../config/config.js';
 import { HttpError, notFound } from '../call/errors.js';
 import { isLoopback, type HttpCall, type HttpReply } from '../call/call.js';
 import { UnknownWorkerError, WorkerExistsError, type WorkerRegistry } from './registry.js';
+import { handleScheduling, SCHEDULING_PATHS, type SchedulingPort } from './scheduling.js';
 
 export interface AdminDeps {
   registry: WorkerRegistry;
+  scheduling: SchedulingPort;
   token?: string;
   /** Reads the request body as a JSON object (the router's bounded reader). */
   readJson(call: HttpCall): Promise<Record<string, unknown>>;
@@ -40,6 +43,12 @@ export async function handleAdmin(call: HttpCall, path: string, deps: AdminDeps)
   checkAdminAccess(call, deps.token);
   const { registry } = deps;
   try {
+    const scheduling = SCHEDULING_PATHS.get(path);
+    if (scheduling !== undefined) {
+      if (call.method !== 'GET' && call.method !== 'PUT') throw methodNotAllowed(call.method, path);
+      const body = call.method === 'PUT' ? await deps.readJson(call) : undefined;
+      return json(200, handleScheduling(scheduling, call.method, body, deps.scheduling));
+    }
     if (path === '/admin/workers') {
       if (call.method === 'GET') return json(200, { workers: registry.list() });
       if (call.method === 'POST') {

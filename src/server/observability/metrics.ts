@@ -4,6 +4,7 @@
 // scrape time through MetricsSources, so the hot path pays nothing for it.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SessionAffinityStats } from '../../routing/session-affinity.js';
+import type { QueueEvent, QueueStats } from '../../routing/queue/admission-queue.js';
 import { registerReplicaMetrics, type ReplicaStatsSample } from './replica-metrics.js';
 
 export interface WorkerLoadSample {
@@ -41,6 +42,10 @@ export interface MetricsSources {
   replicaStats?(): ReplicaStatsSample | undefined;
   /** Workers out of selection now after consecutive failures (outlier detection). */
   ejectedWorkers?(): Array<{ pool: string; worker: number }>;
+  /** The router queue of each pool. */
+  queueStats?(): Record<string, QueueStats>;
+  /** Mode decisions by reason (conditional disaggregation). */
+  modeReasons?(): Record<string, number>;
 }
 
 interface Observer {
@@ -132,6 +137,19 @@ export class RouterMetrics {
   private readonly aborted = new Counter({
     name: 'kvroute_client_disconnects_total',
     help: 'Requests whose client went away before the response ended',
+    registers: [this.registry],
+  });
+  private readonly queueWait = new Histogram({
+    name: 'kvroute_router_queue_wait_seconds',
+    help: 'Time requests waited in the router queue before their turn, by pool',
+    labelNames: ['pool'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  });
+  private readonly queueRejections = new Counter({
+    name: 'kvroute_router_queue_rejections_total',
+    help: 'Requests that left the router queue without their turn, by pool and reason: queue_full_requests, queue_full_tokens, displaced (429), client_gone',
+    labelNames: ['pool', 'reason'] as const,
     registers: [this.registry],
   });
   private readonly keyRequests = new Counter({
@@ -300,6 +318,39 @@ export class RouterMetrics {
         for (const e of self.sources?.ejectedWorkers?.() ?? []) this.set({ pool: e.pool, worker: String(e.worker) }, 1);
       },
     });
+    new Gauge({
+      name: 'kvroute_router_queue_depth',
+      help: 'Requests waiting in the router queue, by pool and priority class',
+      labelNames: ['pool', 'priority'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [pool, q] of Object.entries(self.sources?.queueStats?.() ?? {})) {
+          this.set({ pool, priority: '0' }, 0);
+          for (const p of q.byPriority) this.set({ pool, priority: String(p.priority) }, p.depth);
+        }
+      },
+    });
+    new Gauge({
+      name: 'kvroute_router_queue_tokens',
+      help: 'Uncached prompt tokens waiting in the router queue, by pool',
+      labelNames: ['pool'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [pool, q] of Object.entries(self.sources?.queueStats?.() ?? {})) this.set({ pool }, q.tokens);
+      },
+    });
+    new Counter({
+      name: 'kvroute_mode_decisions_total',
+      help: 'Serving mode decisions by reason (x-kvroute-mode-reason): no_prefill_workers, unconditional, prefill_pinned, above_cap, below_threshold, prefill_queue_longer, remote_prefill_pays, prefill_failed',
+      labelNames: ['reason'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(self.sources?.modeReasons?.() ?? {})) if (n > 0) this.inc({ reason }, n);
+      },
+    });
     new Counter({
       name: 'kvroute_fallbacks_to_aggregated_total',
       help: 'Requests served aggregated on the decode worker after their prefill leg failed',
@@ -372,6 +423,13 @@ export class RouterMetrics {
 
   backpressureRefusal(): void {
     this.refusals.inc();
+  }
+
+  /** What happened in a pool's router queue. */
+  queueEvent(pool: string, ev: QueueEvent): void {
+    if (ev.type === 'dispatched') this.queueWait.labels({ pool }).observe(ev.waitMs / 1000);
+    else if (ev.type === 'rejected') this.queueRejections.inc({ pool, reason: ev.reason });
+    else if (ev.type === 'dropped') this.queueRejections.inc({ pool, reason: 'client_gone' });
   }
 
   clientDisconnect(): void {

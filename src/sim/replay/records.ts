@@ -13,6 +13,10 @@ export interface RequestRecord {
   firstTokenMs: number;
   finishMs: number;
   refused: boolean;
+  /** Its priority class in the router queue (0 unless the trace or the replay gave one). */
+  priority: number;
+  /** Why it was served as it was (x-kvroute-mode-reason). */
+  modeReason?: string;
 }
 
 /** The record of a request that has not arrived yet (arrival time already scaled). */
@@ -26,5 +30,6 @@ export function pendingRecord(req: TraceRequest, arrivalScale: number): RequestR
     firstTokenMs: Number.NaN,
     finishMs: Number.NaN,
     refused: false,
+    priority: req.priority ?? 0,
   };
 }

@@ -30,6 +30,8 @@ export interface ReplayConfig {
   sweepScales?: readonly number[];
   /** The policies the sweep compares (default: all of `policies`). */
   sweepPolicies?: readonly ReplayPolicy[];
+  /** The router queue, conditional disaggregation and priorities (VirtualFleetOptions); refusals above a cap are `routing.maxQueuedPrefillTokens`. */
+  scheduling?: Pick<VirtualFleetOptions, 'routerQueue' | 'conditionalDisagg' | 'highPriorityShare'>;
   onProgress?: (message: string) => void;
   /** Faults: workers down over spans of virtual time, and passive ejection (VirtualFleetOptions). */
   faults?: Pick<VirtualFleetOptions, 'down' | 'outlierDetection'>;
@@ -108,6 +110,7 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
       seed: cfg.seed,
       arrivalScale: scale,
+      ...cfg.scheduling,
       onProgress: (done, total) => cfg.onProgress?.(`${policy} x${scale}: ${done}/${total} requests`),
       down: cfg.faults?.down,
       outlierDetection: cfg.faults?.outlierDetection,

@@ -16,11 +16,17 @@ export interface PolicySummary {
   load_spread: number;
   simulated_s: number;
   wall_s: number;
+  /** TTFT p90 per priority class, when the requests had more than one. */
+  ttft_p90_ms_by_priority?: Record<string, number>;
+  /** The router queues, when any request waited: how many did, the longest wait, refusals by reason. */
+  queue?: { queued: number; rejected: Record<string, number> };
+  /** Mode decisions by reason (x-kvroute-mode-reason), those that happened. */
+  mode_reasons?: Record<string, number>;
 }
 
 const round = (v: number, digits = 3) => (Number.isFinite(v) ? Number(v.toFixed(digits)) : v);
 
-export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'simulatedMs'>, wallMs: number): PolicySummary {
+export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'simulatedMs'> & Partial<Pick<FleetRun, 'queues' | 'router'>>, wallMs: number): PolicySummary {
   const ttft: number[] = [];
   const itl: number[] = [];
   const e2e: number[] = [];
@@ -43,6 +49,13 @@ export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'sim
     firstArrival = Math.min(firstArrival, r.arrivalMs);
     lastFinish = Math.max(lastFinish, r.finishMs);
   }
+  const byPriority = new Map<number, number[]>();
+  for (const r of run.records) {
+    if (r.refused || !Number.isFinite(r.finishMs)) continue;
+    let list = byPriority.get(r.priority);
+    if (!list) byPriority.set(r.priority, (list = []));
+    list.push(r.firstTokenMs - r.arrivalMs);
+  }
   const t = summarize(ttft);
   const i = summarize(itl);
   const e = summarize(e2e);
@@ -59,5 +72,22 @@ export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'sim
     load_spread: round(run.loadSpread),
     simulated_s: round(run.simulatedMs / 1000),
     wall_s: round(wallMs / 1000),
+    ...extras(run, byPriority),
   };
+}
+
+function extras(run: Partial<Pick<FleetRun, 'queues' | 'router'>>, byPriority: Map<number, number[]>): Pick<PolicySummary, 'ttft_p90_ms_by_priority' | 'queue' | 'mode_reasons'> {
+  const out: Pick<PolicySummary, 'ttft_p90_ms_by_priority' | 'queue' | 'mode_reasons'> = {};
+  if (byPriority.size > 1) {
+    out.ttft_p90_ms_by_priority = {};
+    for (const [p, values] of [...byPriority].sort(([a], [b]) => a - b)) out.ttft_p90_ms_by_priority[String(p)] = round(summarize(values).p90);
+  }
+  const queues = Object.values(run.queues ?? {});
+  const queued = queues.reduce((n, q) => n + q.queued, 0);
+  const rejected: Record<string, number> = {};
+  for (const q of queues) for (const [reason, n] of Object.entries(q.rejected)) if (n > 0) rejected[reason] = (rejected[reason] ?? 0) + n;
+  if (queued > 0 || Object.keys(rejected).length > 0) out.queue = { queued, rejected };
+  const reasons = Object.entries(run.router?.modeReasons ?? {}).filter(([, n]) => n > 0);
+  if (reasons.some(([r]) => r !== 'no_prefill_workers' && r !== 'unconditional')) out.mode_reasons = Object.fromEntries(reasons);
+  return out;
 }

@@ -1,5 +1,6 @@
 // Mooncake-format workload traces (traces/README.md): one JSON object per line with
-// timestamp (ms), input_length, output_length and hash_ids (one id per 512-token block).
+// timestamp (ms), input_length, output_length and hash_ids (one id per 512-token block), and
+// optionally kvroute's own `priority` (the request's class in the router queue).
 import { readFile } from 'node:fs/promises';
 
 export interface TraceRequest {
@@ -8,6 +9,8 @@ export interface TraceRequest {
   inputLength: number;
   outputLength: number;
   hashIds: number[];
+  /** The request's priority class in the router queue (optional `priority` field; higher goes first). */
+  priority?: number;
 }
 
 /** Tokens each hash id stands for in the Mooncake traces. */
@@ -68,7 +71,12 @@ function parseTraceLine(line: string, lineNo: number, blockTokens: number): Trac
       lineNo,
     );
   }
-  return { timestamp, inputLength, outputLength, hashIds };
+  const out: TraceRequest = { timestamp, inputLength, outputLength, hashIds };
+  if (r.priority !== undefined) {
+    if (!Number.isSafeInteger(r.priority) || Math.abs(r.priority as number) > 100) throw new TraceFormatError('priority must be an integer in [-100, 100]', lineNo);
+    out.priority = r.priority as number;
+  }
+  return out;
 }
 
 function nonNegativeNumber(v: unknown, name: string, line: number): number {

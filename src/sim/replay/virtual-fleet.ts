@@ -19,7 +19,10 @@ import { carriesToken } from '../../engines/sse.js';
 import type { EngineKind, WorkerInfo } from '../../engines/types.js';
 import { eventUsage, usageCounts } from '../../engines/usage.js';
 import { KvRouter } from '../../routing/kv-router.js';
-import { PrefillRouter, type PrefillRouterStats } from '../../routing/prefill-router.js';
+import { PrefillRouter, type PoolName, type PrefillRouterStats } from '../../routing/prefill-router.js';
+import type { ConditionalDisaggSettings } from '../../routing/prefill/mode.js';
+import type { QueueSettings, QueueStats } from '../../routing/queue/admission-queue.js';
+import { mix32, seed32 } from '../engine/rng.js';
 import type { RoutedResponse } from '../../routing/router-request.js';
 import type { OutlierDetectionOptions } from '../../routing/outlier-detection.js';
 import { WorkerPool } from '../../routing/worker-pool.js';
@@ -43,7 +46,7 @@ export interface VirtualFleetOptions {
   /** The workers' engine kind, which decides the prefill -> decode handoff. Default vllm. */
   handoff?: EngineKind;
   policy: ReplayPolicy;
-  /** Routing settings over the policy's (e.g. a kv weight of a sweep). */
+  /** Routing settings over the policy's (e.g. a kv weight of a sweep; maxQueuedPrefillTokens: refuse with 429 above a cap). */
   routing?: Partial<RoutingConfig>;
   /** Engine settings of every worker; blockSize is also the router's. */
   engine: EngineConfig & { blockSize: number; kvBlocks: number };
@@ -60,6 +63,12 @@ export interface VirtualFleetOptions {
   /** Passive ejection of failing workers, in virtual time; off by default. */
   outlierDetection?: OutlierDetectionOptions;
   onProgress?: (done: number, total: number) => void;
+  /** The router queue of each pool (off unless given a threshold); its unit defaults to the engines' max_num_batched_tokens. */
+  routerQueue?: Partial<QueueSettings>;
+  /** Conditional disaggregation (a disaggregated fleet). */
+  conditionalDisagg?: Partial<ConditionalDisaggSettings>;
+  /** Share of requests given priority 1 where the trace gives none, drawn from the seed. */
+  highPriorityShare?: number;
 }
 
 export interface FleetRun {
@@ -67,8 +76,10 @@ export interface FleetRun {
   /** Mean over time of max / mean booked prefill tokens across the (prefill) workers. */
   loadSpread: number;
   simulatedMs: number;
-  /** The router's counts: requests per mode, fallbacks, requests finished at prefill. */
+  /** The router's counts: requests per mode and mode reason, fallbacks, requests finished at prefill. */
   router: PrefillRouterStats;
+  /** The router queues' counts. */
+  queues: Record<PoolName, QueueStats>;
 }
 
 const FAR_FUTURE_MS = 1e15;
@@ -107,6 +118,8 @@ export class VirtualFleet {
       prefill: router('prefill', ['prefill'], this.prefillEngines),
       decode: router('decode', ['decode', 'aggregated'], this.decodeEngines),
       clock,
+      queue: opts.routerQueue && Object.assign({ maxNumBatchedTokens: this.decodeEngines.engines[0].config.maxNumBatchedTokens }, opts.routerQueue),
+      conditionalDisagg: opts.conditionalDisagg,
     });
     const role = disagg ? 'decode' : 'aggregated';
     if (this.prefillEngines) this.addWorkers(this.router.prefill.pool, this.prefillEngines, 0, 'prefill', kind);
@@ -120,6 +133,7 @@ export class VirtualFleet {
     this.used = true;
     const { opts, steps } = this;
     const records = trace.map((r) => pendingRecord(r, opts.arrivalScale));
+    if (opts.highPriorityShare !== undefined) assignPriorities(trace, records, opts.highPriorityShare, opts.seed);
     const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
     const loadPool = this.prefillEngines ?? this.decodeEngines;
     const client = new ReplayClient(this.router, () => this.now);
@@ -150,7 +164,7 @@ export class VirtualFleet {
     if (client.open > 0) throw new Error(`replay ended with ${client.open} requests that never finished (the simulation stalled)`);
     await this.router.idle();
     opts.onProgress?.(trace.length, trace.length);
-    return { records, loadSpread: spread.value(), simulatedMs: this.now, router: this.router.stats() };
+    return { records, loadSpread: spread.value(), simulatedMs: this.now, router: this.router.stats(), queues: this.router.queueStats() };
   }
 
   private addWorkers(pool: WorkerPool, engines: VirtualPool, firstId: number, role: WorkerInfo['role'], kind: EngineKind): void {
@@ -164,6 +178,15 @@ export class VirtualFleet {
       pool.add(info);
       this.transport.addWorker(info, engines, i);
     }
+  }
+}
+
+/** Priority 1 for a seeded `share` of the requests whose trace line gives no priority. */
+function assignPriorities(trace: readonly TraceRequest[], records: RequestRecord[], share: number, seed: number): void {
+  if (!(share >= 0 && share <= 1)) throw new RangeError(`highPriorityShare must be in [0, 1], got ${share}`);
+  const s = seed32(seed ^ 0x5eed);
+  for (let i = 0; i < records.length; i++) {
+    if (trace[i].priority === undefined && mix32(s ^ mix32(i)) / 2 ** 32 < share) records[i].priority = 1;
   }
 }
 
@@ -189,7 +212,7 @@ class ReplayClient {
     const body = { model: 'replay', prompt: tokens, max_tokens: req.outputLength, stream: true, stream_options: { include_usage: true } };
     this.open++;
     this.router
-      .handle({ route: '/v1/completions', body, tokens, requestId, hints: {}, signal: STAYS })
+      .handle({ route: '/v1/completions', body, tokens, requestId, hints: rec.priority === 0 ? {} : { priority: rec.priority }, signal: STAYS })
       .then((res) => this.read(res, rec))
       .then(
         () => this.open--,
@@ -208,6 +231,7 @@ class ReplayClient {
 
   private async read(res: RoutedResponse, rec: RequestRecord): Promise<void> {
     rec.worker = Number(res.headers['x-kvroute-decode-worker'] ?? res.headers['x-kvroute-prefill-worker']);
+    rec.modeReason = res.headers['x-kvroute-mode-reason'];
     if (!res.stream) throw new Error('the router answered a streamed request without a stream');
     const events = batchesOf(res.stream[Symbol.asyncIterator]());
     for (let batch = await events.nextBatch(); batch !== null; batch = await events.nextBatch()) {

@@ -5,6 +5,7 @@ import { expectInteger, expectWorkerId } from '../../util/validate.js';
 import { EngineModel, type EngineConfig, type KvEvent, type SimRequest, type TokenOutput } from '../engine/index.js';
 import { EngineDriver, type SteppableModel } from './driver.js';
 import { FaultState, expectCount, parseFaultCommand } from './faults.js';
+import { EngineSessions } from './sessions.js';
 import { KvHolds } from './handoff/kv-holds.js';
 import { startSideChannel } from './handoff/side-channel.js';
 import type { HandoffContext, PdStyle } from './handoff/types.js';
@@ -69,6 +70,8 @@ export interface SimWorker {
   /** The current engine model (a restart swaps in a fresh one). */
   readonly model: EngineModel;
   readonly faults: SimWorkerFaults;
+  /** The ids of the engine sessions open on this worker (SGLang's open_session / close_session). */
+  openSessions(): string[];
   /**
    * Stops taking requests (no new connections; /health and new requests answer 503) and resolves
    * when those in flight have finished, or after `timeoutMs`, cutting the rest (streams end with an
@@ -172,6 +175,7 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
       { model_name: o.model, engine: String(o.id) },
     );
 
+    const sessions = new EngineSessions(clock);
     const gate = new RequestGate();
     const restart = async () => {
       holds.clear('the engine restarted');
@@ -224,6 +228,16 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
             ex.send(200, '', {});
           }),
         },
+        // SGLang's session API (the router's session_control calls it on SGLang-style workers).
+        { method: 'POST', path: '/open_session', handler: gated((ex) => ex.json(200, sessions.openFrom(parseJsonBody(ex.body)))) },
+        {
+          method: 'POST',
+          path: '/close_session',
+          handler: gated((ex) => {
+            sessions.closeFrom(parseJsonBody(ex.body));
+            ex.send(200, '', {});
+          }),
+        },
         // Admin routes stay up while the worker "hangs": that is how a test releases it.
         { method: 'GET', path: '/admin/faults', handler: (ex) => ex.json(200, faultStatus()) },
         {
@@ -251,6 +265,7 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
       get model() {
         return currentModel();
       },
+      openSessions: () => sessions.ids(),
       faults: {
         failNext: (n) => faults.failNext(n),
         hang,

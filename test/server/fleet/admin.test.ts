@@ -3,11 +3,27 @@ import { handleAdmin, type AdminDeps } from '../../../src/server/fleet/admin.js'
 import { HttpError } from '../../../src/server/call/errors.js';
 import type { HttpCall } from '../../../src/server/call/call.js';
 import { WorkerRegistry } from '../../../src/server/fleet/registry.js';
+import type { SchedulingPort } from '../../../src/server/fleet/scheduling.js';
+import { checkQueueSettings, DEFAULT_QUEUE_SETTINGS } from '../../../src/routing/queue/admission-queue.js';
+import { conditionalSettings, DEFAULT_CONDITIONAL_DISAGG } from '../../../src/routing/prefill/mode.js';
 
 function deps(token?: string): AdminDeps {
   const pool = { enable() {}, disable() {}, remove() {}, dropBlocks() {}, activeRequests: () => 0 };
   const registry = new WorkerRegistry({ pools: { prefill: pool, decode: pool }, ingest: { subscribe() {}, unsubscribe() {} }, healthGraceMs: 0 });
-  return { registry, token, readJson: async (call) => JSON.parse(String(call.body ?? '{}')) as Record<string, unknown> };
+  return { registry, scheduling: scheduling(), token, readJson: async (call) => JSON.parse(String(call.body ?? '{}')) as Record<string, unknown> };
+}
+
+/** The scheduling settings with the routing layer's own checks, held here. */
+function scheduling(): SchedulingPort {
+  let queue = checkQueueSettings({ ...DEFAULT_QUEUE_SETTINGS });
+  let conditional = conditionalSettings(DEFAULT_CONDITIONAL_DISAGG);
+  return {
+    queue: () => queue,
+    setQueue: (s) => (queue = checkQueueSettings({ ...queue, ...s })),
+    queueStats: () => ({}),
+    conditionalDisagg: () => conditional,
+    setConditionalDisagg: (s) => (conditional = conditionalSettings(conditional, s)),
+  };
 }
 
 const call = (method: string, url: string, extra: Partial<HttpCall> = {}): HttpCall => ({ method, url, headers: {}, remoteAddress: '127.0.0.1', ...extra });
@@ -68,5 +84,22 @@ describe('admin API', () => {
     expect(await status(handleAdmin(wrong, '/admin/workers', d))).toBe(401);
     const right = call('GET', '/admin/workers', { headers: { authorization: 'Bearer s3cret' }, remoteAddress: '10.1.2.3' });
     expect(await status(handleAdmin(right, '/admin/workers', d))).toBe(200);
+  });
+
+  it('reads and changes the scheduling settings, refusing a bad body whole', async () => {
+    const d = deps();
+    const put = (path: string, value: unknown) => handleAdmin(call('PUT', path, { body: JSON.stringify(value) as unknown as Uint8Array }), path, d);
+    const got = JSON.parse((await handleAdmin(call('GET', '/admin/queue'), '/admin/queue', d)).body!);
+    expect(got.settings).toMatchObject({ threshold: null, policy: 'fcfs' });
+    expect(JSON.parse((await put('/admin/queue', { threshold: 1.5, policy: 'wspt' })).body!).settings).toMatchObject({ threshold: 1.5, policy: 'wspt' });
+    await expect(put('/admin/queue', { maxRequests: 5, threshold: -1 })).rejects.toThrow(/threshold must be/);
+    await expect(put('/admin/queue', { colour: 'red' })).rejects.toThrow(/unknown field 'colour'/);
+    await expect(put('/admin/queue', [])).rejects.toThrow(TypeError);
+    expect(d.scheduling.queue()).toMatchObject({ threshold: 1.5, maxRequests: DEFAULT_QUEUE_SETTINGS.maxRequests });
+    expect(JSON.parse((await put('/admin/queue', { threshold: null })).body!).settings.threshold).toBe(null);
+    expect(JSON.parse((await put('/admin/conditional-disagg', { enabled: true, bypassBelowTokens: 100 })).body!).settings).toMatchObject({ enabled: true, bypassBelowTokens: 100 });
+    await expect(put('/admin/conditional-disagg', { enabled: 'yes' })).rejects.toThrow(TypeError);
+    expect(d.scheduling.conditionalDisagg().enabled).toBe(true);
+    expect(await status(handleAdmin(call('POST', '/admin/queue'), '/admin/queue', d))).toBe(405);
   });
 });
