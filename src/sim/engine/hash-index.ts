@@ -36,13 +36,17 @@ export class BlockHashIndex {
 
   /** The value stored under (hi, lo), or -1. */
   get(hi: number, lo: number): number {
+    return this.slots[this.slotOf(hi, lo) * SLOT_FIELDS + VALUE];
+  }
+
+  /** The slot holding the key, or the empty slot that ends its probe sequence (where it would go). */
+  private slotOf(hi: number, lo: number): number {
     const h = hi | 0;
     const l = lo | 0;
     const { slots, mask } = this;
     for (let i = l & mask; ; i = (i + 1) & mask) {
       const at = i * SLOT_FIELDS;
-      const v = slots[at + VALUE];
-      if (v === EMPTY || (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h)) return v;
+      if (slots[at + VALUE] === EMPTY || (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h)) return i;
     }
   }
 
@@ -66,21 +70,13 @@ export class BlockHashIndex {
    */
   addIfAbsent(hi: number, lo: number, value: number): number {
     if (!Number.isInteger(value) || value < 0 || value >= this.capacity) throw new RangeError(`a value must be an integer in [0, ${this.capacity}), got ${value}`);
-    const h = hi | 0;
-    const l = lo | 0;
-    const { slots, mask } = this;
-    let i = l & mask;
-    for (;;) {
-      const at = i * SLOT_FIELDS;
-      const v = slots[at + VALUE];
-      if (v === EMPTY) break;
-      if (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h) return v;
-      i = (i + 1) & mask;
-    }
+    const { slots } = this;
+    const at = this.slotOf(hi, lo) * SLOT_FIELDS;
+    const v = slots[at + VALUE];
+    if (v !== EMPTY) return v;
     if (this.count === this.capacity) throw new RangeError(`the index holds ${this.capacity} entries already`);
-    const at = i * SLOT_FIELDS;
-    slots[at + KEY_LO] = l;
-    slots[at + KEY_HI] = h;
+    slots[at + KEY_LO] = lo | 0;
+    slots[at + KEY_HI] = hi | 0;
     slots[at + VALUE] = value;
     this.count++;
     return EMPTY;
@@ -88,17 +84,9 @@ export class BlockHashIndex {
 
   /** Removes a key; false when it was not there. */
   delete(hi: number, lo: number): boolean {
-    const h = hi | 0;
-    const l = lo | 0;
     const { slots, mask } = this;
-    let i = l & mask;
-    for (;;) {
-      const at = i * SLOT_FIELDS;
-      const v = slots[at + VALUE];
-      if (v === EMPTY) return false;
-      if (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h) break;
-      i = (i + 1) & mask;
-    }
+    let i = this.slotOf(hi, lo);
+    if (slots[i * SLOT_FIELDS + VALUE] === EMPTY) return false;
     // Backward shift: an entry after the hole moves into it unless its home slot lies
     // (cyclically) after the hole, up to where it is.
     for (let j = (i + 1) & mask; slots[j * SLOT_FIELDS + VALUE] !== EMPTY; j = (j + 1) & mask) {
