@@ -11,6 +11,7 @@ import type { ReplayPolicy } from '../../src/sim/replay/policies.js';
 import { runReplay, sweepLoads, type ReplayReport } from '../../src/sim/replay/replay.js';
 import type { PolicySummary } from '../../src/sim/replay/summary.js';
 import { loadTrace, type TraceRequest } from '../../src/sim/replay/trace.js';
+import { ttftVsLoadChart } from '../lib/replay-charts.js';
 import { lineChart } from '../lib/svg.js';
 import type { BenchContext, BenchSuite, Chart, Figure, Section, SuiteResult } from '../lib/suite.js';
 
@@ -178,14 +179,7 @@ function charts(cells: Cell[], sweep: ReplayReport): Chart[] {
   out.push({
     name: 'load-sweep',
     title: 'TTFT p90 against offered load, synthetic trace: kv, kv_ttft, ttft',
-    svg: lineChart({
-      title: 'TTFT p90 against offered load, synthetic trace',
-      xLabel: 'offered load (req/s)',
-      yLabel: 'TTFT p90 (ms)',
-      logY: true,
-      markers: true,
-      series: ['kv', 'kv_ttft', 'ttft'].map((p) => ({ name: p, points: (sweep.sweep ?? []).filter((pt) => pt.policies[p]).map((pt) => [pt.offered_rps, pt.policies[p].ttft_p90_ms] as [number, number]) })),
-    }),
+    svg: ttftVsLoadChart(sweep.sweep ?? [], ['kv', 'kv_ttft', 'ttft'], 'TTFT p90 against offered load, synthetic trace'),
   });
   return out;
 }

@@ -6,7 +6,8 @@ import { replayMarkdown } from '../../src/sim/replay/markdown.js';
 import { REPLAY_POLICIES, type ReplayPolicy } from '../../src/sim/replay/policies.js';
 import { runReplay, sweepLoads, type ReplayReport } from '../../src/sim/replay/replay.js';
 import { loadTrace, type TraceRequest } from '../../src/sim/replay/trace.js';
-import { barChart, cdfChart, lineChart } from '../lib/svg.js';
+import { barChart, cdfChart } from '../lib/svg.js';
+import { ttftVsLoadChart } from '../lib/replay-charts.js';
 import type { BenchContext, BenchSuite, Chart, Figure, Section, SuiteResult } from '../lib/suite.js';
 
 const TRACES = fileURLToPath(new URL('../../traces/', import.meta.url));
@@ -159,17 +160,7 @@ function charts(syn: TraceRun, conv: TraceRun, big: ReplayReport): Chart[] {
     out.push({
       name: 'ttft-vs-load',
       title: 'TTFT p90 against offered load, synthetic trace',
-      svg: lineChart({
-        title: 'TTFT p90 against offered load, synthetic trace',
-        xLabel: 'offered load (req/s)',
-        yLabel: 'TTFT p90 (ms)',
-        logY: true,
-        markers: true,
-        series: sweepNames.map((p) => ({
-          name: p,
-          points: syn.report.sweep!.filter((pt) => pt.policies[p]).map((pt) => [pt.offered_rps, pt.policies[p].ttft_p90_ms] as [number, number]),
-        })),
-      }),
+      svg: ttftVsLoadChart(syn.report.sweep, sweepNames, 'TTFT p90 against offered load, synthetic trace'),
     });
   }
   return out;
