@@ -2,6 +2,7 @@
 // sequence numbers, and a replay ROUTER serving its buffer, both on 127.0.0.1 ephemeral ports.
 // Batches can be dropped from the wire (they stay in the buffer, as when a subscriber misses them),
 // the buffer can be short (old gaps), and the engine can restart (numbering from 0 again).
+import { afterEach } from 'vitest';
 import * as zmq from 'zeromq';
 import { KvEventBatchEncoder, type EncodableKvEvent, type EventEncoding } from '../../src/sim/worker/kv-event-encoding.js';
 import type { EventIngest, WorkerIngestStats } from '../../src/events/ingest.js';
@@ -192,4 +193,17 @@ export function storedEvent(tokens: Uint32Array, blockSize: number, base: bigint
     medium: 'GPU',
     ...extra,
   } as EncodableKvEvent;
+}
+
+/**
+ * The engines and ingests a test file's tests open, all closed after each test (ingests first:
+ * they hold sockets to the engines). Push what a test opens onto the arrays returned.
+ */
+export function closedAfterEach(): { engines: TestEngine[]; ingests: EventIngest[] } {
+  const opened = { engines: [] as TestEngine[], ingests: [] as EventIngest[] };
+  afterEach(async () => {
+    await Promise.all(opened.ingests.splice(0).map((i) => i.close()));
+    await Promise.all(opened.engines.splice(0).map((e) => e.close()));
+  });
+  return opened;
 }

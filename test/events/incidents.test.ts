@@ -1,22 +1,15 @@
 // onIncident: what happened to a worker's event stream, reported as it happens (the server logs
 // it; src/events logs nothing itself).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KvIndexer } from '../../src/core/indexer.js';
 import type { IngestIncident } from '../../src/events/incidents.js';
 import { EventIngest } from '../../src/events/ingest.js';
-import { TestEngine, caughtUp, range, storedEvent, warmUp } from './helpers.js';
+import { TestEngine, closedAfterEach, caughtUp, range, storedEvent, warmUp } from './helpers.js';
 
 const BS = 4;
 const W = 9;
 
-let engines: TestEngine[] = [];
-let ingests: EventIngest[] = [];
-afterEach(async () => {
-  await Promise.all(ingests.map((i) => i.close()));
-  await Promise.all(engines.map((e) => e.close()));
-  engines = [];
-  ingests = [];
-});
+const { engines, ingests } = closedAfterEach();
 
 async function setup(engineOpts: Parameters<typeof TestEngine.start>[0] = {}) {
   const engine = await TestEngine.start(engineOpts);

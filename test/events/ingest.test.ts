@@ -1,19 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { computeBlockHashes } from '../../src/core/hashing.js';
 import { KvIndexer } from '../../src/core/indexer.js';
 import { EventIngest, endpointForRank, endpointsPerRank } from '../../src/events/ingest.js';
-import { TestEngine, caughtUp, range, storedEvent, warmUp, workerStats } from './helpers.js';
+import { TestEngine, closedAfterEach, caughtUp, range, storedEvent, warmUp, workerStats } from './helpers.js';
 
 const BS = 4;
 
-let engines: TestEngine[] = [];
-let ingests: EventIngest[] = [];
-afterEach(async () => {
-  await Promise.all(ingests.map((i) => i.close()));
-  await Promise.all(engines.map((e) => e.close()));
-  engines = [];
-  ingests = [];
-});
+const { engines, ingests } = closedAfterEach();
 
 function newIngest(opts: Partial<ConstructorParameters<typeof EventIngest>[0]> = {}) {
   const indexer = new KvIndexer({ blockSize: BS });

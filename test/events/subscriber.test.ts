@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { computeBlockHashes } from '../../src/core/hashing.js';
 import { KvIndexer } from '../../src/core/indexer.js';
 import { EventIngest } from '../../src/events/ingest.js';
-import { TestEngine, caughtUp, range, seqFrame, storedEvent, waitFor, warmUp, workerStats } from './helpers.js';
+import { TestEngine, closedAfterEach, caughtUp, range, seqFrame, storedEvent, waitFor, warmUp, workerStats } from './helpers.js';
 
 const BS = 4;
 const W = 7;
@@ -10,14 +10,7 @@ const matches = (indexer: KvIndexer, tokens: Uint32Array) => indexer.findMatches
 const blocksOf = (indexer: KvIndexer, tokens: Uint32Array, worker = W, dpRank = 0) =>
   matches(indexer, tokens).find((m) => m.worker === worker && m.dpRank === dpRank)?.blocks ?? 0;
 
-let engines: TestEngine[] = [];
-let ingests: EventIngest[] = [];
-afterEach(async () => {
-  await Promise.all(ingests.map((i) => i.close()));
-  await Promise.all(engines.map((e) => e.close()));
-  engines = [];
-  ingests = [];
-});
+const { engines, ingests } = closedAfterEach();
 
 async function setup(engineOpts: Parameters<typeof TestEngine.start>[0] = {}, ingestOpts: { replayTimeoutMs?: number; eventsPerSlice?: number } = {}) {
   const engine = await TestEngine.start(engineOpts);
