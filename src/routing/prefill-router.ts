@@ -367,7 +367,7 @@ export class PrefillRouter {
   private decide(ctx: RequestContext): ModeDecision {
     return chooseMode({
       prefillAvailable: this.active,
-      decodeComputesPrompts: this.decodeComputesPrompts(),
+      decodeComputesPrompts: () => this.decodeComputesPrompts(),
       enforceDisagg: this.enforceDisagg,
       conditional: this.conditional,
       prefillPinned: ctx.req.hints.prefillWorkerId !== undefined,
@@ -377,7 +377,7 @@ export class PrefillRouter {
 
   /** The mode with conditional disaggregation left out. */
   private basicMode(): ModeDecision {
-    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg, conditional: DEFAULT_CONDITIONAL_DISAGG, prefillPinned: false, decodeComputesPrompts: true, estimate: NO_ESTIMATE });
+    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg, conditional: DEFAULT_CONDITIONAL_DISAGG, prefillPinned: false, decodeComputesPrompts: () => true, estimate: NO_ESTIMATE });
   }
 
   /** No selectable decode worker is an SGLang decode worker (which serves only bootstrapped requests). */

@@ -81,8 +81,9 @@ export interface ModeInputs {
    * Every selectable decode worker can compute a prompt itself. An SGLang decode worker cannot:
    * it serves only requests that bring a bootstrap room (Dynamo's SGLang conditional
    * disaggregation is still work in progress), so with one in the pool every request is disaggregated.
+   * Asked only with conditional disaggregation on (it walks the decode pool).
    */
-  decodeComputesPrompts: boolean;
+  decodeComputesPrompts(): boolean;
   /** The two sides' work, asked only when the rules need it (queries that book nothing). */
   estimate(): ModeEstimate;
 }
@@ -94,7 +95,7 @@ export function chooseMode(inputs: ModeInputs): ModeDecision {
     return { mode: 'aggregated', reason: 'no_prefill_workers' };
   }
   const c = inputs.conditional;
-  if (!c.enabled || inputs.enforceDisagg || !inputs.decodeComputesPrompts) return { mode: 'disaggregated', reason: 'unconditional' };
+  if (!c.enabled || inputs.enforceDisagg || !inputs.decodeComputesPrompts()) return { mode: 'disaggregated', reason: 'unconditional' };
   if (inputs.prefillPinned) return { mode: 'disaggregated', reason: 'prefill_pinned' };
   const e = inputs.estimate();
   if (e.localUncached >= c.disaggAboveTokens) return { mode: 'disaggregated', reason: 'above_cap' };

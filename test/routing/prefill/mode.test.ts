@@ -10,7 +10,7 @@ function inputs(e: Partial<ModeEstimate>, o: Partial<ModeInputs> = {}): ModeInpu
     enforceDisagg: false,
     conditional: on,
     prefillPinned: false,
-    decodeComputesPrompts: true,
+    decodeComputesPrompts: () => true,
     // The prefill side holds as much of the prompt as the decode side unless told otherwise.
     estimate: () => ({ localUncached: 2000, localQueued: 0, remoteUncached: e.localUncached ?? 2000, remoteQueued: 0, ...e }),
     ...o,
@@ -31,7 +31,7 @@ describe('chooseMode', () => {
     expect(chooseMode(inputs({}, { enforceDisagg: true, estimate: never }))).toEqual({ mode: 'disaggregated', reason: 'unconditional' });
     expect(chooseMode(inputs({}, { prefillPinned: true, estimate: never }))).toEqual({ mode: 'disaggregated', reason: 'prefill_pinned' });
     // SGLang decode workers wait for a bootstrap room: they cannot serve a request aggregated.
-    expect(chooseMode(inputs({}, { decodeComputesPrompts: false, estimate: never }))).toEqual({ mode: 'disaggregated', reason: 'unconditional' });
+    expect(chooseMode(inputs({}, { decodeComputesPrompts: () => false, estimate: never }))).toEqual({ mode: 'disaggregated', reason: 'unconditional' });
   });
 
   it('applies the cap first, then the threshold, then the queues', () => {
