@@ -12,6 +12,8 @@ mod fields;
 mod msgpack;
 #[cfg(test)]
 mod fuzz;
+#[cfg(test)]
+mod perf;
 
 #[cfg(test)]
 mod tests;

@@ -300,6 +300,22 @@ impl<'a> Reader<'a> {
     Ok(())
   }
 
+  /// An integer's 64 bits (as `int().bits()`) when it is a positive fixint, uint32, uint64 or
+  /// int64 with all its bytes there (engines' hashes); None, nothing consumed, otherwise.
+  #[inline]
+  pub fn uint_bits(&mut self) -> Option<u64> {
+    let buf = self.buf;
+    let at = self.at;
+    let (v, len) = match *buf.get(at)? {
+      b @ 0..=0x7f => (b as u64, 1),
+      0xcf | 0xd3 => (u64::from_be_bytes(buf.get(at + 1..at + 9)?.try_into().ok()?), 9),
+      0xce => (u32::from_be_bytes(buf.get(at + 1..at + 5)?.try_into().ok()?) as u64, 5),
+      _ => return None,
+    };
+    self.at = at + len;
+    Some(v)
+  }
+
   /// A token id (an integer in 0..2^32), read on a fast path for the usual encodings.
   #[inline]
   pub fn u32(&mut self) -> ReadResult<Option<u32>> {
@@ -328,37 +344,45 @@ impl<'a> Reader<'a> {
 
   /// `n` token ids appended to `out`. Err(i) when the i-th is not an integer in 0..2^32 (or is
   /// cut short), with the reader at it.
+  ///
+  /// Where a token starts depends on where the one before it ended, so reading them is a chain
+  /// of dependent steps: it is kept to one load and one add per token by classifying every byte
+  /// of a chunk first (the length of a token whose marker it would be, `token_lengths`, done for
+  /// 16 bytes at a time and off the chain), then hopping from marker to marker.
   pub fn u32_list(&mut self, n: u32, out: &mut Vec<u32>) -> Result<(), u32> {
+    const CHUNK: usize = 256;
     let n = n as usize;
-    let base = out.len();
-    // Every value takes a byte at least: a count beyond the bytes left fails below.
-    out.resize(base + n.min(self.left()), 0);
+    let first = out.len();
+    // Every value takes a byte at least: a count beyond the bytes left fails below. Written in
+    // place with the count in a register (a push per token would chain through the Vec's length).
+    out.resize(first + n.min(self.left()), 0);
     let buf = self.buf;
-    let dst = &mut out[base..];
+    let dst = &mut out[first..];
+    // Markers from which 8 bytes can be loaded (the widest usual encoding takes 5).
+    let fast_end = buf.len().saturating_sub(7);
     let mut at = self.at;
     let mut i = 0;
-    // The usual encodings, while 8 bytes can be loaded (the widest takes 5): written in place,
-    // the length kept in a register.
-    while i < n {
-      let (Some(s), Some(slot)) = (buf.get(at..at + 8), dst.get_mut(i)) else { break };
-      // Branch-free: which of the widths a token takes is as good as random (ids below and
-      // above 2^16 mix), so a mispredicted branch per id would cost more than the arithmetic.
-      let w = u64::from_be_bytes(s.try_into().expect("8 bytes"));
-      let b = (w >> 56) as u32;
-      let k = b.wrapping_sub(0xcc);
-      if k <= 2 {
-        let bits = 8u32 << k; // 1, 2, 4 value bytes
-        *slot = ((w << 8) >> (64 - bits)) as u32;
-        at += 1 + (bits >> 3) as usize;
-      } else if b < 0x80 {
-        *slot = b;
-        at += 1;
-      } else {
-        break;
+    let mut lens = [0u8; CHUNK];
+    'chunks: while i < dst.len() && at < fast_end {
+      let base = at;
+      let end = (base + CHUNK).min(fast_end);
+      token_lengths(&buf[base..end], &mut lens);
+      loop {
+        let l = lens[at - base] as usize;
+        if l == 0 {
+          break 'chunks; // another encoding (or not an integer): the careful path below
+        }
+        let w = u64::from_be_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
+        // 1 byte: the marker is the value; else the l - 1 bytes after it.
+        dst[i] = if l == 1 { (w >> 56) as u32 } else { (w << 8).wrapping_shr(72 - 8 * l as u32) as u32 };
+        at += l;
+        i += 1;
+        if i == dst.len() || at >= end {
+          break;
+        }
       }
-      i += 1;
     }
-    out.truncate(base + i);
+    out.truncate(first + i);
     self.at = at;
     // The last few bytes, and the other integer encodings.
     while i < n {
@@ -375,23 +399,58 @@ impl<'a> Reader<'a> {
     Ok(())
   }
 
-  /// What the next value is, for messages.
-  pub fn describe(&self) -> String {
+  /// What the next value is, for messages (static: readers call it before knowing they fail).
+  pub fn describe(&self) -> &'static str {
     match self.peek() {
-      Err(_) => "nothing".into(),
+      Err(_) => "nothing",
       Ok(m) => match m {
-        Marker::Null => "nil".into(),
-        Marker::True | Marker::False => "a boolean".into(),
-        Marker::F32 | Marker::F64 => "a float".into(),
-        Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => "a string".into(),
-        Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => "bytes".into(),
-        Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "a list".into(),
-        Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => "a map".into(),
-        Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 => "an integer".into(),
-        Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => "an integer".into(),
-        _ => "an extension value".into(),
+        Marker::Null => "nil",
+        Marker::True | Marker::False => "a boolean",
+        Marker::F32 | Marker::F64 => "a float",
+        Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => "a string",
+        Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => "bytes",
+        Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "a list",
+        Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => "a map",
+        Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 => "an integer",
+        Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => "an integer",
+        _ => "an extension value",
       },
     }
+  }
+}
+
+/// For each byte, the length of a token id whose marker it would be in the usual encodings:
+/// 1 (positive fixint), 2 (uint8), 3 (uint16), 5 (uint32); 0 for anything else.
+#[inline(always)]
+fn token_length(b: u8) -> u8 {
+  ((b < 0x80) as u8) | ((b == 0xcc) as u8) * 2 | ((b == 0xcd) as u8) * 3 | ((b == 0xce) as u8) * 5
+}
+
+/// `token_length` of every byte of `src` into `dst` (at least as long).
+#[inline]
+fn token_lengths(src: &[u8], dst: &mut [u8]) {
+  let dst = &mut dst[..src.len()];
+  let mut done = 0;
+  #[cfg(target_arch = "x86_64")]
+  {
+    use std::arch::x86_64::*;
+    // SSE2 is part of x86_64: 16 bytes classified in a few instructions.
+    // SAFETY: loads and stores of 16 bytes within `src` and `dst` (same length).
+    unsafe {
+      let (cc, cd, ce) = (_mm_set1_epi8(0xccu8 as i8), _mm_set1_epi8(0xcdu8 as i8), _mm_set1_epi8(0xceu8 as i8));
+      let (one, two, three, five, minus_one) = (_mm_set1_epi8(1), _mm_set1_epi8(2), _mm_set1_epi8(3), _mm_set1_epi8(5), _mm_set1_epi8(-1));
+      while done + 16 <= src.len() {
+        let v = _mm_loadu_si128(src.as_ptr().add(done) as *const __m128i);
+        let fixint = _mm_and_si128(_mm_cmpgt_epi8(v, minus_one), one);
+        let u8_16 = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(v, cc), two), _mm_and_si128(_mm_cmpeq_epi8(v, cd), three));
+        let l = _mm_or_si128(_mm_or_si128(fixint, u8_16), _mm_and_si128(_mm_cmpeq_epi8(v, ce), five));
+        _mm_storeu_si128(dst.as_mut_ptr().add(done) as *mut __m128i, l);
+        done += 16;
+      }
+    }
+  }
+  for (d, &b) in dst[done..].iter_mut().zip(&src[done..]) {
+    *d = token_length(b);
   }
 }
 
@@ -410,6 +469,77 @@ mod tests {
     assert!(r.is_done());
     assert_eq!(Int::I(-2).bits(), u64::MAX - 1);
     assert_eq!(Int::I(-1).in_range(10), None);
+  }
+
+  /// Token lists of every usual width, long enough to cross the chunks of the fast path, with
+  /// the other integer encodings (read on the careful path) and a bad value at every position.
+  #[test]
+  fn u32_lists_read_every_encoding_across_chunks() {
+    let mut rng = fastrand::Rng::with_seed(7);
+    for case in 0..300 {
+      let n = rng.usize(..700);
+      let mut want = Vec::with_capacity(n);
+      let mut bytes = Vec::new();
+      let bad = (case % 3 == 0 && n > 0).then(|| rng.usize(..n));
+      for i in 0..n {
+        if Some(i) == bad {
+          bytes.extend_from_slice(&[0xd0, 0xff]); // int8 -1: not a token id
+          continue;
+        }
+        let v = match rng.u8(..5) {
+          0 => rng.u32(..0x80),
+          1 => rng.u32(0x80..0x100),
+          2 => rng.u32(0x100..0x10000),
+          _ => rng.u32(0x10000..),
+        };
+        want.push(v);
+        match rng.u8(..20) {
+          // Wider than needed (legal msgpack): uint64, or int32 for small values.
+          0 => bytes.extend_from_slice(&[&[0xcf][..], &(v as u64).to_be_bytes()].concat()),
+          1 if v < 0x8000_0000 => bytes.extend_from_slice(&[&[0xd2][..], &(v as i32).to_be_bytes()].concat()),
+          _ => drop(rmp::encode::write_uint(&mut bytes, v as u64).unwrap()),
+        }
+      }
+      // Whatever follows the list (the fast path may look at these bytes, never take them).
+      let tail = rng.usize(..10);
+      bytes.extend(std::iter::repeat_n(0xce, tail));
+      let mut r = Reader::new(&bytes);
+      let mut out = vec![42];
+      let got = r.u32_list(n as u32, &mut out);
+      match bad {
+        Some(b) => {
+          assert_eq!(got, Err(b as u32), "case {case}");
+          assert_eq!(out[1..], want[..b], "case {case}");
+          assert_eq!(r.int().unwrap(), Some(Int::I(-1)), "the reader is left at the bad value");
+        }
+        None => {
+          assert_eq!(got, Ok(()), "case {case}");
+          assert_eq!(out[0], 42, "appended");
+          assert_eq!(out[1..], want[..], "case {case}");
+          assert_eq!(r.left(), tail);
+        }
+      }
+    }
+    // Cut short: a uint32 missing its last byte.
+    let mut r = Reader::new(&[0x01, 0xce, 0, 0, 1]);
+    let mut out = Vec::new();
+    assert_eq!(r.u32_list(2, &mut out), Err(1));
+    assert_eq!((out, r.at), (vec![1], 1));
+  }
+
+  #[test]
+  fn uint_bits_agrees_with_int() {
+    let bytes = [0x05, 0xce, 0, 1, 0, 0, 0xcf, 0xde, 0xad, 0xbe, 0xef, 0x12, 0x34, 0x56, 0x78, 0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0xcd, 1, 0, 0xcf, 1];
+    let mut r = Reader::new(&bytes);
+    for want in [5u64, 65536, 0xdead_beef_1234_5678, u64::MAX - 1] {
+      let mut slow = r.clone();
+      assert_eq!(r.uint_bits(), Some(want));
+      assert_eq!(slow.int().unwrap().map(Int::bits), Some(want));
+      assert_eq!(slow.at, r.at);
+    }
+    // uint16 goes the general way; a cut uint64 is left alone.
+    assert_eq!((r.uint_bits(), r.int().unwrap()), (None, Some(Int::U(256))));
+    assert_eq!((r.uint_bits(), r.at), (None, bytes.len() - 2));
   }
 
   #[test]
