@@ -346,11 +346,11 @@ impl<'a> Reader<'a> {
   /// cut short), with the reader at it.
   ///
   /// Where a token starts depends on where the one before it ended, so reading them is a chain
-  /// of dependent steps: it is kept to one load and one add per token by classifying every byte
-  /// of a chunk first (the length of a token whose marker it would be, `token_lengths`, done for
-  /// 16 bytes at a time and off the chain), then hopping from marker to marker.
+  /// of dependent steps. It is kept to one load and one add per two tokens: every byte of a
+  /// chunk is first classified (the length of a token whose marker it would be, and of it and
+  /// the token after it: `token_lengths`, `pair_lengths`, 16 bytes at a time and off the chain),
+  /// then the reader hops from marker to marker two tokens at a time.
   pub fn u32_list(&mut self, n: u32, out: &mut Vec<u32>) -> Result<(), u32> {
-    const CHUNK: usize = 256;
     let n = n as usize;
     let first = out.len();
     // Every value takes a byte at least: a count beyond the bytes left fails below. Written in
@@ -362,21 +362,39 @@ impl<'a> Reader<'a> {
     let fast_end = buf.len().saturating_sub(7);
     let mut at = self.at;
     let mut i = 0;
-    let mut lens = [0u8; CHUNK];
+    // Lengths of the chunk's bytes and of the 8 after it (the token after the chunk's last),
+    // with room for the 16-byte loads of pair_lengths past them.
+    let mut lens = [0u8; CHUNK + 48];
+    let mut pairs = [0u8; CHUNK + 16];
     'chunks: while i < dst.len() && at < fast_end {
       let base = at;
       let end = (base + CHUNK).min(fast_end);
-      token_lengths(&buf[base..end], &mut lens);
+      token_lengths(&buf[base..(end + 8).min(buf.len())], &mut lens);
+      pair_lengths(&lens, end - base, &mut pairs);
+      // Unchecked indexing: at < end <= fast_end (so p < CHUNK and 8 bytes from `at` are in
+      // `buf`) and i < dst.len() hold at the top of every turn; the checks would be most of
+      // the instructions per token.
       loop {
-        let l = lens[at - base] as usize;
-        if l == 0 {
+        let p = at - base;
+        debug_assert!(p < CHUNK && at < fast_end && i < dst.len());
+        // SAFETY: the invariants above.
+        let (la, two) = unsafe { (*lens.get_unchecked(p) as usize, *pairs.get_unchecked(p) as usize) };
+        if la == 0 {
           break 'chunks; // another encoding (or not an integer): the careful path below
         }
-        let w = u64::from_be_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
-        // 1 byte: the marker is the value; else the l - 1 bytes after it.
-        dst[i] = if l == 1 { (w >> 56) as u32 } else { (w << 8).wrapping_shr(72 - 8 * l as u32) as u32 };
-        at += l;
+        // SAFETY: the invariants above.
+        unsafe { *dst.get_unchecked_mut(i) = token_at(buf, at, la) };
+        let next = at + la;
+        let lb = two - la;
         i += 1;
+        if lb == 0 || i == dst.len() || next >= fast_end {
+          at = next;
+          break 'chunks;
+        }
+        // SAFETY: next < fast_end and i < dst.len(), just checked.
+        unsafe { *dst.get_unchecked_mut(i) = token_at(buf, next, lb) };
+        i += 1;
+        at = next + lb;
         if i == dst.len() || at >= end {
           break;
         }
@@ -451,6 +469,59 @@ fn token_lengths(src: &[u8], dst: &mut [u8]) {
   }
   for (d, &b) in dst[done..].iter_mut().zip(&src[done..]) {
     *d = token_length(b);
+  }
+}
+
+/// Bytes classified at a time by `u32_list`.
+const CHUNK: usize = 256;
+
+/// The token of length `l` (1, 2, 3 or 5) whose marker is at `at`.
+///
+/// # Safety
+/// `at + 8 <= buf.len()`.
+#[inline(always)]
+unsafe fn token_at(buf: &[u8], at: usize, l: usize) -> u32 {
+  debug_assert!(at + 8 <= buf.len());
+  // SAFETY: 8 bytes from `at` are in `buf` (the caller's promise); read unaligned.
+  let w = u64::from_be(unsafe { (buf.as_ptr().add(at) as *const u64).read_unaligned() });
+  // 1 byte: the marker is the value; else the l - 1 bytes after it.
+  if l == 1 {
+    (w >> 56) as u32
+  } else {
+    (w << 8).wrapping_shr(72 - 8 * l as u32) as u32
+  }
+}
+
+/// For the first `len` positions p of `lens` (token lengths, `token_lengths`): the length of the
+/// token at p and of the one after it, `lens[p] + lens[p + lens[p]]` (0 where lens[p] is 0).
+/// `lens` holds 48 bytes past `len` (16-byte loads may read past what was classified: those
+/// lanes are past `len` and never used).
+#[inline]
+fn pair_lengths(lens: &[u8], len: usize, pairs: &mut [u8]) {
+  assert!(lens.len() >= len.next_multiple_of(16) + 21 && pairs.len() >= len.next_multiple_of(16));
+  #[cfg(target_arch = "x86_64")]
+  {
+    use std::arch::x86_64::*;
+    let mut p = 0;
+    // SAFETY: 16-byte loads at p..p + 5 + 16 within `lens` and stores within `pairs` (asserted).
+    unsafe {
+      let load = |at: usize| _mm_loadu_si128(lens.as_ptr().add(at) as *const __m128i);
+      let (one, two, three, five) = (_mm_set1_epi8(1), _mm_set1_epi8(2), _mm_set1_epi8(3), _mm_set1_epi8(5));
+      while p < len {
+        let l = load(p);
+        let after = _mm_or_si128(
+          _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(l, one), load(p + 1)), _mm_and_si128(_mm_cmpeq_epi8(l, two), load(p + 2))),
+          _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(l, three), load(p + 3)), _mm_and_si128(_mm_cmpeq_epi8(l, five), load(p + 5))),
+        );
+        _mm_storeu_si128(pairs.as_mut_ptr().add(p) as *mut __m128i, _mm_add_epi8(l, after));
+        p += 16;
+      }
+    }
+  }
+  #[cfg(not(target_arch = "x86_64"))]
+  for p in 0..len {
+    let l = lens[p] as usize;
+    pairs[p] = if l == 0 { 0 } else { (l + lens[p + l] as usize) as u8 };
   }
 }
 
