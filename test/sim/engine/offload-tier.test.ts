@@ -6,8 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { prefillMs, reloadMs, type KvEvent } from '../../../src/sim/engine/index.js';
 import { model, outputsOf, prompt, removedHashes, runToIdle, storedHashes } from './helpers.js';
 
-const cpu = (events: readonly KvEvent[]) => events.filter((e) => e.type !== 'AllBlocksCleared' && e.medium === 'CPU');
-const gpu = (events: readonly KvEvent[]) => events.filter((e) => e.type !== 'AllBlocksCleared' && e.medium === 'GPU');
+type TierEvent = Exclude<KvEvent, { type: 'AllBlocksCleared' }>;
+const cpu = (events: readonly KvEvent[]) => events.filter((e): e is TierEvent => e.type !== 'AllBlocksCleared' && e.medium === 'CPU');
+const gpu = (events: readonly KvEvent[]) => events.filter((e): e is TierEvent => e.type !== 'AllBlocksCleared' && e.medium === 'GPU');
 
 /** An 8-block GPU (32 tokens of 4): request `a` fills 4 blocks, then `b`'s 31 tokens push them out. */
 function evictA(offloadBlocks: number) {
