@@ -8,8 +8,7 @@ import { isReplayPolicy, REPLAY_POLICIES, type ReplayPolicy } from '../sim/repla
 import { runReplay, sweepLoads, type ReplayConfig } from '../sim/replay/replay.js';
 import { loadTrace } from '../sim/replay/trace.js';
 import { ProgressLine } from './progress.js';
-import { resolveEngineConfig } from '../sim/engine/config.js';
-import { intFlag, UsageError } from './usage.js';
+import { bandwidthFlag, intFlag, UsageError } from './usage.js';
 import { SCHEDULING_HELP, SCHEDULING_OPTIONS, schedulingFromFlags } from './replay-scheduling.js';
 
 export const HELP = `usage: kvroute replay --trace FILE [options]
@@ -148,15 +147,6 @@ export function offloadFromFlags(blocks: string | undefined, bandwidth: string |
     return {};
   }
   const engine: NonNullable<ReplayConfig['engine']> = { offloadBlocks: intFlag(blocks, '--offload-blocks', 0, 1 << 28) };
-  if (bandwidth !== undefined) {
-    const bw = bandwidth.trim() === '' ? NaN : Number(bandwidth);
-    if (!(bw > 0)) throw new UsageError(`--offload-bandwidth must be a number of bytes/s > 0, got ${bandwidth}`);
-    engine.offloadBandwidthBytesPerS = bw;
-  }
-  try {
-    resolveEngineConfig(engine);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  if (bandwidth !== undefined) engine.offloadBandwidthBytesPerS = bandwidthFlag(bandwidth, '--offload-bandwidth');
   return { engine, lowerTiers: noLowerTiers ? false : undefined };
 }
