@@ -224,6 +224,13 @@ describe('kvroute replay, a CPU offload tier', () => {
     expect(without).not.toHaveProperty('offload_blocks');
     expect(without.policies.kv).not.toHaveProperty('offload');
     expect(without.policies.kv.hit_rate).toBeLessThan(hit_rate);
+    // The router may ignore the tier; the engine still reloads what it finds there.
+    const ignored = join(dir, 'ignored.json');
+    const r2 = await replay(['--trace', small, '--workers', '1', '--kv-blocks', '80', '--policy', 'kv', '--offload-blocks', '256', '--no-lower-tiers', '--json', ignored]);
+    expect(r2.out[0]).toContain('(the router ignoring it)');
+    const ign = JSON.parse(await readFile(ignored, 'utf8'));
+    expect(ign).toMatchObject({ offload_blocks: 256, lower_tiers: false });
+    expect(ign.policies.kv.offload.cpu_hit_rate).toBeGreaterThan(0.2);
   });
 
   it('refuses bad tier flags with a UsageError naming them', async () => {
