@@ -134,7 +134,7 @@ export class BlockTables {
       if (runStart < 0) runStart = i;
       if (this.offload !== null) {
         const parent = i > 0;
-        this.offload.describe(seq.blocks[i], seq.tokens, i * bs, parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
+        this.offload.describe(seq.blocks[i], hi, lo, seq.tokens, i * bs, parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
       }
     }
     if (runStart >= 0) this.announce(seq, runStart, full, events);

@@ -149,12 +149,7 @@ export class KvCache {
     // Offloaded before the GPU's removals are logged: a block's parent is still on the GPU when
     // its CPU copy is announced, so a consumer can chain it.
     const offload = this.offload;
-    if (offload !== null) {
-      for (let i = firstEvicted; i < out.length; i++) {
-        const at = out[i] * BLOCK_FIELDS;
-        offload.offload(out[i], blocks[at + HASH_HI], blocks[at + HASH_LO], events);
-      }
-    }
+    if (offload !== null) offload.offloadEvicted(out, firstEvicted, out.length, events);
     for (let i = firstEvicted; i < out.length; i++) {
       const at = out[i] * BLOCK_FIELDS;
       const hi = blocks[at + HASH_HI];

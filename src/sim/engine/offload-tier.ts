@@ -16,7 +16,7 @@ import { LruQueue } from './lru-queue.js';
 
 const NONE = -1;
 
-// A block's hash and its parent's (a GPU block's record, or a CPU slot's), from block * FIELDS.
+// A block's hash and its parent's (a GPU block's record, or a CPU slot's, the same layout), from block * FIELDS.
 const HASH_HI = 0;
 const HASH_LO = 1;
 const PARENT_HI = 2;
@@ -28,7 +28,7 @@ export class OffloadTier {
   /** Blocks offloaded to the CPU (stores, not refreshes) and evicted from it. */
   stored = 0;
   evicted = 0;
-  // What each GPU block holds: parent hash (HASH_* unused) and tokens, and LoRA name.
+  // What each GPU block holds: its hash, its parent's, its tokens and LoRA name.
   private readonly gpu: Int32Array;
   private readonly gpuTokens: Uint32Array;
   private readonly gpuLora: Array<string | null>;
@@ -65,11 +65,13 @@ export class OffloadTier {
   }
 
   /**
-   * Records what a GPU block just registered holds: `tokens[from, from + blockSize)`, its parent's
-   * hash halves (ignored when `hasParent` is false: a first block) and its LoRA name.
+   * Records what a GPU block just registered under (hi, lo) holds: `tokens[from, from + blockSize)`,
+   * its parent's hash halves (ignored when `hasParent` is false: a first block) and its LoRA name.
    */
-  describe(block: number, tokens: Uint32Array, from: number, hasParent: boolean, parentHi: number, parentLo: number, lora: string | null): void {
+  describe(block: number, hi: number, lo: number, tokens: Uint32Array, from: number, hasParent: boolean, parentHi: number, parentLo: number, lora: string | null): void {
     const at = block * FIELDS;
+    this.gpu[at + HASH_HI] = hi;
+    this.gpu[at + HASH_LO] = lo;
     this.gpu[at + HAS_PARENT] = hasParent ? 1 : 0;
     this.gpu[at + PARENT_HI] = parentHi;
     this.gpu[at + PARENT_LO] = parentLo;
@@ -78,39 +80,71 @@ export class OffloadTier {
   }
 
   /**
-   * The GPU evicts `block`, registered under (hi, lo): its contents move to the CPU (a BlockStored
-   * with medium CPU, after any CPU evictions that make room), or refresh the copy already there.
+   * The GPU evicts `blocks[from, to)`, registered blocks in eviction order: each moves to the CPU,
+   * or refreshes the copy already there. A sequence's blocks leave tail first, so a run of blocks
+   * each the parent of the one before is announced as one BlockStored with medium CPU, head first
+   * (one parent for a router to resolve, as an engine offloading a request's blocks together
+   * announces them), after the CPU evictions that make room for it.
    */
-  offload(block: number, hi: number, lo: number, events: EventLog): void {
-    const held = this.byHash.get(hi, lo);
-    if (held !== NONE) {
-      this.touch(held);
-      return;
+  offloadEvicted(blocks: readonly number[], from: number, to: number, events: EventLog): void {
+    const g = this.gpu;
+    let i = from;
+    while (i < to) {
+      const first = blocks[i] * FIELDS;
+      const held = this.byHash.get(g[first + HASH_HI], g[first + HASH_LO]);
+      if (held !== NONE) {
+        this.touch(held);
+        i++;
+        continue;
+      }
+      // The run: each next block is the parent of the one before, not on the CPU yet, at most a full pool.
+      let end = i + 1;
+      while (end < to && end - i < this.capacity) {
+        const prev = blocks[end - 1] * FIELDS;
+        const next = blocks[end] * FIELDS;
+        if (g[prev + HAS_PARENT] === 0 || g[prev + PARENT_HI] !== g[next + HASH_HI] || g[prev + PARENT_LO] !== g[next + HASH_LO]) break;
+        if (this.byHash.get(g[next + HASH_HI], g[next + HASH_LO]) !== NONE) break;
+        end++;
+      }
+      this.storeRun(blocks, i, end, events);
+      i = end;
     }
-    if (this.freeTop === 0) this.evictOldest(events);
-    const slot = this.free[--this.freeTop];
-    const from = block * FIELDS;
-    const to = slot * FIELDS;
-    const s = this.slots;
-    s[to + HASH_HI] = hi;
-    s[to + HASH_LO] = lo;
-    s[to + PARENT_HI] = this.gpu[from + PARENT_HI];
-    s[to + PARENT_LO] = this.gpu[from + PARENT_LO];
-    s[to + HAS_PARENT] = this.gpu[from + HAS_PARENT];
+  }
+
+  /** Stores `blocks[from, to)` (tail first, a chain) in the CPU pool and announces them head first. */
+  private storeRun(blocks: readonly number[], from: number, to: number, events: EventLog): void {
+    const n = to - from;
+    while (this.freeTop < n) this.evictOldest(events);
     const bs = this.blockSize;
-    this.slotTokens.set(this.gpuTokens.subarray(block * bs, (block + 1) * bs), slot * bs);
-    this.slotLora[slot] = this.gpuLora[block];
-    this.byHash.add(hi, lo, slot);
-    this.lru.push(slot);
-    this.stored++;
+    const hashes = new BigUint64Array(n);
+    const tokens = new Uint32Array(n * bs);
+    const g = this.gpu;
+    const s = this.slots;
+    for (let k = 0; k < n; k++) {
+      const block = blocks[from + k];
+      const at = block * FIELDS;
+      const slot = this.free[--this.freeTop];
+      const to5 = slot * FIELDS;
+      for (let f = 0; f < FIELDS; f++) s[to5 + f] = g[at + f];
+      this.slotTokens.set(this.gpuTokens.subarray(block * bs, (block + 1) * bs), slot * bs);
+      this.slotLora[slot] = this.gpuLora[block];
+      this.byHash.add(g[at + HASH_HI], g[at + HASH_LO], slot);
+      // Tail first into the LRU: a prefix's head stays the most recently used.
+      this.lru.push(slot);
+      // Head first in the event.
+      const pos = n - 1 - k;
+      hashes[pos] = toU64(g[at + HASH_HI], g[at + HASH_LO]);
+      tokens.set(this.gpuTokens.subarray(block * bs, (block + 1) * bs), pos * bs);
+    }
+    this.stored += n;
+    const head = blocks[to - 1] * FIELDS;
     events.push({
       type: 'BlockStored',
-      blockHashes: BigUint64Array.of(toU64(hi, lo)),
-      parentBlockHash: s[to + HAS_PARENT] === 0 ? null : toU64(s[to + PARENT_HI], s[to + PARENT_LO]),
-      // A copy: the slot is reused when the block leaves the CPU, and events stay valid.
-      tokenIds: this.slotTokens.slice(slot * bs, (slot + 1) * bs),
+      blockHashes: hashes,
+      parentBlockHash: g[head + HAS_PARENT] === 0 ? null : toU64(g[head + PARENT_HI], g[head + PARENT_LO]),
+      tokenIds: tokens,
       blockSize: bs,
-      loraName: this.slotLora[slot],
+      loraName: this.gpuLora[blocks[to - 1]],
       medium: 'CPU',
     });
   }

@@ -22,22 +22,32 @@ function evictA(offloadBlocks: number) {
 }
 
 describe('offload to the CPU tier', () => {
-  it('moves evicted GPU blocks to the CPU: a self-describing BlockStored per block, tail first, then the GPU removal', () => {
+  it('moves evicted GPU blocks to the CPU: one self-describing BlockStored for the chain, head first, then the GPU removal', () => {
     const { m, second, aHashes } = evictA(16);
     expect(aHashes).toHaveLength(4);
     const step = second.steps.find((s) => s.events.some((e) => e.type === 'BlockRemoved'))!;
     const removedAt = step.events.findIndex((e) => e.type === 'BlockRemoved');
     const offloaded = step.events.slice(0, removedAt).filter((e) => e.type === 'BlockStored' && e.medium === 'CPU');
-    // Tail first (the order the GPU's LRU evicts), each chained to its parent, with its own tokens.
-    expect(offloaded.map((e) => (e.type === 'BlockStored' ? [...e.blockHashes] : []))).toEqual([[aHashes[3]], [aHashes[2]], [aHashes[1]], [aHashes[0]]]);
-    offloaded.forEach((e, i) => {
-      const block = 3 - i;
-      expect(e).toMatchObject({ parentBlockHash: block === 0 ? null : aHashes[block - 1], blockSize: 4, loraName: null, medium: 'CPU' });
-      if (e.type === 'BlockStored') expect([...e.tokenIds]).toEqual([...prompt(16).subarray(block * 4, block * 4 + 4)]);
-    });
+    // The GPU evicts a's blocks tail first; the CPU announces them as the chain they are, with their tokens.
+    expect(offloaded).toEqual([
+      { type: 'BlockStored', blockHashes: BigUint64Array.from(aHashes), parentBlockHash: null, tokenIds: prompt(16), blockSize: 4, loraName: null, medium: 'CPU' },
+    ]);
     expect(step.events[removedAt]).toEqual({ type: 'BlockRemoved', blockHashes: BigUint64Array.from([aHashes[3], aHashes[2], aHashes[1], aHashes[0]]), medium: 'GPU' });
     expect(m.offloadedBlockHashes()).toEqual(new Set(aHashes));
     expect(m.metrics()).toMatchObject({ offloadedBlocks: 4, offloadStores: 4, offloadEvictions: 0, evictions: 4 });
+  });
+
+  it("names a chain's parent when the GPU evicts only its tail (the head stays on the GPU)", () => {
+    const m = model({ kvBlocks: 8, offloadBlocks: 16 });
+    m.submit({ id: 'a', promptTokens: prompt(16), maxTokens: 1 }, 0);
+    const first = runToIdle(m);
+    const aHashes = storedHashes(first.events);
+    // 20 tokens: 5 blocks, 4 free; one of a's blocks is evicted, the least recently freed: its tail.
+    m.submit({ id: 'b', promptTokens: prompt(20, 500), maxTokens: 1 }, first.endMs);
+    const offloaded = cpu(runToIdle(m, first.endMs).events);
+    expect(offloaded).toEqual([
+      { type: 'BlockStored', blockHashes: BigUint64Array.of(aHashes[3]), parentBlockHash: aHashes[2], tokenIds: prompt(16).slice(12), blockSize: 4, loraName: null, medium: 'CPU' },
+    ]);
   });
 
   it('reloads a prefix found on the CPU instead of computing it, charging the transfer at the configured bandwidth', () => {
@@ -74,7 +84,8 @@ describe('offload to the CPU tier', () => {
   it('evicts the CPU pool oldest first when it is full, with a BlockRemoved for the CPU medium', () => {
     const { m, second, aHashes } = evictA(2);
     const seq = cpu(second.events).map((e) => `${e.type === 'BlockStored' ? 'stored' : 'removed'} ${[...e.blockHashes].map((h) => aHashes.indexOf(h)).join(',')}`);
-    expect(seq).toEqual(['stored 3', 'stored 2', 'removed 3', 'stored 1', 'removed 2', 'stored 0']);
+    // A pool of 2: the chain goes in two runs of 2; the second pushes the first out, its tail first.
+    expect(seq).toEqual(['stored 2,3', 'removed 3,2', 'stored 0,1']);
     expect(m.offloadedBlockHashes()).toEqual(new Set([aHashes[1], aHashes[0]]));
     expect(m.metrics()).toMatchObject({ offloadedBlocks: 2, offloadStores: 4, offloadEvictions: 2 });
   });
