@@ -8,7 +8,8 @@
 // Events about CPU blocks describe themselves as the GPU's do (vLLM's self-describing offloading
 // events: the engine's block hash, its parent's hash, its token ids, the LoRA name), so a router
 // can chain them to the prefix they extend. A GPU block's contents are recorded when it is
-// registered: by the time it is evicted, the sequence that filled it may be gone.
+// registered: by the time it is evicted, the sequence that filled it may be gone. A CPU slot keeps
+// only the block's hash: a reload copies the prompt's own tokens, so the bytes are not modelled.
 import { toU64 } from './block-hash.js';
 import type { EventLog } from './events.js';
 import { BlockHashIndex } from './hash-index.js';
@@ -16,7 +17,7 @@ import { LruQueue } from './lru-queue.js';
 
 const NONE = -1;
 
-// A block's hash and its parent's (a GPU block's record, or a CPU slot's, the same layout), from block * FIELDS.
+// A GPU block's record: its hash and its parent's, from block * FIELDS. A CPU slot's: its hash, from slot * 2.
 const HASH_HI = 0;
 const HASH_LO = 1;
 const PARENT_HI = 2;
@@ -32,10 +33,8 @@ export class OffloadTier {
   private readonly gpu: Int32Array;
   private readonly gpuTokens: Uint32Array;
   private readonly gpuLora: Array<string | null>;
-  // The CPU pool's slots: hash, parent hash, tokens, LoRA name.
+  // The CPU pool's slots: each one's hash halves.
   private readonly slots: Int32Array;
-  private readonly slotTokens: Uint32Array;
-  private readonly slotLora: Array<string | null>;
   private readonly byHash: BlockHashIndex;
   private readonly lru: LruQueue;
   private readonly free: Int32Array;
@@ -49,9 +48,7 @@ export class OffloadTier {
     this.gpu = new Int32Array(gpuBlocks * FIELDS);
     this.gpuTokens = new Uint32Array(gpuBlocks * blockSize);
     this.gpuLora = new Array<string | null>(gpuBlocks).fill(null);
-    this.slots = new Int32Array(capacity * FIELDS);
-    this.slotTokens = new Uint32Array(capacity * blockSize);
-    this.slotLora = new Array<string | null>(capacity).fill(null);
+    this.slots = new Int32Array(capacity * 2);
     this.byHash = new BlockHashIndex(capacity);
     this.lru = new LruQueue(capacity);
     this.free = new Int32Array(capacity);
@@ -124,10 +121,8 @@ export class OffloadTier {
       const block = blocks[from + k];
       const at = block * FIELDS;
       const slot = this.free[--this.freeTop];
-      const to5 = slot * FIELDS;
-      for (let f = 0; f < FIELDS; f++) s[to5 + f] = g[at + f];
-      this.slotTokens.set(this.gpuTokens.subarray(block * bs, (block + 1) * bs), slot * bs);
-      this.slotLora[slot] = this.gpuLora[block];
+      s[2 * slot] = g[at + HASH_HI];
+      s[2 * slot + 1] = g[at + HASH_LO];
       this.byHash.add(g[at + HASH_HI], g[at + HASH_LO], slot);
       // Tail first into the LRU: a prefix's head stays the most recently used.
       this.lru.push(slot);
@@ -169,16 +164,14 @@ export class OffloadTier {
   /** The hashes held on the CPU (for tests and consistency checks). */
   *hashes(): IterableIterator<bigint> {
     for (let slot = 0; slot < this.capacity; slot++) {
-      const at = slot * FIELDS;
-      if (this.lru.has(slot)) yield toU64(this.slots[at + HASH_HI], this.slots[at + HASH_LO]);
+      if (this.lru.has(slot)) yield toU64(this.slots[2 * slot], this.slots[2 * slot + 1]);
     }
   }
 
   private evictOldest(events: EventLog): void {
     const slot = this.lru.shift();
-    const at = slot * FIELDS;
-    const hi = this.slots[at + HASH_HI];
-    const lo = this.slots[at + HASH_LO];
+    const hi = this.slots[2 * slot];
+    const lo = this.slots[2 * slot + 1];
     this.byHash.delete(hi, lo);
     events.removedBlock(hi, lo, 'CPU');
     this.free[this.freeTop++] = slot;
