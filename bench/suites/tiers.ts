@@ -36,7 +36,7 @@ interface Cell {
   fleets: Record<Fleet, PolicySummary>;
 }
 
-/** The quick run's 300 requests never fill 65,536 blocks: its GPUs are small enough to evict. */
+/** The quick run's 200 requests never fill 65,536 blocks: its GPUs are small enough to evict. */
 const QUICK_KV_BLOCKS = 8192;
 
 async function once(ctx: BenchContext, trace: TraceRequest[], name: string, policy: ReplayPolicy, load: number, fleet: Fleet): Promise<PolicySummary> {
@@ -58,7 +58,7 @@ async function once(ctx: BenchContext, trace: TraceRequest[], name: string, poli
 }
 
 async function run(ctx: BenchContext): Promise<SuiteResult> {
-  const limit = ctx.quick ? 300 : Infinity;
+  const limit = ctx.quick ? 200 : Infinity;
   const cells = ctx.quick ? CELLS.slice(0, 1) : CELLS;
   const out: Cell[] = [];
   for (const name of ['synthetic_trace.jsonl', 'conversation_trace.first-half.jsonl']) {
