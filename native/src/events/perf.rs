@@ -130,7 +130,7 @@ fn stored_payloads() {
     for (_, bytes) in &batches {
       d.decode(bytes, shape).unwrap();
     }
-    let decode_s = (cpu_s() - t);
+    let decode_s = cpu_s() - t;
     let mut ix = RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events));
     let t = cpu_s();
     for e in &events {
@@ -144,7 +144,7 @@ fn stored_payloads() {
     for (w, bytes) in &batches {
       stored += apply_batch(&mut ix, WorkerKey { worker: *w, dp_rank: 0 }, bytes, &mut d).unwrap().stored;
     }
-    let all_s = (cpu_s() - t);
+    let all_s = cpu_s() - t;
     assert_eq!(stored as usize, events.len());
     let n = events.len() as f64;
     println!(
