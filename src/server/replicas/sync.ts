@@ -11,6 +11,7 @@ import type { PoolName } from '../../core/vocabulary.js';
 import { POOL_NAMES } from '../../core/vocabulary.js';
 import type { Logger } from '../../util/logger.js';
 import type { ReplicasConfig } from '../config/config.js';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { NatsLink } from './link.js';
 import { Outbox } from './outbox.js';
 import { Peers } from './peers.js';
@@ -179,6 +180,11 @@ export class ReplicaSync implements ReplicaPort {
   /** A change made through this replica's admin API (the registry's onChange). */
   fleetChanged(change: FleetChange): void {
     this.fleet.changed(change);
+  }
+
+  /** The live NATS connection (the snapshot publisher's), while connected. */
+  get connection(): NatsConnection | undefined {
+    return this.link.connection;
   }
 
   status(): ReplicaStatus {
