@@ -25,7 +25,7 @@ export function indexSettings(config: RouterConfig): IndexSettings {
 }
 
 /** With replicas and warm start on: the snapshot loaded (or the cold start decided) and its tracker. */
-export async function beginWarmStart(config: RouterConfig, log: Logger, startedAt: number, clock?: () => number): Promise<{ warm: WarmStart; restored?: Record<PoolName, KvIndexer> } | undefined> {
+export async function beginWarmStart(config: RouterConfig, log: Logger, startedAt: number, clock?: () => number): Promise<{ warm: WarmStart; restored?: Record<PoolName, KvIndexer>; natsUnreachable: boolean } | undefined> {
   const r = config.replicas;
   if (!r) return undefined;
   const load = r.warmStart ? await loadSnapshot({ config: r, cluster: r.cluster ?? subjectToken(config.models[0]), settings: indexSettings(config), clock }) : undefined;
@@ -37,7 +37,7 @@ export async function beginWarmStart(config: RouterConfig, log: Logger, startedA
     log: log.child({ component: 'warm-start' }),
     dropWorker: (pool, worker) => restored?.[pool].removeWorker(worker),
   });
-  return { warm, restored };
+  return { warm, restored, natsUnreachable: load?.natsUnreachable === true };
 }
 
 /**

@@ -79,7 +79,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         log: o.log ?? silentLogger,
         observeLag: (s) => o.metrics.replicaSyncLag(s),
         sessions: sessions && affinity && { table: sessions, ttlMs: affinity.ttlMs },
-      })
+      }, warmStart?.natsUnreachable === true)
     : undefined;
   shared.sync = sync;
   const publisher =

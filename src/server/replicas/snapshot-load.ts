@@ -25,6 +25,8 @@ export interface SnapshotLoad {
   snapshot?: { bytes: number; createdAt: number; replica: string };
   fetchMs: number;
   restoreMs: number;
+  /** NATS did not answer within connectTimeoutMs: the replica sync need not wait for it again. */
+  natsUnreachable?: boolean;
 }
 
 export interface SnapshotLoadOptions {
@@ -56,7 +58,8 @@ export async function loadSnapshot(o: SnapshotLoadOptions): Promise<SnapshotLoad
       if (!stored) return { outcome: 'absent', reason: 'no snapshot has been published yet', fetchMs, restoreMs: 0 };
       return await restoreFrom(stored.bytes, fetchMs, o);
     } catch (err) {
-      return { outcome: 'unavailable', reason: `${stage}: ${(err as Error).message}`, fetchMs: performance.now() - started, restoreMs: 0 };
+      const natsUnreachable = nc === undefined;
+      return { outcome: 'unavailable', reason: `${stage}: ${(err as Error).message}`, fetchMs: performance.now() - started, restoreMs: 0, natsUnreachable };
     }
   })();
   try {

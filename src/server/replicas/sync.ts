@@ -122,10 +122,14 @@ export class ReplicaSync implements ReplicaPort {
     this.link.on(this.subjects.heartbeats, (data) => this.receiveHeartbeat(data));
   }
 
-  /** Connects (waiting up to connectTimeoutMs; degraded and retrying after that) and starts heartbeating. */
-  static async start(o: ReplicaSyncOptions): Promise<ReplicaSync> {
+  /**
+   * Connects (waiting up to connectTimeoutMs; degraded and retrying after that) and starts
+   * heartbeating. `inBackground`: NATS was just found unreachable, start degraded without waiting.
+   */
+  static async start(o: ReplicaSyncOptions, inBackground = false): Promise<ReplicaSync> {
     const sync = new ReplicaSync(o);
-    await sync.link.start();
+    if (inBackground) void sync.link.start();
+    else await sync.link.start();
     sync.tick = setInterval(() => sync.heartbeat(), o.config.heartbeatMs);
     sync.tick.unref();
     return sync;
