@@ -46,6 +46,7 @@ export interface WarmStartRound {
 }
 
 export interface WarmStartCost {
+  engines: number;
   blocks: number;
   snapshotBytes: number;
   /** Capture (the dump, on a libuv thread) and encoding, then the object store put. */
@@ -185,6 +186,7 @@ export async function measureWarmStart(o: { natsUrl: string; blocks: number; rou
     }
     const med = (pick: (r: WarmStartRound) => number) => median(rounds.map(pick));
     return {
+      engines: ENGINES,
       blocks: indexer.stats().blocks,
       snapshotBytes: published.bytes,
       publishCaptureMs: published.encodeMs,
