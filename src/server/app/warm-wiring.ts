@@ -66,7 +66,9 @@ export function subscribeResuming(ingest: EventIngest, indexer: KvIndexer, w: Wo
  * Both pools' indexes with, per worker and rank, the last batch they hold. The positions are read
  * before the dump is copied (the copy happens later, under the index's lock), so the dump holds at
  * least what they say: the new replica may replay a batch it already has, which changes nothing,
- * and never misses one.
+ * and never misses one. A rank cleared between the two
+ * (lost history, an engine restart) holds less than its position says: the newcomer then knows
+ * fewer blocks than it could (its next live batch repairs or clears that rank), never stale ones.
  */
 export async function captureSnapshot(config: RouterConfig, replica: string, pools: Record<PoolName, { indexer: KvIndexer; ingest?: EventIngest }>): Promise<WarmSnapshot> {
   const createdAt = Date.now();

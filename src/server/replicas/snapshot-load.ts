@@ -42,6 +42,7 @@ export async function loadSnapshot(o: SnapshotLoadOptions): Promise<SnapshotLoad
   const started = performance.now();
   let nc: NatsConnection | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let over = false;
   const timeout = new Promise<SnapshotLoad>((resolve) => {
     timer = setTimeout(
       () => resolve({ outcome: 'unavailable', reason: `no snapshot loaded within warmStartTimeoutMs (${o.config.warmStartTimeoutMs} ms)`, fetchMs: performance.now() - started, restoreMs: 0 }),
@@ -51,7 +52,10 @@ export async function loadSnapshot(o: SnapshotLoadOptions): Promise<SnapshotLoad
   const attempt = (async (): Promise<SnapshotLoad> => {
     let stage = 'connecting to NATS';
     try {
-      nc = await connect({ servers: o.config.nats.split(','), name: `kvroute ${o.cluster} warm start`, timeout: o.config.connectTimeoutMs, reconnect: false });
+      const conn = await connect({ servers: o.config.nats.split(','), name: `kvroute ${o.cluster} warm start`, timeout: o.config.connectTimeoutMs, reconnect: false });
+      // Connected after the timeout settled the load: nobody will close it otherwise.
+      if (over) await conn.close();
+      nc = conn;
       stage = 'fetching the snapshot';
       const stored = await (await SnapshotStore.open(nc, o.cluster)).get();
       const fetchMs = performance.now() - started;
@@ -65,6 +69,7 @@ export async function loadSnapshot(o: SnapshotLoadOptions): Promise<SnapshotLoad
   try {
     return await Promise.race([attempt, timeout]);
   } finally {
+    over = true;
     clearTimeout(timer);
     await nc?.close().catch(() => undefined);
   }
