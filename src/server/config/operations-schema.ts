@@ -91,8 +91,13 @@ export const ReplicasSchema = Type.Object(
     nats: Type.String({
       pattern: NATS_URLS,
       expected: 'nats://host:port (several comma-separated for a NATS cluster)',
-      description: 'The NATS servers the replicas share state through (JetStream on for sessions and the fleet): nats://host:port, several comma-separated for a NATS cluster.',
-      ...cli({ flag: 'nats', arg: 'URL', group: 'Replicas', help: 'share bookings, session pins and admin fleet changes with the other replicas through this NATS server (JetStream on for the last two); several comma-separated for a NATS cluster' }),
+      description: 'The NATS servers the replicas share state through (JetStream on for sessions, the fleet and the index snapshots of warm starts): nats://host:port, several comma-separated for a NATS cluster.',
+      ...cli({
+        flag: 'nats',
+        arg: 'URL',
+        group: 'Replicas',
+        help: 'share bookings, session pins, admin fleet changes and index snapshots (warm start) with the other replicas through this NATS server (JetStream on for all but bookings); several comma-separated for a NATS cluster',
+      }),
     }),
     id: Type.Optional(
       Type.String({
