@@ -7,7 +7,7 @@ import type { RoutedResponse, RouterRequest } from '../../routing/router-request
 import type { ServeMode } from '../../core/vocabulary.js';
 import type { ModeReason } from '../../routing/prefill/mode.js';
 import type { SchedulingPort } from '../fleet/scheduling.js';
-import type { Published, ReplicaPort, WarmStartPort } from '../replicas/ports.js';
+import type { ReplicaPort, WarmStartPort } from '../replicas/ports.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -63,8 +63,6 @@ export interface Backend {
   replicas?: ReplicaPort;
   /** Warm start (with replicas): ready once the restored index caught up. */
   warmStart?: WarmStartPort;
-  /** Publishes this replica's index snapshot now (with replicas, when connected and ready); null otherwise. */
-  publishSnapshot?: () => Promise<Published | null>;
   close(): Promise<void>;
 }
 

@@ -217,7 +217,6 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     },
     replicas: sync,
     warmStart: warm,
-    publishSnapshot: publisher && (() => publisher.publishNow()),
     async close() {
       clearInterval(sweep);
       publisher?.close();
