@@ -1,6 +1,6 @@
 // The router queue under overload (issue 15): the synthetic Mooncake trace replayed offline in
-// virtual time through the live router (4 aggregated workers, policy kv, a seeded 20% of the
-// requests at priority 1) at the issue's load: "the first arrival rate where round robin
+// virtual time through the live router (4 aggregated workers; policy kv, and ttft, serve's
+// default; a seeded 20% of the requests at priority 1) at the issue's load: "the first arrival rate where round robin
 // saturates", measured here on the replay suite's sweep (x1, x1.26, x1.59 ... with its
 // definition of saturated: TTFT p90 past 10x its p90 at x1, or any refusal).
 //
@@ -60,8 +60,8 @@ interface Outcome {
   lowP90: number;
 }
 
-async function replay(trace: TraceRequest[], scale: number, setup: Omit<Setup, 'kind'>, ctx: BenchContext, policy: 'kv' | 'round_robin' = 'kv') {
-  ctx.progress(`${setup.name} x${scale}`);
+async function replay(trace: TraceRequest[], scale: number, setup: Omit<Setup, 'kind'>, ctx: BenchContext, policy: 'kv' | 'ttft' | 'round_robin') {
+  ctx.progress(`${policy}: ${setup.name} x${scale}`);
   const started = performance.now();
   const run = await runVirtualFleet(trace, {
     workers: WORKERS,
@@ -92,14 +92,16 @@ async function roundRobinSaturation(trace: TraceRequest[], ctx: BenchContext): P
   return { load: SWEEP[SWEEP.length - 1], rows };
 }
 
-async function run(ctx: BenchContext): Promise<SuiteResult> {
-  const trace = (await loadTrace(TRACE)).slice(0, ctx.quick ? 600 : Infinity);
-  const rr = await roundRobinSaturation(trace, ctx);
-  const overload = rr.load;
-  const base = (await replay(trace, UNLOADED, { name: 'unloaded' }, ctx)).run.records.map((r) => r.firstTokenMs - r.arrivalMs);
+type Policy = 'kv' | 'ttft';
+/** kv (the suite's policy since it was written) and ttft (serve's default: what a user gets). */
+const POLICIES: readonly Policy[] = ['kv', 'ttft'];
+
+/** Every setup at the overload with one policy, each request's TTFT against its own on that policy's unloaded fleet. */
+async function measure(trace: TraceRequest[], overload: number, policy: Policy, ctx: BenchContext): Promise<Outcome[]> {
+  const base = (await replay(trace, UNLOADED, { name: `${policy} unloaded` }, ctx, policy)).run.records.map((r) => r.firstTokenMs - r.arrivalMs);
   const outcomes: Outcome[] = [];
   for (const setup of SETUPS) {
-    const { run: r, summary } = await replay(trace, overload, setup, ctx);
+    const { run: r, summary } = await replay(trace, overload, setup, ctx, policy);
     const ttft = r.records.map((rec) => (rec.refused ? Infinity : rec.firstTokenMs - rec.arrivalMs));
     const p90Of = (priority: number) => summary.ttft_p90_ms_by_priority?.[String(priority)] ?? summary.ttft_ms.p90;
     outcomes.push({
@@ -111,17 +113,20 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       lowP90: p90Of(0),
     });
   }
+  return outcomes;
+}
+
+function policyFigures(policy: Policy, outcomes: Outcome[]): Figure[] {
   const none = outcomes.find((o) => o.setup.kind === 'none')!;
-  const refusals = outcomes.filter((o) => o.setup.kind === 'refuse');
-  const bestRefusal = refusals.reduce((a, b) => (b.inTime > a.inTime ? b : a));
+  const bestRefusal = outcomes.filter((o) => o.setup.kind === 'refuse').reduce((a, b) => (b.inTime > a.inTime ? b : a));
   const queues = outcomes.filter((o) => o.setup.kind === 'queue');
   const bestQueue = queues.reduce((a, b) => (b.inTime > a.inTime ? b : a));
-  const figures: Figure[] = [
-    { name: 'first arrival rate of the sweep where round robin saturates (the load below)', value: overload, unit: 'x', note: `p90 past ${SATURATION_TTFT_GROWTH}x its x${SWEEP[0]} figure` },
-  ];
+  const bestPriority = queues.reduce((a, b) => (b.highP90 / b.lowP90 < a.highP90 / a.lowP90 ? b : a));
+  const figures: Figure[] = [];
   for (const q of queues) {
+    const name = `policy ${policy}, ${q.setup.name}`;
     figures.push({
-      name: `share of requests served within ${IN_TIME}x their unloaded TTFT, ${q.setup.name}, over kvroute without the queue as a user gets it (nothing refused)`,
+      name: `share of requests served within ${IN_TIME}x their unloaded TTFT, ${name}, over kvroute without the queue as a user gets it (nothing refused)`,
       value: q.inTime / none.inTime,
       unit: 'x',
       better: 'higher',
@@ -130,7 +135,7 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       note: `${pct(q.inTime)} (${q.summary.refused} refused) against ${pct(none.inTime)}`,
     });
     figures.push({
-      name: `share of requests served within ${IN_TIME}x their unloaded TTFT, ${q.setup.name}, over the best refusal cap measured (${bestRefusal.setup.name})`,
+      name: `share of requests served within ${IN_TIME}x their unloaded TTFT, ${name}, over the best refusal cap measured (${bestRefusal.setup.name})`,
       value: q.inTime / bestRefusal.inTime,
       unit: 'x',
       better: 'higher',
@@ -139,34 +144,49 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       note: `${pct(q.inTime)} against ${pct(bestRefusal.inTime)} (${bestRefusal.summary.refused} refused); 1.5x would be ${pct(1.5 * bestRefusal.inTime)}${1.5 * bestRefusal.inTime > 1 ? ', over 100%: out of reach' : ''}`,
     });
     figures.push({
-      name: `TTFT p90 of priority 1 over priority 0, ${q.setup.name}`,
+      name: `TTFT p90 of priority 1 over priority 0, ${name}`,
       value: q.highP90 / q.lowP90,
       unit: 'x',
       target: { op: '<=', value: 0.5 },
-      headline: q === queues[0],
+      headline: q === bestPriority,
       note: `${ms(q.highP90)} against ${ms(q.lowP90)}`,
     });
-    figures.push({
-      name: `TTFT p90, ${q.setup.name}`,
-      value: q.summary.ttft_ms.p90,
-      unit: 'ms',
-      reference: { name: 'no protection', value: none.summary.ttft_ms.p90 },
-    });
+    figures.push({ name: `TTFT p90, ${name}`, value: q.summary.ttft_ms.p90, unit: 'ms', reference: { name: 'no protection', value: none.summary.ttft_ms.p90 } });
   }
+  return figures;
+}
 
-  const rows = outcomes.map(
-    (o) =>
-      `| ${o.setup.name} | ${o.summary.completed} | ${o.summary.refused} | ${pct(o.inTime)} | ${ms(o.summary.ttft_ms.p50)} | ${ms(o.summary.ttft_ms.p90)} | ${ms(o.summary.ttft_ms.p99)} | ${ms(o.summary.ttft_ms.mean)} | ${ms(o.highP90)} | ${ms(o.lowP90)} |`,
-  );
+function table(outcomes: Outcome[]): string[] {
+  return [
+    '| setup | served | refused | in time | TTFT p50 | TTFT p90 | TTFT p99 | TTFT mean | p90 priority 1 | p90 priority 0 |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...outcomes.map(
+      (o) =>
+        `| ${o.setup.name} | ${o.summary.completed} | ${o.summary.refused} | ${pct(o.inTime)} | ${ms(o.summary.ttft_ms.p50)} | ${ms(o.summary.ttft_ms.p90)} | ${ms(o.summary.ttft_ms.p99)} | ${ms(o.summary.ttft_ms.mean)} | ${ms(o.highP90)} | ${ms(o.lowP90)} |`,
+    ),
+    '',
+  ];
+}
+
+async function run(ctx: BenchContext): Promise<SuiteResult> {
+  const trace = (await loadTrace(TRACE)).slice(0, ctx.quick ? 600 : Infinity);
+  const rr = await roundRobinSaturation(trace, ctx);
+  const overload = rr.load;
+  const figures: Figure[] = [
+    { name: 'first arrival rate of the sweep where round robin saturates (the load below)', value: overload, unit: 'x', note: `p90 past ${SATURATION_TTFT_GROWTH}x its x${SWEEP[0]} figure` },
+  ];
+  const byPolicy = new Map<Policy, Outcome[]>();
+  for (const policy of POLICIES) {
+    const outcomes = await measure(trace, overload, policy, ctx);
+    byPolicy.set(policy, outcomes);
+    figures.push(...policyFigures(policy, outcomes));
+  }
   const markdown = [
-    `${trace.length} requests of synthetic_trace.jsonl, ${WORKERS} aggregated workers of ${ENGINE.kvBlocks} blocks of ${ENGINE.blockSize} tokens, policy kv, arrivals x${overload} (the first load where round robin saturates, below); ${pct(HIGH_SHARE)} of the requests (seeded) at priority 1. "In time": TTFT within ${IN_TIME}x the same request's TTFT at x${UNLOADED}; refused requests count as not in time. TTFT percentiles are over the served requests.`,
+    `${trace.length} requests of synthetic_trace.jsonl, ${WORKERS} aggregated workers of ${ENGINE.kvBlocks} blocks of ${ENGINE.blockSize} tokens, arrivals x${overload} (the first load where round robin saturates, below); ${pct(HIGH_SHARE)} of the requests (seeded) at priority 1. "In time": TTFT within ${IN_TIME}x the same request's TTFT at x${UNLOADED} with the same policy; refused requests count as not in time. TTFT percentiles are over the served requests.`,
     '',
     "Refusing: kvroute without the queue refuses nothing by default (maxQueuedPrefillTokens has no default: the first row). With a cap it refuses (429) a request when the pool's booked prefill tokens and its own would pass the cap; the caps below are per worker x 4 workers.",
     '',
-    '| setup | served | refused | in time | TTFT p50 | TTFT p90 | TTFT p99 | TTFT mean | p90 priority 1 | p90 priority 0 |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows,
-    '',
+    ...POLICIES.flatMap((p) => [`Policy ${p}${p === 'ttft' ? " (serve's default)" : ''}:`, '', ...table(byPolicy.get(p)!)]),
     `Round robin over the load sweep (saturated: TTFT p90 past ${SATURATION_TTFT_GROWTH}x its p90 at x${SWEEP[0]}, or any refusal):`,
     '',
     '| load | round robin TTFT p90 | over x1 | saturated |',
@@ -177,14 +197,12 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   return {
     figures,
     sections: [{ title: 'Overload, synthetic trace', markdown }],
-    charts: [
-      {
-        name: 'ttft-cdf',
-        title: 'TTFT under overload, by setup',
-        svg: cdfChart({ title: `TTFT of served requests at x${overload}, synthetic trace`, xLabel: 'time to first token (ms)', logX: true, series: outcomes.map((o) => ({ name: o.setup.name, values: o.ttfts })) }),
-      },
-    ],
-    data: { overload, outcomes: outcomes.map((o) => ({ setup: o.setup, in_time: o.inTime, summary: o.summary })) },
+    charts: POLICIES.map((p) => ({
+      name: `ttft-cdf-${p}`,
+      title: `TTFT under overload, by setup, policy ${p}`,
+      svg: cdfChart({ title: `TTFT of served requests at x${overload}, synthetic trace, policy ${p}`, xLabel: 'time to first token (ms)', logX: true, series: byPolicy.get(p)!.map((o) => ({ name: o.setup.name, values: o.ttfts })) }),
+    })),
+    data: { overload, outcomes: POLICIES.map((p) => ({ policy: p, outcomes: byPolicy.get(p)!.map((o) => ({ setup: o.setup, in_time: o.inTime, summary: o.summary })) })) },
   };
 }
 

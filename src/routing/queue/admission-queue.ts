@@ -294,6 +294,7 @@ export class AdmissionQueue {
     if (limit === null) return undefined;
     const rate = this.drainRate();
     if (rate === undefined) return undefined;
+    // A scan, O(waiting): with a wait limit the queue holds at most about maxWaitMs of drain.
     let ahead = 0;
     for (const w of this.best.toArray()) if (leavesBefore(w.key, key)) ahead += w.uncached;
     // Its own tokens are not counted: they are computed after its turn, not waited for.
