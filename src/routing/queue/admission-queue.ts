@@ -113,8 +113,8 @@ const QUEUE_FULL_MESSAGES: Record<QueueRejection, string> = {
   queue_full_requests: 'the router queue holds as many requests as it may',
   queue_full_tokens: 'the router queue holds as many prompt tokens as it may',
   displaced: 'the router queue is full and this request gave its place to one of higher rank',
-  wait_too_long: "this request would wait in the router queue longer than its maxWaitMs",
-  expired: "this request waited in the router queue for its maxWaitMs without its turn",
+  wait_too_long: "this request would wait in the router queue longer than the queue's maxWaitMs",
+  expired: "this request waited in the router queue for the queue's maxWaitMs without its turn",
 };
 
 interface Waiting {
