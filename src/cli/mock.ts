@@ -5,7 +5,7 @@ import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { EVENT_ENCODINGS, type EventEncoding } from '../sim/worker/kv-event-encoding.js';
 import { ENGINE_KINDS, WORKER_ROLES, type WorkerRole } from '../core/vocabulary.js';
 import type { PdStyle } from '../sim/worker/handoff/types.js';
-import { UsageError, intFlag } from './usage.js';
+import { UsageError, bandwidthFlag, intFlag } from './usage.js';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../util/logger.js';
 import { onStopSignals } from './signals.js';
 
@@ -31,6 +31,9 @@ options:
   --bootstrap-port B    KV side channel / bootstrap port of the first prefill worker (default 8998)
   --block-size B        tokens per KV block (default 16)
   --kv-blocks K         KV cache size in blocks (default 16384)
+  --offload-blocks N    a CPU offload tier of N blocks: evicted GPU blocks move there (KV events with
+                        medium CPU) and are reloaded instead of recomputed (default 0: none)
+  --offload-bandwidth B its reload bandwidth in bytes/s (default 25e9: PCIe 4.0 x16)
   --speedup S           divide all modelled times by S (default 1)
   --event-encoding E    map (current vLLM) | array (legacy positional) (default map)
   --seed X              seed of the first worker; the others use X+1, X+2, ... (default 0)
@@ -63,6 +66,8 @@ export interface MockConfig {
   bootstrapPort: number;
   blockSize: number;
   kvBlocks: number;
+  offloadBlocks: number;
+  offloadBandwidthBytesPerS?: number;
   speedup: number;
   eventEncoding: EventEncoding;
   seed: number;
@@ -91,6 +96,8 @@ export function parseMockArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Mock
       'bootstrap-port': { type: 'string', default: '8998' },
       'block-size': { type: 'string', default: '16' },
       'kv-blocks': { type: 'string', default: '16384' },
+      'offload-blocks': { type: 'string', default: '0' },
+      'offload-bandwidth': { type: 'string' },
       speedup: { type: 'string', default: '1' },
       'event-encoding': { type: 'string', default: 'map' },
       seed: { type: 'string', default: '0' },
@@ -129,6 +136,8 @@ export function parseMockArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Mock
     bootstrapPort: port(values['bootstrap-port'], '--bootstrap-port'),
     blockSize: intFlag(values['block-size'], '--block-size', 1, 1 << 16),
     kvBlocks: intFlag(values['kv-blocks'], '--kv-blocks', 1, 1 << 30),
+    offloadBlocks: intFlag(values['offload-blocks'], '--offload-blocks', 0, 1 << 28),
+    ...(values['offload-bandwidth'] === undefined ? {} : { offloadBandwidthBytesPerS: bandwidthFlag(values['offload-bandwidth'], '--offload-bandwidth') }),
     speedup,
     eventEncoding: oneOf(values['event-encoding'], '--event-encoding', EVENT_ENCODINGS),
     seed: intFlag(values.seed, '--seed', 0, 2 ** 31),
@@ -171,7 +180,14 @@ export async function startMock(cfg: MockConfig): Promise<SimFleet> {
     eventEncoding: cfg.eventEncoding,
     model: cfg.model,
     basePorts: { http: cfg.port, zmq: cfg.zmqPort, replay: cfg.replayPort, bootstrap: cfg.bootstrapPort },
-    engine: { blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks, speedup: cfg.speedup, seed: cfg.seed },
+    engine: {
+      blockSize: cfg.blockSize,
+      kvBlocks: cfg.kvBlocks,
+      speedup: cfg.speedup,
+      seed: cfg.seed,
+      offloadBlocks: cfg.offloadBlocks,
+      ...(cfg.offloadBandwidthBytesPerS === undefined ? {} : { offloadBandwidthBytesPerS: cfg.offloadBandwidthBytesPerS }),
+    },
     reusePort: cfg.reusePort,
   });
 }

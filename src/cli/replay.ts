@@ -5,10 +5,10 @@ import { ENGINE_KINDS, type EngineKind } from '../engines/types.js';
 import { parseArgs } from 'node:util';
 import { replayMarkdown } from '../sim/replay/markdown.js';
 import { isReplayPolicy, REPLAY_POLICIES, type ReplayPolicy } from '../sim/replay/policies.js';
-import { runReplay, sweepLoads } from '../sim/replay/replay.js';
+import { runReplay, sweepLoads, type ReplayConfig } from '../sim/replay/replay.js';
 import { loadTrace } from '../sim/replay/trace.js';
 import { ProgressLine } from './progress.js';
-import { intFlag, UsageError } from './usage.js';
+import { bandwidthFlag, intFlag, UsageError } from './usage.js';
 import { SCHEDULING_HELP, SCHEDULING_OPTIONS, schedulingFromFlags } from './replay-scheduling.js';
 
 export const HELP = `usage: kvroute replay --trace FILE [options]
@@ -24,6 +24,10 @@ with kvroute's own router (PrefillRouter, as the server runs it) deciding.
   --policy NAME         repeatable; one of ${REPLAY_POLICIES.join(', ')} (default: all)
   --block-size B        router and engine block size, must divide 512 (default 16)
   --kv-blocks K         KV cache blocks per worker (default 65536)
+  --offload-blocks N    a CPU offload tier of N blocks per worker: evicted GPU blocks move there
+                        (KV events with medium CPU) and are reloaded instead of recomputed (default 0)
+  --offload-bandwidth B reload bandwidth of the CPU tier, bytes/s (default 25e9: PCIe 4.0 x16)
+  --no-lower-tiers      the router ignores the blocks engines report on their CPU tiers
   --speedup S           compress arrivals by S (default 1)
   --sweep               also run a load sweep: arrivals x1, x1.26, x1.59, x2, x2.52 ... until every policy saturates
   --sweep-max M         largest compression of the sweep (default 64)
@@ -62,6 +66,9 @@ export async function run(argv: string[]): Promise<number> {
       policy: { type: 'string', multiple: true },
       'block-size': { type: 'string', default: '16' },
       'kv-blocks': { type: 'string', default: '65536' },
+      'offload-blocks': { type: 'string' },
+      'offload-bandwidth': { type: 'string' },
+      'no-lower-tiers': { type: 'boolean', default: false },
       speedup: { type: 'string', default: '1' },
       sweep: { type: 'boolean', default: false },
       'sweep-max': { type: 'string', default: '64' },
@@ -90,6 +97,7 @@ export async function run(argv: string[]): Promise<number> {
   const blockSize = intFlag(values['block-size'], '--block-size', 1, 512);
   if (512 % blockSize !== 0) throw new UsageError(`--block-size must divide 512 (the traces' block), got ${blockSize}`);
   const kvBlocks = intFlag(values['kv-blocks'], '--kv-blocks', 1, 1 << 30);
+  const { engine, lowerTiers } = offloadFromFlags(values['offload-blocks'], values['offload-bandwidth'], values['no-lower-tiers'] === true);
   const seed = intFlag(values.seed, '--seed', 0, 2 ** 31 - 1);
   const speedup = Number(values.speedup);
   if (!(speedup > 0) || !Number.isFinite(speedup)) throw new UsageError(`--speedup must be a positive number, got ${values.speedup}`);
@@ -104,7 +112,24 @@ export async function run(argv: string[]): Promise<number> {
   const { scheduling, routing } = schedulingFromFlags(values, disaggregated !== undefined);
 
   const progress = new ProgressLine(process.stderr);
-  const report = await runReplay({ trace, traceName: values.trace, workers, disaggregated, handoff, policies, blockSize, kvBlocks, arrivalScale: speedup, seed, sweepScales, scheduling, routing, onProgress: (m) => progress.update(m) });
+  const report = await runReplay({
+    trace,
+    traceName: values.trace,
+    workers,
+    disaggregated,
+    handoff,
+    policies,
+    blockSize,
+    kvBlocks,
+    engine,
+    lowerTiers,
+    arrivalScale: speedup,
+    seed,
+    sweepScales,
+    scheduling,
+    routing,
+    onProgress: (m) => progress.update(m),
+  });
   progress.end();
   const md = replayMarkdown(report);
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');
@@ -114,3 +139,14 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 
+
+/** The engines' CPU tier from --offload-blocks and --offload-bandwidth (checked as the engine checks them), and the router's use of it. */
+export function offloadFromFlags(blocks: string | undefined, bandwidth: string | undefined, noLowerTiers: boolean): Pick<ReplayConfig, 'engine' | 'lowerTiers'> {
+  if (blocks === undefined) {
+    if (bandwidth !== undefined || noLowerTiers) throw new UsageError('--offload-bandwidth and --no-lower-tiers need --offload-blocks');
+    return {};
+  }
+  const engine: NonNullable<ReplayConfig['engine']> = { offloadBlocks: intFlag(blocks, '--offload-blocks', 0, 1 << 28) };
+  if (bandwidth !== undefined) engine.offloadBandwidthBytesPerS = bandwidthFlag(bandwidth, '--offload-bandwidth');
+  return { engine, lowerTiers: noLowerTiers ? false : undefined };
+}

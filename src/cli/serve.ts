@@ -95,7 +95,7 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
   const embedded = values.embedded || config.workers.length === 0;
   if (!embedded) return out;
   if (config.workers.length > 0) throw new UsageError("--embedded serves its own simulated fleet: drop --worker and the config's workers");
-  out.embedded = Value.Default(EmbeddedFleetSchema, fleet) as Pick<EmbeddedFleetOptions, 'prefill' | 'decode' | 'style' | 'speedup'>;
+  out.embedded = Value.Default(EmbeddedFleetSchema, fleet) as Pick<EmbeddedFleetOptions, 'prefill' | 'decode' | 'style' | 'speedup' | 'offloadBlocks'>;
   return out;
 }
 

@@ -19,3 +19,10 @@ export function intFlag(raw: string | undefined, name: string, min: number, max:
   }
   return v;
 }
+
+/** A bandwidth in bytes/s: a number > 0 (Infinity allowed: an instant transfer). */
+export function bandwidthFlag(raw: string, name: string): number {
+  const v = raw.trim() === '' ? NaN : Number(raw);
+  if (!(v > 0)) throw new UsageError(`${name} must be a number of bytes/s > 0, got ${raw}`);
+  return v;
+}

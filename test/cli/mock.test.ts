@@ -17,6 +17,7 @@ describe('parseMockArgs', () => {
       bootstrapPort: 8998,
       blockSize: 16,
       kvBlocks: 16384,
+      offloadBlocks: 0,
       speedup: 1,
       eventEncoding: 'map',
       seed: 0,
@@ -32,6 +33,8 @@ describe('parseMockArgs', () => {
     expect(parseMockArgs(argv)).toMatchObject({ workers: 3, role: 'prefill', pdStyle: 'sglang', port: 9000, zmqPort: 6000, replayPort: 6100, bootstrapPort: 7000, blockSize: 64, kvBlocks: 1000, speedup: 2.5, eventEncoding: 'array', seed: 9, model: 'm' });
     expect(parseMockArgs(['--help'])).toBeNull();
     expect(parseMockArgs(['-h'])).toBeNull();
+    expect(parseMockArgs(['--offload-blocks', '4096', '--offload-bandwidth', '12.5e9'])).toMatchObject({ offloadBlocks: 4096, offloadBandwidthBytesPerS: 12.5e9 });
+    expect(parseMockArgs([])).toMatchObject({ offloadBlocks: 0 });
   });
 
   it('numbers the workers from --id, or takes each id from --ids', () => {
@@ -65,6 +68,9 @@ describe('parseMockArgs', () => {
       [['extra'], /positional/],
     ];
     for (const [argv, message] of bad) expect(() => parseMockArgs(argv), argv.join(' ')).toThrow(message);
+    for (const argv of [['--offload-blocks=-1'], ['--offload-blocks', '1.5'], ['--offload-bandwidth', '0'], ['--offload-bandwidth', 'fast']]) {
+      expect(() => parseMockArgs(argv), argv.join(' ')).toThrow(new RegExp(argv[0].split('=')[0]));
+    }
     expect(() => parseMockArgs(['--role', 'x'])).toThrow(UsageError);
     // Unknown flags: node:util parseArgs' own error, which the dispatcher also maps to exit 2.
     expect(() => parseMockArgs(['--bogus'])).toThrow(expect.objectContaining({ code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' }));

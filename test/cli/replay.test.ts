@@ -193,3 +193,55 @@ describe('kvroute replay, scheduling flags', () => {
     await expect(run(['--trace', small, '--prefill', '1', '--decode', '1', '--conditional-disagg', '--disagg-above', '0'])).rejects.toThrow(UsageError);
   });
 });
+
+describe('kvroute replay, a CPU offload tier', () => {
+  let dir: string;
+  let small: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kvroute-replay-'));
+    small = join(dir, 'trace.jsonl');
+    // One worker of 80 blocks: the second prompt pushes the first out of the GPU, the third is the first again.
+    const ids = [[1, 2], [3, 4], [1, 2]];
+    const lines = ids.map((hashIds, i) => JSON.stringify({ timestamp: i * 2000, input_length: 1024, output_length: 4, hash_ids: hashIds }));
+    await writeFile(small, lines.join('\n') + '\n');
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reloads from the CPU tier what the GPU evicted, and reports GPU and CPU hits apart', async () => {
+    const out = join(dir, 'tier.json');
+    const r = await replay(['--trace', small, '--workers', '1', '--kv-blocks', '80', '--policy', 'kv', '--offload-blocks', '256', '--offload-bandwidth', '1e10', '--json', out]);
+    expect(r.code).toBe(0);
+    expect(r.out[0]).toContain('80 KV blocks per worker + a CPU tier of 256 blocks (the router indexing it)');
+    expect(r.out[0]).toContain('| policy | GPU hits | CPU hits (reloaded) |');
+    const report = JSON.parse(await readFile(out, 'utf8'));
+    expect(report).toMatchObject({ offload_blocks: 256, lower_tiers: true });
+    const { offload, hit_rate } = report.policies.kv;
+    expect(offload.cpu_hit_rate).toBeGreaterThan(0.2);
+    expect(offload.stores).toBeGreaterThan(0);
+    expect(hit_rate).toBeCloseTo(offload.gpu_hit_rate + offload.cpu_hit_rate, 3);
+    const plain = join(dir, 'plain.json');
+    expect((await replay(['--trace', small, '--workers', '1', '--kv-blocks', '80', '--policy', 'kv', '--json', plain])).code).toBe(0);
+    const without = JSON.parse(await readFile(plain, 'utf8'));
+    expect(without).not.toHaveProperty('offload_blocks');
+    expect(without.policies.kv).not.toHaveProperty('offload');
+    expect(without.policies.kv.hit_rate).toBeLessThan(hit_rate);
+    // The router may ignore the tier; the engine still reloads what it finds there.
+    const ignored = join(dir, 'ignored.json');
+    const r2 = await replay(['--trace', small, '--workers', '1', '--kv-blocks', '80', '--policy', 'kv', '--offload-blocks', '256', '--no-lower-tiers', '--json', ignored]);
+    expect(r2.out[0]).toContain('(the router ignoring it)');
+    const ign = JSON.parse(await readFile(ignored, 'utf8'));
+    expect(ign).toMatchObject({ offload_blocks: 256, lower_tiers: false });
+    expect(ign.policies.kv.offload.cpu_hit_rate).toBeGreaterThan(0.2);
+  });
+
+  it('refuses bad tier flags with a UsageError naming them', async () => {
+    await expect(run(['--trace', small, '--offload-blocks=-1'])).rejects.toThrow(/--offload-blocks must be an integer/);
+    await expect(run(['--trace', small, '--offload-blocks', 'many'])).rejects.toThrow(/--offload-blocks must be an integer/);
+    await expect(run(['--trace', small, '--offload-blocks', '8', '--offload-bandwidth', '0'])).rejects.toThrow(/--offload-bandwidth must be a number of bytes\/s > 0/);
+    await expect(run(['--trace', small, '--offload-blocks', '8', '--offload-bandwidth', ''])).rejects.toThrow(UsageError);
+    await expect(run(['--trace', small, '--offload-bandwidth', '1e9'])).rejects.toThrow(/need --offload-blocks/);
+    await expect(run(['--trace', small, '--no-lower-tiers'])).rejects.toThrow(/need --offload-blocks/);
+  });
+});

@@ -124,6 +124,7 @@ describe('kvroute serve options', () => {
   it('reads the embedded fleet shape', async () => {
     const o = await opts(['--embedded-prefill', '0', '--embedded-decode', '3', '--embedded-style', 'sglang', '--speedup', '50']);
     expect(o.embedded).toEqual({ prefill: 0, decode: 3, style: 'sglang', speedup: 50 });
+    expect((await opts(['--embedded-offload-blocks', '65536'])).embedded).toMatchObject({ offloadBlocks: 65536 });
   });
 
   it.each([
@@ -134,6 +135,8 @@ describe('kvroute serve options', () => {
     [['--speedup', '0'], /--speedup must be a positive number/],
     [['--embedded', '--worker', 'id=1,url=http://h:1'], /--embedded serves its own simulated fleet/],
     [['--block-size', '0'], /--block-size must be an integer/],
+    [['--embedded-offload-blocks', '1.5'], /--embedded-offload-blocks must be an integer/],
+    [['--embedded-offload-blocks', String(2 ** 29)], /--embedded-offload-blocks must be an integer/],
   ])('refuses %j with a usage error', async (argv, message) => {
     const p = serveOptions(argv, {});
     await expect(p).rejects.toBeInstanceOf(UsageError);

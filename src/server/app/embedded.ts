@@ -8,7 +8,7 @@ import type { Resolved } from '../config/declare.js';
 import type { EmbeddedFleetSchema } from '../config/schema.js';
 import { withFields } from '../../util/objects.js';
 
-/** The fleet's shape (prefill and decode workers, handoff style, speedup: see EmbeddedFleetSchema) and its engines. */
+/** The fleet's shape (prefill and decode workers, handoff style, speedup, CPU tier: see EmbeddedFleetSchema) and its engines. */
 export interface EmbeddedFleetOptions extends Resolved<typeof EmbeddedFleetSchema.properties> {
   /** Must equal the router's block size. */
   blockSize: number;
@@ -27,7 +27,7 @@ export interface EmbeddedFleet {
 export const EMBEDDED_KV_BLOCKS = 16_384;
 
 export async function startEmbeddedFleet(o: EmbeddedFleetOptions): Promise<EmbeddedFleet> {
-  const engine = { blockSize: o.blockSize, kvBlocks: o.kvBlocks ?? EMBEDDED_KV_BLOCKS, speedup: o.speedup, seed: o.seed ?? 0 };
+  const engine = { blockSize: o.blockSize, kvBlocks: o.kvBlocks ?? EMBEDDED_KV_BLOCKS, speedup: o.speedup, seed: o.seed ?? 0, offloadBlocks: o.offloadBlocks ?? 0 };
   const shared = { host: '127.0.0.1', pdStyle: o.style, model: o.model, engine };
   const fleets: SimFleet[] = [];
   try {
@@ -62,7 +62,8 @@ export async function startEmbeddedFleet(o: EmbeddedFleetOptions): Promise<Embed
     sim,
     describe() {
       const shape = o.prefill > 0 ? `${o.prefill} prefill + ${o.decode} decode` : `${o.decode} aggregated`;
-      return `${shape} simulated workers (${o.style} handoff, block size ${o.blockSize}, speedup ${o.speedup}x)`;
+      const tier = engine.offloadBlocks > 0 ? `, CPU tier of ${engine.offloadBlocks} blocks` : '';
+      return `${shape} simulated workers (${o.style} handoff, block size ${o.blockSize}${tier}, speedup ${o.speedup}x)`;
     },
     async close() {
       await Promise.all(fleets.map((f) => f.close()));

@@ -243,6 +243,15 @@ export const EmbeddedFleetSchema = Type.Object(
     speedup: defaulted(
       Type.Number({ exclusiveMinimum: 0, default: 1, description: 'Simulated engines run this many times faster than real time.', ...cli({ flag: 'speedup', arg: 'X', group: 'Fleet', help: 'simulated engines run X times faster than real time' }) }),
     ),
+    offloadBlocks: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 2 ** 28,
+        description:
+          'A CPU offload tier of this many blocks on each simulated engine: evicted GPU blocks move there (KV events with medium CPU) and are reloaded over PCIe instead of recomputed. Absent or 0: none.',
+        ...cli({ flag: 'embedded-offload-blocks', arg: 'N', group: 'Fleet', help: 'a CPU offload tier of N blocks on each simulated engine' }),
+      }),
+    ),
   },
   { additionalProperties: false },
 );

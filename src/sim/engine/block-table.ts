@@ -3,17 +3,21 @@
 // and freeing. Every BlockStored names a parent that is cached at that moment.
 import type { KvCache } from './kv-cache.js';
 import type { EventLog } from './events.js';
+import type { OffloadTier } from './offload-tier.js';
 import type { Sequence } from './request.js';
 
 export class BlockTables {
   private readonly scratch = new Uint32Array(2);
   private readonly matched: number[] = [];
+  private readonly offloaded: number[] = [];
   /** Where commitFull keeps what its prefetching loads read, so that they are not optimised away. */
   private touched = 0;
 
   constructor(
     private readonly cache: KvCache,
     readonly blockSize: number,
+    /** The CPU tier, whose copies of registered blocks this table describes; null: none. */
+    private readonly offload: OffloadTier | null = null,
   ) {}
 
   /**
@@ -29,6 +33,24 @@ export class BlockTables {
       const block = this.cache.lookup(seq.hashHi(i), seq.hashLo(i));
       if (block < 0) break;
       out.push(block);
+    }
+    return out;
+  }
+
+  /**
+   * The CPU slots of the blocks that follow the sequence's first `from` blocks (its GPU prefix) on
+   * the CPU tier, consecutively, leaving at least one token to compute; in a reused array.
+   */
+  matchOffloaded(seq: Sequence, from: number): readonly number[] {
+    const out = this.offloaded;
+    out.length = 0;
+    const offload = this.offload;
+    if (offload === null || offload.size === 0) return out;
+    const limit = Math.floor((seq.numTokens - 1) / this.blockSize);
+    for (let i = from; i < limit; i++) {
+      const slot = offload.find(seq.hashHi(i), seq.hashLo(i));
+      if (slot < 0) break;
+      out.push(slot);
     }
     return out;
   }
@@ -110,6 +132,10 @@ export class BlockTables {
         continue;
       }
       if (runStart < 0) runStart = i;
+      if (this.offload !== null) {
+        const parent = i > 0;
+        this.offload.describe(seq.blocks[i], hi, lo, seq.tokens, i * bs, parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
+      }
     }
     if (runStart >= 0) this.announce(seq, runStart, full, events);
   }

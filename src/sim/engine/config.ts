@@ -46,6 +46,13 @@ export interface EngineConfig {
   eosProbability?: number;
   /** A held prefill (holdBlocksAfterFinish) frees its blocks after this long without release(). */
   prefillHoldMs?: number;
+  /**
+   * Blocks of the CPU offload tier (0: none). GPU blocks the LRU evicts move there (KV events with
+   * medium CPU), and a prefix found there is reloaded instead of recomputed.
+   */
+  offloadBlocks?: number;
+  /** Host-to-GPU bandwidth of a reload from the CPU tier (bytes of KV per token: kvTransfer.bytesPerToken). */
+  offloadBandwidthBytesPerS?: number;
 }
 
 export interface ResolvedEngineConfig {
@@ -59,6 +66,8 @@ export interface ResolvedEngineConfig {
   readonly kvTransfer: Readonly<KvTransferConfig>;
   readonly eosProbability: number;
   readonly prefillHoldMs: number;
+  readonly offloadBlocks: number;
+  readonly offloadBandwidthBytesPerS: number;
 }
 
 /** Dynamo mocker's published fit (milliseconds). */
@@ -69,6 +78,13 @@ export const DEFAULT_TIMING: EngineTiming = Object.freeze({
 
 /** A Llama-3-8B-sized KV (32 layers x 8 KV heads x 128 dims x K,V x fp16 = 128 KiB/token) over 200 Gb/s. */
 export const DEFAULT_KV_TRANSFER: KvTransferConfig = Object.freeze({ bytesPerToken: 131_072, bandwidthBytesPerS: 25e9 });
+
+/**
+ * A reload from the CPU tier: host memory to GPU over PCIe 4.0 x16, about 25 GB/s in practice (the
+ * router's ttft model assumes the same for its host tier). At 128 KiB of KV per token, a 16-token
+ * block takes 0.084 ms, a quarter of what computing it costs in a full 8192-token prefill step.
+ */
+export const DEFAULT_OFFLOAD_BANDWIDTH_BYTES_PER_S = 25e9;
 
 const KNOWN_KEYS = new Set([
   'blockSize',
@@ -81,6 +97,8 @@ const KNOWN_KEYS = new Set([
   'kvTransfer',
   'eosProbability',
   'prefillHoldMs',
+  'offloadBlocks',
+  'offloadBandwidthBytesPerS',
 ]);
 
 export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
@@ -100,6 +118,12 @@ export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
     kvTransfer: resolveTransfer(cfg.kvTransfer),
     eosProbability: expectNumber(pick('eosProbability', 0), 'eosProbability', { min: 0, max: 1 }),
     prefillHoldMs: expectNumber(pick('prefillHoldMs', 120_000), 'prefillHoldMs', { min: 0, allowInfinity: true }),
+    offloadBlocks: expectInteger(pick('offloadBlocks', 0), 'offloadBlocks', 0, 1 << 28),
+    offloadBandwidthBytesPerS: expectNumber(pick('offloadBandwidthBytesPerS', DEFAULT_OFFLOAD_BANDWIDTH_BYTES_PER_S), 'offloadBandwidthBytesPerS', {
+      min: 0,
+      minExclusive: true,
+      allowInfinity: true,
+    }),
   });
 }
 

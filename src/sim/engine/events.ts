@@ -6,6 +6,9 @@
 // BlockStored's arrays are views of its sequence's own buffers (entries that never change once
 // written), so announcing a run of blocks copies nothing and creates no BigInt per block.
 
+/** Where a block is: the GPU's prefix cache, or the CPU offload tier (vLLM's and Dynamo's names). */
+export type KvMedium = 'GPU' | 'CPU';
+
 export type KvEvent =
   | {
       type: 'BlockStored';
@@ -14,9 +17,9 @@ export type KvEvent =
       tokenIds: Uint32Array;
       blockSize: number;
       loraName: string | null;
-      medium: 'GPU';
+      medium: KvMedium;
     }
-  | { type: 'BlockRemoved'; blockHashes: BigUint64Array; medium: 'GPU' }
+  | { type: 'BlockRemoved'; blockHashes: BigUint64Array; medium: KvMedium }
   | { type: 'AllBlocksCleared' };
 
 export type BlockStoredEvent = Extract<KvEvent, { type: 'BlockStored' }>;
@@ -28,18 +31,23 @@ export const LO_WORD = LITTLE_ENDIAN ? 0 : 1;
 export const HI_WORD = LITTLE_ENDIAN ? 1 : 0;
 
 /**
- * The events of one step, in order. Evictions come one block at a time: consecutive ones are
- * gathered into one BlockRemoved (as 32-bit halves, no BigInt per block), which is closed as soon
- * as another event follows, so the order of the stream is kept.
+ * The events of one step, in order. Evictions come one block at a time: consecutive ones from the
+ * same medium are gathered into one BlockRemoved (as 32-bit halves, no BigInt per block), which is
+ * closed as soon as another event follows, so the order of the stream is kept.
  */
 export class EventLog {
   private events: KvEvent[] = [];
   /** Pending removals as u64 words in memory order (LO_WORD / HI_WORD per hash). */
   private removed = new Uint32Array(256);
   private removedCount = 0;
+  private removedMedium: KvMedium = 'GPU';
 
-  /** A block under the hash with halves (hi, lo) was evicted. */
-  removedBlock(hi: number, lo: number): void {
+  /** A block under the hash with halves (hi, lo) was evicted from `medium`. */
+  removedBlock(hi: number, lo: number, medium: KvMedium = 'GPU'): void {
+    if (medium !== this.removedMedium) {
+      this.closeRemoved();
+      this.removedMedium = medium;
+    }
     const at = 2 * this.removedCount;
     if (at === this.removed.length) {
       const grown = new Uint32Array(this.removed.length * 2);
@@ -70,16 +78,18 @@ export class EventLog {
     if (n === 0) return;
     const hashes = new BigUint64Array(n);
     new Uint32Array(hashes.buffer).set(this.removed.subarray(0, 2 * n));
-    this.events.push({ type: 'BlockRemoved', blockHashes: hashes, medium: 'GPU' });
+    this.events.push({ type: 'BlockRemoved', blockHashes: hashes, medium: this.removedMedium });
     this.removedCount = 0;
   }
 }
 
-/** Applies events to a set of block hashes: the consumer's view of the cache. */
-export function applyEventsToSet(set: Set<bigint>, events: readonly KvEvent[]): void {
+/** Applies the events about `medium` (default the GPU) to a set of block hashes: the consumer's view of that tier. */
+export function applyEventsToSet(set: Set<bigint>, events: readonly KvEvent[], medium: KvMedium = 'GPU'): void {
   for (const ev of events) {
-    if (ev.type === 'BlockStored') for (const h of ev.blockHashes) set.add(h);
-    else if (ev.type === 'BlockRemoved') for (const h of ev.blockHashes) set.delete(h);
-    else set.clear();
+    if (ev.type === 'BlockStored') {
+      if (ev.medium === medium) for (const h of ev.blockHashes) set.add(h);
+    } else if (ev.type === 'BlockRemoved') {
+      if (ev.medium === medium) for (const h of ev.blockHashes) set.delete(h);
+    } else set.clear();
   }
 }

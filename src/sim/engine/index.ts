@@ -2,6 +2,7 @@
 export { EngineModel, type EngineMetrics, type StepResult } from './model.js';
 export {
   DEFAULT_KV_TRANSFER,
+  DEFAULT_OFFLOAD_BANDWIDTH_BYTES_PER_S,
   DEFAULT_TIMING,
   resolveEngineConfig,
   type DecodeTiming,
@@ -12,6 +13,6 @@ export {
   type PrefillTiming,
   type ResolvedEngineConfig,
 } from './config.js';
-export { applyEventsToSet, type KvEvent } from './events.js';
+export { applyEventsToSet, type KvEvent, type KvMedium } from './events.js';
 export type { FinishReason, SimRequest, TokenOutput } from './request.js';
-export { decodeMs, prefillMs, stepMs, transferMs } from './timing.js';
+export { decodeMs, prefillMs, reloadMs, stepMs, transferMs } from './timing.js';

@@ -12,6 +12,7 @@ import { toU64 } from './block-hash.js';
 import type { EventLog } from './events.js';
 import { BlockHashIndex } from './hash-index.js';
 import { LruQueue } from './lru-queue.js';
+import type { OffloadTier } from './offload-tier.js';
 
 const NONE = -1;
 
@@ -38,7 +39,11 @@ export class KvCache {
   private used = 0;
   private evictedTotal = 0;
 
-  constructor(totalBlocks: number) {
+  /** `offload`: where evicted blocks go (the CPU tier), or null (they are dropped). */
+  constructor(
+    totalBlocks: number,
+    private readonly offload: OffloadTier | null = null,
+  ) {
     this.totalBlocks = totalBlocks;
     this.blocks = new Int32Array(totalBlocks * BLOCK_FIELDS);
     this.byHash = new BlockHashIndex(totalBlocks);
@@ -141,6 +146,10 @@ export class KvCache {
     let touched = 0;
     for (let i = firstEvicted; i < out.length; i++) touched ^= this.byHash.touch(blocks[out[i] * BLOCK_FIELDS + HASH_LO]);
     this.touched = touched;
+    // Offloaded before the GPU's removals are logged: a block's parent is still on the GPU when
+    // its CPU copy is announced, so a consumer can chain it.
+    const offload = this.offload;
+    if (offload !== null) offload.offloadEvicted(out, firstEvicted, out.length, events);
     for (let i = firstEvicted; i < out.length; i++) {
       const at = out[i] * BLOCK_FIELDS;
       const hi = blocks[at + HASH_HI];

@@ -7,6 +7,7 @@ import { BlockTables } from './block-table.js';
 import { type ResolvedEngineConfig, type EngineConfig, resolveEngineConfig } from './config.js';
 import { EventLog, type KvEvent } from './events.js';
 import { KvCache } from './kv-cache.js';
+import { OffloadTier } from './offload-tier.js';
 import { type FinishReason, Sequence, type SimRequest, type TokenOutput } from './request.js';
 import { TokenSampler } from './rng.js';
 import { Scheduler } from './scheduler.js';
@@ -36,6 +37,12 @@ export interface EngineMetrics {
   /** Blocks registered in the prefix cache (referenced or not). */
   cachedBlocks: number;
   evictions: number;
+  /** The CPU offload tier (all 0 without one): blocks it holds, blocks moved there, blocks it evicted. */
+  offloadedBlocks: number;
+  offloadStores: number;
+  offloadEvictions: number;
+  /** Of cachedTokens, those reloaded from the CPU tier instead of found on the GPU. */
+  reloadedTokens: number;
   /** Finished prefills whose blocks are held for a decode worker. */
   heldRequests: number;
   steps: number;
@@ -44,6 +51,7 @@ export interface EngineMetrics {
 export class EngineModel {
   readonly config: ResolvedEngineConfig;
   private readonly cache: KvCache;
+  private readonly offload: OffloadTier | null;
   private readonly tables: BlockTables;
   private readonly scheduler: Scheduler;
   private readonly sampler: TokenSampler;
@@ -59,9 +67,11 @@ export class EngineModel {
 
   constructor(cfg?: EngineConfig) {
     this.config = resolveEngineConfig(cfg);
-    this.cache = new KvCache(this.config.kvBlocks);
-    this.tables = new BlockTables(this.cache, this.config.blockSize);
-    this.scheduler = new Scheduler(this.config, this.cache, this.tables);
+    const { kvBlocks, blockSize, offloadBlocks } = this.config;
+    this.offload = offloadBlocks > 0 ? new OffloadTier(offloadBlocks, kvBlocks, blockSize) : null;
+    this.cache = new KvCache(kvBlocks, this.offload);
+    this.tables = new BlockTables(this.cache, blockSize, this.offload);
+    this.scheduler = new Scheduler(this.config, this.cache, this.tables, this.offload);
     this.sampler = new TokenSampler(this.config.seed);
     this.capacityTokens = this.config.kvBlocks * this.config.blockSize;
   }
@@ -137,9 +147,10 @@ export class EngineModel {
     return { startMs: nowMs, durationMs, outputs, events: log.take() };
   }
 
-  /** Drops the prefix cache (vLLM's reset_prefix_cache). Requests keep running on their blocks. */
+  /** Drops the prefix cache and the CPU tier (vLLM's reset_prefix_cache). Requests keep running on their blocks. */
   reset(): KvEvent[] {
     this.cache.clear();
+    this.offload?.clear();
     // Blocks already in tables are no longer cached: later blocks of those tables cannot be chained.
     for (const seq of this.requests.values()) if (seq.committedBlocks > 0) seq.chainBroken = true;
     return [{ type: 'AllBlocksCleared' }];
@@ -160,6 +171,10 @@ export class EngineModel {
       generatedTokens: this.generatedTokens,
       cachedBlocks: this.cache.cachedBlocks,
       evictions: this.cache.evictions,
+      offloadedBlocks: this.offload?.size ?? 0,
+      offloadStores: this.offload?.stored ?? 0,
+      offloadEvictions: this.offload?.evicted ?? 0,
+      reloadedTokens: s.reloadedTokens,
       heldRequests: this.held.size,
       steps: this.steps,
     };
@@ -168,6 +183,11 @@ export class EngineModel {
   /** The hashes currently in the prefix cache (what a consumer of the events should hold). */
   cachedBlockHashes(): Set<bigint> {
     return new Set(this.cache.cachedHashes());
+  }
+
+  /** The hashes currently on the CPU tier (what a consumer of the CPU events should hold). */
+  offloadedBlockHashes(): Set<bigint> {
+    return new Set(this.offload?.hashes() ?? []);
   }
 
   private sample(seq: Sequence, endMs: number): TokenOutput {

@@ -9,8 +9,9 @@ import type { ResolvedEngineConfig } from './config.js';
 import { Deque } from './deque.js';
 import type { EventLog } from './events.js';
 import type { KvCache } from './kv-cache.js';
+import type { OffloadTier } from './offload-tier.js';
 import type { Sequence } from './request.js';
-import { transferMs } from './timing.js';
+import { reloadMs, transferMs } from './timing.js';
 
 /** What one step computes: `newTokens[i]` tokens of `seqs[i]` for i in [0, count), in order. */
 export interface StepPlan {
@@ -24,6 +25,8 @@ export interface StepPlan {
   decodeTokens: number;
 }
 
+const NO_SLOTS: readonly number[] = [];
+
 export class Scheduler {
   readonly waiting = new Deque<Sequence>();
   running: Sequence[] = [];
@@ -32,6 +35,8 @@ export class Scheduler {
   /** Prompt tokens and prefix-cache hits, counted at each request's first admission. */
   promptTokens = 0;
   cachedTokens = 0;
+  /** Of the cached tokens, those reloaded from the CPU tier. */
+  reloadedTokens = 0;
   private stepNo = 0;
   /** The plan of the current step and the running queue's order at its start, reused step after step. */
   // (Counted, not truncated: setting an array's length to 0 drops its backing store, and every
@@ -43,6 +48,7 @@ export class Scheduler {
     private readonly cfg: ResolvedEngineConfig,
     private readonly cache: KvCache,
     private readonly tables: BlockTables,
+    private readonly offload: OffloadTier | null = null,
   ) {}
 
   /**
@@ -138,17 +144,24 @@ export class Scheduler {
       const matched = this.tables.matchPrefix(s);
       const start = matched.length * bs;
       const available = this.cache.availableBlocks - this.tables.evictableAmong(matched);
-      if (needsTransfer) {
-        const end = Math.min(s.transferTokens, s.numTokens - 1);
+      // Blocks past the GPU prefix found on the CPU tier are reloaded, not computed.
+      const offloaded = this.offload === null ? NO_SLOTS : this.tables.matchOffloaded(s, matched.length);
+      const reloadEnd = start + offloaded.length * bs;
+      if (needsTransfer || reloadEnd > start) {
+        const end = needsTransfer ? Math.max(reloadEnd, Math.min(s.transferTokens, s.numTokens - 1)) : reloadEnd;
         if (end > start) {
           if (this.tables.blocksNeeded(s, end, matched.length) > available) return;
           this.waiting.shift();
-          this.countAdmission(s, start);
+          this.countAdmission(s, reloadEnd, reloadEnd - start);
+          // Read now, before the allocation below can push other blocks out of the CPU tier (tail
+          // first: a prefix's head stays the most recently used).
+          for (let i = offloaded.length - 1; i >= 0; i--) this.offload!.touch(offloaded[i]);
           this.tables.adoptPrefix(s, matched);
           this.tables.grow(s, end, events);
-          s.transferDone = true;
+          if (needsTransfer) s.transferDone = true;
           s.transferEnd = end;
-          s.readyAtMs = nowMs + transferMs(this.cfg, end - start);
+          // Both cross the GPU's PCIe link: the reload, then what the prefill worker sends.
+          s.readyAtMs = nowMs + reloadMs(this.cfg, reloadEnd - start) + transferMs(this.cfg, end - reloadEnd);
           s.state = 'transferring';
           this.transferring.push(s);
           continue;
@@ -178,15 +191,17 @@ export class Scheduler {
     else plan.prefillTokens += n;
   }
 
-  private countAdmission(s: Sequence, cachedTokens: number): void {
+  /** `reloadedTokens` of the `cachedTokens` come from the CPU tier. */
+  private countAdmission(s: Sequence, cachedTokens: number, reloadedTokens = 0): void {
     if (s.admitted) return;
     s.admitted = true;
     s.cachedTokens = cachedTokens;
     this.promptTokens += s.promptLen;
     this.cachedTokens += cachedTokens;
+    this.reloadedTokens += reloadedTokens;
   }
 
-  /** Transfers done by `nowMs`: their complete blocks become cached and they join the running batch. */
+  /** Transfers and reloads done by `nowMs`: their complete blocks become cached and they join the running batch. */
   private completeTransfers(nowMs: number, events: EventLog): void {
     if (this.transferring.length === 0) return;
     const still: Sequence[] = [];

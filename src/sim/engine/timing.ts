@@ -35,3 +35,9 @@ export function transferMs(cfg: ResolvedEngineConfig, tokens: number): number {
 export function idlePollMs(cfg: ResolvedEngineConfig): number {
   return Math.max(cfg.timing.decode.minMs, 1) / cfg.speedup;
 }
+
+/** Time to reload `tokens` tokens of KV from the CPU offload tier to the GPU. */
+export function reloadMs(cfg: ResolvedEngineConfig, tokens: number): number {
+  if (tokens <= 0) return 0;
+  return ((tokens * cfg.kvTransfer.bytesPerToken) / cfg.offloadBandwidthBytesPerS) * 1000 / cfg.speedup;
+}

@@ -8,7 +8,7 @@ export function replayMarkdown(r: ReplayReport): string {
   lines.push(`### Replay of ${r.trace}`);
   lines.push('');
   lines.push(
-    `${r.requests} requests, ${fleetOf(r)}, block size ${r.block_size}, ${r.kv_blocks} KV blocks per worker, ` +
+    `${r.requests} requests, ${fleetOf(r)}, block size ${r.block_size}, ${r.kv_blocks} KV blocks per worker${offloadOf(r)}, ` +
       `arrivals x${r.arrival_scale} (${fmt(r.offered_rps, 2)} req/s offered), seed ${r.seed}. ` +
       `Infinite-cache hit-rate bound: ${fmt(r.hit_rate_bound * 100)}% of prompt tokens (${fmt(r.hit_rate_bound_blocks * 100)}% of trace blocks). ` +
       `Simulated ${fmt(r.simulated_s)} s in ${fmt(r.wall_s)} s of wall time (${fmt(r.simulated_to_wall)}x).`,
@@ -22,6 +22,18 @@ export function replayMarkdown(r: ReplayReport): string {
         `${fmt(p.e2e_ms.p50)} | ${fmt(p.hit_rate * 100)}% | ${fmt((p.hit_rate / r.hit_rate_bound) * 100)}% | ${fmt(p.throughput_rps, 2)} | ` +
         `${fmt(p.load_spread, 2)} | ${p.refused} |`,
     );
+  }
+  const tiers = Object.entries(r.policies).filter(([, p]) => p.offload);
+  if (tiers.length > 0) {
+    lines.push('');
+    lines.push('CPU offload tier (shares of prompt tokens at first admission):');
+    lines.push('');
+    lines.push('| policy | GPU hits | CPU hits (reloaded) | blocks offloaded | CPU evictions |');
+    lines.push('|---|---:|---:|---:|---:|');
+    for (const [name, p] of tiers) {
+      const o = p.offload!;
+      lines.push(`| ${name} | ${fmt(o.gpu_hit_rate * 100)}% | ${fmt(o.cpu_hit_rate * 100)}% | ${o.stores} | ${o.evictions} |`);
+    }
   }
   if (r.sweep?.length) {
     const names = Object.keys(r.sweep[0].policies);
@@ -39,6 +51,11 @@ export function replayMarkdown(r: ReplayReport): string {
     }
   }
   return lines.join('\n') + '\n';
+}
+
+function offloadOf(r: ReplayReport): string {
+  if (r.offload_blocks === undefined) return '';
+  return ` + a CPU tier of ${r.offload_blocks} blocks (the router ${r.lower_tiers === false ? 'ignoring' : 'indexing'} it)`;
 }
 
 function fleetOf(r: ReplayReport): string {

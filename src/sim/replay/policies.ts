@@ -22,12 +22,13 @@ export function isReplayPolicy(name: string): name is ReplayPolicy {
 /** Builds the indexer and routing core of a named policy over a virtual clock. */
 export function setupPolicy(
   name: ReplayPolicy,
-  opts: { blockSize: number; seed: number; clock: () => number; overrides?: Partial<RoutingConfig> },
+  opts: { blockSize: number; seed: number; clock: () => number; overrides?: Partial<RoutingConfig>; lowerTiers?: boolean },
 ): PolicySetup {
   const approximate = name === 'kv_approx';
   const preset = name === 'kv_ttft' ? ROUTING_PRESETS.kv_ttft : undefined;
   const policy: PolicyName = name === 'kv_approx' ? 'kv' : (preset?.policy ?? (name as PolicyName));
-  const indexer = new KvIndexer({ blockSize: opts.blockSize, mode: approximate ? 'approximate' : 'events', clock: opts.clock });
+  // lowerTiers false: the engines' CPU-tier events are counted, never indexed (the server's --no-lower-tiers).
+  const indexer = new KvIndexer({ blockSize: opts.blockSize, mode: approximate ? 'approximate' : 'events', clock: opts.clock, ...(opts.lowerTiers === false ? { lowerTiers: false } : {}) });
   const core = new RoutingCore(indexer, {
     blockSize: opts.blockSize,
     policy,

@@ -25,7 +25,10 @@ export interface ReplayConfig {
   kvBlocks: number;
   arrivalScale: number;
   seed: number;
+  /** Engine settings over the defaults (e.g. offloadBlocks: a CPU tier on every engine). */
   engine?: EngineConfig;
+  /** Whether the router indexes the engines' CPU-tier blocks (default true). */
+  lowerTiers?: boolean;
   /** Arrival compression factors of the load sweep (none: no sweep). */
   sweepScales?: readonly number[];
   /** The policies the sweep compares (default: all of `policies`). */
@@ -55,6 +58,9 @@ export interface ReplayReport {
   handoff?: EngineKind;
   block_size: number;
   kv_blocks: number;
+  /** Blocks of each engine's CPU offload tier (absent: none), and whether the router indexed them. */
+  offload_blocks?: number;
+  lower_tiers?: boolean;
   arrival_scale: number;
   requests: number;
   offered_rps: number;
@@ -107,6 +113,7 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       handoff: cfg.handoff,
       policy,
       routing: cfg.routing,
+      lowerTiers: cfg.lowerTiers,
       engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
       seed: cfg.seed,
       arrivalScale: scale,
@@ -162,6 +169,7 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
     handoff: cfg.disaggregated ? (cfg.handoff ?? 'vllm') : undefined,
     block_size: cfg.blockSize,
     kv_blocks: cfg.kvBlocks,
+    ...(cfg.engine?.offloadBlocks ? { offload_blocks: cfg.engine.offloadBlocks, lower_tiers: cfg.lowerTiers !== false } : {}),
     arrival_scale: cfg.arrivalScale,
     requests: cfg.trace.length,
     offered_rps: round(offeredRps(cfg.trace, cfg.arrivalScale)),

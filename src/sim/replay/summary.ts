@@ -22,11 +22,17 @@ export interface PolicySummary {
   queue?: { queued: number; rejected: Record<string, number> };
   /** Mode decisions by reason (x-kvroute-mode-reason), those that happened. */
   mode_reasons?: Record<string, number>;
+  /**
+   * With a CPU offload tier: the engines' prompt tokens found on the GPU and reloaded from the CPU
+   * (shares of the prompt tokens at first admission; hit_rate counts both), blocks moved to the CPU
+   * tiers and evicted from them.
+   */
+  offload?: { gpu_hit_rate: number; cpu_hit_rate: number; stores: number; evictions: number };
 }
 
 const round = (v: number, digits = 3) => (Number.isFinite(v) ? Number(v.toFixed(digits)) : v);
 
-export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'simulatedMs'> & Partial<Pick<FleetRun, 'queues' | 'router'>>, wallMs: number): PolicySummary {
+export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'simulatedMs'> & Partial<Pick<FleetRun, 'queues' | 'router' | 'offload'>>, wallMs: number): PolicySummary {
   const ttft: number[] = [];
   const itl: number[] = [];
   const e2e: number[] = [];
@@ -73,7 +79,13 @@ export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'sim
     simulated_s: round(run.simulatedMs / 1000),
     wall_s: round(wallMs / 1000),
     ...extras(run, byPriority),
+    ...(run.offload ? { offload: offloadSummary(run.offload) } : {}),
   };
+}
+
+function offloadSummary(o: NonNullable<FleetRun['offload']>): NonNullable<PolicySummary['offload']> {
+  const share = (tokens: number) => round(o.promptTokens ? tokens / o.promptTokens : 0, 4);
+  return { gpu_hit_rate: share(o.gpuHitTokens), cpu_hit_rate: share(o.cpuHitTokens), stores: o.stores, evictions: o.evictions };
 }
 
 function extras(run: Partial<Pick<FleetRun, 'queues' | 'router'>>, byPriority: Map<number, number[]>): Pick<PolicySummary, 'ttft_p90_ms_by_priority' | 'queue' | 'mode_reasons'> {

@@ -69,6 +69,8 @@ export interface VirtualFleetOptions {
   conditionalDisagg?: Partial<ConditionalDisaggSettings>;
   /** Share of requests given priority 1 where the trace gives none, drawn from the seed. */
   highPriorityShare?: number;
+  /** Whether the router indexes the blocks engines report on their CPU tiers (default true; false: it ignores them). */
+  lowerTiers?: boolean;
 }
 
 export interface FleetRun {
@@ -80,6 +82,19 @@ export interface FleetRun {
   router: PrefillRouterStats;
   /** The router queues' counts. */
   queues: Record<PoolName, QueueStats>;
+  /** The engines' CPU offload tiers, summed (only when they have one). */
+  offload?: OffloadTotals;
+}
+
+/** What the engines' prefix caches and CPU tiers did over a run, summed over every engine. */
+export interface OffloadTotals {
+  /** Prompt tokens at first admission, those found on the GPU, those reloaded from the CPU. */
+  promptTokens: number;
+  gpuHitTokens: number;
+  cpuHitTokens: number;
+  /** Blocks moved to the CPU tiers, and evicted from them. */
+  stores: number;
+  evictions: number;
 }
 
 const FAR_FUTURE_MS = 1e15;
@@ -104,7 +119,8 @@ export class VirtualFleet {
     const kind = opts.handoff ?? 'vllm';
     const disagg = opts.disaggregated;
     // Bookings must not expire while a request waits in a saturated virtual queue.
-    const routing = () => setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: withFields(opts.routing ?? {}, { staleBookingMs: FAR_FUTURE_MS }) });
+    const routing = () =>
+      setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: withFields(opts.routing ?? {}, { staleBookingMs: FAR_FUTURE_MS }), lowerTiers: opts.lowerTiers });
     const engines = (name: string, count: number, firstId: number) =>
       new VirtualPool(name, count, opts.engine, routing(), this.steps, opts.seed + name.length, Array.from({ length: count }, (_, i) => firstId + i));
     this.prefillEngines = disagg ? engines('prefill', disagg.prefill, 0) : undefined;
@@ -164,7 +180,22 @@ export class VirtualFleet {
     if (client.open > 0) throw new Error(`replay ended with ${client.open} requests that never finished (the simulation stalled)`);
     await this.router.idle();
     opts.onProgress?.(trace.length, trace.length);
-    return { records, loadSpread: spread.value(), simulatedMs: this.now, router: this.router.stats(), queues: this.router.queueStats() };
+    const run: FleetRun = { records, loadSpread: spread.value(), simulatedMs: this.now, router: this.router.stats(), queues: this.router.queueStats() };
+    if ((opts.engine.offloadBlocks ?? 0) > 0) run.offload = this.offloadTotals();
+    return run;
+  }
+
+  private offloadTotals(): OffloadTotals {
+    const t: OffloadTotals = { promptTokens: 0, gpuHitTokens: 0, cpuHitTokens: 0, stores: 0, evictions: 0 };
+    for (const engine of [...(this.prefillEngines?.engines ?? []), ...this.decodeEngines.engines]) {
+      const m = engine.metrics();
+      t.promptTokens += m.promptTokens;
+      t.gpuHitTokens += m.cachedTokens - m.reloadedTokens;
+      t.cpuHitTokens += m.reloadedTokens;
+      t.stores += m.offloadStores;
+      t.evictions += m.offloadEvictions;
+    }
+    return t;
   }
 
   private addWorkers(pool: WorkerPool, engines: VirtualPool, firstId: number, role: WorkerInfo['role'], kind: EngineKind): void {

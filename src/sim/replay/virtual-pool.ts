@@ -55,10 +55,15 @@ export class VirtualPool {
     const indexer = this.routing.indexer;
     const worker = this.workerIds[index];
     for (const ev of events) {
+      // An index without lower tiers passes over the CPU tier's events (the live ingest counts them).
+      if (ev.type !== 'AllBlocksCleared' && ev.medium !== 'GPU' && !indexer.lowerTiers) continue;
       if (ev.type === 'BlockStored') {
-        indexer.applyStored(worker, 0, ev.parentBlockHash, ev.blockHashes, ev.tokenIds, ev.loraName === null ? undefined : { loraName: ev.loraName });
+        // The GPU's events as before (no medium: the device); the CPU tier's name their medium.
+        const opts = ev.medium === 'GPU' ? (ev.loraName === null ? undefined : { loraName: ev.loraName }) : { loraName: ev.loraName ?? undefined, medium: ev.medium };
+        indexer.applyStored(worker, 0, ev.parentBlockHash, ev.blockHashes, ev.tokenIds, opts);
       } else if (ev.type === 'BlockRemoved') {
-        indexer.applyRemoved(worker, 0, ev.blockHashes);
+        if (ev.medium === 'GPU') indexer.applyRemoved(worker, 0, ev.blockHashes);
+        else indexer.applyRemoved(worker, 0, ev.blockHashes, { medium: ev.medium });
       } else {
         indexer.applyCleared(worker, 0);
       }

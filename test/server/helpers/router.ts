@@ -26,6 +26,8 @@ export interface TestRouterOptions {
   style?: EngineKind;
   speedup?: number;
   kvBlocks?: number;
+  /** A CPU offload tier of this many blocks on each simulated engine (default none). */
+  offloadBlocks?: number;
   config?: RouterConfigInput;
   /** Where the router logs (default: nowhere). */
   logger?: Logger;
@@ -40,6 +42,7 @@ export async function startTestRouter(o: TestRouterOptions = {}): Promise<TestRo
     speedup: o.speedup ?? 200,
     blockSize: BLOCK_SIZE,
     kvBlocks: o.kvBlocks ?? 2048,
+    offloadBlocks: o.offloadBlocks,
     model: MODEL,
   });
   let router: Router | undefined;

@@ -14,6 +14,8 @@ describe('engine config', () => {
       eosProbability: 0,
       prefillHoldMs: 120_000,
       kvTransfer: { bytesPerToken: 131072, bandwidthBytesPerS: 25e9 },
+      offloadBlocks: 0,
+      offloadBandwidthBytesPerS: 25e9,
     });
     expect(c.timing).toEqual(DEFAULT_TIMING);
     expect(Object.isFrozen(c)).toBe(true);
@@ -48,6 +50,14 @@ describe('engine config', () => {
     [{ timing: [] }, TypeError],
     [{ kvTransfer: { bandwidthBytesPerS: 0 } }, RangeError],
     [{ kvTransfer: { bytesPerToken: 'x' } }, TypeError],
+    [{ offloadBlocks: -1 }, RangeError],
+    [{ offloadBlocks: 1.5 }, RangeError],
+    [{ offloadBlocks: 2 ** 30 }, RangeError],
+    [{ offloadBlocks: '4096' }, TypeError],
+    [{ offloadBandwidthBytesPerS: 0 }, RangeError],
+    [{ offloadBandwidthBytesPerS: -1 }, RangeError],
+    [{ offloadBandwidthBytesPerS: NaN }, RangeError],
+    [{ offloadBandwidthBytesPerS: '25e9' }, TypeError],
     [{ blocksize: 16 }, TypeError],
     ['fast', TypeError],
   ])('refuses %j', (cfg, error) => {

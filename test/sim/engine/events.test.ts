@@ -8,32 +8,41 @@ import { computeBlockHashes } from '../../../src/core/hashing.js';
 import { KvIndexer } from '../../../src/core/indexer.js';
 import { applyEventsToSet, EngineModel, type KvEvent, type TokenOutput } from '../../../src/sim/engine/index.js';
 
-/** The consumer's view, refusing anything a strict indexer would reject. */
+/**
+ * The consumer's view, refusing anything a strict indexer would reject: the GPU's blocks and the
+ * CPU tier's. A GPU block's parent is on the GPU; a CPU block's may be on either (offloading moves
+ * a sequence's tail first).
+ */
 class ReferenceIndex {
   readonly blocks = new Set<bigint>();
+  readonly offloaded = new Set<bigint>();
 
   apply(events: readonly KvEvent[]): void {
     const scratch = new Uint32Array(2);
     for (const ev of events) {
       if (ev.type === 'AllBlocksCleared') {
         this.blocks.clear();
+        this.offloaded.clear();
       } else if (ev.type === 'BlockRemoved') {
+        const tier = ev.medium === 'CPU' ? this.offloaded : this.blocks;
         for (const h of ev.blockHashes) {
-          expect(this.blocks.has(h), `removal of unknown block ${h}`).toBe(true);
-          this.blocks.delete(h);
+          expect(tier.has(h), `removal of unknown ${ev.medium} block ${h}`).toBe(true);
+          tier.delete(h);
         }
       } else {
         expect(ev.tokenIds).toHaveLength(ev.blockHashes.length * ev.blockSize);
+        const tier = ev.medium === 'CPU' ? this.offloaded : this.blocks;
         let parent = ev.parentBlockHash;
-        if (parent !== null) expect(this.blocks.has(parent), `unknown parent ${parent}`).toBe(true);
+        const known = (h: bigint) => this.blocks.has(h) || (ev.medium === 'CPU' && this.offloaded.has(h));
+        if (parent !== null) expect(known(parent), `unknown parent ${parent}`).toBe(true);
         ev.blockHashes.forEach((h, i) => {
-          expect(this.blocks.has(h), `duplicate store of ${h}`).toBe(false);
+          expect(tier.has(h), `duplicate store of ${h}`).toBe(false);
           // Content addressing: the hash is that of the block's tokens chained to its parent.
           const hi = parent === null ? ROOT_HI : Number(parent >> 32n);
           const lo = parent === null ? ROOT_LO : Number(parent & 0xffffffffn);
           hashBlock(Uint32Array.from(ev.tokenIds), i * ev.blockSize, ev.blockSize, hi, lo, loraSeed(ev.loraName), scratch);
           expect(toU64(scratch[0], scratch[1])).toBe(h);
-          this.blocks.add(h);
+          tier.add(h);
           parent = h;
         });
       }
@@ -84,9 +93,11 @@ const engine = fc.record({
   eosProbability: fc.constantFrom(0, 0.1),
   prefillHoldMs: fc.integer({ min: 0, max: 60 }),
   seed: fc.nat(),
+  // No CPU tier, a small one (its own evictions all the time) or a roomy one.
+  offloadBlocks: fc.constantFrom(0, 0, 3, 24),
 });
 
-type Cfg = { blockSize: number; kvBlocks: number; maxNumBatchedTokens: number; maxNumSeqs: number; eosProbability: number; prefillHoldMs: number; seed: number };
+type Cfg = { blockSize: number; kvBlocks: number; maxNumBatchedTokens: number; maxNumSeqs: number; eosProbability: number; prefillHoldMs: number; seed: number; offloadBlocks: number };
 type Op = typeof op extends fc.Arbitrary<infer T> ? T : never;
 
 /** Family prompts: the first `divergeAt` tokens are shared by every prompt of the family. */
@@ -112,9 +123,11 @@ function playWorkload(cfg: Cfg, ops: Op[], onEvents?: (m: EngineModel, events: K
     history.push(...events);
     index.apply(events);
     expect(index.blocks).toEqual(m.cachedBlockHashes());
+    expect(index.offloaded).toEqual(m.offloadedBlockHashes());
     const x = m.metrics();
     expect(x.usedBlocks).toBeLessThanOrEqual(x.totalBlocks);
     expect(x.cachedBlocks).toBe(index.blocks.size);
+    expect(x.offloadedBlocks).toBeLessThanOrEqual(cfg.offloadBlocks);
     onEvents?.(m, events);
   };
   for (const o of ops) {
@@ -158,6 +171,7 @@ function playWorkload(cfg: Cfg, ops: Op[], onEvents?: (m: EngineModel, events: K
   const late = new ReferenceIndex();
   late.apply(history);
   expect(late.blocks).toEqual(m.cachedBlockHashes());
+  expect(late.offloaded).toEqual(m.offloadedBlockHashes());
   // Each request's tokens come in order, and nothing follows its finish.
   for (const outs of outputs.values()) {
     outs.forEach((out, i) => expect(out.index).toBe(i));
@@ -177,16 +191,17 @@ describe('KV events', () => {
     const probes = [0, 1, 2, 3].flatMap((family) => [undefined, 'a'].map((lora) => ({ tokens: familyPrompt(family, 60, 60, 0), lora })));
     fc.assert(
       fc.property(engine, fc.array(op, { minLength: 1, maxLength: 60 }), (cfg, ops) => {
-        const indexer = new KvIndexer({ blockSize: cfg.blockSize, clock: () => 0 });
+        const indexer = new KvIndexer({ blockSize: cfg.blockSize, clock: () => 0, lowerTiers: true });
         const local = probes.map((p) => computeBlockHashes(p.tokens, cfg.blockSize, { loraName: p.lora }));
         playWorkload(cfg, ops, (m, events) => {
           for (const ev of events) {
             if (ev.type === 'BlockStored') {
               // The event's own arrays (views of the sequence's buffers), as the replay feeds them.
-              const ok = indexer.applyStored(0, 0, ev.parentBlockHash, ev.blockHashes, ev.tokenIds, { loraName: ev.loraName ?? undefined });
+              const ok = indexer.applyStored(0, 0, ev.parentBlockHash, ev.blockHashes, ev.tokenIds, { loraName: ev.loraName ?? undefined, medium: ev.medium });
               expect(ok, JSON.stringify(indexer.stats().rejected)).toBe(true);
             } else if (ev.type === 'BlockRemoved') {
-              indexer.applyRemoved(0, 0, ev.blockHashes);
+              // Every removal names a block the indexer holds on that medium.
+              expect(indexer.applyRemoved(0, 0, ev.blockHashes, { medium: ev.medium })).toBe(ev.blockHashes.length);
             } else {
               indexer.applyCleared(0, 0);
             }

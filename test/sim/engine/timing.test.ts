@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../../src/sim/engine/config.js';
-import { decodeMs, idlePollMs, prefillMs, stepMs, transferMs } from '../../../src/sim/engine/timing.js';
+import { decodeMs, idlePollMs, prefillMs, reloadMs, stepMs, transferMs } from '../../../src/sim/engine/timing.js';
 
 describe('timing', () => {
   const cfg = resolveEngineConfig({});
@@ -41,5 +41,13 @@ describe('timing', () => {
     expect(transferMs(cfg, 8192)).toBeCloseTo((8192 * 131072) / 25e9 * 1000, 9);
     const instant = resolveEngineConfig({ kvTransfer: { bytesPerToken: 1, bandwidthBytesPerS: Infinity } });
     expect(transferMs(instant, 1e6)).toBe(0);
+  });
+
+  it('a reload from the CPU tier takes tokens x the KV bytes per token / the offload bandwidth', () => {
+    const t = resolveEngineConfig({ kvTransfer: { bytesPerToken: 2000, bandwidthBytesPerS: 1e12 }, offloadBandwidthBytesPerS: 1e6, speedup: 2 });
+    expect(reloadMs(t, 0)).toBe(0);
+    expect(reloadMs(t, 500)).toBeCloseTo(500, 9); // 1 MB at 1 MB/s, twice as fast
+    // Default: 128 KiB per token over PCIe 4.0 x16 (25 GB/s): a 16-token block in 0.084 ms.
+    expect(reloadMs(cfg, 16)).toBeCloseTo((16 * 131072) / 25e9 * 1000, 12);
   });
 });
