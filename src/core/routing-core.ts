@@ -7,7 +7,7 @@ import { callNative, translateNativeError } from './errors.js';
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import type { KvIndexer } from './indexer.js';
-import { perTierArray, perTierObject, type PerTier } from './tiers.js';
+import { perTierArray, perTierAt, perTierObject, type PerTier } from './tiers.js';
 import { nativeTtftModel } from './ttft-model.js';
 import {
   checkRouteRequest,
@@ -331,14 +331,14 @@ export class RoutingCore {
     }
     const candidates: CandidateCost[] = new Array(n);
     for (let i = 0, o = HEADER; i < n; i++, o += PER_CANDIDATE) {
-      candidates[i] = new Candidate(out[o], out[o + 1], out[o + 2], perTierObject(out.subarray(o + 3, o + 6)), out[o + 6], out[o + 7], out[o + 8]);
+      candidates[i] = new Candidate(out[o], out[o + 1], out[o + 2], perTierAt(out, o + 3), out[o + 6], out[o + 7], out[o + 8]);
     }
     return {
       requestId: id,
       worker: out[0],
       dpRank: out[1],
       overlapBlocks: out[2],
-      lowerTierBlocks: perTierObject(out.subarray(10, 13)),
+      lowerTierBlocks: perTierAt(out, 10),
       promptTokens: out[3],
       cachedTokens: out[4],
       prefillTokens: out[5],

@@ -30,6 +30,12 @@ export function perTierObject(v: ArrayLike<number>): PerTier {
   return { host: v[0], disk: v[1], external: v[2] };
 }
 
+/** The three tiers stored at v[at..at+3]: perTierObject without a subarray view (a typed-array
+ * allocation of its own, nine of them per routing decision). */
+export function perTierAt(v: Float64Array, at: number): PerTier {
+  return { host: v[at], disk: v[at + 1], external: v[at + 2] };
+}
+
 /** `v`'s tiers over `base`, each a finite number >= 0. */
 export function resolvePerTier(v: Record<string, unknown>, name: string, base: Readonly<PerTier>): PerTier {
   return {
