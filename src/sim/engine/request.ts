@@ -1,7 +1,11 @@
 // Requests: what callers submit, what the model emits per generated token, and the model's
 // per-request state (token buffer, block table, block hashes, progress).
+import { engineHashBlocks } from '../../core/engine-hash.js';
 import { hashBlock, loraSeed, ROOT_HI, ROOT_LO } from './block-hash.js';
 import { HI_WORD, LO_WORD } from './events.js';
+
+/** Runs of at least this many blocks are hashed in the addon (a call costs about a block's hashing in JavaScript). */
+const NATIVE_HASH_MIN_BLOCKS = 4;
 
 /** Generated tokens a sequence's token buffer has room for from the start. */
 const INITIAL_OUTPUT_ROOM = 1024;
@@ -165,7 +169,18 @@ export class Sequence {
     if (count > this.hashes.length) this.growHashes(count, blockSize);
     const words = this.hashWords;
     const { prompt, tail, tailStart } = this;
-    for (let i = this.hashCount; i < count; i++) {
+    let i = this.hashCount;
+    // Long runs (a prompt at admission) in the addon: the prompt's blocks, then the tail's.
+    const promptBlocks = tailStart / blockSize;
+    for (let run = 0; run < 2 && count - i >= NATIVE_HASH_MIN_BLOCKS; run++) {
+      const inPrompt = i < promptBlocks;
+      const end = inPrompt ? Math.min(count, promptBlocks) : count;
+      const parentHi = i === 0 ? ROOT_HI : words[2 * i - 2 + HI_WORD];
+      const parentLo = i === 0 ? ROOT_LO : words[2 * i - 2 + LO_WORD];
+      engineHashBlocks(inPrompt ? prompt : tail, inPrompt ? i * blockSize : i * blockSize - tailStart, blockSize, end - i, parentHi, parentLo, this.lora, this.hashes, i);
+      i = end;
+    }
+    for (; i < count; i++) {
       const parentHi = i === 0 ? ROOT_HI : words[2 * i - 2 + HI_WORD];
       const parentLo = i === 0 ? ROOT_LO : words[2 * i - 2 + LO_WORD];
       const start = i * blockSize;
