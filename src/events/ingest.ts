@@ -172,6 +172,14 @@ export class EventIngest {
     });
   }
 
+  /**
+   * Resolves once every rank of `worker` subscribed with `resumeAfter` has finished catching up
+   * from its replay buffer (or failed to, or was removed); at once for an unknown worker.
+   */
+  async caughtUp(worker: number): Promise<void> {
+    await Promise.all(this.workers.get(worker)?.subscribers.map((s) => s.caughtUp) ?? []);
+  }
+
   /** Resolves when every message received so far has been applied (tests, orderly shutdown). */
   async idle(): Promise<void> {
     await Promise.all([...this.workers.values()].flatMap((w) => w.subscribers.map((s) => s.idle())));

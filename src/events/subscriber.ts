@@ -72,6 +72,12 @@ export class EventSubscriber {
   private closed = false;
   private sliceEvents = 0;
   private readonly loops: Promise<void>;
+  private markCaughtUp!: () => void;
+  /**
+   * Settles once the initial catch-up of a restored index is over (done, failed or closed);
+   * at once without `resumeAfter`. Warm start waits on it before reporting the replica ready.
+   */
+  readonly caughtUp = new Promise<void>((resolve) => (this.markCaughtUp = resolve));
 
   constructor(private readonly opts: SubscriberOptions) {
     this.socket = new zmq.Subscriber({
@@ -116,6 +122,7 @@ export class EventSubscriber {
       this.wakeApplier?.();
       this.wakeReceiver?.();
       this.notifyIdle();
+      this.markCaughtUp();
     }
     return this.loops;
   }
@@ -152,6 +159,7 @@ export class EventSubscriber {
         this.busy = false;
       }
     }
+    this.markCaughtUp();
     while (!this.closed) {
       const frames = this.queue.shift();
       if (!frames) {

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { HELP, SERVE_OPTIONS, serveOptions } from '../../src/cli/serve.js';
 import { UsageError } from '../../src/cli/usage.js';
+import { parseRouterConfig } from '../../src/server/config/config.js';
 
 const example = fileURLToPath(new URL('../../examples/fleet.json', import.meta.url));
 
@@ -52,11 +53,20 @@ describe('kvroute serve options', () => {
   it('shares state with other replicas with --nats (and --replica-id, --replica-cluster, --replica-ttl-ms)', async () => {
     expect((await opts([])).config.replicas).toBeUndefined();
     const o = await opts(['--nats', 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', '--replica-id', 'r-1', '--replica-cluster', 'llama', '--replica-ttl-ms', '3000']);
-    expect(o.config.replicas).toEqual({ nats: 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', id: 'r-1', cluster: 'llama', heartbeatMs: 1000, ttlMs: 3000, batchMaxEvents: 256, batchMaxDelayMs: 1, connectTimeoutMs: 2000 });
+    // The defaults themselves are checked in test/server/config.
+    const defaults = parseRouterConfig({ replicas: { nats: 'nats://x:1' } }).replicas;
+    expect(o.config.replicas).toEqual(Object.assign({}, defaults, { nats: 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', id: 'r-1', cluster: 'llama', ttlMs: 3000 }));
     await expect(serveOptions(['--nats', 'http://10.0.0.5:4222'], {})).rejects.toThrow(/--nats must be nats:\/\/host:port/);
     await expect(serveOptions(['--nats', 'nats://h:1', '--replica-id', 'a b'], {})).rejects.toThrow(/--replica-id/);
     await expect(serveOptions(['--replica-id', 'a'], {})).rejects.toThrow(/replicas.nats/);
     await expect(serveOptions(['--nats', 'nats://h:1', '--replica-ttl-ms', '1500'], {})).rejects.toThrow(/at least twice replicas.heartbeatMs/);
+  });
+
+  it('takes the warm start settings of a replica (--no-warm-start, --warm-start-timeout-ms, --snapshot-interval-ms)', async () => {
+    const o = await opts(['--nats', 'nats://h:1', '--no-warm-start', '--warm-start-timeout-ms', '9000', '--snapshot-interval-ms', '0']);
+    expect(o.config.replicas).toMatchObject({ warmStart: false, warmStartTimeoutMs: 9000, snapshotIntervalMs: 0 });
+    await expect(serveOptions(['--nats', 'nats://h:1', '--warm-start-timeout-ms', 'soon'], {})).rejects.toThrow(/--warm-start-timeout-ms/);
+    await expect(serveOptions(['--nats', 'nats://h:1', '--snapshot-interval-ms', '10'], {})).rejects.toThrow(/snapshotIntervalMs must be 0 \(never\) or at least 1000/);
   });
 
   it('adds --worker flags to the fleet', async () => {

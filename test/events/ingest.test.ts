@@ -157,6 +157,10 @@ describe('EventIngest: a restored index resumes where its snapshot ended (resume
     const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
     ingests.push(ingest);
     ingest.addWorker({ worker: 5, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS, resumeAfter: [lastSeq] });
+    // caughtUp settles once the replay is applied (what a replica's warm start waits for).
+    await ingest.caughtUp(5);
+    expect(indexer.findMatches(computeBlockHashes(range(0, 16), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 4 }]);
+    await ingest.caughtUp(404);
     await ingest.idle();
     expect(engine.replayRequests.at(-1)).toBe(lastSeq + 1n);
     expect(indexer.findMatches(computeBlockHashes(range(0, 16), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 4 }]);

@@ -7,7 +7,7 @@ import type { RoutedResponse, RouterRequest } from '../../routing/router-request
 import type { ServeMode } from '../../core/vocabulary.js';
 import type { ModeReason } from '../../routing/prefill/mode.js';
 import type { SchedulingPort } from '../fleet/scheduling.js';
-import type { ReplicaPort } from '../replicas/ports.js';
+import type { ReplicaPort, WarmStartPort } from '../replicas/ports.js';
 
 /** One request as the prefill router takes it, and its answer. */
 export type DispatchRequest = RouterRequest;
@@ -61,6 +61,8 @@ export interface Backend {
   scheduling: SchedulingPort;
   /** This replica among its siblings, when router replicas share state (config.replicas). */
   replicas?: ReplicaPort;
+  /** Warm start (with replicas): ready once the restored index caught up. */
+  warmStart?: WarmStartPort;
   close(): Promise<void>;
 }
 

@@ -182,6 +182,8 @@ export class RouterImpl implements Router {
     for (const w of config.workers) this.registry.add(w);
     // From here on the replicas' shared fleet applies (and the configured workers are not news).
     backend.replicas?.attachFleet(this.registry);
+    // The configured workers are subscribed: a warm start now waits for their catch-up.
+    backend.warmStart?.workersLoaded();
     this.health = new HealthMonitor(
       {
         targets: () => this.registry.healthTargets(),
@@ -395,7 +397,9 @@ export class RouterImpl implements Router {
     const workers = this.registry.list();
     const count = (pred: (w: (typeof workers)[number]) => boolean) => workers.filter(pred).length;
     const summary = {
-      status: this.isDraining ? 'draining' : this.ready() ? 'ready' : 'unavailable',
+      // Warming: requests are served (on the restored index as far as it caught up), but a load
+      // balancer should wait before sending its share.
+      status: this.isDraining ? 'draining' : !this.ready() ? 'unavailable' : this.backend.warmStart?.ready() === false ? 'warming' : 'ready',
       workers: workers.length,
       healthy: count((w) => w.state === 'healthy'),
       unhealthy: count((w) => w.state === 'unhealthy'),
@@ -403,6 +407,7 @@ export class RouterImpl implements Router {
       selectable: { prefill: this.registry.selectable('prefill').length, decode: this.registry.selectable('decode').length },
       // Degraded, not down: a replica cut off from NATS still serves, on its own view.
       replicas: this.backend.replicas?.status(),
+      warm_start: this.backend.warmStart?.status(),
     };
     return json(summary.status === 'ready' ? 200 : 503, summary);
   }

@@ -25,6 +25,8 @@ import { silentLogger, type Logger } from '../../util/logger.js';
 import { withFields } from '../../util/objects.js';
 import { ReplicaSync } from '../replicas/sync.js';
 import { FaultEvents } from './fault-events.js';
+import { SnapshotPublisher } from '../replicas/snapshot-publisher.js';
+import { beginWarmStart, captureSnapshot, subscribeResuming } from './warm-wiring.js';
 
 export interface BackendOptions {
   metrics: RouterMetrics;
@@ -52,6 +54,10 @@ const STALE_SWEEP_MS = 30_000;
 const SHUTDOWN_GRACE_MS = 2_000;
 
 export async function createBackend(config: RouterConfig, o: BackendOptions): Promise<Backend> {
+  const startedAt = performance.now();
+  // Warm start: the pools are built over the restored indexes, when there are.
+  const warmStart = await beginWarmStart(config, o.log ?? silentLogger, startedAt, o.clock);
+  const warm = warmStart?.warm;
   const clients = new EngineClients(o.engineClient);
   const transport = new HttpTransport(clients);
   // Bound once the pools exist: their cores and the session table tell it every change from then on.
@@ -62,8 +68,8 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     new SessionAffinity({ ttlMs: affinity.ttlMs, maxSessions: affinity.maxSessions, clock: o.clock, onBind: (id, binding) => shared.sync?.sessionBound(id, binding) });
   const faults = new FaultEvents(o.metrics, (o.log ?? silentLogger).child({ component: 'routing' }), o.clock);
   const parts: Record<PoolName, PoolParts> = {
-    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o, shared),
-    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o, shared),
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o, shared, warmStart?.restored?.prefill),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o, shared, warmStart?.restored?.decode),
   };
   const sync = config.replicas
     ? await ReplicaSync.start({
@@ -73,9 +79,23 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         log: o.log ?? silentLogger,
         observeLag: (s) => o.metrics.replicaSyncLag(s),
         sessions: sessions && affinity && { table: sessions, ttlMs: affinity.ttlMs },
-      })
+      }, warmStart?.natsUnreachable === true)
     : undefined;
   shared.sync = sync;
+  const publisher =
+    sync &&
+    warm &&
+    new SnapshotPublisher({
+      intervalMs: config.replicas!.snapshotIntervalMs,
+      cluster: sync.cluster,
+      connection: () => sync.connection,
+      canPublish: () => warm.ready(),
+      capture: () => captureSnapshot(config, sync.id, parts),
+      log: (o.log ?? silentLogger).child({ component: 'warm-start' }),
+      onPublished: (createdAt, bytes) => warm.publishedSnapshot(createdAt, bytes),
+      onFailed: () => warm.publishFailed(),
+    });
+  publisher?.start();
   const router = new PrefillRouter({
     prefill: parts.prefill.router,
     decode: parts.decode.router,
@@ -150,13 +170,8 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       subscribe(w, pool) {
         const ingest = parts[pool].ingest;
         // Approximate indexing (or a worker without events) learns from routing decisions instead.
-        if (!ingest || w.kvEvents.length === 0) return;
-        ingest.addWorker({
-          worker: w.id,
-          endpoints: w.kvEvents,
-          replayEndpoints: w.replayEndpoints.length > 0 ? w.replayEndpoints : undefined,
-          blockSize: config.blockSize,
-        });
+        if (!ingest) return;
+        subscribeResuming(ingest, parts[pool].indexer, w, pool, config.blockSize, warm);
       },
       unsubscribe(id) {
         parts.prefill.ingest?.removeWorker(id);
@@ -187,6 +202,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       fallbacksToAggregated: () => router.stats().fallbacks,
       sessionStats: () => sessions?.stats(),
       replicaStats: sync && (() => sync.stats()),
+      warmStartStats: warm && (() => warm.sample()),
       ejectedWorkers: () =>
         [parts.prefill, parts.decode].flatMap((p) => (p.pool.ejectedCount === 0 ? [] : p.pool.workers().filter((w) => p.pool.state(w.id).ejected).map((w) => ({ pool: p.name, worker: w.id })))),
       queueStats: () => router.queueStats(),
@@ -200,8 +216,11 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       setConditionalDisagg: (s) => router.setConditionalDisagg(s),
     },
     replicas: sync,
+    warmStart: warm,
     async close() {
       clearInterval(sweep);
+      publisher?.close();
+      warm?.close();
       router.close();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([router.idle(), new Promise<void>((r) => (timer = setTimeout(r, SHUTDOWN_GRACE_MS)))]);
@@ -222,9 +241,10 @@ function buildPool(
   faults: FaultEvents,
   o: BackendOptions,
   shared: { sync?: ReplicaSync },
+  restored?: KvIndexer,
 ): PoolParts {
   const approximate = config.indexerMode === 'approximate';
-  const indexer = new KvIndexer({
+  const indexer = restored ?? new KvIndexer({
     blockSize: config.blockSize,
     mode: config.indexerMode,
     ...(approximate ? {} : { lowerTiers: config.lowerTiers }),

@@ -101,6 +101,9 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   if (replicas !== undefined && replicas.ttlMs < 2 * replicas.heartbeatMs) {
     throw new RangeError(`replicas.ttlMs (${replicas.ttlMs}) must be at least twice replicas.heartbeatMs (${replicas.heartbeatMs}): one late heartbeat must not release a replica's bookings`);
   }
+  if (replicas !== undefined && replicas.snapshotIntervalMs > 0 && replicas.snapshotIntervalMs < 1000) {
+    throw new RangeError(`replicas.snapshotIntervalMs must be 0 (never) or at least 1000, got ${replicas.snapshotIntervalMs}: each snapshot dumps the whole index`);
+  }
   config.workers = c.workers.map((w, i) => normaliseWorker(w as Resolved<typeof WorkerSchema.properties>, `workers[${i}]`));
   checkUniqueIds(config.workers);
   const od = config.outlierDetection;

@@ -91,8 +91,13 @@ export const ReplicasSchema = Type.Object(
     nats: Type.String({
       pattern: NATS_URLS,
       expected: 'nats://host:port (several comma-separated for a NATS cluster)',
-      description: 'The NATS servers the replicas share state through (JetStream on for sessions and the fleet): nats://host:port, several comma-separated for a NATS cluster.',
-      ...cli({ flag: 'nats', arg: 'URL', group: 'Replicas', help: 'share bookings, session pins and admin fleet changes with the other replicas through this NATS server (JetStream on for the last two); several comma-separated for a NATS cluster' }),
+      description: 'The NATS servers the replicas share state through (JetStream on for sessions, the fleet and the index snapshots of warm starts): nats://host:port, several comma-separated for a NATS cluster.',
+      ...cli({
+        flag: 'nats',
+        arg: 'URL',
+        group: 'Replicas',
+        help: 'share bookings, session pins, admin fleet changes and index snapshots (warm start) with the other replicas through this NATS server (JetStream on for all but bookings); several comma-separated for a NATS cluster',
+      }),
     }),
     id: Type.Optional(
       Type.String({
@@ -123,6 +128,34 @@ export const ReplicasSchema = Type.Object(
     batchMaxEvents: defaulted(Type.Integer({ minimum: 1, maximum: 65_536, default: 256, description: 'Booking events sent in one message at most.' })),
     batchMaxDelayMs: defaulted(Type.Integer({ minimum: 0, maximum: 1000, default: 1, description: 'Longest a booking event waits for others to share its message (0: sent at the end of the event loop turn).' })),
     connectTimeoutMs: defaulted(Type.Integer({ minimum: 100, maximum: 600_000, default: 2000, description: 'How long startup waits for NATS; without it the replica starts alone (degraded) and keeps trying.' })),
+    warmStart: defaulted(
+      Type.Boolean({
+        default: true,
+        description: "At startup, restore the index from the cluster's latest snapshot (JetStream object store), then catch up from the engines' replay buffers before reporting ready.",
+        ...cli({ flag: 'no-warm-start', value: false, group: 'Replicas', help: "start with an empty index instead of restoring the cluster's latest snapshot" }),
+      }),
+    ),
+    warmStartTimeoutMs: defaulted(
+      Type.Integer({
+        minimum: 100,
+        maximum: 3_600_000,
+        default: 60_000,
+        description: 'Longest a starting replica stays unready while it loads the snapshot and catches up: past it, it reports ready anyway (an unloaded snapshot means a cold start).',
+        ...cli({ flag: 'warm-start-timeout-ms', arg: 'N', group: 'Replicas', help: 'a starting replica reports ready after this long at most, caught up or not' }),
+      }),
+    ),
+    snapshotIntervalMs: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3_600_000,
+        default: 30_000,
+        description: "How often the replicas publish their index to the cluster's object store for warm starts (0: never; otherwise at least 1000). The catch-up must stay within the engines' replay buffers.",
+        ...cli({ flag: 'snapshot-interval-ms', arg: 'N', group: 'Replicas', help: 'publish the index for warm starts this often (0: never)' }),
+      }),
+    ),
+    snapshotMaxAgeMs: defaulted(
+      Type.Integer({ minimum: 1000, maximum: 86_400_000, default: 600_000, description: 'A snapshot older than this is not restored (cold start): its catch-up would outrun the engines\' replay buffers.' }),
+    ),
   },
   { additionalProperties: false, description: 'Router replicas acting as one: active bookings, session pins and fleet changes shared over NATS (off when absent).' },
 );

@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SessionAffinityStats } from '../../routing/session-affinity.js';
 import type { QueueEvent, QueueStats } from '../../routing/queue/admission-queue.js';
 import { registerReplicaMetrics, type ReplicaStatsSample } from './replica-metrics.js';
+import { registerWarmStartMetrics, type WarmStartSample } from './warm-metrics.js';
 
 export interface WorkerLoadSample {
   pool: string;
@@ -40,6 +41,8 @@ export interface MetricsSources {
   sessionStats?(): SessionAffinityStats | undefined;
   /** The replica sync's counts, when router replicas share state. */
   replicaStats?(): ReplicaStatsSample | undefined;
+  /** The warm start and snapshot publishing, when router replicas share state. */
+  warmStartStats?(): WarmStartSample | undefined;
   /** Workers out of selection now after consecutive failures (outlier detection). */
   ejectedWorkers?(): Array<{ pool: string; worker: number }>;
   /** The router queue of each pool. */
@@ -183,6 +186,7 @@ export class RouterMetrics {
   constructor() {
     const self = this;
     this.replicaSyncLag = registerReplicaMetrics(this.registry, () => self.sources?.replicaStats?.());
+    registerWarmStartMetrics(this.registry, () => self.sources?.warmStartStats?.());
     const perWorker = (name: string, help: string, pick: (s: WorkerLoadSample) => number) =>
       new Gauge({
         name,

@@ -1,6 +1,7 @@
 // The metrics of router replicas sharing state over NATS (src/server/replicas): read at scrape
 // time from the sync's counters, except the sync lag, observed per received batch.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, Histogram, type Registry } from 'prom-client';
+import { scrapedCounter, scrapedGauge } from './scraped.js';
 
 /** What the replica sync reports (src/server/replicas/counters.ts fills it). */
 export interface ReplicaStatsSample {
@@ -36,29 +37,8 @@ const LAG_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 /** Registers the replica metrics; returns the lag observer. */
 export function registerReplicaMetrics(registry: Registry, source: () => ReplicaStatsSample | undefined): (seconds: number) => void {
   const registers = [registry];
-  const gauge = (name: string, help: string, pick: (s: ReplicaStatsSample) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers,
-      collect() {
-        this.reset();
-        const s = source();
-        if (s) this.set(pick(s));
-      },
-    });
-  const counter = (name: string, help: string, labelName: string, picks: Record<string, (s: ReplicaStatsSample) => number>) =>
-    new Counter({
-      name,
-      help,
-      labelNames: [labelName],
-      registers,
-      collect() {
-        this.reset();
-        const s = source();
-        if (s) for (const [label, pick] of Object.entries(picks)) this.inc({ [labelName]: label }, pick(s));
-      },
-    });
+  const gauge = (name: string, help: string, pick: (s: ReplicaStatsSample) => number) => scrapedGauge(registry, source, name, help, pick);
+  const counter = (name: string, help: string, labelName: string, picks: Record<string, (s: ReplicaStatsSample) => number>) => scrapedCounter(registry, source, name, help, labelName, picks);
   gauge('kvroute_replicas_connected', '1 while this replica reaches NATS; 0: degraded, routing on its own view', (s) => (s.connected ? 1 : 0));
   gauge('kvroute_replicas_seen', 'Other router replicas heard within the TTL', (s) => s.peers);
   gauge('kvroute_replica_local_bookings', "This replica's own bookings, as announced to the others", (s) => s.localBookings);

@@ -35,3 +35,38 @@ export interface ReplicaPort {
   /** A change made through this replica's admin API (the registry's onChange). */
   fleetChanged(change: FleetChange): void;
 }
+
+/** How a warm start's attempt to load a snapshot ended. */
+export type RestoreOutcome = 'restored' | 'absent' | 'rejected' | 'mismatch' | 'stale' | 'unavailable';
+
+export type WarmState = 'loading' | 'catching_up' | 'ready';
+
+/** /health's view of the warm start. */
+export interface WarmStartStatus {
+  state: WarmState;
+  /** How the snapshot load ended; 'off' when warm start is off. */
+  outcome: RestoreOutcome | 'off';
+  reason?: string;
+  /** Streams still replaying what came after the snapshot. */
+  pending: number;
+  /** From startup to ready, once ready. */
+  readyAfterMs?: number;
+  /** A catch-up that outlasted warmStartTimeoutMs: ready was reported anyway. */
+  timedOut?: boolean;
+}
+
+/** What the router uses: readiness and /health. */
+export interface WarmStartPort {
+  ready(): boolean;
+  status(): WarmStartStatus;
+  /** The registry holds the configured workers (and they are subscribed): start waiting. */
+  workersLoaded(): void;
+}
+
+
+/** A snapshot published on demand. */
+export interface Published {
+  bytes: number;
+  encodeMs: number;
+  putMs: number;
+}

@@ -11,6 +11,7 @@ import type { PoolName } from '../../core/vocabulary.js';
 import { POOL_NAMES } from '../../core/vocabulary.js';
 import type { Logger } from '../../util/logger.js';
 import type { ReplicasConfig } from '../config/config.js';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { NatsLink } from './link.js';
 import { Outbox } from './outbox.js';
 import { Peers } from './peers.js';
@@ -121,10 +122,14 @@ export class ReplicaSync implements ReplicaPort {
     this.link.on(this.subjects.heartbeats, (data) => this.receiveHeartbeat(data));
   }
 
-  /** Connects (waiting up to connectTimeoutMs; degraded and retrying after that) and starts heartbeating. */
-  static async start(o: ReplicaSyncOptions): Promise<ReplicaSync> {
+  /**
+   * Connects (waiting up to connectTimeoutMs; degraded and retrying after that) and starts
+   * heartbeating. `inBackground`: NATS was just found unreachable, start degraded without waiting.
+   */
+  static async start(o: ReplicaSyncOptions, inBackground = false): Promise<ReplicaSync> {
     const sync = new ReplicaSync(o);
-    await sync.link.start();
+    if (inBackground) void sync.link.start();
+    else await sync.link.start();
     sync.tick = setInterval(() => sync.heartbeat(), o.config.heartbeatMs);
     sync.tick.unref();
     return sync;
@@ -179,6 +184,11 @@ export class ReplicaSync implements ReplicaPort {
   /** A change made through this replica's admin API (the registry's onChange). */
   fleetChanged(change: FleetChange): void {
     this.fleet.changed(change);
+  }
+
+  /** The live NATS connection (the snapshot publisher's), while connected. */
+  get connection(): NatsConnection | undefined {
+    return this.link.connection;
   }
 
   status(): ReplicaStatus {

@@ -49,13 +49,35 @@ describe('parseRouterConfig', () => {
 
   it('reads router replicas: off when absent, the defaults filled in, bad settings refused', () => {
     expect(parseRouterConfig({}).replicas).toBeUndefined();
-    expect(parseRouterConfig({ replicas: { nats: 'tls://n:4222' } }).replicas).toEqual({ nats: 'tls://n:4222', heartbeatMs: 1000, ttlMs: 5000, batchMaxEvents: 256, batchMaxDelayMs: 1, connectTimeoutMs: 2000 });
+    expect(parseRouterConfig({ replicas: { nats: 'tls://n:4222' } }).replicas).toEqual({
+      nats: 'tls://n:4222',
+      heartbeatMs: 1000,
+      ttlMs: 5000,
+      batchMaxEvents: 256,
+      batchMaxDelayMs: 1,
+      connectTimeoutMs: 2000,
+      warmStart: true,
+      warmStartTimeoutMs: 60_000,
+      snapshotIntervalMs: 30_000,
+      snapshotMaxAgeMs: 600_000,
+    });
     expect(() => parseRouterConfig({ replicas: {} })).toThrow(/replicas.nats/);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', id: '' } })).toThrow(/replicas.id/);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', cluster: 'a.b' } })).toThrow(/replicas.cluster/);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', batchMaxEvents: 0 } })).toThrow(/replicas.batchMaxEvents/);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', heartbeatMs: 1000, ttlMs: 1999 } })).toThrow(RangeError);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', natsUrl: 'x' } })).toThrow(/unknown field 'natsUrl'/);
+  });
+
+  it('reads the warm start settings of router replicas, and refuses bad ones with the setting named', () => {
+    const r = parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStart: false, warmStartTimeoutMs: 5000, snapshotIntervalMs: 0, snapshotMaxAgeMs: 60_000 } }).replicas;
+    expect(r).toMatchObject({ warmStart: false, warmStartTimeoutMs: 5000, snapshotIntervalMs: 0, snapshotMaxAgeMs: 60_000 });
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStart: 'yes' } })).toThrow(/replicas.warmStart/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStartTimeoutMs: 0 } })).toThrow(/replicas.warmStartTimeoutMs/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStartTimeoutMs: 1.5 } })).toThrow(/replicas.warmStartTimeoutMs/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', snapshotIntervalMs: -1 } })).toThrow(/replicas.snapshotIntervalMs/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', snapshotIntervalMs: 500 } })).toThrow(/replicas.snapshotIntervalMs must be 0 \(never\) or at least 1000, got 500/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', snapshotMaxAgeMs: 10 } })).toThrow(/replicas.snapshotMaxAgeMs/);
   });
 
   it('takes a tokenizer as a name, a directory or an object, and a $schema for editors', () => {
