@@ -12,6 +12,8 @@ export const SCHEDULING_HELP = `Scheduling (the server's settings of the same na
                         max_num_batched_tokens of prefill booked (default: off)
   --router-queue-policy P      ${QUEUE_POLICIES.join(', ')} (default ${DEFAULT_QUEUE_SETTINGS.policy})
   --router-queue-max-requests N  requests waiting at most per pool, refused beyond (default ${DEFAULT_QUEUE_SETTINGS.maxRequests})
+  --router-queue-max-wait-ms MS  refuse a request the queue would hold longer than MS, shed one
+                        that waited MS (default: no limit)
   --max-queued-prefill-tokens N  refuse (429) a request when a pool's booked prefill would pass N
   --high-priority-share F      priority 1 for a seeded share F of the requests whose trace line
                         has no priority field (default: none)
@@ -24,6 +26,7 @@ export const SCHEDULING_OPTIONS = {
   'router-queue-threshold': { type: 'string' },
   'router-queue-policy': { type: 'string' },
   'router-queue-max-requests': { type: 'string' },
+  'router-queue-max-wait-ms': { type: 'string' },
   'max-queued-prefill-tokens': { type: 'string' },
   'high-priority-share': { type: 'string' },
   'conditional-disagg': { type: 'boolean' },
@@ -39,15 +42,17 @@ export function schedulingFromFlags(v: Values, disaggregated: boolean): Pick<Rep
   let routing: ReplayConfig['routing'];
   const str = (k: keyof Values) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
   const threshold = str('router-queue-threshold');
-  if (threshold !== undefined || str('router-queue-policy') !== undefined || str('router-queue-max-requests') !== undefined) {
-    if (threshold === undefined) throw new UsageError('--router-queue-policy and --router-queue-max-requests need --router-queue-threshold');
+  const maxWait = str('router-queue-max-wait-ms');
+  if (threshold !== undefined || str('router-queue-policy') !== undefined || str('router-queue-max-requests') !== undefined || maxWait !== undefined) {
+    if (threshold === undefined) throw new UsageError('--router-queue-policy, --router-queue-max-requests and --router-queue-max-wait-ms need --router-queue-threshold');
     const t = Number(threshold);
     const q = { ...DEFAULT_QUEUE_SETTINGS, threshold: threshold.trim() === '' ? NaN : t } as Parameters<typeof checkQueueSettings>[0];
     const policy = str('router-queue-policy');
     if (policy !== undefined) q.policy = policy as typeof q.policy;
     const max = str('router-queue-max-requests');
     if (max !== undefined) q.maxRequests = intFlag(max, '--router-queue-max-requests', 1, 10_000_000);
-    out.routerQueue = { threshold: q.threshold, policy: q.policy, maxRequests: q.maxRequests };
+    if (maxWait !== undefined) q.maxWaitMs = maxWait.trim() === '' ? NaN : Number(maxWait);
+    out.routerQueue = { threshold: q.threshold, policy: q.policy, maxRequests: q.maxRequests, maxWaitMs: q.maxWaitMs };
     usage(() => checkQueueSettings(q));
   }
   const cap = str('max-queued-prefill-tokens');

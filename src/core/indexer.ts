@@ -178,6 +178,9 @@ class Match implements OverlapMatch {
   }
 }
 
+/** The largest worker id V8 keeps as a small integer (31-bit Smis with pointer compression). */
+const SMI_MAX = 2 ** 30 - 1;
+
 /** Blocks accepted per call (events, prompts): a 16M-token prompt at block size 16. */
 export const MAX_BLOCKS_PER_CALL = 2 ** 20;
 
@@ -345,7 +348,12 @@ export class KvIndexer {
     const n = this.match(localHashes, opts);
     const out = this.out;
     const matches: OverlapMatch[] = new Array(n);
-    for (let i = 0, j = 0; i < n; i++, j += 3) matches[i] = new Match(out[j], out[j + 1], out[j + 2]);
+    for (let i = 0, j = 0; i < n; i++, j += 3) {
+      const worker = out[j];
+      // Small integers as Smis: a field V8 once saw a double in is boxed (a heap number per value
+      // of every later match, about half the call). dpRank < 2^16 and blocks <= 2^20 always fit.
+      matches[i] = new Match(worker <= SMI_MAX ? worker | 0 : worker, out[j + 1] | 0, out[j + 2] | 0);
+    }
     return matches;
   }
 

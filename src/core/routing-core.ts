@@ -52,7 +52,7 @@ export interface CandidateCost {
   prefillBlocks: number;
   /** Booked decode blocks (with decay) + this request's blocks not yet active there. */
   decodeBlocks: number;
-  /** The policy's score, lower is better (the KV cost; the predicted TTFT in ms for ttft; booked load for least_loaded). */
+  /** The policy's score, lower is better (the KV cost; for ttft the predicted TTFT plus the worker's time on this request's own prefill, ms; booked load for least_loaded). */
   cost: number;
 }
 

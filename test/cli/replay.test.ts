@@ -186,6 +186,9 @@ describe('kvroute replay, scheduling flags', () => {
     await expect(run(['--trace', small, '--router-queue-threshold', ''])).rejects.toThrow(UsageError);
     await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-policy', 'sjf'])).rejects.toThrow(/queue policy must be one of fcfs, lcfs, wspt/);
     await expect(run(['--trace', small, '--router-queue-policy', 'wspt'])).rejects.toThrow(/need --router-queue-threshold/);
+    await expect(run(['--trace', small, '--router-queue-max-wait-ms', '100'])).rejects.toThrow(/need --router-queue-threshold/);
+    await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-max-wait-ms=-1'])).rejects.toThrow(/maxWaitMs must be a finite number >= 0/);
+    await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-max-wait-ms', 'soon'])).rejects.toThrow(/maxWaitMs/);
     await expect(run(['--trace', small, '--high-priority-share', '1.5'])).rejects.toThrow(/--high-priority-share must be a number in \[0, 1\]/);
     await expect(run(['--trace', small, '--max-queued-prefill-tokens', '0'])).rejects.toThrow(/--max-queued-prefill-tokens must be an integer/);
     await expect(run(['--trace', small, '--conditional-disagg'])).rejects.toThrow(/--conditional-disagg needs --prefill and --decode/);

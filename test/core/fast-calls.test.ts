@@ -56,6 +56,9 @@ describe('findMatchesFast', () => {
       expect(e).toBeInstanceOf(RangeError);
       expect(e.code).toBe(NativeErrorCode.outOfRange);
     }
+    expect(thrown(typeErrors[0]).message).toMatch(/localHashes must be a typed array/);
+    expect(thrown(typeErrors[1]).message).toMatch(/localHashes has the wrong element type/);
+    expect(thrown(typeErrors[4]).message).toMatch(/out has the wrong element type/);
     expect(indexer.stats().blocks).toBe(2);
   });
 });

@@ -117,6 +117,16 @@ describe('KvIndexer in events mode', () => {
     expect(ix.findMatches(q, { earlyExit: false })).toEqual([match(1, 5), match(2, 2)]);
   });
 
+  it('keeps worker ids exact past the small-integer range (up to 2^53 - 1)', () => {
+    const ix = new KvIndexer({ blockSize: BS });
+    const big = [2 ** 30 - 1, 2 ** 30, 2 ** 31 + 5, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
+    big.forEach((w, i) => expect(ix.applyStored(w, 0xffff, null, hashes(100 + i), tokensOf([10]))).toBe(true));
+    expect(ix.applyStored(3, 0, null, hashes(1, 2), tokensOf([10, 20]))).toBe(true);
+    const got = ix.findMatches(localOf([10, 20]));
+    expect(got).toEqual([match(3, 2), ...big.map((w) => match(w, 1, 0xffff))]);
+    expect(got.map((m) => m.worker)).toEqual([3, ...big]);
+  });
+
   it('returns every match past 64 (worker, dpRank) pairs', () => {
     const ix = new KvIndexer({ blockSize: BS });
     for (let w = 0; w < 200; w++) ix.applyStored(w, w % 3, null, hashes(w), tokensOf([1]));

@@ -104,11 +104,12 @@ describe('RoutingCore tier credit', () => {
     expect(cost(0)).toBeGreaterThan(0);
     expect(cost(1)).toBeGreaterThan(0);
     // Worker 0 computes 16 tokens; worker 1 reloads 32 over PCIe and computes its last token,
-    // which is faster at the default model's figures.
+    // which is faster at the default model's figures. Each score is the predicted TTFT plus the
+    // prefill the rank spends on the request (what later requests there wait for).
     const m = DEFAULT_TTFT_MODEL;
     const step = (n: number) => m.prefill.a * n * n + m.prefill.b * n + m.prefill.c;
-    expect(cost(0)).toBeCloseTo(step(16), 9);
-    expect(cost(1)).toBeCloseTo(step(1) + 32 * m.reloadMsPerToken.host, 9);
+    expect(cost(0)).toBeCloseTo(step(16) + step(16), 9);
+    expect(cost(1)).toBeCloseTo(step(1) + 32 * m.reloadMsPerToken.host + step(1), 9);
     expect(d.worker).toBe(1);
     // On disk the reload is slower than computing.
     indexer.applyCleared(1, 0);

@@ -115,13 +115,15 @@ fn type_fail(msg: impl Into<String>) -> Fail {
 
 /// A typed array argument of the given element type: (data, length).
 unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, name: &str) -> std::result::Result<(*mut T, usize), Fail> {
-  let mut is = false;
-  if unsafe { sys::napi_is_typedarray(env, value, &mut is) } != sys::Status::napi_ok || !is {
-    return Err(type_fail(format!("{name} must be a typed array")));
-  }
   let (mut ty, mut len, mut data, mut offset) = (0, 0usize, ptr::null_mut(), 0usize);
+  // One Node-API call on the way that works (it fails on anything but a typed array); which
+  // failure it was is asked only to word the error.
   let status = unsafe { sys::napi_get_typedarray_info(env, value, &mut ty, &mut len, &mut data, ptr::null_mut(), &mut offset) };
   if status != sys::Status::napi_ok || ty != kind {
+    let mut is = false;
+    if unsafe { sys::napi_is_typedarray(env, value, &mut is) } != sys::Status::napi_ok || !is {
+      return Err(type_fail(format!("{name} must be a typed array")));
+    }
     return Err(type_fail(format!("{name} has the wrong element type")));
   }
   if len == 0 || data.is_null() {

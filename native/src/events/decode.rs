@@ -359,7 +359,7 @@ fn read_ts(bytes: &[u8], at: Option<usize>) -> Result<f64, DecodeError> {
   match r.number().map_err(err)? {
     Some(v) if v.is_finite() => Ok(v),
     Some(v) => Err(err(format!("{v}"))),
-    None => Err(err(r.describe())),
+    None => Err(err(r.describe().into())),
   }
 }
 
@@ -371,7 +371,7 @@ fn read_dp_rank(bytes: &[u8], at: usize) -> Result<Option<u32>, DecodeError> {
   }
   match r.int().map_err(err)? {
     Some(i) => i.in_range(MAX_DP_RANK).map(|v| Some(v as u32)).ok_or_else(|| err(format!("{i:?}"))),
-    None => Err(err(r.describe())),
+    None => Err(err(r.describe().into())),
   }
 }
 

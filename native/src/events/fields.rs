@@ -68,7 +68,12 @@ pub fn hash_list(r: &mut Reader, out: &mut Vec<u64>) -> Result<(), FieldError> {
   let n = r.array().map_err(FieldError::new)?.ok_or_else(|| FieldError::new(format!("must be a list of hashes, got {what}")))?;
   out.reserve((n as usize).min(r.left()));
   for i in 0..n {
-    out.push(read_hash(r, i)?);
+    // The usual encodings inline; the others (and errors) through read_hash.
+    let v = match r.uint_bits() {
+      Some(v) => v,
+      None => read_hash(r, i)?,
+    };
+    out.push(v);
   }
   Ok(())
 }

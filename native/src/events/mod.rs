@@ -2,6 +2,7 @@
 //! and applied to the index in one pass: no JavaScript object per event or per token.
 //!
 //! - msgpack.rs  a reader over the payload bytes (markers by the `rmp` crate)
+//! - token_lengths.rs  what lets the reader take token ids two per step
 //! - fields.rs   an event's fields, each from its msgpack value, with their error messages
 //! - decode.rs   batches and events in one pass, every encoding the engines use: checked, hashed
 //! - apply.rs    the decoded records applied to the index, and the counts of one batch
@@ -10,8 +11,11 @@ pub mod apply;
 pub mod decode;
 mod fields;
 mod msgpack;
+mod token_lengths;
 #[cfg(test)]
 mod fuzz;
+#[cfg(test)]
+mod perf;
 
 #[cfg(test)]
 mod tests;

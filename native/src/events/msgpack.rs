@@ -4,6 +4,8 @@
 
 use rmp::Marker;
 
+use super::token_lengths::{pair_lengths, token_at, token_lengths, CHUNK};
+
 pub type ReadResult<T> = Result<T, String>;
 
 /// Marks a byte whose value's size is not fixed by the byte alone.
@@ -300,6 +302,22 @@ impl<'a> Reader<'a> {
     Ok(())
   }
 
+  /// An integer's 64 bits (as `int().bits()`) when it is a positive fixint, uint32, uint64 or
+  /// int64 with all its bytes there (engines' hashes); None, nothing consumed, otherwise.
+  #[inline]
+  pub fn uint_bits(&mut self) -> Option<u64> {
+    let buf = self.buf;
+    let at = self.at;
+    let (v, len) = match *buf.get(at)? {
+      b @ 0..=0x7f => (b as u64, 1),
+      0xcf | 0xd3 => (u64::from_be_bytes(buf.get(at + 1..at + 9)?.try_into().ok()?), 9),
+      0xce => (u32::from_be_bytes(buf.get(at + 1..at + 5)?.try_into().ok()?) as u64, 5),
+      _ => return None,
+    };
+    self.at = at + len;
+    Some(v)
+  }
+
   /// A token id (an integer in 0..2^32), read on a fast path for the usual encodings.
   #[inline]
   pub fn u32(&mut self) -> ReadResult<Option<u32>> {
@@ -328,37 +346,63 @@ impl<'a> Reader<'a> {
 
   /// `n` token ids appended to `out`. Err(i) when the i-th is not an integer in 0..2^32 (or is
   /// cut short), with the reader at it.
+  ///
+  /// Where a token starts depends on where the one before it ended, so reading them is a chain
+  /// of dependent steps. It is kept to one load and one add per two tokens: every byte of a
+  /// chunk is first classified (the length of a token whose marker it would be, and of it and
+  /// the token after it: `token_lengths`, `pair_lengths`, 16 bytes at a time and off the chain),
+  /// then the reader hops from marker to marker two tokens at a time.
   pub fn u32_list(&mut self, n: u32, out: &mut Vec<u32>) -> Result<(), u32> {
     let n = n as usize;
-    let base = out.len();
-    // Every value takes a byte at least: a count beyond the bytes left fails below.
-    out.resize(base + n.min(self.left()), 0);
+    let first = out.len();
+    // Every value takes a byte at least: a count beyond the bytes left fails below. Written in
+    // place with the count in a register (a push per token would chain through the Vec's length).
+    out.resize(first + n.min(self.left()), 0);
     let buf = self.buf;
-    let dst = &mut out[base..];
+    let dst = &mut out[first..];
+    // Markers from which 8 bytes can be loaded (the widest usual encoding takes 5).
+    let fast_end = buf.len().saturating_sub(7);
     let mut at = self.at;
     let mut i = 0;
-    // The usual encodings, while 8 bytes can be loaded (the widest takes 5): written in place,
-    // the length kept in a register.
-    while i < n {
-      let (Some(s), Some(slot)) = (buf.get(at..at + 8), dst.get_mut(i)) else { break };
-      // Branch-free: which of the widths a token takes is as good as random (ids below and
-      // above 2^16 mix), so a mispredicted branch per id would cost more than the arithmetic.
-      let w = u64::from_be_bytes(s.try_into().expect("8 bytes"));
-      let b = (w >> 56) as u32;
-      let k = b.wrapping_sub(0xcc);
-      if k <= 2 {
-        let bits = 8u32 << k; // 1, 2, 4 value bytes
-        *slot = ((w << 8) >> (64 - bits)) as u32;
-        at += 1 + (bits >> 3) as usize;
-      } else if b < 0x80 {
-        *slot = b;
-        at += 1;
-      } else {
-        break;
+    // Lengths of the chunk's bytes and of the 8 after it (the token after the chunk's last),
+    // with room for the 16-byte loads of pair_lengths past them.
+    let mut lens = [0u8; CHUNK + 48];
+    let mut pairs = [0u8; CHUNK + 16];
+    'chunks: while i < dst.len() && at < fast_end {
+      let base = at;
+      let end = (base + CHUNK).min(fast_end);
+      token_lengths(&buf[base..(end + 8).min(buf.len())], &mut lens);
+      pair_lengths(&lens, end - base, &mut pairs);
+      // Unchecked indexing: at < end <= fast_end (so p < CHUNK and 8 bytes from `at` are in
+      // `buf`) and i < dst.len() hold at the top of every turn; the checks would be most of
+      // the instructions per token.
+      loop {
+        let p = at - base;
+        debug_assert!(p < CHUNK && at < fast_end && i < dst.len());
+        // SAFETY: the invariants above.
+        let (la, two) = unsafe { (*lens.get_unchecked(p) as usize, *pairs.get_unchecked(p) as usize) };
+        if la == 0 {
+          break 'chunks; // another encoding (or not an integer): the careful path below
+        }
+        // SAFETY: the invariants above.
+        unsafe { *dst.get_unchecked_mut(i) = token_at(buf, at, la) };
+        let next = at + la;
+        let lb = two - la;
+        i += 1;
+        if lb == 0 || i == dst.len() || next >= fast_end {
+          at = next;
+          break 'chunks;
+        }
+        // SAFETY: next < fast_end and i < dst.len(), just checked.
+        unsafe { *dst.get_unchecked_mut(i) = token_at(buf, next, lb) };
+        i += 1;
+        at = next + lb;
+        if i == dst.len() || at >= end {
+          break;
+        }
       }
-      i += 1;
     }
-    out.truncate(base + i);
+    out.truncate(first + i);
     self.at = at;
     // The last few bytes, and the other integer encodings.
     while i < n {
@@ -375,21 +419,21 @@ impl<'a> Reader<'a> {
     Ok(())
   }
 
-  /// What the next value is, for messages.
-  pub fn describe(&self) -> String {
+  /// What the next value is, for messages (static: readers call it before knowing they fail).
+  pub fn describe(&self) -> &'static str {
     match self.peek() {
-      Err(_) => "nothing".into(),
+      Err(_) => "nothing",
       Ok(m) => match m {
-        Marker::Null => "nil".into(),
-        Marker::True | Marker::False => "a boolean".into(),
-        Marker::F32 | Marker::F64 => "a float".into(),
-        Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => "a string".into(),
-        Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => "bytes".into(),
-        Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "a list".into(),
-        Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => "a map".into(),
-        Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 => "an integer".into(),
-        Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => "an integer".into(),
-        _ => "an extension value".into(),
+        Marker::Null => "nil",
+        Marker::True | Marker::False => "a boolean",
+        Marker::F32 | Marker::F64 => "a float",
+        Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => "a string",
+        Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => "bytes",
+        Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "a list",
+        Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => "a map",
+        Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 => "an integer",
+        Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => "an integer",
+        _ => "an extension value",
       },
     }
   }
@@ -410,6 +454,21 @@ mod tests {
     assert!(r.is_done());
     assert_eq!(Int::I(-2).bits(), u64::MAX - 1);
     assert_eq!(Int::I(-1).in_range(10), None);
+  }
+
+  #[test]
+  fn uint_bits_agrees_with_int() {
+    let bytes = [0x05, 0xce, 0, 1, 0, 0, 0xcf, 0xde, 0xad, 0xbe, 0xef, 0x12, 0x34, 0x56, 0x78, 0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0xcd, 1, 0, 0xcf, 1];
+    let mut r = Reader::new(&bytes);
+    for want in [5u64, 65536, 0xdead_beef_1234_5678, u64::MAX - 1] {
+      let mut slow = r.clone();
+      assert_eq!(r.uint_bits(), Some(want));
+      assert_eq!(slow.int().unwrap().map(Int::bits), Some(want));
+      assert_eq!(slow.at, r.at);
+    }
+    // uint16 goes the general way; a cut uint64 is left alone.
+    assert_eq!((r.uint_bits(), r.int().unwrap()), (None, Some(Int::U(256))));
+    assert_eq!((r.uint_bits(), r.at), (None, bytes.len() - 2));
   }
 
   #[test]

@@ -30,7 +30,7 @@ mod tree;
 mod workers;
 
 #[cfg(test)]
-mod perf;
+pub(crate) mod perf;
 #[cfg(test)]
 mod tests;
 

@@ -123,6 +123,36 @@ fn hot_walk() {
   scenario("64 workers per doc (32 docs)", 32, false);
 }
 
+/// The bench suite's workload (bench/indexer/workload.ts): 64 workers x `per_worker` documents
+/// of 512 blocks (16 shared 64-block system prompts), every document on two workers, stored by
+/// events of 32 blocks. Its events as (worker, document, first block), in the suite's order.
+pub(crate) fn bench_stored_chunks(per_worker: usize) -> Vec<(usize, usize, usize)> {
+  let half = per_worker / 2;
+  let docs_of = |w: usize| -> Vec<usize> { (0..half).map(|j| w * half + j).chain((0..half).map(|j| ((w + 63) % 64) * half + j)).collect() };
+  let mut chunks = Vec::new();
+  for w in 0..64 {
+    let mut systems = std::collections::HashSet::new();
+    for d in docs_of(w) {
+      let from = if systems.insert(d % 16) { 0 } else { BENCH_SYS };
+      chunks.extend((from..BENCH_DOC).step_by(BENCH_EVENT).map(|b| (w, d, b)));
+    }
+  }
+  chunks
+}
+
+pub(crate) const BENCH_DOC: usize = 512;
+pub(crate) const BENCH_SYS: usize = 64;
+pub(crate) const BENCH_EVENT: usize = 32;
+
+/// The engine's name of block `b` of document `d` in the bench workload.
+pub(crate) fn bench_engine_name(d: usize, b: usize) -> u64 {
+  if b < BENCH_SYS {
+    (1 + (d % 16) * BENCH_SYS + b) as u64
+  } else {
+    (1_000_000 + d * BENCH_DOC + b) as u64
+  }
+}
+
 /// The bench suite's workload (bench/suites/indexer.ts): 64 workers x 34 documents of 512 blocks
 /// (16 shared 64-block system prompts), every document on two workers, stored by events of 32
 /// blocks; then the last 64 blocks of every copy removed, tail first.
@@ -136,20 +166,16 @@ fn bench_workload() {
   let half = per_worker / 2;
   let sys_local = |s: usize, b: usize| (s * 1000 + b) as u64 ^ 0x5555_0000_0000;
   let doc_local = |d: usize, b: usize| if b < SYS { sys_local(d % 16, b) } else { ((d + 1) * 100_000 + b) as u64 };
-  let name = |d: usize, b: usize| if b < SYS { (1 + (d % 16) * SYS + b) as u64 } else { (1_000_000 + d * DOC + b) as u64 };
+  let name = bench_engine_name;
   let docs_of = |w: usize| -> Vec<usize> { (0..half).map(|j| w * half + j).chain((0..half).map(|j| ((w + 63) % 64) * half + j)).collect() };
-  let mut events = Vec::new();
-  for w in 0..64 {
-    let mut systems = std::collections::HashSet::new();
-    for d in docs_of(w) {
-      let from = if systems.insert(d % 16) { 0 } else { SYS };
-      for b in (from..DOC).step_by(EV) {
-        let engine: Vec<u64> = (b..b + EV).map(|i| name(d, i)).collect();
-        let local: Vec<u64> = (b..b + EV).map(|i| doc_local(d, i)).collect();
-        events.push((w as u64, (b > 0).then(|| name(d, b - 1)), engine, local));
-      }
-    }
-  }
+  let events: Vec<_> = bench_stored_chunks(per_worker)
+    .into_iter()
+    .map(|(w, d, b)| {
+      let engine: Vec<u64> = (b..b + EV).map(|i| name(d, i)).collect();
+      let local: Vec<u64> = (b..b + EV).map(|i| doc_local(d, i)).collect();
+      (w as u64, (b > 0).then(|| name(d, b - 1)), engine, local)
+    })
+    .collect();
   let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
   let t = Instant::now();
   for (w, parent, engine, local) in &events {

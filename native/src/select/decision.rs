@@ -105,7 +105,7 @@ pub struct CandidateCost {
   pub prefill_blocks: f64,
   pub decode_blocks: f64,
   /// The policy's score (lower is better): the KV cost for kv and direct, the predicted time to
-  /// first token in ms for ttft, the booked load in blocks for least_loaded; for round_robin and
+  /// first token plus the rank's time on its own prefill, in ms, for ttft, the booked load in blocks for least_loaded; for round_robin and
   /// random (which do not score), the KV cost.
   pub cost: f64,
 }

@@ -180,7 +180,7 @@ impl RoutingCore {
             capacity_blocks: c.capacity_blocks,
             decode_blocks: terms.decode_blocks,
           };
-          estimate(c.ttft.as_ref().unwrap_or(&self.config.ttft), &input).ms
+          estimate(c.ttft.as_ref().unwrap_or(&self.config.ttft), &input).score()
         }
         _ => terms.cost,
       });

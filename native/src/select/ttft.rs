@@ -8,6 +8,14 @@
 //! the time to reload the blocks it finds on a lower tier, plus (a decode worker of a
 //! disaggregated fleet) the time to receive the KV it lacks. The estimate is in milliseconds of
 //! the model's own fit, so it needs no weight tuned per workload.
+//!
+//! The policy's score adds one more term in the same unit: the time the rank will spend on this
+//! request's own uncached tokens, which every request routed there after it waits for. Minimising
+//! the request's TTFT alone is greedy: it sends a prompt to an idle rank that lacks its prefix as
+//! soon as that saves a few ms, recomputing blocks another rank holds and copying them into a
+//! second cache; the fleet then spends its capacity on recomputation and its caches on copies
+//! (hit rate and saturation load both suffer). Charging the work to the choice makes a cache hit
+//! worth twice its prefill time, with no weight to tune: the price is the rank's own step time.
 
 use super::config::check_non_negative;
 use crate::load::RankLoad;
@@ -106,8 +114,19 @@ pub struct TtftInput<'a> {
 /// The estimate, and the uncached tokens it assumed the request computes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TtftEstimate {
+  /// Predicted time to first token.
   pub ms: f64,
   pub uncached_tokens: u64,
+  /// Prefill time of its own uncached tokens on the rank: what requests routed there later wait for.
+  pub work_ms: f64,
+}
+
+impl TtftEstimate {
+  /// The ttft policy's score, lower is better: the request's predicted TTFT plus the time its own
+  /// prefill holds the rank.
+  pub fn score(&self) -> f64 {
+    self.ms + self.work_ms
+  }
 }
 
 pub fn estimate(m: &TtftModel, x: &TtftInput) -> TtftEstimate {
@@ -131,7 +150,8 @@ pub fn estimate(m: &TtftModel, x: &TtftInput) -> TtftEstimate {
   };
   let reload: f64 = x.lower.blocks.iter().zip(&m.reload_ms_per_token).map(|(&b, &ms)| (b as u64 * bs) as f64 * ms).sum();
   let transfer = x.prompt_tokens.saturating_sub((x.cached_blocks + reloaded) * bs) as f64 * m.transfer_ms_per_token;
-  TtftEstimate { ms: prefill + decode + reload + transfer, uncached_tokens: uncached }
+  let work = (uncached / chunk) as f64 * m.prefill_step_ms(chunk as f64) + m.prefill_step_ms((uncached % chunk) as f64);
+  TtftEstimate { ms: prefill + decode + reload + transfer, uncached_tokens: uncached, work_ms: work }
 }
 
 #[cfg(test)]

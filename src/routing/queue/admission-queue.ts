@@ -9,6 +9,13 @@
 // is refused (QueueFullError: 429 with Retry-After), unless it ranks before the worst waiting
 // request, which then gives up its place. A request whose client leaves is taken out at once:
 // nothing was booked for it. Time is the router's clock (virtual in replay), never the wall's.
+//
+// Deadline (maxWaitMs, off by default): under overload a request that waits long is one that
+// will be late anyway, and serving it late costs the requests behind it their turn. So a request
+// is refused at arrival when the queue's own estimate of its wait (the uncached tokens ranked
+// before it over the recent drain rate) is past maxWaitMs, and a waiting request that has waited
+// maxWaitMs leaves with 429 and Retry-After instead of being served late. This also bounds how
+// long wspt can hold a long prompt behind a stream of short ones: it is told to retry, not starved.
 import { BackpressureError } from '../../core/routing-errors.js';
 import { abortError } from '../../engines/errors.js';
 import type { SignalLike } from '../../util/cancellation.js';
@@ -27,6 +34,8 @@ export interface QueueSettings {
   maxTokens: number;
   /** A worker's max_num_batched_tokens when it declares none. */
   maxNumBatchedTokens: number;
+  /** Longest wait in the router (ms): refused at arrival when the estimated wait is longer, shed once waited; null: no limit. */
+  maxWaitMs: number | null;
 }
 
 export const DEFAULT_QUEUE_SETTINGS: Readonly<QueueSettings> = Object.freeze({
@@ -35,6 +44,7 @@ export const DEFAULT_QUEUE_SETTINGS: Readonly<QueueSettings> = Object.freeze({
   maxRequests: 10_000,
   maxTokens: 100_000_000,
   maxNumBatchedTokens: 8192,
+  maxWaitMs: null,
 });
 
 /** What the queue reads of its pool: the selectable workers and their batch budgets. */
@@ -65,7 +75,7 @@ export interface QueueTicket<T> {
   start(): T;
 }
 
-export type QueueRejection = 'queue_full_requests' | 'queue_full_tokens' | 'displaced';
+export type QueueRejection = 'queue_full_requests' | 'queue_full_tokens' | 'displaced' | 'wait_too_long' | 'expired';
 
 export type QueueEvent =
   | { type: 'queued'; priority: number }
@@ -103,6 +113,8 @@ const QUEUE_FULL_MESSAGES: Record<QueueRejection, string> = {
   queue_full_requests: 'the router queue holds as many requests as it may',
   queue_full_tokens: 'the router queue holds as many prompt tokens as it may',
   displaced: 'the router queue is full and this request gave its place to one of higher rank',
+  wait_too_long: "this request would wait in the router queue longer than the queue's maxWaitMs",
+  expired: "this request waited in the router queue for the queue's maxWaitMs without its turn",
 };
 
 interface Waiting {
@@ -113,6 +125,7 @@ interface Waiting {
   refreshed: number;
   bestAt: number;
   worstAt: number;
+  oldestAt: number;
   ticket: QueueTicket<unknown>;
   resolve(v: unknown): void;
   reject(err: unknown): void;
@@ -127,6 +140,11 @@ export class AdmissionQueue {
   private s: QueueSettings;
   private readonly best = new IndexedHeap<Waiting>((a, b) => leavesBefore(a.key, b.key), { get: (w) => w.bestAt, set: (w, i) => void (w.bestAt = i) });
   private readonly worst = new IndexedHeap<Waiting>((a, b) => leavesBefore(b.key, a.key), { get: (w) => w.worstAt, set: (w, i) => void (w.worstAt = i) });
+  // The earliest arrival first: the next to pass maxWaitMs.
+  private readonly oldest = new IndexedHeap<Waiting>((a, b) => a.arrivalMs < b.arrivalMs || (a.arrivalMs === b.arrivalMs && a.key.seq < b.key.seq), {
+    get: (w) => w.oldestAt,
+    set: (w, i) => void (w.oldestAt = i),
+  });
   private readonly perPriority = new Map<number, number>();
   private queuedTokens = 0;
   private seq = 0;
@@ -136,7 +154,12 @@ export class AdmissionQueue {
   // Tokens of recent dispatches and when: the drain rate behind Retry-After.
   private readonly drainTimes: number[] = [];
   private readonly drainTokens: number[] = [];
-  private readonly counts = { queued: 0, dispatched: 0, dropped: 0, rejected: { queue_full_requests: 0, queue_full_tokens: 0, displaced: 0 } as Record<QueueRejection, number> };
+  private readonly counts = {
+    queued: 0,
+    dispatched: 0,
+    dropped: 0,
+    rejected: { queue_full_requests: 0, queue_full_tokens: 0, displaced: 0, wait_too_long: 0, expired: 0 } as Record<QueueRejection, number>,
+  };
 
   constructor(
     readonly name: string,
@@ -194,7 +217,7 @@ export class AdmissionQueue {
       score: scoreOf(this.s.policy, { arrivalMs: now, priorityJump: ticket.priorityJump, uncachedTokens: uncached }),
       seq: this.seq++,
     };
-    const full = this.makeRoom(key, uncached);
+    const full = this.tooLong(key) ?? this.makeRoom(key, uncached);
     if (full) {
       this.counts.rejected[full]++;
       this.onEvent?.({ type: 'rejected', priority: ticket.priority, reason: full });
@@ -208,6 +231,7 @@ export class AdmissionQueue {
         refreshed: 0,
         bestAt: -1,
         worstAt: -1,
+        oldestAt: -1,
         ticket,
         resolve: resolve as (v: unknown) => void,
         reject,
@@ -261,6 +285,36 @@ export class AdmissionQueue {
   // ---- private ----
 
   /**
+   * 'wait_too_long' when the queue's estimate of the newcomer's wait passes maxWaitMs: the
+   * uncached tokens of the waiting requests that rank before it, at the recent drain rate. No
+   * estimate (so no refusal) before the queue has seen a drain rate.
+   */
+  private tooLong(key: QueueKey): QueueRejection | undefined {
+    const limit = this.s.maxWaitMs;
+    if (limit === null) return undefined;
+    const rate = this.drainRate();
+    if (rate === undefined) return undefined;
+    // A scan, O(waiting): with a wait limit the queue holds at most about maxWaitMs of drain.
+    let ahead = 0;
+    for (const w of this.best.toArray()) if (leavesBefore(w.key, key)) ahead += w.uncached;
+    // Its own tokens are not counted: they are computed after its turn, not waited for.
+    return ahead / rate > limit ? 'wait_too_long' : undefined;
+  }
+
+  /** Sheds the requests that have waited maxWaitMs (429: they would be served late). */
+  private shedExpired(): void {
+    const limit = this.s.maxWaitMs;
+    if (limit === null) return;
+    const now = this.clock();
+    for (let w = this.oldest.peek(); w && now - w.arrivalMs >= limit; w = this.oldest.peek()) {
+      this.take(w);
+      this.counts.rejected.expired++;
+      this.onEvent?.({ type: 'rejected', priority: w.ticket.priority, reason: 'expired' });
+      w.reject(new QueueFullError(this.name, 'expired', this.retryAfterMs()));
+    }
+  }
+
+  /**
    * Makes room for a newcomer keyed `key` bringing `uncached` tokens: displaces waiting requests
    * that rank after it while the bounds would be passed. Returns why it cannot enter, or undefined.
    */
@@ -296,6 +350,7 @@ export class AdmissionQueue {
   private put(w: Waiting): void {
     this.best.push(w);
     this.worst.push(w);
+    this.oldest.push(w);
     this.queuedTokens += w.uncached;
     this.perPriority.set(w.key.priority, (this.perPriority.get(w.key.priority) ?? 0) + 1);
   }
@@ -304,6 +359,7 @@ export class AdmissionQueue {
   private take(w: Waiting): boolean {
     if (!this.best.remove(w)) return false;
     this.worst.remove(w);
+    this.oldest.remove(w);
     this.queuedTokens -= w.uncached;
     this.perPriority.set(w.key.priority, this.perPriority.get(w.key.priority)! - 1);
     w.ticket.signal.removeEventListener('abort', w.onAbort);
@@ -312,6 +368,7 @@ export class AdmissionQueue {
 
   private pump(): void {
     this.scheduled = false;
+    this.shedExpired();
     const round = ++this.round;
     const refresh = scoreUsesOverlap(this.s.policy);
     for (let top = this.best.peek(); top; top = this.best.peek()) {
@@ -381,15 +438,20 @@ export class AdmissionQueue {
     }
   }
 
-  /** How long until the waiting tokens have drained at the recent pace (1 s when unknown). */
-  private retryAfterMs(): number {
-    const n = this.drainTimes.length;
-    if (n < 2) return MIN_RETRY_MS;
+  /** Uncached tokens dispatched per ms lately (undefined until known). */
+  private drainRate(): number | undefined {
+    if (this.drainTimes.length < 2) return undefined;
     const span = this.clock() - this.drainTimes[0];
     let tokens = 0;
     for (const t of this.drainTokens) tokens += t;
-    if (span <= 0 || tokens <= 0) return MIN_RETRY_MS;
-    return Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, Math.ceil(this.queuedTokens / (tokens / span))));
+    return span > 0 && tokens > 0 ? tokens / span : undefined;
+  }
+
+  /** How long until the waiting tokens have drained at the recent pace (1 s when unknown). */
+  private retryAfterMs(): number {
+    const rate = this.drainRate();
+    if (rate === undefined) return MIN_RETRY_MS;
+    return Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, Math.ceil(this.queuedTokens / rate)));
   }
 }
 
@@ -413,5 +475,8 @@ export function checkQueueSettings(s: QueueSettings): QueueSettings {
   expectInteger(s.maxRequests, 'queue maxRequests', 1, 10_000_000);
   expectInteger(s.maxTokens, 'queue maxTokens', 1, Number.MAX_SAFE_INTEGER);
   expectInteger(s.maxNumBatchedTokens, 'queue maxNumBatchedTokens', 1, 1 << 30);
-  return { threshold: s.threshold, policy: s.policy, maxRequests: s.maxRequests, maxTokens: s.maxTokens, maxNumBatchedTokens: s.maxNumBatchedTokens };
+  if (s.maxWaitMs !== null && (typeof s.maxWaitMs !== 'number' || !Number.isFinite(s.maxWaitMs) || s.maxWaitMs < 0)) {
+    throw new RangeError(`queue maxWaitMs must be a finite number >= 0 or null (no limit), got ${describe(s.maxWaitMs)}`);
+  }
+  return { threshold: s.threshold, policy: s.policy, maxRequests: s.maxRequests, maxTokens: s.maxTokens, maxNumBatchedTokens: s.maxNumBatchedTokens, maxWaitMs: s.maxWaitMs };
 }

@@ -356,7 +356,7 @@ function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics, sha
 /** The router queue's settings from the config (the threshold absent: off). */
 function queueSettings(config: RouterConfig): QueueSettings {
   const q = config.routerQueue;
-  return { threshold: q.threshold ?? null, policy: q.policy, maxRequests: q.maxRequests, maxTokens: q.maxTokens, maxNumBatchedTokens: q.maxNumBatchedTokens };
+  return { threshold: q.threshold ?? null, policy: q.policy, maxRequests: q.maxRequests, maxTokens: q.maxTokens, maxNumBatchedTokens: q.maxNumBatchedTokens, maxWaitMs: q.maxWaitMs ?? null };
 }
 
 function workerInfo(w: WorkerConfig): WorkerInfo {

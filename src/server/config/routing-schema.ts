@@ -160,6 +160,15 @@ export const RouterQueueSchema = Type.Object(
         ...cli({ flag: 'max-num-batched-tokens', arg: 'N', group: 'Routing', help: "the engines' max_num_batched_tokens, the unit of --router-queue-threshold" }),
       }),
     ),
+    maxWaitMs: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 86_400_000,
+        description:
+          "Longest wait in the router queue, ms: a request whose estimated wait (uncached tokens ranked before it over the recent drain rate) is longer is refused at once, and one that has waited this long leaves; both 429 with Retry-After. No limit when absent.",
+        ...cli({ flag: 'router-queue-max-wait-ms', arg: 'MS', group: 'Routing', help: 'refuse (429) a request the router queue would hold longer than MS, shed one that waited MS', defaultHelp: 'default: no limit' }),
+      }),
+    ),
   },
   { additionalProperties: false, default: {}, description: 'The router queue: requests wait in the router, by priority, instead of piling onto busy engines.' },
 );

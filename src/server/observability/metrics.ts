@@ -151,7 +151,7 @@ export class RouterMetrics {
   });
   private readonly queueRejections = new Counter({
     name: 'kvroute_router_queue_rejections_total',
-    help: 'Requests that left the router queue without their turn, by pool and reason: queue_full_requests, queue_full_tokens, displaced (429), client_gone',
+    help: 'Requests that left the router queue without their turn, by pool and reason: queue_full_requests, queue_full_tokens, displaced, wait_too_long, expired (429), client_gone',
     labelNames: ['pool', 'reason'] as const,
     registers: [this.registry],
   });

@@ -31,6 +31,19 @@ class World {
     );
   }
 
+  /** Ten requests of 100 tokens through `q`, one every 100 ms (a drain rate of 1 token/ms); both workers left saturated. */
+  async drain(q: AdmissionQueue): Promise<void> {
+    this.saturate();
+    for (let i = 0; i < 10; i++) {
+      void q.admit(this.ticket(`r${i}`, { uncached: 100 }));
+      this.now += 100;
+      this.booked.set(1, 0);
+      q.wake();
+      await settle();
+      this.saturate();
+    }
+  }
+
   /** Fills both workers past the threshold (1 x 100 tokens). */
   saturate(): void {
     for (const w of this.booked.keys()) this.booked.set(w, 150);
@@ -211,7 +224,7 @@ describe('AdmissionQueue', () => {
     const high = q.admit(w.ticket('high', { priority: 5 }));
     expect(high).toBeInstanceOf(Promise);
     expect(q.depth).toBe(2);
-    expect(q.stats().rejected).toEqual({ queue_full_requests: 1, queue_full_tokens: 0, displaced: 1 });
+    expect(q.stats().rejected).toEqual({ queue_full_requests: 1, queue_full_tokens: 0, displaced: 1, wait_too_long: 0, expired: 0 });
     await expect(displaced).rejects.toMatchObject({ code: 'queue_full', reason: 'displaced' });
     w.booked.set(1, 0);
     q.wake();
@@ -289,16 +302,7 @@ describe('AdmissionQueue', () => {
   it('estimates Retry-After from the recent drain rate', async () => {
     const w = new World();
     const q = w.queue({ maxRequests: 3 });
-    w.saturate();
-    // Ten requests of 100 tokens go through, one every 100 ms: 1 token/ms.
-    for (let i = 0; i < 10; i++) {
-      void q.admit(w.ticket(`r${i}`, { uncached: 100 }));
-      w.now += 100;
-      w.booked.set(1, 0);
-      q.wake();
-      await settle();
-      w.saturate();
-    }
+    await w.drain(q);
     for (const id of ['x', 'y', 'z']) void q.admit(w.ticket(id, { uncached: 1500 }));
     let err: QueueFullError | undefined;
     try {
@@ -309,6 +313,62 @@ describe('AdmissionQueue', () => {
     // 4500 tokens waiting at ~1 token/ms.
     expect(err!.retryAfterMs).toBeGreaterThan(3500);
     expect(err!.retryAfterMs).toBeLessThan(6000);
+  });
+
+  describe('maxWaitMs', () => {
+    it('refuses at arrival a request whose estimated wait (tokens ranked before it over the drain rate) passes the limit', async () => {
+      const w = new World();
+      const q = w.queue({ maxWaitMs: 1000, policy: 'wspt' });
+      await w.drain(q);
+      const waiting = q.admit(w.ticket('big', { uncached: 1500 })) as Promise<string>;
+      waiting.catch(() => {});
+      // 1500 tokens before it at ~1 token/ms: about 1.5 s, over 1 s.
+      expect(() => q.admit(w.ticket('long', { uncached: 2000 }))).toThrow(expect.objectContaining({ name: 'QueueFullError', reason: 'wait_too_long', code: 'queue_full' }));
+      // A shorter one ranks before the 1500-token request under wspt: nothing waits before it.
+      const short = q.admit(w.ticket('short', { uncached: 50 }));
+      expect(short).toBeInstanceOf(Promise);
+      (short as Promise<string>).catch(() => {});
+      // A higher class ranks before everything waiting.
+      (q.admit(w.ticket('urgent', { uncached: 3000, priority: 1 })) as Promise<string>).catch(() => {});
+      expect(q.stats().rejected.wait_too_long).toBe(1);
+      expect(q.depth).toBe(3);
+    });
+
+    it('sheds a request that waited the limit at the next turn (429 expired, Retry-After), never starting it', async () => {
+      const w = new World();
+      const q = w.queue({ maxWaitMs: 500 });
+      w.saturate();
+      const old = q.admit(w.ticket('old')) as Promise<string>;
+      w.now += 300;
+      const young = q.admit(w.ticket('young')) as Promise<string>;
+      w.now += 200; // old has waited 500 ms, young 200
+      q.wake();
+      await expect(old).rejects.toMatchObject({ name: 'QueueFullError', reason: 'expired', retryAfterMs: expect.any(Number) });
+      expect(q.depth).toBe(1);
+      expect(q.tokens).toBe(10);
+      w.booked.set(2, 0);
+      q.wake();
+      await expect(young).resolves.toBe('booked young');
+      expect(w.started).toEqual(['young']);
+      expect(q.stats().rejected.expired).toBe(1);
+      expect(w.events).toContainEqual({ type: 'rejected', priority: 0, reason: 'expired' });
+    });
+
+    it('has no limit by default, and a bad limit is refused by name with nothing changed', async () => {
+      const w = new World();
+      const q = w.queue();
+      expect(q.settings.maxWaitMs).toBeNull();
+      for (const bad of [-1, Number.NaN, Infinity, '5' as unknown as number]) expect(() => q.update({ maxWaitMs: bad })).toThrow(/maxWaitMs/);
+      expect(q.settings.maxWaitMs).toBeNull();
+      w.saturate();
+      const p = q.admit(w.ticket('patient')) as Promise<string>;
+      w.now += 1e9;
+      q.wake();
+      await settle();
+      expect(q.depth).toBe(1);
+      q.update({ maxWaitMs: 1000 }); // applies to those waiting at once
+      await expect(p).rejects.toMatchObject({ reason: 'expired' });
+    });
   });
 
   it('dispatches in the order of a sorted model, whatever arrives, leaves or frees capacity', async () => {

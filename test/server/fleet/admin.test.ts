@@ -93,6 +93,9 @@ describe('admin API', () => {
     expect(got.settings).toMatchObject({ threshold: null, policy: 'fcfs' });
     expect(JSON.parse((await put('/admin/queue', { threshold: 1.5, policy: 'wspt' })).body!).settings).toMatchObject({ threshold: 1.5, policy: 'wspt' });
     await expect(put('/admin/queue', { maxRequests: 5, threshold: -1 })).rejects.toThrow(/threshold must be/);
+    expect(JSON.parse((await put('/admin/queue', { maxWaitMs: 250 })).body!).settings).toMatchObject({ maxWaitMs: 250, policy: 'wspt' });
+    expect(JSON.parse((await put('/admin/queue', { maxWaitMs: null })).body!).settings).toMatchObject({ maxWaitMs: null });
+    await expect(put('/admin/queue', { maxWaitMs: -5 })).rejects.toThrow(/maxWaitMs/);
     await expect(put('/admin/queue', { colour: 'red' })).rejects.toThrow(/unknown field 'colour'/);
     await expect(put('/admin/queue', [])).rejects.toThrow(TypeError);
     expect(d.scheduling.queue()).toMatchObject({ threshold: 1.5, maxRequests: DEFAULT_QUEUE_SETTINGS.maxRequests });

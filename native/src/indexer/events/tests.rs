@@ -108,3 +108,23 @@ fn duplicates_found_in_long_events() {
   assert!(has_duplicates(&v, &mut s));
   assert!(has_duplicates(&[3, 1, 3], &mut s));
 }
+
+#[test]
+fn duplicates_found_at_every_size_and_place() {
+  let mut rng = fastrand::Rng::with_seed(3);
+  let mut s = Vec::new();
+  for n in 0..150usize {
+    // Hashes alike in their high bits (probe collisions), and 0 (no sentinel value).
+    let v: Vec<u64> = (0..n as u64).map(|i| i << 40 | rng.u64(..4) << 60).collect();
+    let naive = |v: &[u64]| v.iter().enumerate().any(|(i, h)| v[i + 1..].contains(h));
+    assert_eq!(has_duplicates(&v, &mut s), naive(&v), "n {n}");
+    if n >= 2 {
+      let mut w = v.clone();
+      let (a, b) = (rng.usize(..n), rng.usize(..n));
+      if a != b {
+        w[a] = w[b];
+        assert!(has_duplicates(&w, &mut s), "n {n}: {a} repeats {b}");
+      }
+    }
+  }
+}

@@ -549,3 +549,23 @@ fn ttft_weighs_cached_work_against_queued_work_without_tuning() {
   let d = core.route(&mut index, &RouteRequest::new("c", &tokens(50_000, 64)), 0.0, Mode::Query).unwrap();
   assert_eq!(d.key, key(1));
 }
+
+#[test]
+fn ttft_charges_a_choice_its_own_prefill_work_so_a_few_ms_do_not_buy_a_recomputed_prefix() {
+  let mut core = core_with(2, |c| c.policy = Policy::Ttft);
+  let mut index = FakeIndex::default();
+  let hot = tokens(0, 4000); // 1,000 blocks, all cached on worker 0
+  cache(&mut index, 0, &hot, 1000);
+  // Worker 0 has 4,096 tokens of other prefill booked: the prompt's first token would come a few
+  // ms sooner on idle worker 1, which would recompute all 4,000 tokens.
+  core.route(&mut index, &RouteRequest { pinned_worker: Some(0), ..RouteRequest::new("busy", &tokens(100_000, 4096)) }, 0.0, Mode::Book).unwrap();
+  let d = core.route(&mut index, &RouteRequest::new("a", &hot), 0.0, Mode::Query).unwrap();
+  assert_eq!(d.key, key(0), "{:?}", core.explanation());
+  let m = TtftModel::default();
+  let ex = core.explanation();
+  let (on0, on1) = (ex.iter().find(|c| c.key == key(0)).unwrap(), ex.iter().find(|c| c.key == key(1)).unwrap());
+  // Worker 1's score is its TTFT plus the same prefill again: twice one step of 4,000 tokens.
+  let step = |n: f64| m.prefill[0] * n * n + m.prefill[1] * n + m.prefill[2];
+  assert!((on1.cost - 2.0 * step(4000.0)).abs() < 1e-6, "{on1:?}");
+  assert!(on0.cost < on1.cost);
+}

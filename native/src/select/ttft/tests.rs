@@ -107,3 +107,20 @@ fn bad_models_are_refused_by_name() {
     assert!(err.contains(name), "{err}");
   }
 }
+
+#[test]
+fn the_work_term_is_the_prefill_of_its_own_uncached_tokens_in_the_rank_s_steps() {
+  let m = model();
+  let idle = RankLoad::default();
+  let e = estimate(&m, &input(&idle, 1000, 40));
+  assert!((e.work_ms - step(&m, 360.0)).abs() < 1e-9);
+  assert!((e.score() - 2.0 * step(&m, 360.0)).abs() < 1e-9, "idle: the TTFT is the work itself");
+  // Queued work delays the first token, not the request's own work; a long prompt takes full steps.
+  let book = loaded(1, 8000);
+  let e = estimate(&m, &input(book.rank(0), 20_000, 0));
+  let chunk = 8191.0;
+  let want = 2.0 * step(&m, chunk) + step(&m, 20_000.0 - 2.0 * chunk);
+  assert!((e.work_ms - want).abs() < 1e-6, "{} vs {want}", e.work_ms);
+  assert!(e.ms > e.work_ms);
+  assert!((e.score() - e.ms - e.work_ms).abs() < 1e-9);
+}
