@@ -10,6 +10,7 @@ pub mod indexer;
 pub mod load;
 pub mod prompt;
 pub mod select;
+pub mod sim_hash;
 pub mod tiers;
 pub mod tokenize;
 

@@ -35,7 +35,7 @@ with kvroute's own router (PrefillRouter, as the server runs it) deciding.
   --seed X              seed of prompts, routing ties and engines (default 0)
   --json OUT            write the JSON report
   --md OUT              write the Markdown report
-\${SCHEDULING_HELP}Online:
+${SCHEDULING_HELP}Online:
   --online --url URL    send the trace to a live router (see kvroute replay --online --help)
 
 Progress goes to stderr: in place on a terminal, otherwise a plain line every few seconds.

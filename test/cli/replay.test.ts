@@ -78,6 +78,9 @@ describe('kvroute replay --online', () => {
     expect((await replay(['--help'])).out).toEqual([HELP]);
     expect(ONLINE_HELP).toContain('--model NAME');
     expect(ONLINE_HELP).not.toEqual(HELP);
+    // The scheduling flags' help is in the offline help, not the name of the constant holding it.
+    expect(HELP).toContain('--router-queue-threshold');
+    expect(HELP).not.toContain('SCHEDULING_HELP');
   });
 
   it('spreads the requests over several --url, one each in turn, with the --model asked for', async () => {

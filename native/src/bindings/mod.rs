@@ -9,4 +9,5 @@ mod hash_batch;
 mod indexer;
 mod prompt;
 mod routing;
+mod sim_hash;
 mod tokenize;

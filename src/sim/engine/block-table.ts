@@ -134,7 +134,7 @@ export class BlockTables {
       if (runStart < 0) runStart = i;
       if (this.offload !== null) {
         const parent = i > 0;
-        this.offload.describe(seq.blocks[i], hi, lo, seq.tokens, i * bs, parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
+        this.offload.describe(seq.blocks[i], hi, lo, seq.tokenArray(i * bs), seq.tokenOffset(i * bs), parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
       }
     }
     if (runStart >= 0) this.announce(seq, runStart, full, events);
@@ -147,7 +147,7 @@ export class BlockTables {
       type: 'BlockStored',
       blockHashes: seq.hashes.subarray(start, end),
       parentBlockHash: start === 0 ? null : seq.hashes[start - 1],
-      tokenIds: seq.tokens.subarray(start * bs, end * bs),
+      tokenIds: seq.tokenRange(start * bs, end * bs),
       blockSize: bs,
       loraName: seq.loraName,
       medium: 'GPU',

@@ -82,7 +82,7 @@ export class EngineModel {
     const r = validateRequest(req, this.capacityTokens);
     if (this.requests.has(r.id)) throw new RangeError(`request id '${r.id}' is already in use`);
     this.expireHolds(nowMs);
-    const seq = new Sequence(r, this.sampler.streamKey(r.id));
+    const seq = new Sequence(r, this.sampler.streamKey(r.id), this.config.blockSize);
     this.requests.set(r.id, seq);
     this.scheduler.waiting.pushBack(seq);
   }

@@ -1,13 +1,18 @@
 // Requests: what callers submit, what the model emits per generated token, and the model's
 // per-request state (token buffer, block table, block hashes, progress).
+import { engineHashBlocks } from '../../core/engine-hash.js';
 import { hashBlock, loraSeed, ROOT_HI, ROOT_LO } from './block-hash.js';
 import { HI_WORD, LO_WORD } from './events.js';
+
+/** Runs of at least this many blocks are hashed in the addon (a call costs about a block's hashing in JavaScript). */
+const NATIVE_HASH_MIN_BLOCKS = 4;
 
 /** Generated tokens a sequence's token buffer has room for from the start. */
 const INITIAL_OUTPUT_ROOM = 1024;
 
 export interface SimRequest {
   id: string;
+  /** Kept by the engine, not copied: not to be changed once submitted. */
   promptTokens: Uint32Array;
   maxTokens: number;
   loraName?: string;
@@ -47,8 +52,19 @@ export class Sequence {
   readonly transferTokens: number;
   readonly streamKey: number;
 
-  /** Prompt then generated tokens; grows by doubling. */
-  tokens: Uint32Array;
+  /**
+   * The prompt as submitted: kept, not copied (the engine never writes it; a caller must not
+   * change it after submitting). A replay submits tens of megabytes of prompts per policy: a copy
+   * of each cost its memcpy and, through the external memory it allocated, frequent full GCs.
+   */
+  readonly prompt: Uint32Array;
+  /**
+   * Where `tail` starts: the prompt's complete blocks are read from `prompt`, every later token
+   * from `tail`. A multiple of the block size, so no block spans both.
+   */
+  readonly tailStart: number;
+  /** Tokens from `tailStart` on: the prompt's last partial block, then the generated tokens; grows by doubling. */
+  tail: Uint32Array;
   numTokens: number;
   generated = 0;
   /** Leading tokens whose KV is in this sequence's blocks. */
@@ -81,7 +97,8 @@ export class Sequence {
   /** The step that last scheduled this sequence (preemption spares sequences already scheduled). */
   scheduledStep = -1;
 
-  constructor(req: Required<Omit<SimRequest, 'loraName'>> & { loraName: string | null }, streamKey: number) {
+  /** `blockSize`: the block size of every ensureHashes call (default 1: the whole prompt is copied to `tail`, any block size works). */
+  constructor(req: Required<Omit<SimRequest, 'loraName'>> & { loraName: string | null }, streamKey: number, blockSize = 1) {
     this.id = req.id;
     this.promptLen = req.promptTokens.length;
     this.maxTokens = req.maxTokens;
@@ -91,9 +108,11 @@ export class Sequence {
     this.holdAfterFinish = req.holdBlocksAfterFinish;
     this.transferTokens = req.kvTransferredTokens;
     this.streamKey = streamKey;
-    // Room for the generated tokens of most requests (growing copies the whole context).
-    this.tokens = new Uint32Array(this.promptLen + Math.min(req.maxTokens, INITIAL_OUTPUT_ROOM));
-    this.tokens.set(req.promptTokens);
+    this.prompt = req.promptTokens;
+    this.tailStart = blockSize === 1 ? 0 : Math.floor(this.promptLen / blockSize) * blockSize;
+    // Room for the generated tokens of most requests (growing copies the tail).
+    this.tail = new Uint32Array(this.promptLen - this.tailStart + Math.min(req.maxTokens, INITIAL_OUTPUT_ROOM));
+    this.tail.set(req.promptTokens.subarray(this.tailStart));
     this.numTokens = this.promptLen;
     this.hashes = new BigUint64Array(0);
     this.hashWords = new Uint32Array(0);
@@ -108,24 +127,65 @@ export class Sequence {
   }
 
   appendToken(tokenId: number): void {
-    if (this.numTokens === this.tokens.length) {
-      const grown = new Uint32Array(this.tokens.length * 2);
-      grown.set(this.tokens);
-      this.tokens = grown;
+    const at = this.numTokens - this.tailStart;
+    if (at === this.tail.length) {
+      const grown = new Uint32Array(Math.max(this.tail.length * 2, 16));
+      grown.set(this.tail);
+      this.tail = grown;
     }
-    this.tokens[this.numTokens++] = tokenId;
+    this.tail[at] = tokenId;
+    this.numTokens++;
     this.generated++;
+  }
+
+  /** The array holding token `at` (and the rest of its block). */
+  tokenArray(at: number): Uint32Array {
+    return at < this.tailStart ? this.prompt : this.tail;
+  }
+
+  /** Where token `at` sits in tokenArray(at). */
+  tokenOffset(at: number): number {
+    return at < this.tailStart ? at : at - this.tailStart;
+  }
+
+  /**
+   * Tokens [start, end) (known ones): a view of the buffers (whose entries never change once
+   * written), or a copy when the range spans the prompt and the tail.
+   */
+  tokenRange(start: number, end: number): Uint32Array {
+    const split = this.tailStart;
+    if (end <= split) return this.prompt.subarray(start, end);
+    if (start >= split) return this.tail.subarray(start - split, end - split);
+    const out = new Uint32Array(end - start);
+    out.set(this.prompt.subarray(start, split));
+    out.set(this.tail.subarray(0, end - split), split - start);
+    return out;
   }
 
   /** Computes the hashes of complete blocks up to `count` (the tokens must be known). */
   ensureHashes(count: number, blockSize: number, scratch: Uint32Array): void {
     if (count <= this.hashCount) return;
+    if (this.tailStart % blockSize !== 0) throw new RangeError(`a sequence split at token ${this.tailStart} cannot hash blocks of ${blockSize} tokens`);
     if (count > this.hashes.length) this.growHashes(count, blockSize);
     const words = this.hashWords;
-    for (let i = this.hashCount; i < count; i++) {
+    const { prompt, tail, tailStart } = this;
+    let i = this.hashCount;
+    // Long runs (a prompt at admission) in the addon: the prompt's blocks, then the tail's.
+    const promptBlocks = tailStart / blockSize;
+    for (let run = 0; run < 2 && count - i >= NATIVE_HASH_MIN_BLOCKS; run++) {
+      const inPrompt = i < promptBlocks;
+      const end = inPrompt ? Math.min(count, promptBlocks) : count;
       const parentHi = i === 0 ? ROOT_HI : words[2 * i - 2 + HI_WORD];
       const parentLo = i === 0 ? ROOT_LO : words[2 * i - 2 + LO_WORD];
-      hashBlock(this.tokens, i * blockSize, blockSize, parentHi, parentLo, this.lora, scratch);
+      engineHashBlocks(inPrompt ? prompt : tail, inPrompt ? i * blockSize : i * blockSize - tailStart, blockSize, end - i, parentHi, parentLo, this.lora, this.hashes, i);
+      i = end;
+    }
+    for (; i < count; i++) {
+      const parentHi = i === 0 ? ROOT_HI : words[2 * i - 2 + HI_WORD];
+      const parentLo = i === 0 ? ROOT_LO : words[2 * i - 2 + LO_WORD];
+      const start = i * blockSize;
+      if (start < tailStart) hashBlock(prompt, start, blockSize, parentHi, parentLo, this.lora, scratch);
+      else hashBlock(tail, start - tailStart, blockSize, parentHi, parentLo, this.lora, scratch);
       words[2 * i + HI_WORD] = scratch[0];
       words[2 * i + LO_WORD] = scratch[1];
     }
@@ -134,7 +194,7 @@ export class Sequence {
 
   private growHashes(count: number, blockSize: number): void {
     // Room for the blocks of the token buffer (the prompt and the first generated tokens), then doubling.
-    const grown = new BigUint64Array(Math.max(count, Math.floor(this.tokens.length / blockSize), 2 * this.hashes.length));
+    const grown = new BigUint64Array(Math.max(count, Math.floor((this.tailStart + this.tail.length) / blockSize), 2 * this.hashes.length));
     grown.set(this.hashes.subarray(0, this.hashCount));
     this.hashes = grown;
     this.hashWords = new Uint32Array(grown.buffer);

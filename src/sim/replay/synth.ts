@@ -38,6 +38,11 @@ export function synthesizePrompt(req: TraceRequest, seed = 0, blockTokens = TRAC
   return new PromptSynthesizer([req], seed, blockTokens).prompt(req);
 }
 
+/** The buffer capacity (tokens) of a prompt: the next power of two, so that buffers of one capacity serve many lengths. */
+function capacityFor(length: number): number {
+  return length <= 16 ? 16 : 2 ** Math.ceil(Math.log2(length));
+}
+
 /**
  * The prompts of one trace, in its order: synthesizePrompt's tokens, with the block of a hash id
  * that recurs (shared prefixes: most of a trace's blocks) written once and kept until its last
@@ -46,6 +51,12 @@ export function synthesizePrompt(req: TraceRequest, seed = 0, blockTokens = TRAC
 export class PromptSynthesizer {
   private readonly usesLeft = new Map<number, number>();
   private readonly blocks = new Map<number, Uint32Array>();
+  /**
+   * Buffers of prompts nobody reads any more (recycle), by capacity in tokens (powers of two),
+   * for later prompts: a replay's prompts are tens of megabytes per policy, whose fresh
+   * allocations cost their zeroing and, as external memory, frequent full garbage collections.
+   */
+  private readonly spare = new Map<number, ArrayBuffer[]>();
 
   constructor(
     trace: readonly TraceRequest[],
@@ -57,8 +68,10 @@ export class PromptSynthesizer {
 
   /** The prompt of `req`, one of the trace's requests (each taken once). */
   prompt(req: TraceRequest): Uint32Array {
-    const tokens = new Uint32Array(req.inputLength);
+    const tokens = this.buffer(req.inputLength);
+    let covered = 0;
     this.forEachBlock(req, (id, offset, count) => {
+      covered = offset + count;
       const left = this.usesLeft.get(id) ?? 0;
       let block = this.blocks.get(id);
       if (block === undefined && left > 1) {
@@ -75,7 +88,28 @@ export class PromptSynthesizer {
         this.usesLeft.set(id, left - 1);
       }
     });
+    // Tokens past the hash ids' blocks are zeros, in a recycled buffer too.
+    tokens.fill(0, covered);
     return tokens;
+  }
+
+  /**
+   * A prompt of this synthesizer that nothing reads any more (its request finished: the router
+   * and the engines are done with it): its buffer serves a later prompt.
+   */
+  recycle(tokens: Uint32Array): void {
+    const capacity = tokens.buffer.byteLength / Uint32Array.BYTES_PER_ELEMENT;
+    if (tokens.byteOffset !== 0 || capacity !== capacityFor(tokens.length)) return;
+    let list = this.spare.get(capacity);
+    if (list === undefined) this.spare.set(capacity, (list = []));
+    list.push(tokens.buffer as ArrayBuffer);
+  }
+
+  /** A view of `length` tokens over a spare buffer of its capacity, or a fresh one. */
+  private buffer(length: number): Uint32Array {
+    const capacity = capacityFor(length);
+    const spare = this.spare.get(capacity)?.pop();
+    return new Uint32Array(spare ?? new ArrayBuffer(capacity * Uint32Array.BYTES_PER_ELEMENT), 0, length);
   }
 
   /** The hash ids that contribute tokens to the prompt, with where and how many. */

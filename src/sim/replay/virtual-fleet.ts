@@ -152,8 +152,8 @@ export class VirtualFleet {
     if (opts.highPriorityShare !== undefined) assignPriorities(trace, records, opts.highPriorityShare, opts.seed);
     const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
     const loadPool = this.prefillEngines ?? this.decodeEngines;
-    const client = new ReplayClient(this.router, () => this.now);
     const prompts = new PromptSynthesizer(trace, opts.seed);
+    const client = new ReplayClient(this.router, () => this.now, (tokens) => prompts.recycle(tokens));
 
     let next = 0;
     let reported = 0;
@@ -237,6 +237,8 @@ class ReplayClient {
   constructor(
     private readonly router: PrefillRouter,
     private readonly clock: () => number,
+    /** A finished request's prompt: nothing reads it any more. */
+    private readonly done: (tokens: Uint32Array) => void,
   ) {}
 
   send(requestId: string, req: TraceRequest, tokens: Uint32Array, rec: RequestRecord): void {
@@ -246,11 +248,15 @@ class ReplayClient {
       .handle({ route: '/v1/completions', body, tokens, requestId, hints: rec.priority === 0 ? {} : { priority: rec.priority }, signal: STAYS })
       .then((res) => this.read(res, rec))
       .then(
-        () => this.open--,
+        () => {
+          this.open--;
+          this.done(tokens);
+        },
         (err: unknown) => {
           this.open--;
-          if (isRefusal(err)) rec.refused = true;
-          else this.failure ??= err;
+          if (!isRefusal(err)) return void (this.failure ??= err);
+          rec.refused = true;
+          this.done(tokens);
         },
       );
   }

@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { engineHashBlocks } from '../../../src/core/engine-hash.js';
 import { computeBlockHashes, computeSequenceHashes } from '../../../src/core/hashing.js';
 import { ROOT_HI, ROOT_LO, hashBlock, loraSeed, toU64 } from '../../../src/sim/engine/block-hash.js';
 
@@ -44,5 +46,42 @@ describe('engine block hash', () => {
     }
     expect(seen.size).toBe(20000);
     expect(highBits).toBe(0xffn);
+  });
+
+  it('hashes runs of blocks in the addon bit for bit as the chain of hashBlock calls', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 33 }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.tuple(fc.integer(), fc.integer(), fc.integer()),
+        fc.array(fc.integer({ min: 0, max: 0xffff_ffff }), { minLength: 1, maxLength: 64 }),
+        (blockSize, count, from, [parentHi, parentLo, lora], pattern) => {
+          const tokens = Uint32Array.from({ length: from + count * blockSize }, (_, i) => pattern[i % pattern.length] ^ i);
+          const out = new BigUint64Array(count + 2);
+          engineHashBlocks(tokens, from, blockSize, count, parentHi, parentLo, lora, out, 1);
+          const expected = [0n];
+          const halves = new Uint32Array(2);
+          let [hi, lo] = [parentHi, parentLo];
+          for (let b = 0; b < count; b++) {
+            hashBlock(tokens, from + b * blockSize, blockSize, hi, lo, lora, halves);
+            [hi, lo] = [halves[0], halves[1]];
+            expected.push(toU64(hi, lo));
+          }
+          expected.push(0n);
+          expect([...out]).toEqual(expected);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('refuses runs past the tokens or the output, and blocks of no tokens, with a RangeError', () => {
+    const tokens = new Uint32Array(32);
+    const out = new BigUint64Array(4);
+    expect(() => engineHashBlocks(tokens, 1, 16, 2, 0, 0, 0, out, 0)).toThrow(RangeError);
+    expect(() => engineHashBlocks(tokens, 0, 8, 4, 0, 0, 0, out, 1)).toThrow(RangeError);
+    expect(() => engineHashBlocks(tokens, 0, 0, 1, 0, 0, 0, out, 0)).toThrow(RangeError);
+    expect([...out]).toEqual([0n, 0n, 0n, 0n]);
   });
 });

@@ -53,4 +53,31 @@ describe('PromptSynthesizer', () => {
     // Every block was dropped at its last use.
     expect((synth as unknown as { blocks: Map<number, Uint32Array> }).blocks.size).toBe(0);
   });
+
+  it('writes a recycled prompt buffer over completely: prompts equal those of fresh buffers, tokens past the hash ids zero', () => {
+    const req = (hashIds: number[], inputLength: number) => ({ timestamp: 0, inputLength, outputLength: 1, hashIds });
+    // The second request's hash ids cover 600 of its 1000 tokens; the first leaves other tokens in the buffer they share.
+    const trace = [req([1, 2, 8, 9], 1000), req([3, 4], 1000), req([5], 900), req([6, 7], 1024)];
+    const fresh = new PromptSynthesizer(trace, 7, 300);
+    const expected = trace.map((r) => [...fresh.prompt(r)]);
+    expect(expected[1].slice(600).every((t) => t === 0)).toBe(true);
+    const recycling = new PromptSynthesizer(trace, 7, 300);
+    let previous: Uint32Array | undefined;
+    trace.forEach((r, i) => {
+      const tokens = recycling.prompt(r);
+      if (previous) expect(tokens.buffer).toBe(previous.buffer); // one buffer of 1024 tokens serves them all
+      expect(tokens.length).toBe(r.inputLength);
+      expect([...tokens]).toEqual(expected[i]);
+      recycling.recycle(tokens);
+      previous = tokens;
+    });
+  });
+
+  it('recycles only buffers of its own prompts', () => {
+    const trace = [{ timestamp: 0, inputLength: 100, outputLength: 1, hashIds: [1] }];
+    const synth = new PromptSynthesizer(trace, 0, 512);
+    const foreign = new Uint32Array(100);
+    synth.recycle(foreign);
+    expect(synth.prompt(trace[0]).buffer).not.toBe(foreign.buffer);
+  });
 });
