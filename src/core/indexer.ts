@@ -19,6 +19,7 @@ import {
   expectUint32Array,
   expectWorkerId,
 } from '../util/validate.js';
+import { smallInt } from './small-int.js';
 import { perTierObject, type LowerTier, type PerTier } from './tiers.js';
 import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
@@ -177,9 +178,6 @@ class Match implements OverlapMatch {
     this.blocks = blocks;
   }
 }
-
-/** The largest worker id V8 keeps as a small integer (31-bit Smis with pointer compression). */
-const SMI_MAX = 2 ** 30 - 1;
 
 /** Blocks accepted per call (events, prompts): a 16M-token prompt at block size 16. */
 export const MAX_BLOCKS_PER_CALL = 2 ** 20;
@@ -352,7 +350,7 @@ export class KvIndexer {
       const worker = out[j];
       // Small integers as Smis: a field V8 once saw a double in is boxed (a heap number per value
       // of every later match, about half the call). dpRank < 2^16 and blocks <= 2^20 always fit.
-      matches[i] = new Match(worker <= SMI_MAX ? worker | 0 : worker, out[j + 1] | 0, out[j + 2] | 0);
+      matches[i] = new Match(smallInt(worker), out[j + 1] | 0, out[j + 2] | 0);
     }
     return matches;
   }

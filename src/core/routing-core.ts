@@ -7,7 +7,8 @@ import { callNative, translateNativeError } from './errors.js';
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import type { KvIndexer } from './indexer.js';
-import { perTierArray, perTierObject, type PerTier } from './tiers.js';
+import { smallInt } from './small-int.js';
+import { perTierArray, perTierBlocksAt, perTierObject, type PerTier } from './tiers.js';
 import { nativeTtftModel } from './ttft-model.js';
 import {
   checkRouteRequest,
@@ -331,17 +332,18 @@ export class RoutingCore {
     }
     const candidates: CandidateCost[] = new Array(n);
     for (let i = 0, o = HEADER; i < n; i++, o += PER_CANDIDATE) {
-      candidates[i] = new Candidate(out[o], out[o + 1], out[o + 2], perTierObject(out.subarray(o + 3, o + 6)), out[o + 6], out[o + 7], out[o + 8]);
+      // Ids and counts as Smis (small-int.ts); the loads and the cost stay doubles.
+      candidates[i] = new Candidate(smallInt(out[o]), smallInt(out[o + 1]), smallInt(out[o + 2]), perTierBlocksAt(out, o + 3), out[o + 6], out[o + 7], out[o + 8]);
     }
     return {
       requestId: id,
-      worker: out[0],
-      dpRank: out[1],
-      overlapBlocks: out[2],
-      lowerTierBlocks: perTierObject(out.subarray(10, 13)),
-      promptTokens: out[3],
-      cachedTokens: out[4],
-      prefillTokens: out[5],
+      worker: smallInt(out[0]),
+      dpRank: smallInt(out[1]),
+      overlapBlocks: smallInt(out[2]),
+      lowerTierBlocks: perTierBlocksAt(out, 10),
+      promptTokens: smallInt(out[3]),
+      cachedTokens: smallInt(out[4]),
+      prefillTokens: smallInt(out[5]),
       policy: this.config.policy,
       candidates,
       timingsUs: { hash: out[6], match: out[7], select: out[8], total: out[9] },

@@ -1,6 +1,7 @@
 // Lower storage tiers (native/src/tiers): KV blocks the engines report on host memory, disk or an
 // external pool (the `medium` of their events), indexed beside the device's, and the kv cost's
 // partial credit for a block a worker can reload from one of them instead of computing it.
+import { smallInt } from './small-int.js';
 import { describe, expectObject } from '../util/validate.js';
 
 /** The lower storage tiers the index keeps, nearest first. */
@@ -28,6 +29,12 @@ export function perTierArray(v: PerTier): number[] {
 
 export function perTierObject(v: ArrayLike<number>): PerTier {
   return { host: v[0], disk: v[1], external: v[2] };
+}
+
+/** The block counts per tier stored at v[at..at+3], as small integers: perTierObject without a
+ * subarray view (a typed-array allocation of its own, nine of them per routing decision). */
+export function perTierBlocksAt(v: Float64Array, at: number): PerTier {
+  return { host: smallInt(v[at]), disk: smallInt(v[at + 1]), external: smallInt(v[at + 2]) };
 }
 
 /** `v`'s tiers over `base`, each a finite number >= 0. */

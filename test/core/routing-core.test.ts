@@ -96,6 +96,31 @@ describe('RoutingCore decisions', () => {
   });
 });
 
+  it('returns worker ids past the small-integer range exactly, after many small ones', () => {
+    const clock = virtualClock();
+    const indexer = new KvIndexer({ blockSize: BS, clock: clock.fn });
+    const core = new RoutingCore(indexer, { blockSize: BS, seed: 1, clock: clock.fn });
+    const big = [2 ** 30 - 1, 2 ** 30, 2 ** 31 + 5, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
+    core.setWorkers([0, 1, ...big].map((worker) => ({ worker, kvCapacityBlocks: 100 })));
+    const t = range(0, 18);
+    hold(indexer, 1, t, 2);
+    // Warm the decision path on small ids first (the optimised code then meets the large ones).
+    for (let i = 0; i < 2_000; i++) {
+      expect(core.route(t, { requestId: `s${i}` })).toMatchObject({ worker: 1, overlapBlocks: 2, promptTokens: 18, cachedTokens: 8 });
+      core.free(`s${i}`);
+    }
+    for (const w of big) {
+      const tokens = range(1000 + (w % 1000), 18);
+      const engineHashes = BigUint64Array.from({ length: 3 }, (_, i) => BigInt(9_000_000 + (w % 1000) * 10 + i));
+      expect(indexer.applyStored(w, 0, null, engineHashes, tokens.subarray(0, 3 * BS))).toBe(true);
+      const d = core.route(tokens, { requestId: `b${w}` });
+      expect(d).toMatchObject({ worker: w, dpRank: 0, overlapBlocks: 3, promptTokens: 18, cachedTokens: 12, prefillTokens: 6 });
+      expect(d.candidates[0]).toMatchObject({ worker: w, overlapBlocks: 3, lowerTierBlocks: { host: 0, disk: 0, external: 0 } });
+      expect(Object.is(d.candidates[0].worker, w)).toBe(true);
+      core.free(`b${w}`);
+    }
+  });
+
 describe('RoutingCore policies and eligibility', () => {
   it('breaks exact ties uniformly at random, reproducibly with the seed', () => {
     const run = (seed: number) => {
