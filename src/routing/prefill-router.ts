@@ -33,6 +33,7 @@ import { type BoundWorker, type SessionBinding, SessionAffinity } from './sessio
 import { SessionControl, type SessionControlOptions } from './session-control.js';
 import { KvRouter, type LegRoute } from './kv-router.js';
 import { defaultClock } from './request-tracker.js';
+import { realTimers, type Timers } from '../util/timers.js';
 import { type RoutedResponse, type RouterRequest, validateRouterRequest } from './router-request.js';
 import { copyFields, withFields } from '../util/objects.js';
 import type { SignalLike } from '../util/cancellation.js';
@@ -62,6 +63,8 @@ export interface PrefillRouterOptions {
   /** Source of 63-bit random room values (tests pin it). */
   randomRoom?: () => bigint;
   clock?: () => number;
+  /** Timers on `clock` (the router queue's wait limit); default Node's, unref'd. Replay gives virtual ones. */
+  timers?: Timers;
   /** Session affinity: requests with a session id go where the session's earlier requests went. */
   sessions?: SessionAffinity;
   /** Called once per request when its last leg finished, with its tracker's summary. */
@@ -149,6 +152,8 @@ export class PrefillRouter {
     this.fallbackToAggregated = o.fallbackToAggregated ?? true;
     this.randomRoom = o.randomRoom ?? randomRoomValue;
     this.clock = o.clock ?? defaultClock;
+    if (o.timers !== undefined && typeof o.timers?.at !== 'function') throw new TypeError(`options.timers must have an at(atMs, fn) method, got ${describe(o.timers)}`);
+    const timers = o.timers ?? realTimers(this.clock);
     if (o.sessions !== undefined && !(o.sessions instanceof SessionAffinity)) throw new TypeError(`options.sessions must be a SessionAffinity, got ${describe(o.sessions)}`);
     this.sessions = o.sessions;
     this.onRequestDone = o.onRequestDone;
@@ -166,7 +171,7 @@ export class PrefillRouter {
       o.sessionControl,
     );
     const queue = (name: PoolName, router: KvRouter) =>
-      new AdmissionQueue(name, router.pool, { load: () => loadOf(router) }, this.clock, o.queue, o.onQueueEvent && ((ev) => o.onQueueEvent!(name, ev)));
+      new AdmissionQueue(name, router.pool, { load: () => loadOf(router) }, this.clock, o.queue, o.onQueueEvent && ((ev) => o.onQueueEvent!(name, ev)), timers);
     this.queues = { prefill: queue('prefill', this.prefill), decode: queue('decode', this.decode) };
     this.checkQueueLoad(this.queues.prefill.settings);
     this.env = {

@@ -341,5 +341,8 @@ describe('bad requests', () => {
     expect(() => new PrefillRouter({ prefill: decode, decode })).toThrow(/two different pools/);
     expect(() => new PrefillRouter({ prefill, decode, enforceDisagg: 'yes' as never })).toThrow(/enforceDisagg must be a boolean/);
     expect(() => new PrefillRouter({ prefill, decode, clock: 5 as never })).toThrow(/clock must be a function/);
+    for (const timers of [5, {}, { at: 'soon' }, null]) {
+      expect(() => new PrefillRouter({ prefill, decode, timers: timers as never })).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(/options.timers must have an at/) }));
+    }
   });
 });

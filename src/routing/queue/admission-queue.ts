@@ -16,10 +16,13 @@
 // before it over the recent drain rate) is past maxWaitMs, and a waiting request that has waited
 // maxWaitMs leaves with 429 and Retry-After instead of being served late. This also bounds how
 // long wspt can hold a long prompt behind a stream of short ones: it is told to retry, not starved.
+// One timer per queue, set for the oldest waiting request's deadline, gives the queue a turn then:
+// without it a stalled pool (no first token, no arrival) would hold an expired request for good.
 import { BackpressureError } from '../../core/routing-errors.js';
 import { abortError } from '../../engines/errors.js';
 import type { SignalLike } from '../../util/cancellation.js';
 import { copyFields } from '../../util/objects.js';
+import { realTimers, type Timers } from '../../util/timers.js';
 import { describe, expectInteger } from '../../util/validate.js';
 import { IndexedHeap } from './indexed-heap.js';
 import { isQueuePolicy, leavesBefore, type QueueKey, type QueuePolicy, scoreOf, scoreUsesOverlap } from './queue-order.js';
@@ -151,6 +154,9 @@ export class AdmissionQueue {
   private round = 0;
   private scheduled = false;
   private closedWith: Error | undefined;
+  // The one expiry timer: when it is due (undefined: none set) and how to cancel it.
+  private expiryAt: number | undefined;
+  private cancelExpiry: (() => void) | undefined;
   // Tokens of recent dispatches and when: the drain rate behind Retry-After.
   private readonly drainTimes: number[] = [];
   private readonly drainTokens: number[] = [];
@@ -168,6 +174,8 @@ export class AdmissionQueue {
     private readonly clock: () => number,
     settings: Partial<QueueSettings> = {},
     private readonly onEvent?: (ev: QueueEvent) => void,
+    /** Timers on `clock` (virtual in replay): the wait limit's deadline. */
+    private readonly timers: Timers = realTimers(clock),
   ) {
     this.s = checkQueueSettings(merged(DEFAULT_QUEUE_SETTINGS, settings));
   }
@@ -197,6 +205,7 @@ export class AdmissionQueue {
         this.worst.update(w);
       }
     }
+    this.armExpiry();
     this.wake();
     return next;
   }
@@ -237,12 +246,14 @@ export class AdmissionQueue {
         reject,
         onAbort: () => {
           if (!this.take(w)) return;
+          this.armExpiry();
           this.counts.dropped++;
           this.onEvent?.({ type: 'dropped', priority: ticket.priority, waitMs: this.clock() - w.arrivalMs });
           reject(abortError(ticket.signal));
         },
       };
       this.put(w);
+      this.armExpiry();
       ticket.signal.addEventListener('abort', w.onAbort, { once: true });
       this.counts.queued++;
       this.onEvent?.({ type: 'queued', priority: ticket.priority });
@@ -280,6 +291,7 @@ export class AdmissionQueue {
       this.take(w);
       w.reject(err);
     }
+    this.armExpiry();
   }
 
   // ---- private ----
@@ -306,12 +318,33 @@ export class AdmissionQueue {
     const limit = this.s.maxWaitMs;
     if (limit === null) return;
     const now = this.clock();
-    for (let w = this.oldest.peek(); w && now - w.arrivalMs >= limit; w = this.oldest.peek()) {
+    // The same sum as the timer's deadline, so a timer fired at it always finds the request due.
+    for (let w = this.oldest.peek(); w && w.arrivalMs + limit <= now; w = this.oldest.peek()) {
       this.take(w);
       this.counts.rejected.expired++;
       this.onEvent?.({ type: 'rejected', priority: w.ticket.priority, reason: 'expired' });
       w.reject(new QueueFullError(this.name, 'expired', this.retryAfterMs()));
     }
+  }
+
+  /**
+   * Sets the one timer at the oldest waiting request's deadline (re-set when that changes; none
+   * while nobody waits, without a limit, or once closed). Its firing is a turn of the queue.
+   */
+  private armExpiry(): void {
+    const limit = this.s.maxWaitMs;
+    const oldest = limit === null || this.closedWith ? undefined : this.oldest.peek();
+    const at = oldest && oldest.arrivalMs + limit!;
+    if (at === this.expiryAt) return;
+    this.cancelExpiry?.();
+    this.expiryAt = at;
+    this.cancelExpiry =
+      at === undefined
+        ? undefined
+        : this.timers.at(at, () => {
+            this.expiryAt = this.cancelExpiry = undefined;
+            this.pump();
+          });
   }
 
   /**
@@ -383,6 +416,7 @@ export class AdmissionQueue {
       this.take(top);
       this.dispatch(top);
     }
+    this.armExpiry();
   }
 
   private rekey(w: Waiting): void {

@@ -22,6 +22,11 @@ export class EventQueue<T> {
     return this.items.length === 0 ? Infinity : this.times[0];
   }
 
+  /** The earliest item, left in place. */
+  peekItem(): T | undefined {
+    return this.items[0];
+  }
+
   pop(): { time: number; item: T } | undefined {
     if (this.items.length === 0) return undefined;
     const time = this.times[0];

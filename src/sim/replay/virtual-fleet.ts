@@ -34,6 +34,7 @@ import { setupPolicy, type ReplayPolicy } from './policies.js';
 import { pendingRecord, type RequestRecord } from './records.js';
 import { PromptSynthesizer } from './synth.js';
 import type { TraceRequest } from './trace.js';
+import { VirtualTimers } from './virtual-timers.js';
 import { VIRTUAL_BOOTSTRAP_PORT, VirtualTransport } from './virtual-transport.js';
 import { LoadSpreadSampler, VirtualPool, type StepDone } from './virtual-pool.js';
 
@@ -111,6 +112,8 @@ export class VirtualFleet {
   readonly decodeEngines: VirtualPool;
   private now = 0;
   private readonly steps = new EventQueue<StepDone>();
+  // The router queues' wait-limit timers, fired in virtual time.
+  private readonly timers = new VirtualTimers();
   private used = false;
 
   constructor(private readonly opts: VirtualFleetOptions) {
@@ -134,6 +137,7 @@ export class VirtualFleet {
       prefill: router('prefill', ['prefill'], this.prefillEngines),
       decode: router('decode', ['decode', 'aggregated'], this.decodeEngines),
       clock,
+      timers: this.timers,
       queue: opts.routerQueue && Object.assign({ maxNumBatchedTokens: this.decodeEngines.engines[0].config.maxNumBatchedTokens }, opts.routerQueue),
       conditionalDisagg: opts.conditionalDisagg,
     });
@@ -147,7 +151,7 @@ export class VirtualFleet {
   async run(trace: readonly TraceRequest[]): Promise<FleetRun> {
     if (this.used) throw new Error('a VirtualFleet replays one trace');
     this.used = true;
-    const { opts, steps } = this;
+    const { opts, steps, timers } = this;
     const records = trace.map((r) => pendingRecord(r, opts.arrivalScale));
     if (opts.highPriorityShare !== undefined) assignPriorities(trace, records, opts.highPriorityShare, opts.seed);
     const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
@@ -157,9 +161,15 @@ export class VirtualFleet {
 
     let next = 0;
     let reported = 0;
-    while (next < trace.length || steps.size > 0) {
+    while (next < trace.length || steps.size > 0 || timers.nextTime() < Infinity) {
       const arrivalMs = next < trace.length ? records[next].arrivalMs : Infinity;
-      if (arrivalMs <= steps.peekTime()) {
+      const timerMs = timers.nextTime();
+      // A timer goes last among events of its time: an arrival's or a step's turn may make it moot.
+      if (timerMs < arrivalMs && timerMs < steps.peekTime()) {
+        this.now = timerMs;
+        timers.fireNext();
+        await settle();
+      } else if (arrivalMs <= steps.peekTime()) {
         this.now = arrivalMs;
         const i = next++;
         client.send(String(i), trace[i], prompts.prompt(trace[i]), records[i]);

@@ -1,10 +1,11 @@
 // The router queue, priorities and conditional disaggregation in replay: the server's routing code
 // in virtual time, overloaded on purpose.
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RoutingTotals } from '../../../src/core/routing-core.js';
 import { loadTrace, parseTrace, type TraceRequest } from '../../../src/sim/replay/trace.js';
 import { VirtualFleet, type VirtualFleetOptions } from '../../../src/sim/replay/virtual-fleet.js';
+import { VirtualTimers } from '../../../src/sim/replay/virtual-timers.js';
 import { summarizeRun } from '../../../src/sim/replay/summary.js';
 
 const tracePath = fileURLToPath(new URL('../../../traces/synthetic_trace.jsonl', import.meta.url));
@@ -63,6 +64,30 @@ describe('the router queue in replay', () => {
     // Priority 2 came first and ranks first: none of them is refused.
     expect(run.records.slice(0, 5).every((r) => r.priority === 2 && !r.refused)).toBe(true);
     expect(zero(fleet.decodeEngines.routing.core.totals())).toBe(true);
+  });
+
+  it('sheds at maxWaitMs on virtual timers (never Node timers), reproducibly, every booking freed', async () => {
+    const fires = vi.spyOn(VirtualTimers.prototype, 'fireNext');
+    const nodeTimers = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      const runOnce = async () => {
+        const fleet = aggregated({ routerQueue: { threshold: 0, maxWaitMs: 50 } });
+        const run = await fleet.run(burst);
+        expect(zero(fleet.decodeEngines.routing.core.totals())).toBe(true);
+        return run;
+      };
+      const a = await runOnce();
+      expect(fires).toHaveBeenCalled();
+      // The queue set no Node timer (the one Node timer of a replay run is a stream's 120 s idle guard).
+      expect(nodeTimers.mock.calls.filter((c) => c[1] !== 120_000)).toEqual([]);
+      const expired = a.queues.decode.rejected.expired;
+      expect(expired).toBeGreaterThan(0);
+      expect(a.records.filter((r) => r.refused).length).toBe(expired + a.queues.decode.rejected.wait_too_long);
+      expect((await runOnce()).records).toEqual(a.records);
+    } finally {
+      fires.mockRestore();
+      nodeTimers.mockRestore();
+    }
   });
 
   it('is reproducible', async () => {
