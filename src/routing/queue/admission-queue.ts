@@ -270,8 +270,7 @@ export class AdmissionQueue {
 
   stats(): QueueStats {
     const now = this.clock();
-    let oldest = now;
-    for (const w of this.best.toArray()) oldest = Math.min(oldest, w.arrivalMs);
+    const oldest = this.oldest.peek()?.arrivalMs ?? now;
     return {
       depth: this.best.size,
       tokens: this.queuedTokens,
@@ -308,7 +307,7 @@ export class AdmissionQueue {
     if (rate === undefined) return undefined;
     // A scan, O(waiting): with a wait limit the queue holds at most about maxWaitMs of drain.
     let ahead = 0;
-    for (const w of this.best.toArray()) if (leavesBefore(w.key, key)) ahead += w.uncached;
+    for (const w of this.best.values()) if (leavesBefore(w.key, key)) ahead += w.uncached;
     // Its own tokens are not counted: they are computed after its turn, not waited for.
     return ahead / rate > limit ? 'wait_too_long' : undefined;
   }

@@ -60,6 +60,11 @@ export class IndexedHeap<T> {
     if (!this.siftUp(i)) this.siftDown(i);
   }
 
+  /** The items, in no particular order, without a copy: the heap must not change meanwhile. */
+  values(): IterableIterator<T> {
+    return this.items.values();
+  }
+
   /** The items, in no particular order (a snapshot). */
   toArray(): T[] {
     return this.items.slice();

@@ -12,7 +12,6 @@ import { decodeWarmSnapshot, settingsMismatch, SnapshotRejected, type IndexSetti
 import { SnapshotStore } from './snapshot-store.js';
 import type { RestoreOutcome } from './ports.js';
 
-
 export interface SnapshotLoad {
   outcome: RestoreOutcome;
   /** Why not restored (for the log). */
@@ -53,8 +52,11 @@ export async function loadSnapshot(o: SnapshotLoadOptions): Promise<SnapshotLoad
     let stage = 'connecting to NATS';
     try {
       const conn = await connect({ servers: o.config.nats.split(','), name: `kvroute ${o.cluster} warm start`, timeout: o.config.connectTimeoutMs, reconnect: false });
-      // Connected after the timeout settled the load: nobody will close it otherwise.
-      if (over) await conn.close();
+      // Connected after the timeout settled the load: nobody will close it otherwise, nor read on.
+      if (over) {
+        await conn.close();
+        return { outcome: 'unavailable', reason: 'connected after warmStartTimeoutMs', fetchMs: performance.now() - started, restoreMs: 0 };
+      }
       nc = conn;
       stage = 'fetching the snapshot';
       const stored = await (await SnapshotStore.open(nc, o.cluster)).get();

@@ -5,6 +5,7 @@
 // Restored blocks of a worker this replica does not subscribe to, or whose endpoints changed,
 // are dropped: nothing would ever tell the index they are gone.
 import type { PoolName } from '../../core/vocabulary.js';
+import { POOL_NAMES } from '../../core/vocabulary.js';
 import type { Logger } from '../../util/logger.js';
 import type { SnapshotLoad } from './snapshot-load.js';
 import type { WarmStartPort, WarmStartStatus, WarmState } from './ports.js';
@@ -35,7 +36,7 @@ export class WarmStart implements WarmStartPort {
 
   constructor(private readonly o: WarmStartOptions) {
     const streams = o.load?.streams;
-    if (streams) for (const pool of ['prefill', 'decode'] as const) for (const s of streams[pool]) this.unclaimed.set(key(pool, s.worker), Object.assign({ pool }, s));
+    if (streams) for (const pool of POOL_NAMES) for (const s of streams[pool]) this.unclaimed.set(key(pool, s.worker), Object.assign({ pool }, s));
     if (o.load?.snapshot) this.latest = o.load.snapshot;
     const load = o.load;
     if (load && load.outcome !== 'restored') {
