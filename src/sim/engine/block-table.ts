@@ -142,6 +142,7 @@ export class BlockTables {
 
   /** One BlockStored for the sequence's blocks [start, end), just registered. */
   private announce(seq: Sequence, start: number, end: number, events: EventLog): void {
+    if (!events.keeps) return;
     const bs = this.blockSize;
     events.push({
       type: 'BlockStored',

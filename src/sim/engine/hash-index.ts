@@ -1,32 +1,39 @@
 // The prefix cache's index from a block's content hash to the block holding it: open addressing
-// with linear probing, sized once for the cache (at most half full), each slot a hash's two
-// 32-bit halves and its block side by side in one Int32Array, 16 bytes aligned so that a slot
-// never straddles a cache line. A replay runs millions of lookups per policy over several
+// with linear probing, sized once for the cache (at most half full). Each slot is 8 bytes, the
+// hash's low half and its value side by side in one Int32Array (8 slots per cache line); the high
+// halves sit in a second array indexed by value, read only when a slot's low half matches (a hit,
+// or a deletion of a present key). A replay runs millions of lookups per policy over several
 // engines' tables of megabytes: each probe is a cache miss, so a lookup, an insertion or a
-// deletion reads one slot's line and nothing else (the first probe finds its key in nearly all
-// cases at this load). (A Map keyed by bigint hashed the key's digits on every lookup and chased
-// heap objects: about a third of a trace replay's CPU went to its get and delete.) Deletion
+// deletion reads one slot's line (and a hit one line of the high halves). Halving the slots
+// (they were 16 bytes, both halves inline) halved the table and made a deletion's backward shift
+// cross a line half as often. (A Map keyed by bigint hashed the key's digits on every lookup and
+// chased heap objects: about a third of a trace replay's CPU went to its get and delete.) Deletion
 // shifts the following entries back, so no tombstones accumulate.
 
 const EMPTY = -1;
 
-// A slot's fields at these offsets from slot * SLOT_FIELDS (the fourth int32 is padding).
+// A slot's fields at these offsets from slot * SLOT_FIELDS.
 const KEY_LO = 0;
-const KEY_HI = 1;
-const VALUE = 2;
-const SLOT_FIELDS = 4;
+const VALUE = 1;
+const SLOT_FIELDS = 2;
 
 export class BlockHashIndex {
   private readonly slots: Int32Array;
+  /** The high half of the key stored under each value (valid while the value is in use). */
+  private readonly keyHi: Int32Array;
+  /** Whether a value is stored (a value names at most one key). */
+  private readonly inUse: Uint8Array;
   private readonly mask: number;
   private count = 0;
 
-  /** An index of at most `capacity` entries whose values are integers in [0, capacity). */
+  /** An index of at most `capacity` entries whose values are distinct integers in [0, capacity). */
   constructor(readonly capacity: number) {
     let n = 16;
     while (n < 2 * capacity) n *= 2;
     this.slots = new Int32Array(n * SLOT_FIELDS);
     for (let i = 0; i < n; i++) this.slots[i * SLOT_FIELDS + VALUE] = EMPTY;
+    this.keyHi = new Int32Array(capacity);
+    this.inUse = new Uint8Array(capacity);
     this.mask = n - 1;
   }
 
@@ -43,10 +50,11 @@ export class BlockHashIndex {
   private slotOf(hi: number, lo: number): number {
     const h = hi | 0;
     const l = lo | 0;
-    const { slots, mask } = this;
+    const { slots, mask, keyHi } = this;
     for (let i = l & mask; ; i = (i + 1) & mask) {
       const at = i * SLOT_FIELDS;
-      if (slots[at + VALUE] === EMPTY || (slots[at + KEY_LO] === l && slots[at + KEY_HI] === h)) return i;
+      const v = slots[at + VALUE];
+      if (v === EMPTY || (slots[at + KEY_LO] === l && keyHi[v] === h)) return i;
     }
   }
 
@@ -59,14 +67,15 @@ export class BlockHashIndex {
     return this.slots[((lo | 0) & this.mask) * SLOT_FIELDS + VALUE];
   }
 
-  /** Stores a value in [0, capacity) under a key that is not in the index. */
+  /** Stores a value in [0, capacity), stored under no other key, under a key that is not in the index. */
   add(hi: number, lo: number, value: number): void {
     if (this.addIfAbsent(hi, lo, value) !== EMPTY) throw new RangeError(`the key (${hi}, ${lo}) is in the index already`);
   }
 
   /**
    * The value stored under (hi, lo) if there is one (nothing changes), otherwise -1 after storing
-   * `value` (in [0, capacity)) under it: a lookup and an insertion in one probe sequence.
+   * `value` (in [0, capacity), stored under no other key) under it: a lookup and an insertion in
+   * one probe sequence.
    */
   addIfAbsent(hi: number, lo: number, value: number): number {
     if (!Number.isInteger(value) || value < 0 || value >= this.capacity) throw new RangeError(`a value must be an integer in [0, ${this.capacity}), got ${value}`);
@@ -75,9 +84,11 @@ export class BlockHashIndex {
     const v = slots[at + VALUE];
     if (v !== EMPTY) return v;
     if (this.count === this.capacity) throw new RangeError(`the index holds ${this.capacity} entries already`);
+    if (this.inUse[value] !== 0) throw new RangeError(`the value ${value} is stored under another key`);
     slots[at + KEY_LO] = lo | 0;
-    slots[at + KEY_HI] = hi | 0;
     slots[at + VALUE] = value;
+    this.keyHi[value] = hi | 0;
+    this.inUse[value] = 1;
     this.count++;
     return EMPTY;
   }
@@ -86,7 +97,9 @@ export class BlockHashIndex {
   delete(hi: number, lo: number): boolean {
     const { slots, mask } = this;
     let i = this.slotOf(hi, lo);
-    if (slots[i * SLOT_FIELDS + VALUE] === EMPTY) return false;
+    const value = slots[i * SLOT_FIELDS + VALUE];
+    if (value === EMPTY) return false;
+    this.inUse[value] = 0;
     // Backward shift: an entry after the hole moves into it unless its home slot lies
     // (cyclically) after the hole, up to where it is.
     for (let j = (i + 1) & mask; slots[j * SLOT_FIELDS + VALUE] !== EMPTY; j = (j + 1) & mask) {
@@ -96,7 +109,6 @@ export class BlockHashIndex {
       if (stays) continue;
       const to = i * SLOT_FIELDS;
       slots[to + KEY_LO] = slots[from + KEY_LO];
-      slots[to + KEY_HI] = slots[from + KEY_HI];
       slots[to + VALUE] = slots[from + VALUE];
       i = j;
     }
@@ -107,6 +119,7 @@ export class BlockHashIndex {
 
   clear(): void {
     for (let i = 0; i <= this.mask; i++) this.slots[i * SLOT_FIELDS + VALUE] = EMPTY;
+    this.inUse.fill(0);
     this.count = 0;
   }
 }

@@ -56,7 +56,7 @@ export class EngineModel {
   private readonly scheduler: Scheduler;
   private readonly sampler: TokenSampler;
   /** The events of the step being planned and committed. */
-  private readonly log = new EventLog();
+  private readonly log: EventLog;
   /** Live requests: waiting, transferring, running or held. */
   private readonly requests = new Map<string, Sequence>();
   /** Held prefills in hold-expiry order (time only moves forward). */
@@ -67,6 +67,7 @@ export class EngineModel {
 
   constructor(cfg?: EngineConfig) {
     this.config = resolveEngineConfig(cfg);
+    this.log = new EventLog(this.config.kvEvents);
     const { kvBlocks, blockSize, offloadBlocks } = this.config;
     this.offload = offloadBlocks > 0 ? new OffloadTier(offloadBlocks, kvBlocks, blockSize) : null;
     this.cache = new KvCache(kvBlocks, this.offload);
@@ -153,7 +154,7 @@ export class EngineModel {
     this.offload?.clear();
     // Blocks already in tables are no longer cached: later blocks of those tables cannot be chained.
     for (const seq of this.requests.values()) if (seq.committedBlocks > 0) seq.chainBroken = true;
-    return [{ type: 'AllBlocksCleared' }];
+    return this.config.kvEvents ? [{ type: 'AllBlocksCleared' }] : [];
   }
 
   metrics(): EngineMetrics {

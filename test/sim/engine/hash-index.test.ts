@@ -31,6 +31,25 @@ describe('BlockHashIndex', () => {
     expect([ix.get(0, 1), ix.get(0, 2), ix.get(0, 3), ix.size]).toEqual([0, 1, -1, 2]);
   });
 
+  it('refuses a value stored under another key, changing nothing; a deleted key frees its value', () => {
+    const ix = new BlockHashIndex(4);
+    ix.add(5, 9, 3);
+    expect(() => ix.add(6, 10, 3)).toThrow(/value 3 is stored under another key/);
+    expect([ix.get(5, 9), ix.get(6, 10), ix.size]).toEqual([3, -1, 1]);
+    expect(ix.delete(5, 9)).toBe(true);
+    ix.add(6, 10, 3);
+    expect([ix.get(5, 9), ix.get(6, 10), ix.size]).toEqual([-1, 3, 1]);
+  });
+
+  it('tells apart keys with the same low half by their high half', () => {
+    const ix = new BlockHashIndex(8);
+    for (let v = 0; v < 8; v++) ix.add(v * 1000 - 3000, 42, v);
+    for (let v = 0; v < 8; v++) expect(ix.get(v * 1000 - 3000, 42)).toBe(v);
+    expect(ix.get(123, 42)).toBe(-1);
+    expect(ix.delete(0, 42)).toBe(true);
+    expect([ix.get(0, 42), ix.get(-3000, 42), ix.get(4000, 42), ix.size]).toEqual([-1, 0, 7, 7]);
+  });
+
   it('addIfAbsent returns the value already stored under a key and changes nothing, or stores its own', () => {
     const ix = new BlockHashIndex(4);
     expect(ix.addIfAbsent(5, 9, 3)).toBe(-1);
