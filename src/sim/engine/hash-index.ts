@@ -1,12 +1,13 @@
 // The prefix cache's index from a block's content hash to the block holding it: open addressing
 // with linear probing, sized once for the cache (at most half full). Each slot is 8 bytes, the
-// hash's low half and its value side by side in one Int32Array (8 slots per cache line); the high
-// halves sit in a second array indexed by value, read only when a slot's low half matches (a hit,
-// or a deletion of a present key). A replay runs millions of lookups per policy over several
+// hash's low half and its value side by side in one Int32Array (8 slots per cache line). The high
+// half is not in the index: it is read from the owner's record of the value (the block's record,
+// whose line the caller reads anyway: a hit acquires the block, an eviction reads its hash), and
+// only when a slot's low half matches. A replay runs millions of lookups per policy over several
 // engines' tables of megabytes: each probe is a cache miss, so a lookup, an insertion or a
-// deletion reads one slot's line (and a hit one line of the high halves). Halving the slots
-// (they were 16 bytes, both halves inline) halved the table and made a deletion's backward shift
-// cross a line half as often. (A Map keyed by bigint hashed the key's digits on every lookup and
+// deletion reads one slot's line and nothing else of the index. Halving the slots (they were 16
+// bytes, both halves inline) halved the table and made a deletion's backward shift cross a line
+// half as often. (A Map keyed by bigint hashed the key's digits on every lookup and
 // chased heap objects: about a third of a trace replay's CPU went to its get and delete.) Deletion
 // shifts the following entries back, so no tombstones accumulate.
 
@@ -17,24 +18,41 @@ const KEY_LO = 0;
 const VALUE = 1;
 const SLOT_FIELDS = 2;
 
+/** Where the owner keeps the high half of the key stored under a value: `records[value * stride + offset]`. */
+export interface HighHalves {
+  records: Int32Array;
+  stride: number;
+  offset: number;
+}
+
 export class BlockHashIndex {
   private readonly slots: Int32Array;
-  /** The high half of the key stored under each value (valid while the value is in use). */
-  private readonly keyHi: Int32Array;
-  /** Whether a value is stored (a value names at most one key). */
-  private readonly inUse: Uint8Array;
   private readonly mask: number;
+  private readonly his: Int32Array;
+  private readonly stride: number;
+  private readonly hiAt: number;
   private count = 0;
 
-  /** An index of at most `capacity` entries whose values are distinct integers in [0, capacity). */
-  constructor(readonly capacity: number) {
+  /**
+   * An index of at most `capacity` entries whose values are distinct integers in [0, capacity).
+   * The owner writes a key's high half to its value's record (`high`) before adding it, and leaves
+   * it there until the key is deleted.
+   */
+  constructor(
+    readonly capacity: number,
+    high: HighHalves,
+  ) {
     let n = 16;
     while (n < 2 * capacity) n *= 2;
     this.slots = new Int32Array(n * SLOT_FIELDS);
     for (let i = 0; i < n; i++) this.slots[i * SLOT_FIELDS + VALUE] = EMPTY;
-    this.keyHi = new Int32Array(capacity);
-    this.inUse = new Uint8Array(capacity);
     this.mask = n - 1;
+    if (!(Number.isInteger(high.stride) && Number.isInteger(high.offset) && high.stride >= 1 && high.offset >= 0 && high.offset < high.stride && high.records.length >= capacity * high.stride)) {
+      throw new RangeError(`the high halves' records must hold ${capacity} records of stride ${high.stride} (offset ${high.offset}), got ${high.records.length} entries`);
+    }
+    this.his = high.records;
+    this.stride = high.stride;
+    this.hiAt = high.offset;
   }
 
   get size(): number {
@@ -50,11 +68,11 @@ export class BlockHashIndex {
   private slotOf(hi: number, lo: number): number {
     const h = hi | 0;
     const l = lo | 0;
-    const { slots, mask, keyHi } = this;
+    const { slots, mask, his, stride, hiAt } = this;
     for (let i = l & mask; ; i = (i + 1) & mask) {
       const at = i * SLOT_FIELDS;
       const v = slots[at + VALUE];
-      if (v === EMPTY || (slots[at + KEY_LO] === l && keyHi[v] === h)) return i;
+      if (v === EMPTY || (slots[at + KEY_LO] === l && his[v * stride + hiAt] === h)) return i;
     }
   }
 
@@ -67,7 +85,7 @@ export class BlockHashIndex {
     return this.slots[((lo | 0) & this.mask) * SLOT_FIELDS + VALUE];
   }
 
-  /** Stores a value in [0, capacity), stored under no other key, under a key that is not in the index. */
+  /** Stores a value in [0, capacity), stored under no other key, under a key that is not in the index (its record holding `hi`). */
   add(hi: number, lo: number, value: number): void {
     if (this.addIfAbsent(hi, lo, value) !== EMPTY) throw new RangeError(`the key (${hi}, ${lo}) is in the index already`);
   }
@@ -84,11 +102,9 @@ export class BlockHashIndex {
     const v = slots[at + VALUE];
     if (v !== EMPTY) return v;
     if (this.count === this.capacity) throw new RangeError(`the index holds ${this.capacity} entries already`);
-    if (this.inUse[value] !== 0) throw new RangeError(`the value ${value} is stored under another key`);
+    if (this.his[value * this.stride + this.hiAt] !== (hi | 0)) throw new RangeError(`the record of value ${value} does not hold the key's high half ${hi | 0}`);
     slots[at + KEY_LO] = lo | 0;
     slots[at + VALUE] = value;
-    this.keyHi[value] = hi | 0;
-    this.inUse[value] = 1;
     this.count++;
     return EMPTY;
   }
@@ -97,9 +113,7 @@ export class BlockHashIndex {
   delete(hi: number, lo: number): boolean {
     const { slots, mask } = this;
     let i = this.slotOf(hi, lo);
-    const value = slots[i * SLOT_FIELDS + VALUE];
-    if (value === EMPTY) return false;
-    this.inUse[value] = 0;
+    if (slots[i * SLOT_FIELDS + VALUE] === EMPTY) return false;
     // Backward shift: an entry after the hole moves into it unless its home slot lies
     // (cyclically) after the hole, up to where it is.
     for (let j = (i + 1) & mask; slots[j * SLOT_FIELDS + VALUE] !== EMPTY; j = (j + 1) & mask) {
@@ -119,7 +133,6 @@ export class BlockHashIndex {
 
   clear(): void {
     for (let i = 0; i <= this.mask; i++) this.slots[i * SLOT_FIELDS + VALUE] = EMPTY;
-    this.inUse.fill(0);
     this.count = 0;
   }
 }
