@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use super::drain::DrainRate;
 use super::origins::{Origins, RemoteStats};
 use super::rank_load::{ChainEnd, HolderState, RankLoad, FULL_WEIGHT};
+use super::rank_prefixes::RankPrefixes;
 use super::WorkerKey;
 
 /// Index of a rank's load in the book; stable while the rank is listed or loaded.
@@ -38,6 +39,8 @@ struct Booking {
   rank: RankId,
   /// Where its prompt chain ends in the rank's trie.
   chain: ChainEnd,
+  /// Where it ends in the trie of every rank's chains (`rank_prefixes.rs`).
+  shared_chain: ChainEnd,
   prompt_tokens: u64,
   /// Outstanding prefill tokens (0 once prefill completed).
   prefill_tokens: u64,
@@ -70,6 +73,8 @@ pub struct LoadBook {
   rank_keys: Vec<WorkerKey>,
   rank_listed: Vec<bool>,
   rank_ids: FxHashMap<WorkerKey, RankId>,
+  /// Every rank's active chains in one trie: each rank's active prefix of a prompt in one walk.
+  prefixes: RankPrefixes,
   free_rank_ids: Vec<RankId>,
   bookings: Vec<Booking>,
   holders: Vec<HolderState>,
@@ -213,6 +218,7 @@ impl LoadBook {
     let rank = &mut self.ranks[req.rank as usize];
     rank.add_request(prefill);
     self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders);
+    self.bookings[slot as usize].shared_chain = self.prefixes.hold(req.rank, req.block_hashes);
     self.total_prefill_tokens += prefill;
     slot
   }
@@ -310,6 +316,7 @@ impl LoadBook {
     let rank_id = b.rank;
     let prefill = std::mem::take(&mut b.prefill_tokens);
     let chain = b.chain.take();
+    self.prefixes.release(rank_id, b.shared_chain.take());
     let rank = &mut self.ranks[rank_id as usize];
     rank.drop_prefill(prefill);
     self.total_prefill_tokens -= prefill;
@@ -340,6 +347,15 @@ impl LoadBook {
     self.remote_stats.expired += (n - local) as u64;
     self.scratch_slots = stale;
     n
+  }
+
+  /// How many leading blocks of `block_hashes` are active on each rank (held by one of its
+  /// bookings): `out[rank id]`, one entry per rank id. As `rank(id).active_prefix`, for every
+  /// rank in one walk.
+  pub fn active_prefixes_into(&self, block_hashes: &[u64], out: &mut Vec<u32>) {
+    out.clear();
+    out.resize(self.ranks.len(), 0);
+    self.prefixes.prefixes_into(block_hashes, out);
   }
 
   // ---- totals ------------------------------------------------------------------------------
@@ -403,7 +419,7 @@ impl LoadBook {
 
   /// Every rank is empty and no booking remains (the exactly-once check of the tests).
   pub fn is_empty(&self) -> bool {
-    self.by_id.is_empty() && self.remote.active() == 0 && self.total_prefill_tokens == 0 && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
+    self.by_id.is_empty() && self.remote.active() == 0 && self.total_prefill_tokens == 0 && self.prefixes.is_empty() && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
   }
 }
 

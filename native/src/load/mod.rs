@@ -7,6 +7,7 @@ mod chains;
 mod drain;
 mod origins;
 mod rank_load;
+mod rank_prefixes;
 
 pub use book::{BookError, BookRequest, BookStats, LoadBook, RankId, RankSnapshot};
 pub use drain::DEFAULT_RETRY_AFTER_MS;

@@ -24,6 +24,8 @@ struct Scratch {
   matches: Vec<(WorkerKey, u32)>,
   /// Overlap blocks per candidate (indexed like the pool's candidates).
   overlaps: Vec<u32>,
+  /// Leading blocks of the prompt active per rank id (the load book's).
+  active: Vec<u32>,
   lower_matches: Vec<(WorkerKey, TierExtension)>,
   /// Lower-tier blocks after the device overlap, per candidate.
   lower: Vec<TierExtension>,
@@ -161,11 +163,14 @@ impl RoutingCore {
 
     s.terms.clear();
     s.scores.clear();
+    // Every rank's active prefix of the prompt in one walk (the explanation shows it for every
+    // policy).
+    self.book.active_prefixes_into(&s.local, &mut s.active);
     for &ci in &s.eligible {
       let c = &candidates[ci as usize];
       let rank = self.book.rank(c.rank);
       let (overlap, lower) = (s.overlaps[ci as usize], s.lower[ci as usize]);
-      let terms = kv_terms(rank, &s.local, overlap, &lower, &params);
+      let terms = kv_terms(rank, s.local.len(), s.active[c.rank as usize], overlap, &lower, &params);
       s.terms.push(terms);
       s.scores.push(match policy {
         Policy::LeastLoaded => booked_load(rank, params.block_size),

@@ -60,8 +60,14 @@ fn shared_prefixes_count_once_per_rank() {
   assert_eq!(b.rank(r1).active_blocks(), 5);
   assert_eq!(b.rank(r2).active_blocks(), 2);
   assert_eq!(b.rank(r1).active_prefix(&[1, 2, 4, 6]), 3);
+  let mut prefixes = Vec::new();
+  b.active_prefixes_into(&[1, 2, 4, 6], &mut prefixes);
+  assert_eq!((prefixes[r1 as usize], prefixes[r2 as usize]), (3, 2));
   b.free("a", 0.0);
   assert_eq!(b.rank(r1).active_blocks(), 4);
+  b.free("b", 0.0);
+  b.active_prefixes_into(&[1, 2, 4, 6], &mut prefixes);
+  assert_eq!((prefixes[r1 as usize], prefixes[r2 as usize]), (0, 2), "a freed chain is no longer active");
 }
 
 #[test]
@@ -185,6 +191,29 @@ fn check_ranks(b: &LoadBook, model: &HashMap<String, RefBooking>, ranks: &[RankI
     assert_eq!(b.rank(rank).decode_blocks_milli(), milli, "step {step}");
     let prefill: u64 = model.values().filter(|r| r.rank == rank && r.prefill != u64::MAX).map(|r| r.prefill).sum();
     assert_eq!(b.rank(rank).prefill_tokens(), prefill, "step {step}");
+  }
+  check_active_prefixes(b, model, ranks, step);
+}
+
+/// Every rank's active prefix of some prompts (active bookings' chains, cut short or run on past
+/// their end), from the book's shared trie, equals the reference's (the longest common prefix
+/// with one of the rank's bookings) and the rank's own trie's.
+fn check_active_prefixes(b: &LoadBook, model: &HashMap<String, RefBooking>, ranks: &[RankId], step: u32) {
+  let common = |a: &[u64], q: &[u64]| a.iter().zip(q).take_while(|(x, y)| x == y).count();
+  let mut probes: Vec<Vec<u64>> = vec![vec![], vec![5, 21]];
+  for r in model.values().take(12) {
+    probes.push(r.hashes.clone());
+    probes.push(r.hashes.iter().copied().chain([1 << 40, 7]).collect());
+    probes.push(r.hashes[..r.hashes.len() / 2].to_vec());
+  }
+  let mut got = Vec::new();
+  for q in &probes {
+    b.active_prefixes_into(q, &mut got);
+    for &rank in ranks {
+      let want = model.values().filter(|r| r.rank == rank).map(|r| common(&r.hashes, q)).max().unwrap_or(0);
+      assert_eq!(got[rank as usize] as usize, want, "step {step}, rank {rank}, prompt {q:?}");
+      assert_eq!(b.rank(rank).active_prefix(q), want, "step {step}, rank {rank}, prompt {q:?}");
+    }
   }
 }
 
