@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use super::drain::DrainRate;
 use super::origins::{Origins, RemoteStats};
 use super::rank_load::{ChainEnd, HolderState, RankLoad, FULL_WEIGHT};
-use super::rank_prefixes::RankPrefixes;
+use super::rank_prefixes::{PrefixWalk, RankPrefixes};
 use super::WorkerKey;
 
 /// Index of a rank's load in the book; stable while the rank is listed or loaded.
@@ -172,10 +172,16 @@ impl LoadBook {
   }
 
   pub fn book(&mut self, req: &BookRequest) -> Result<(), BookError> {
+    self.book_along(req, None)
+  }
+
+  /// `book` right after `active_prefixes` of the same block hashes recorded `walk`: the tries
+  /// follow it instead of comparing the hashes again (ignored if the book changed since).
+  pub fn book_along(&mut self, req: &BookRequest, walk: Option<&PrefixWalk>) -> Result<(), BookError> {
     if self.by_id.contains_key(req.request_id) {
       return Err(BookError::DuplicateRequest);
     }
-    let slot = self.fill_slot(req);
+    let slot = self.fill_slot(req, walk);
     self.by_id.insert(req.request_id.into(), slot);
     self.stats.booked += 1;
     Ok(())
@@ -188,14 +194,14 @@ impl LoadBook {
       self.recycle_rank_if_unused(req.rank);
       return Err(BookError::DuplicateRequest);
     }
-    let slot = self.fill_slot(req);
+    let slot = self.fill_slot(req, None);
     self.remote.table_or_create(origin).insert(req.request_id.into(), slot);
     self.remote_stats.booked += 1;
     Ok(())
   }
 
   /// Takes a slot for the booking and puts its load on its rank.
-  fn fill_slot(&mut self, req: &BookRequest) -> u32 {
+  fn fill_slot(&mut self, req: &BookRequest, walk: Option<&PrefixWalk>) -> u32 {
     let slot = match self.free_slots.pop() {
       Some(s) => s,
       None => {
@@ -217,8 +223,10 @@ impl LoadBook {
 
     let rank = &mut self.ranks[req.rank as usize];
     rank.add_request(prefill);
-    self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders);
-    self.bookings[slot as usize].shared_chain = self.prefixes.hold(req.rank, req.block_hashes);
+    // A current walk of this prompt knows how far it is active on the rank: no compare needed.
+    let known = walk.filter(|w| self.prefixes.is_current(w, req.block_hashes.len())).map(|w| w.prefix(req.rank) as usize);
+    self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders, known);
+    self.bookings[slot as usize].shared_chain = self.prefixes.hold(req.rank, req.block_hashes, walk);
     self.total_prefill_tokens += prefill;
     slot
   }
@@ -351,11 +359,9 @@ impl LoadBook {
 
   /// How many leading blocks of `block_hashes` are active on each rank (held by one of its
   /// bookings): `out[rank id]`, one entry per rank id. As `rank(id).active_prefix`, for every
-  /// rank in one walk.
-  pub fn active_prefixes_into(&self, block_hashes: &[u64], out: &mut Vec<u32>) {
-    out.clear();
-    out.resize(self.ranks.len(), 0);
-    self.prefixes.prefixes_into(block_hashes, out);
+  /// rank in one walk: `walk.prefix(rank id)`. `book_along` follows it.
+  pub fn active_prefixes(&self, block_hashes: &[u64], walk: &mut PrefixWalk) {
+    self.prefixes.walk(block_hashes, self.ranks.len(), walk);
   }
 
   // ---- totals ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ pub use book::{BookError, BookRequest, BookStats, LoadBook, RankId, RankSnapshot
 pub use drain::DEFAULT_RETRY_AFTER_MS;
 pub use origins::RemoteStats;
 pub use rank_load::{RankLoad, FULL_WEIGHT};
+pub use rank_prefixes::PrefixWalk;
 
 /// One data-parallel rank of one worker.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]

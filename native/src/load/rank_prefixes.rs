@@ -22,6 +22,26 @@ pub struct RankPrefixes {
   chains: Chains,
   /// Per segment id: (rank, bookings of that rank passing through).
   ranks: Vec<Vec<(RankId, u32)>>,
+  /// Changes with every hold and release: a recorded walk is valid while it is unchanged.
+  generation: u64,
+}
+
+/// The path one `prefixes_into` walked (each segment and the blocks of it the prompt matched),
+/// so booking that prompt right after follows it without comparing its hashes a second time.
+#[derive(Debug, Default, Clone)]
+pub struct PrefixWalk {
+  path: Vec<(SegId, u32)>,
+  generation: u64,
+  blocks: usize,
+  /// Per rank id, the prompt's leading blocks active there.
+  prefixes: Vec<u32>,
+}
+
+impl PrefixWalk {
+  /// The prompt's leading blocks active on `rank` when it was walked.
+  pub fn prefix(&self, rank: RankId) -> u32 {
+    self.prefixes.get(rank as usize).copied().unwrap_or(0)
+  }
 }
 
 impl RankPrefixes {
@@ -29,15 +49,34 @@ impl RankPrefixes {
     self.chains.is_empty()
   }
 
+  /// Whether `walk`, recorded for a prompt of `blocks` blocks, still describes this trie.
+  pub fn is_current(&self, walk: &PrefixWalk, blocks: usize) -> bool {
+    walk.generation == self.generation && walk.blocks == blocks
+  }
+
   /// A booking of `rank` starts holding the chain `seq` (block hashes from block 0).
-  pub fn hold(&mut self, rank: RankId, seq: &[u64]) -> ChainEnd {
+  /// `walk`: the path `walk` recorded for this same `seq` while current, followed instead of
+  /// comparing again.
+  pub fn hold(&mut self, rank: RankId, seq: &[u64], walk: Option<&PrefixWalk>) -> ChainEnd {
     if seq.is_empty() {
       return None;
     }
+    let path: &[(SegId, u32)] = match walk {
+      Some(w) if self.is_current(w, seq.len()) => &w.path,
+      _ => &[],
+    };
+    self.generation += 1;
     let mut parent = NONE;
     let mut pos = 0;
+    let mut step = 0;
     loop {
-      let Some(s) = self.chains.child(parent, seq[pos]) else {
+      let recorded = path.get(step).copied();
+      step += 1;
+      let found = match recorded {
+        Some((s, _)) => Some(s),
+        None => self.chains.child(parent, seq[pos]),
+      };
+      let Some(s) = found else {
         let id = self.chains.add(parent, &seq[pos..], 0);
         let list = self.list_mut(id);
         list.clear();
@@ -45,7 +84,11 @@ impl RankPrefixes {
         return Some(id);
       };
       let len = self.chains.seg(s).hashes.len();
-      let k = common_prefix(&self.chains.seg(s).hashes, &seq[pos..]);
+      let k = match recorded {
+        Some((_, k)) => k as usize,
+        None => common_prefix(&self.chains.seg(s).hashes, &seq[pos..]),
+      };
+      debug_assert_eq!(k, common_prefix(&self.chains.seg(s).hashes, &seq[pos..]), "a stale walk");
       let at = if k < len { self.split(s, k) } else { s };
       self.chains.seg_mut(at).count += 1;
       let list = &mut self.ranks[at as usize];
@@ -65,6 +108,7 @@ impl RankPrefixes {
   /// A booking of `rank` stops holding the chain it held (ending at `end`).
   pub fn release(&mut self, rank: RankId, end: ChainEnd) {
     let Some(end) = end else { return };
+    self.generation += 1;
     self.chains.seg_mut(end).ends -= 1;
     let mut cur = end;
     while cur != NONE {
@@ -84,15 +128,22 @@ impl RankPrefixes {
     }
   }
 
-  /// For each rank, how many leading blocks of `seq` are active on it: `out[rank]` is raised to
-  /// it (the caller zeroes `out`, one entry per rank id).
-  pub fn prefixes_into(&self, seq: &[u64], out: &mut [u32]) {
+  /// For each of `ranks` rank ids, how many leading blocks of `seq` are active on it, into
+  /// `walk.prefixes`, with the path walked.
+  pub fn walk(&self, seq: &[u64], ranks: usize, walk: &mut PrefixWalk) {
+    walk.path.clear();
+    walk.generation = self.generation;
+    walk.blocks = seq.len();
+    walk.prefixes.clear();
+    walk.prefixes.resize(ranks, 0);
+    let out = &mut walk.prefixes;
     let mut parent = NONE;
     let mut pos = 0;
     while pos < seq.len() {
       let Some(s) = self.chains.child(parent, seq[pos]) else { break };
       let hashes = &self.chains.seg(s).hashes;
       let k = common_prefix(hashes, &seq[pos..]);
+      walk.path.push((s, k as u32));
       pos += k;
       // Deeper segments come later and list fewer ranks: each listed rank holds `pos` blocks.
       for &(rank, _) in &self.ranks[s as usize] {

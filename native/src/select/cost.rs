@@ -30,7 +30,7 @@ pub struct KvTerms {
 /// Dynamo's default cost: prefill work left after the cached prefix (device blocks in full,
 /// blocks on lower tiers at their tier's credit, each block once), plus decode occupancy.
 /// `active_prefix`: the leading blocks of the prompt's `blocks` already active on the rank
-/// (`LoadBook::active_prefixes_into`).
+/// (`LoadBook::active_prefixes`).
 pub fn kv_terms(rank: &RankLoad, blocks: usize, active_prefix: u32, overlap_blocks: u32, lower: &TierExtension, p: &CostParams) -> KvTerms {
   let prefill_blocks = (rank.prefill_tokens() + p.prompt_tokens) as f64 / p.block_size;
   let new_blocks = (blocks - active_prefix as usize) as f64;
