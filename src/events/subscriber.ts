@@ -328,7 +328,11 @@ export class EventSubscriber {
       if (this.closed) return !first;
       if (first) {
         first = false;
-        if (batch.seq > from) {
+        if (batch.seq > from && this.tracker.lastApplied === null) {
+          // Joining an engine whose buffer no longer starts at its first batch: this rank's index
+          // holds nothing yet (or was just cleared), so nothing is lost.
+          this.tracker.resumeAt(batch.seq - 1n);
+        } else if (batch.seq > from) {
           // The engine no longer buffers the start: rebuild from what it still has.
           counters.replayTooOld++;
           this.report({ kind: 'index_cleared', reason: `the replay buffer starts at ${batch.seq}, after ${what} ${from}` });

@@ -62,6 +62,25 @@ describe('EventSubscriber: joining', () => {
     expect(blocksOf(indexer, abc)).toBe(5);
   });
 
+  it('joins an engine whose buffer no longer reaches its first batch without calling it lost history', async () => {
+    const engine = await TestEngine.start({ bufferSize: 1 });
+    engines.push(engine);
+    await engine.publish([storeA]);
+    await engine.publish([storeB]);
+    const indexer = new KvIndexer({ blockSize: BS });
+    const incidents: Array<{ kind: string }> = [];
+    const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
+    ingests.push(ingest);
+    ingest.addWorker({ worker: W, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS });
+    await ingest.joined(W);
+    await engine.publish([storeC]);
+    await caughtUp(engine, ingest, W);
+    // storeB's parent (storeA) aged out of the buffer: it is refused, then storeC after it.
+    expect(blocksOf(indexer, abc)).toBe(0);
+    expect(incidents.map((i) => i.kind)).toEqual(['joined']);
+    expect(workerStats(ingest, W)).toMatchObject({ replayTooOld: 0, replayedBatches: 1, ranks: [{ lastSeq: 2n }] });
+  });
+
   it('joins at the handshake when the engine has no replay service, and keeps nothing from before', async () => {
     const engine = await TestEngine.start({ replay: false });
     engines.push(engine);

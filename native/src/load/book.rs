@@ -222,7 +222,7 @@ impl LoadBook {
     self.holders[slot as usize] = HolderState { exclusive: 0, weight: FULL_WEIGHT, output_blocks: 0 };
 
     let rank = &mut self.ranks[req.rank as usize];
-    rank.add_request(prefill);
+    rank.add_request(prefill, req.now_ms);
     // A current walk of this prompt knows how far it is active on the rank: no compare needed.
     let known = walk.filter(|w| self.prefixes.is_current(w, req.block_hashes.len())).map(|w| w.prefix(req.rank) as usize);
     self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders, known);
@@ -258,7 +258,7 @@ impl LoadBook {
     let b = &mut self.bookings[slot as usize];
     let tokens = std::mem::take(&mut b.prefill_tokens);
     b.prefill_done = true;
-    self.ranks[b.rank as usize].drop_prefill(tokens);
+    self.ranks[b.rank as usize].end_prefill(tokens, now_ms, true);
     self.total_prefill_tokens -= tokens;
     self.drain.record(now_ms, tokens);
   }
@@ -323,10 +323,13 @@ impl LoadBook {
     let b = &mut self.bookings[slot as usize];
     let rank_id = b.rank;
     let prefill = std::mem::take(&mut b.prefill_tokens);
+    let in_prefill = !std::mem::replace(&mut b.prefill_done, true);
     let chain = b.chain.take();
     self.prefixes.release(rank_id, b.shared_chain.take());
     let rank = &mut self.ranks[rank_id as usize];
-    rank.drop_prefill(prefill);
+    if in_prefill {
+      rank.end_prefill(prefill, now_ms, false);
+    }
     self.total_prefill_tokens -= prefill;
     // Tokens of a request freed before its prefill also leave the queue.
     self.drain.record(now_ms, prefill);

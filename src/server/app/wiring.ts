@@ -374,7 +374,7 @@ function workerInfo(w: WorkerConfig): WorkerInfo {
 }
 
 function explainLeg(d: RoutingDecision): LegExplanation {
-  return {
+  const leg: LegExplanation = {
     worker: d.worker,
     dp_rank: d.dpRank,
     policy: d.policy,
@@ -393,4 +393,6 @@ function explainLeg(d: RoutingDecision): LegExplanation {
     })),
     timings_us: d.timingsUs,
   };
+  if (d.predictedTtftMs !== undefined) leg.predicted_ttft_ms = d.predictedTtftMs;
+  return leg;
 }
