@@ -4,6 +4,7 @@
 // first by default (unless --schedule-low-priority-values-first); TensorRT-LLM's OpenAI server
 // takes no priority. Only for engines started with priority scheduling: vLLM refuses a non-zero
 // priority under its default fcfs policy.
+import { withFields } from '../util/objects.js';
 import type { EngineKind } from './types.js';
 
 /** The body's `priority` value carrying class `priority` to an engine of `kind`; undefined when the kind takes none. */
@@ -16,7 +17,7 @@ export function enginePriorityField(kind: EngineKind, priority: number): number 
 /** The body's `priority` with the class `priority` added for an engine of `kind` (the body itself when the kind takes none). */
 export function withEnginePriority(body: Record<string, unknown>, kind: EngineKind, priority: number): Record<string, unknown> {
   const value = enginePriorityField(kind, priority);
-  return value === undefined ? body : { ...body, priority: value };
+  return value === undefined ? body : withFields(body, { priority: value });
 }
 
 /**
