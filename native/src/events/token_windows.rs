@@ -12,10 +12,10 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-/// Tokens one window reads at most (the starts of 16 give the ends of 15).
-pub const WINDOW_TOKENS: usize = 15;
+/// Tokens one window reads at most (the starts of 32 give the ends of 31).
+pub const WINDOW_TOKENS: usize = 31;
 /// Bytes a window reads from its first marker.
-pub const WINDOW_BYTES: usize = 64;
+pub const WINDOW_BYTES: usize = 128;
 
 /// Whether this CPU runs `window`.
 #[inline]
@@ -28,13 +28,13 @@ pub fn available() -> bool {
   false
 }
 
-/// Reads up to min(room, 15) token ids in the usual encodings (positive fixint, uint8, uint16,
-/// uint32) chained from `src[0]`, only those whose bytes all lie in `src[..64]`, into `dst`.
+/// Reads up to min(room, 31) token ids in the usual encodings (positive fixint, uint8, uint16,
+/// uint32) chained from `src[0]`, only those whose bytes all lie in `src[..126]`, into `dst`.
 /// Returns (tokens read, bytes they took); (0, 0) when `src[0]` is no such marker.
 ///
 /// # Safety
-/// The CPU has AVX-512F, BW and VBMI (`available`); `src` has 64 readable bytes and `dst` room
-/// for the `min(room, 15)` u32 it may write.
+/// The CPU has AVX-512F, BW and VBMI (`available`); `src` has 128 readable bytes and `dst` room
+/// for the `min(room, 31)` u32 it may write.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 pub unsafe fn window(src: *const u8, dst: *mut u32, room: usize) -> (usize, usize) {
@@ -66,36 +66,47 @@ pub unsafe fn window(src: *const u8, dst: *mut u32, room: usize) -> (usize, usiz
     }
     a
   };
-  // SAFETY: the caller's promises (features, 64 readable bytes); constant tables are 64 bytes.
+  /// 127: no token starts here, or the next would not start before byte 127; a fixed point.
+  const NONE: i8 = 127;
+  // SAFETY: the caller's promises (features, 128 readable bytes); constant tables are 64 bytes.
   unsafe {
-    let w = _mm512_loadu_si512(src as *const __m512i);
-    let iota = _mm512_loadu_si512(IOTA.as_ptr() as *const __m512i);
-    // Token lengths by marker: 1, 2, 3, 5; anything else is no token here.
-    let fix = _mm512_cmplt_epu8_mask(w, _mm512_set1_epi8(0x80u8 as i8));
-    let m2 = _mm512_cmpeq_epi8_mask(w, _mm512_set1_epi8(0xccu8 as i8));
-    let m3 = _mm512_cmpeq_epi8_mask(w, _mm512_set1_epi8(0xcdu8 as i8));
-    let m5 = _mm512_cmpeq_epi8_mask(w, _mm512_set1_epi8(0xceu8 as i8));
-    let mut lens = _mm512_maskz_mov_epi8(fix, _mm512_set1_epi8(1));
-    lens = _mm512_mask_mov_epi8(lens, m2, _mm512_set1_epi8(2));
-    lens = _mm512_mask_mov_epi8(lens, m3, _mm512_set1_epi8(3));
-    lens = _mm512_mask_mov_epi8(lens, m5, _mm512_set1_epi8(5));
-    // n1[p]: where the token after one starting at p starts; 127 (a fixed point) for no token.
-    // Indexes 64..127 read the second table, 64 + k at k: positions past the window stay put.
-    let n1 = _mm512_mask_add_epi8(_mm512_set1_epi8(127), fix | m2 | m3 | m5, iota, lens);
-    let beyond = _mm512_add_epi8(iota, _mm512_set1_epi8(64));
-    let n2 = _mm512_permutex2var_epi8(n1, n1, beyond);
-    let n4 = _mm512_permutex2var_epi8(n2, n2, beyond);
-    let n8 = _mm512_permutex2var_epi8(n4, n4, beyond);
-    // starts[j] = n1^j(0) for j < 16: the powers for the bits of j, lanes without the bit kept.
+    let load = |p: *const u8| _mm512_loadu_si512(p as *const __m512i);
+    let (w_lo, w_hi) = (load(src), load(src.add(64)));
+    let iota = load(IOTA.as_ptr());
+    let none = _mm512_set1_epi8(NONE);
+    // Token lengths by marker: 1, 2, 3, 5; anything else is no token here. `next`: where the
+    // token after one starting here starts (NONE past the window).
+    let lengths = |w: __m512i| {
+      let fix = _mm512_cmplt_epu8_mask(w, _mm512_set1_epi8(0x80u8 as i8));
+      let m2 = _mm512_cmpeq_epi8_mask(w, _mm512_set1_epi8(0xccu8 as i8));
+      let m3 = _mm512_cmpeq_epi8_mask(w, _mm512_set1_epi8(0xcdu8 as i8));
+      let m5 = _mm512_cmpeq_epi8_mask(w, _mm512_set1_epi8(0xceu8 as i8));
+      let mut lens = _mm512_maskz_mov_epi8(fix, _mm512_set1_epi8(1));
+      lens = _mm512_mask_mov_epi8(lens, m2, _mm512_set1_epi8(2));
+      lens = _mm512_mask_mov_epi8(lens, m3, _mm512_set1_epi8(3));
+      lens = _mm512_mask_mov_epi8(lens, m5, _mm512_set1_epi8(5));
+      (lens, fix | m2 | m3 | m5)
+    };
+    let (lens_lo, tok_lo) = lengths(w_lo);
+    let (lens_hi, tok_hi) = lengths(w_hi);
+    let n1_lo = _mm512_mask_add_epi8(none, tok_lo, iota, lens_lo);
+    let n1_hi = _mm512_min_epu8(_mm512_mask_add_epi8(none, tok_hi, _mm512_add_epi8(iota, _mm512_set1_epi8(64)), lens_hi), none);
+    // Powers of `next` over the 128 positions (7-bit indexes: the two halves).
+    let square = |lo: __m512i, hi: __m512i| (_mm512_permutex2var_epi8(lo, lo, hi), _mm512_permutex2var_epi8(lo, hi, hi));
+    let (n2_lo, n2_hi) = square(n1_lo, n1_hi);
+    let (n4_lo, n4_hi) = square(n2_lo, n2_hi);
+    let (n8_lo, n8_hi) = square(n4_lo, n4_hi);
+    let (n16_lo, n16_hi) = square(n8_lo, n8_hi);
+    // starts[j] = next^j(0) for j < 32: the powers for the bits of j, lanes without the bit kept.
     let mut starts = _mm512_setzero_si512();
-    starts = _mm512_mask2_permutex2var_epi8(n1, starts, 0xAAAA, beyond);
-    starts = _mm512_mask2_permutex2var_epi8(n2, starts, 0xCCCC, beyond);
-    starts = _mm512_mask2_permutex2var_epi8(n4, starts, 0xF0F0, beyond);
-    starts = _mm512_mask2_permutex2var_epi8(n8, starts, 0xFF00, beyond);
-    // Token j is whole in the window when it starts inside and the next one starts at 64 at
-    // most (starts only grow until they reach 64 or more, where they stay, or meet a byte that
-    // is no marker: 127).
-    let whole = _mm512_cmplt_epu8_mask(starts, _mm512_set1_epi8(64)) & (_mm512_cmple_epu8_mask(starts, _mm512_set1_epi8(64)) >> 1);
+    starts = _mm512_mask2_permutex2var_epi8(n1_lo, starts, 0xAAAA_AAAA, n1_hi);
+    starts = _mm512_mask2_permutex2var_epi8(n2_lo, starts, 0xCCCC_CCCC, n2_hi);
+    starts = _mm512_mask2_permutex2var_epi8(n4_lo, starts, 0xF0F0_F0F0, n4_hi);
+    starts = _mm512_mask2_permutex2var_epi8(n8_lo, starts, 0xFF00_FF00, n8_hi);
+    starts = _mm512_mask2_permutex2var_epi8(n16_lo, starts, 0xFFFF_0000, n16_hi);
+    // Token j is whole in the window when the one after it starts in it (starts only grow,
+    // until NONE).
+    let whole = _mm512_cmplt_epu8_mask(starts, none) >> 1;
     let count = ((!whole).trailing_zeros() as usize).min(WINDOW_TOKENS).min(room);
     if count == 0 {
       return (0, 0);
@@ -103,16 +114,22 @@ pub unsafe fn window(src: *const u8, dst: *mut u32, room: usize) -> (usize, usiz
     let mut at = [0u8; 64];
     _mm512_storeu_si512(at.as_mut_ptr() as *mut __m512i, starts);
     let used = at[count] as usize;
-    // Values: byte b of token j (little-endian) is the marker's byte at start + len - 1 - b
-    // when b < len - 1 (big-endian after the marker); a fixint is its marker byte.
-    let start = _mm512_permutexvar_epi8(_mm512_loadu_si512(LANE_OF.as_ptr() as *const __m512i), starts);
-    let len = _mm512_permutexvar_epi8(start, lens);
-    let b = _mm512_loadu_si512(BYTE_OF.as_ptr() as *const __m512i);
-    let back = _mm512_sub_epi8(_mm512_sub_epi8(len, _mm512_set1_epi8(1)), b);
-    let fixint = _mm512_cmpeq_epi8_mask(len, _mm512_set1_epi8(1)) & _mm512_cmpeq_epi8_mask(b, _mm512_setzero_si512());
-    let keep = _mm512_cmpgt_epi8_mask(back, _mm512_setzero_si512()) | fixint;
-    let values = _mm512_maskz_permutexvar_epi8(keep, _mm512_add_epi8(start, back), w);
-    _mm512_mask_storeu_epi32(dst as *mut i32, ((1u32 << count) - 1) as u16, values);
+    // Values, 16 tokens a register: byte b of token j (little-endian) is the window's byte at
+    // start + len - 1 - b when b < len - 1 (big-endian after the marker); a fixint is its marker.
+    let lane_of = load(LANE_OF.as_ptr());
+    let b = load(BYTE_OF.as_ptr());
+    let values = |first: i8| {
+      let start = _mm512_permutexvar_epi8(_mm512_add_epi8(lane_of, _mm512_set1_epi8(first)), starts);
+      let len = _mm512_permutex2var_epi8(lens_lo, start, lens_hi);
+      let back = _mm512_sub_epi8(_mm512_sub_epi8(len, _mm512_set1_epi8(1)), b);
+      let fixint = _mm512_cmpeq_epi8_mask(len, _mm512_set1_epi8(1)) & _mm512_cmpeq_epi8_mask(b, _mm512_setzero_si512());
+      let keep = _mm512_cmpgt_epi8_mask(back, _mm512_setzero_si512()) | fixint;
+      _mm512_maskz_permutex2var_epi8(keep, w_lo, _mm512_add_epi8(start, back), w_hi)
+    };
+    _mm512_mask_storeu_epi32(dst as *mut i32, ((1u32 << count.min(16)) - 1) as u16, values(0));
+    if count > 16 {
+      _mm512_mask_storeu_epi32(dst.add(16) as *mut i32, ((1u32 << (count - 16)) - 1) as u16, values(16));
+    }
     (count, used)
   }
 }
@@ -140,7 +157,7 @@ mod tests {
     let mut rng = fastrand::Rng::with_seed(11);
     for case in 0..3000 {
       let mut bytes = Vec::new();
-      while bytes.len() < 80 {
+      while bytes.len() < 150 {
         if rng.u8(..40) == 0 {
           bytes.push([0xd0, 0xcf, 0xc0, 0xe0][rng.usize(..4)]); // no usual token marker
           continue;
@@ -154,14 +171,14 @@ mod tests {
         };
         rmp::encode::write_uint(&mut bytes, v as u64).unwrap();
       }
-      // The tokens chained from byte 0 (if it is a token) that end within 64 bytes.
+      // The tokens chained from byte 0 (if it is a token) that end before byte 127.
       let mut expect = Vec::new();
       let mut at = 0;
       let mut r = super::super::msgpack::Reader::new(&bytes);
       while expect.len() < WINDOW_TOKENS {
         let before = r.clone();
         match r.u32() {
-          Ok(Some(v)) if r.at <= 64 && matches!(bytes[at], 0..=0x7f | 0xcc | 0xcd | 0xce) => {
+          Ok(Some(v)) if r.at < 127 && matches!(bytes[at], 0..=0x7f | 0xcc | 0xcd | 0xce) => {
             expect.push(v);
             at = r.at;
           }
@@ -171,12 +188,12 @@ mod tests {
           }
         }
       }
-      let room = if case % 5 == 0 { rng.usize(..20) } else { 16 };
-      let mut dst = [u32::MAX; 16];
-      // SAFETY: available() checked; bytes holds at least 80; dst holds 16.
+      let room = if case % 5 == 0 { rng.usize(..40) } else { 32 };
+      let mut dst = [u32::MAX; 32];
+      // SAFETY: available() checked; bytes holds at least 150; dst holds 32.
       let (count, used) = unsafe { window(bytes.as_ptr(), dst.as_mut_ptr(), room) };
       let n = expect.len().min(room);
-      assert_eq!(count, n, "case {case}: {:02x?}", &bytes[..64]);
+      assert_eq!(count, n, "case {case}: {:02x?}", &bytes[..128]);
       assert_eq!(&dst[..count], &expect[..n], "case {case}");
       assert!(dst[count..].iter().all(|&d| d == u32::MAX), "case {case}: wrote past the count");
       assert_eq!(used, if n == 0 { 0 } else { token_end(&bytes, n) }, "case {case}");
