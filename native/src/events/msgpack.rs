@@ -352,7 +352,8 @@ impl<'a> Reader<'a> {
   /// of dependent steps. It is kept to one load and one add per two tokens: every byte of a
   /// chunk is first classified (the length of a token whose marker it would be, and of it and
   /// the token after it: `token_lengths`, `pair_lengths`, 16 bytes at a time and off the chain),
-  /// then the reader hops from marker to marker two tokens at a time.
+  /// then the reader hops from marker to marker two tokens at a time. With AVX-512 VBMI, 128-byte
+  /// windows of up to 31 tokens come first (token_windows.rs).
   pub fn u32_list(&mut self, n: u32, out: &mut Vec<u32>) -> Result<(), u32> {
     let n = n as usize;
     let first = out.len();
