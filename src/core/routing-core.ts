@@ -70,6 +70,8 @@ export interface RoutingDecision {
   cachedTokens: number;
   /** Prefill tokens booked: promptTokens - cachedTokens. */
   prefillTokens: number;
+  /** The ttft policy's predicted time to first token on the chosen worker, ms (undefined for other policies). */
+  predictedTtftMs?: number;
   policy: PolicyName;
   /** Best first, at most 8; the chosen worker is always listed. */
   candidates: CandidateCost[];
@@ -147,7 +149,7 @@ class Candidate implements CandidateCost {
 }
 
 // Layout of the decision buffer the addon fills (see native/src/bindings/routing.rs).
-const HEADER = 14;
+const HEADER = 15;
 const PER_CANDIDATE = 9;
 const MAX_CANDIDATES = 8;
 const MAX_OUTPUT_TOKENS = 2 ** 32 - 1;
@@ -344,6 +346,7 @@ export class RoutingCore {
       promptTokens: smallInt(out[3]),
       cachedTokens: smallInt(out[4]),
       prefillTokens: smallInt(out[5]),
+      predictedTtftMs: Number.isNaN(out[13]) ? undefined : out[13],
       policy: this.config.policy,
       candidates,
       timingsUs: { hash: out[6], match: out[7], select: out[8], total: out[9] },

@@ -13,9 +13,12 @@ export interface IngestCounters {
   rejected: Record<string, number>;
   /** Messages or replies whose frames or msgpack payload could not be decoded. */
   decodeErrors: number;
+  /** Connections to the publisher joined (the first and each reconnect); with a replay service,
+   * counted once the join probe is over. */
+  joins: number;
   /** Sequence gaps seen on the live feed. */
   gaps: number;
-  /** Replay requests sent. */
+  /** Replay requests sent to repair a gap or catch a restored index up (join probes not counted). */
   replays: number;
   /** Batches applied from replays. */
   replayedBatches: number;
@@ -45,6 +48,7 @@ export function newCounters(): IngestCounters {
     lowerTierEvents: 0,
     rejected: {},
     decodeErrors: 0,
+    joins: 0,
     gaps: 0,
     replays: 0,
     replayedBatches: 0,

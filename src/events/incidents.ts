@@ -10,6 +10,7 @@ export interface IngestIncident {
     | { kind: 'replayed'; from: bigint; to: bigint } // the gap [from, to) was repaired from the replay service
     | { kind: 'index_cleared'; reason: string } // history lost for good: the worker's blocks were cleared, rebuilt from here on
     | { kind: 'restart'; seq: bigint; lastSeq: bigint | null } // the sequence went back: the engine restarted, its blocks were cleared
+    | { kind: 'joined'; from: bigint; to: bigint } // batches [from, to] published before the subscription took effect were applied from the replay
     | { kind: 'caught_up'; from: bigint; to: bigint | null } // a restored index replayed [from, to] (to null: nothing newer was buffered)
     | { kind: 'catch_up_failed'; reason: string }; // the restored index could not replay what it missed: the next live batch repairs or clears it
 }

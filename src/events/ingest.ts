@@ -180,6 +180,15 @@ export class EventIngest {
     await Promise.all(this.workers.get(worker)?.subscribers.map((s) => s.caughtUp) ?? []);
   }
 
+  /**
+   * Resolves once every rank of `worker` is subscribed and has probed its engine's replay buffer for
+   * what it published before the subscription took effect; at once for an unknown worker. Never
+   * settles for an engine that cannot be reached: race it with a timeout.
+   */
+  async joined(worker: number): Promise<void> {
+    await Promise.all(this.workers.get(worker)?.subscribers.map((s) => s.joined) ?? []);
+  }
+
   /** Resolves when every message received so far has been applied (tests, orderly shutdown). */
   async idle(): Promise<void> {
     await Promise.all([...this.workers.values()].flatMap((w) => w.subscribers.map((s) => s.idle())));

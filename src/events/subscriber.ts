@@ -8,6 +8,12 @@
 // a gap and is replayed); the apply loop drains the queue one batch at a time, applying large
 // payloads on a libuv thread (BatchApplier), and yields to the event loop (setImmediate) after
 // every slice of events, so HTTP requests interleave with bursts.
+//
+// ZeroMQ's slow joiner: a PUB socket drops what it sends before the subscription has reached it,
+// and nothing tells the subscriber. A later batch reveals the gap, but an engine that goes idle
+// after the first batches would keep them from the index for good. So, shortly after every
+// connection (the first and each reconnect), the apply loop asks the replay buffer for anything
+// after the last batch applied: the join probe.
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import * as zmq from 'zeromq';
 import type { BatchApplier } from './apply.js';
@@ -59,6 +65,13 @@ export interface SubscriberState {
 /** Receives this many messages back to back at most before letting the event loop run. */
 const RECEIVE_BURST = 256;
 
+/**
+ * From a connection's handshake to its join probe. The subscription is sent right after the
+ * handshake; the probe must reach the engine after it, or batches sent in between are lost until
+ * the next live batch shows the gap.
+ */
+const JOIN_PROBE_DELAY_MS = 50;
+
 export class EventSubscriber {
   private readonly socket: zmq.Subscriber;
   private readonly tracker = new SequenceTracker();
@@ -71,13 +84,21 @@ export class EventSubscriber {
   private busy = false;
   private closed = false;
   private sliceEvents = 0;
+  private probeDue = false;
+  private probeTimer: NodeJS.Timeout | null = null;
   private readonly loops: Promise<void>;
   private markCaughtUp!: () => void;
+  private markJoined!: () => void;
   /**
    * Settles once the initial catch-up of a restored index is over (done, failed or closed);
    * at once without `resumeAfter`. Warm start waits on it before reporting the replica ready.
    */
   readonly caughtUp = new Promise<void>((resolve) => (this.markCaughtUp = resolve));
+  /**
+   * Settles once the first connection's join probe is over (or at the handshake without a replay
+   * endpoint, or at close): from then on every batch the engine publishes reaches the index.
+   */
+  readonly joined = new Promise<void>((resolve) => (this.markJoined = resolve));
 
   constructor(private readonly opts: SubscriberOptions) {
     this.socket = new zmq.Subscriber({
@@ -86,6 +107,7 @@ export class EventSubscriber {
       maxMessageSize: opts.maxMessageBytes,
     });
     try {
+      this.socket.events.on('handshake', () => this.connected());
       this.socket.connect(opts.endpoint);
       this.socket.subscribe(opts.topic);
     } catch (err) {
@@ -117,14 +139,34 @@ export class EventSubscriber {
     if (!this.closed) {
       this.closed = true;
       this.abort.abort();
+      if (this.probeTimer) clearTimeout(this.probeTimer);
       this.socket.close();
       this.queue.length = 0;
       this.wakeApplier?.();
       this.wakeReceiver?.();
       this.notifyIdle();
       this.markCaughtUp();
+      this.markJoined();
     }
     return this.loops;
+  }
+
+  private joinedNow(): void {
+    this.opts.counters.joins++;
+    this.markJoined();
+  }
+
+  /** A connection to the publisher is up (the first or a reconnect): schedule its join probe. */
+  private connected(): void {
+    if (this.closed) return;
+    if (!this.opts.replayEndpoint) return this.joinedNow();
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.probeTimer = setTimeout(() => {
+      this.probeTimer = null;
+      this.probeDue = true;
+      this.wakeApplier?.();
+    }, JOIN_PROBE_DELAY_MS);
+    this.probeTimer.unref();
   }
 
   private async receiveLoop(): Promise<void> {
@@ -149,18 +191,16 @@ export class EventSubscriber {
   }
 
   private async applyLoop(): Promise<void> {
-    if (this.opts.resumeAfter !== undefined) {
-      this.busy = true; // set before the first await: idle() waits for the catch-up
-      try {
-        await this.catchUp(this.opts.resumeAfter);
-      } catch (err) {
-        if (!this.closed) this.opts.onError?.(err);
-      } finally {
-        this.busy = false;
-      }
-    }
+    // guarded() sets busy before its first await: idle() waits for the catch-up.
+    if (this.opts.resumeAfter !== undefined) await this.guarded(() => this.catchUp(this.opts.resumeAfter!));
     this.markCaughtUp();
     while (!this.closed) {
+      if (this.probeDue) {
+        this.probeDue = false;
+        await this.guarded(() => this.probeMissed());
+        this.joinedNow();
+        continue;
+      }
       const frames = this.queue.shift();
       if (!frames) {
         this.notifyIdle();
@@ -169,14 +209,19 @@ export class EventSubscriber {
         continue;
       }
       if (this.queue.length < this.opts.queueLimit) this.wakeReceiver?.();
-      this.busy = true;
-      try {
-        await this.handleMessage(frames);
-      } catch (err) {
-        if (!this.closed) this.opts.onError?.(err);
-      } finally {
-        this.busy = false;
-      }
+      await this.guarded(() => this.handleMessage(frames));
+    }
+  }
+
+  /** Runs one step of the apply loop: busy meanwhile, failures reported rather than thrown. */
+  private async guarded(step: () => Promise<void>): Promise<void> {
+    this.busy = true;
+    try {
+      await step();
+    } catch (err) {
+      if (!this.closed) this.opts.onError?.(err);
+    } finally {
+      this.busy = false;
     }
   }
 
@@ -283,7 +328,11 @@ export class EventSubscriber {
       if (this.closed) return !first;
       if (first) {
         first = false;
-        if (batch.seq > from) {
+        if (batch.seq > from && this.tracker.lastApplied === null) {
+          // Joining an engine whose buffer no longer starts at its first batch: this rank's index
+          // holds nothing yet (or was just cleared), so nothing is lost.
+          this.tracker.resumeAt(batch.seq - 1n);
+        } else if (batch.seq > from) {
           // The engine no longer buffers the start: rebuild from what it still has.
           counters.replayTooOld++;
           this.report({ kind: 'index_cleared', reason: `the replay buffer starts at ${batch.seq}, after ${what} ${from}` });
@@ -308,26 +357,47 @@ export class EventSubscriber {
    * then skipped as duplicates.
    */
   private async catchUp(after: bigint): Promise<void> {
-    const { counters, replayEndpoint } = this.opts;
     this.tracker.resumeAt(after);
     // Without a replay service the next live batch shows the gap, and the index is cleared then.
-    if (!replayEndpoint) return;
-    counters.replays++;
+    if (!this.opts.replayEndpoint) return;
+    this.opts.counters.replays++;
+    const failure = await this.replayAfter(after, "the restored snapshot's next batch");
+    if (this.closed) return;
+    if (failure !== null) this.report({ kind: 'catch_up_failed', reason: failure });
+    else this.report({ kind: 'caught_up', from: after + 1n, to: this.tracker.lastApplied === after ? null : this.tracker.lastApplied });
+  }
+
+  /**
+   * The join probe: applies what the engine published after the last applied batch and before
+   * this subscription took effect (usually nothing). A failed probe loses nothing known to be
+   * missing: the next live batch still shows a gap if there is one.
+   */
+  private async probeMissed(): Promise<void> {
+    const after = this.tracker.lastApplied ?? -1n;
+    const failure = await this.replayAfter(after, 'the next expected batch');
+    if (this.closed || failure !== null) return;
+    const last = this.tracker.lastApplied ?? -1n;
+    if (last > after) this.report({ kind: 'joined', from: after + 1n, to: last });
+  }
+
+  /**
+   * Replays every buffered batch after `after`; live batches the replay overtook are then skipped
+   * as duplicates. Returns why the replay failed (counted), or null.
+   */
+  private async replayAfter(after: bigint, what: string): Promise<string | null> {
     this.replaying = true;
     try {
-      await this.applyReplay(replayEndpoint, after + 1n, "the restored snapshot's next batch");
+      await this.applyReplay(this.opts.replayEndpoint!, after + 1n, what);
     } catch (err) {
-      if (this.closed) return;
+      if (this.closed) return null;
       if (!(err instanceof ReplayError)) throw err;
-      counters.replayFailures++;
-      this.report({ kind: 'catch_up_failed', reason: err.message });
-      return;
+      this.opts.counters.replayFailures++;
+      return err.message;
     } finally {
       this.replaying = false;
     }
-    if (this.closed) return;
-    this.tracker.replayedThrough(after);
-    this.report({ kind: 'caught_up', from: after + 1n, to: this.tracker.lastApplied === after ? null : this.tracker.lastApplied });
+    if (!this.closed) this.tracker.replayedThrough(after);
+    return null;
   }
 
   /** Unrecoverable history: clear the worker's blocks and continue from the live batch. */

@@ -8,7 +8,7 @@ import { KvIndexer } from '../../src/core/indexer.js';
 import { RoutingCore } from '../../src/core/routing-core.js';
 import { BS, hashes, localOf, tokensOf } from './indexer-fixtures.js';
 
-const DECISION_LEN = 14 + 9 * 8; // native/src/bindings/routing.rs: header, then 9 entries per candidate
+const DECISION_LEN = 15 + 9 * 8; // native/src/bindings/routing.rs: header, then 9 entries per candidate
 
 function fixture() {
   // Time stands at 0, the time the direct calls pass.

@@ -111,6 +111,9 @@ describe('RoutingCore tier credit', () => {
     expect(cost(0)).toBeCloseTo(step(16) + step(16), 9);
     expect(cost(1)).toBeCloseTo(step(1) + 32 * m.reloadMsPerToken.host + step(1), 9);
     expect(d.worker).toBe(1);
+    // The decision carries the chosen worker's predicted TTFT (the score without the work term).
+    expect(d.predictedTtftMs).toBeCloseTo(step(1) + 32 * m.reloadMsPerToken.host, 9);
+    expect(fleet({ blockSize: BS, seed: 1, policy: 'kv' }).core.query(t).predictedTtftMs).toBeUndefined();
     // On disk the reload is slower than computing.
     indexer.applyCleared(1, 0);
     indexer.applyStored(1, 0, null, engine(200, 8), t, { medium: 'DISK' });

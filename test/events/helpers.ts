@@ -159,6 +159,8 @@ export function workerStats(ingest: EventIngest, worker: number): WorkerIngestSt
  */
 export async function warmUp(engine: TestEngine, ingest: EventIngest, worker: number): Promise<WorkerIngestStats> {
   const deadline = Date.now() + 15_000;
+  // The join probe first: a probe running later would repair the gaps a test makes on purpose.
+  await withDeadline(ingest.joined(worker), deadline, `worker ${worker} to join ${engine.endpoint}`);
   while (workerStats(ingest, worker).batches === 0) {
     if (Date.now() > deadline) throw new Error(`worker ${worker} never received a batch from ${engine.endpoint}`);
     await engine.publish([]);
@@ -166,6 +168,17 @@ export async function warmUp(engine: TestEngine, ingest: EventIngest, worker: nu
   }
   await caughtUp(engine, ingest, worker);
   return workerStats(ingest, worker);
+}
+
+/** `promise`, or an error naming `what` once `deadline` (ms since the epoch) has passed. */
+export async function withDeadline<T>(promise: Promise<T>, deadline: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), Math.max(0, deadline - Date.now()))));
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Waits until the worker's subscription for `dpRank` has applied everything the engine sent. */

@@ -37,6 +37,72 @@ const storeA = storedEvent(a, BS, 100n, null);
 const storeB = storedEvent(ab.subarray(8), BS, 200n, 101n);
 const storeC = storedEvent(abc.subarray(16), BS, 300n, 201n);
 
+describe('EventSubscriber: joining', () => {
+  it('applies batches sent before the subscription took effect, with no later batch to show the gap', async () => {
+    const engine = await TestEngine.start();
+    engines.push(engine);
+    // Published to nobody (ZeroMQ's slow joiner drops them the same way), then the engine idles.
+    await engine.publish([storeA]);
+    await engine.publish([storeB]);
+    const indexer = new KvIndexer({ blockSize: BS });
+    const incidents: unknown[] = [];
+    const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
+    ingests.push(ingest);
+    ingest.addWorker({ worker: W, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS });
+    await ingest.joined(W);
+    await ingest.idle();
+    expect(blocksOf(indexer, ab)).toBe(4);
+    expect(engine.replayRequests).toEqual([0n]);
+    expect(incidents).toEqual([{ kind: 'joined', from: 0n, to: 1n }]);
+    const s = workerStats(ingest, W);
+    expect(s).toMatchObject({ joins: 1, gaps: 0, replays: 0, replayedBatches: 2, replayFailures: 0 });
+    // The live feed then follows on from the probe.
+    await engine.publish([storeC]);
+    await caughtUp(engine, ingest, W);
+    expect(blocksOf(indexer, abc)).toBe(5);
+  });
+
+  it('joins an engine whose buffer no longer reaches its first batch without calling it lost history', async () => {
+    const engine = await TestEngine.start({ bufferSize: 1 });
+    engines.push(engine);
+    await engine.publish([storeA]);
+    await engine.publish([storeB]);
+    const indexer = new KvIndexer({ blockSize: BS });
+    const incidents: Array<{ kind: string }> = [];
+    const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
+    ingests.push(ingest);
+    ingest.addWorker({ worker: W, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS });
+    await ingest.joined(W);
+    await engine.publish([storeC]);
+    await caughtUp(engine, ingest, W);
+    // storeB's parent (storeA) aged out of the buffer: it is refused, then storeC after it.
+    expect(blocksOf(indexer, abc)).toBe(0);
+    expect(incidents.map((i) => i.kind)).toEqual(['joined']);
+    expect(workerStats(ingest, W)).toMatchObject({ replayTooOld: 0, replayedBatches: 1, ranks: [{ lastSeq: 2n }] });
+  });
+
+  it('joins at the handshake when the engine has no replay service, and keeps nothing from before', async () => {
+    const engine = await TestEngine.start({ replay: false });
+    engines.push(engine);
+    await engine.publish([storeA]);
+    const indexer = new KvIndexer({ blockSize: BS });
+    const ingest = new EventIngest({ indexer });
+    ingests.push(ingest);
+    ingest.addWorker({ worker: W, endpoints: [engine.endpoint], topic: engine.topic, blockSize: BS });
+    await ingest.joined(W);
+    expect(workerStats(ingest, W).joins).toBe(1);
+    expect(blocksOf(indexer, a)).toBe(0);
+  });
+
+  it('a probe that fails loses nothing: the live feed goes on', async () => {
+    const { engine, indexer, ingest, base } = await setup({ replay: 'silent' }, { replayTimeoutMs: 200 });
+    expect(base.replayFailures).toBe(1);
+    await engine.publish([storeA]);
+    await caughtUp(engine, ingest, W);
+    expect(blocksOf(indexer, a)).toBe(2);
+  });
+});
+
 describe('EventSubscriber: sequence gaps', () => {
   it('replays a gap from the engine and applies the missing batch', async () => {
     const { engine, indexer, ingest, base } = await setup();

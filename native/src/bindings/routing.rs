@@ -24,7 +24,7 @@ use crate::load::WorkerKey;
 use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RemoteBooking, RouteError, RouteRequest, RoutingCore, TtftModel, WorkerSpec, MAX_EXPLAINED};
 use crate::tiers::{TierExtension, LOWER_TIERS};
 
-const HEADER: usize = 14;
+const HEADER: usize = 15;
 const PER_CANDIDATE: usize = 9;
 pub const DECISION_LEN: usize = HEADER + PER_CANDIDATE * MAX_EXPLAINED;
 const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
@@ -501,6 +501,7 @@ impl CoreState {
       d.lower.blocks[0] as f64,
       d.lower.blocks[1] as f64,
       d.lower.blocks[2] as f64,
+      d.predicted_ttft_ms,
     ];
     buf[..HEADER - 1].copy_from_slice(&head);
     let explained = self.core.explanation();

@@ -211,7 +211,7 @@ impl LoadBook {
     self.holders[slot as usize] = HolderState { exclusive: 0, weight: FULL_WEIGHT, output_blocks: 0 };
 
     let rank = &mut self.ranks[req.rank as usize];
-    rank.add_request(prefill);
+    rank.add_request(prefill, req.now_ms);
     self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders);
     self.total_prefill_tokens += prefill;
     slot
@@ -244,7 +244,7 @@ impl LoadBook {
     let b = &mut self.bookings[slot as usize];
     let tokens = std::mem::take(&mut b.prefill_tokens);
     b.prefill_done = true;
-    self.ranks[b.rank as usize].drop_prefill(tokens);
+    self.ranks[b.rank as usize].end_prefill(tokens, now_ms, true);
     self.total_prefill_tokens -= tokens;
     self.drain.record(now_ms, tokens);
   }
@@ -309,9 +309,12 @@ impl LoadBook {
     let b = &mut self.bookings[slot as usize];
     let rank_id = b.rank;
     let prefill = std::mem::take(&mut b.prefill_tokens);
+    let in_prefill = !std::mem::replace(&mut b.prefill_done, true);
     let chain = b.chain.take();
     let rank = &mut self.ranks[rank_id as usize];
-    rank.drop_prefill(prefill);
+    if in_prefill {
+      rank.end_prefill(prefill, now_ms, false);
+    }
     self.total_prefill_tokens -= prefill;
     // Tokens of a request freed before its prefill also leave the queue.
     self.drain.record(now_ms, prefill);

@@ -37,6 +37,14 @@ pub struct RankLoad {
   /// Sum over bookings of weight x (exclusive + output blocks).
   weighted_own_milli: u64,
   requests: u32,
+  /// Requests whose prefill has not completed (the rest are decoding).
+  prefilling: u32,
+  /// Since when the rank has been computing its booked prefill queue unobserved: set when the
+  /// queue fills from empty, and at each first token seen here (the engine's progress, observed).
+  prefill_since_ms: f64,
+  /// The queue filled while the rank was decoding: its first step starts when the decode step in
+  /// flight ends, and whatever arrives before then joins it.
+  prefill_after_step: bool,
 }
 
 impl RankLoad {
@@ -46,6 +54,28 @@ impl RankLoad {
 
   pub fn requests(&self) -> u32 {
     self.requests
+  }
+
+  /// Booked requests still in prefill (no first token yet).
+  pub fn prefilling(&self) -> u32 {
+    self.prefilling
+  }
+
+  /// Booked requests past their prefill: each decodes one token per engine step.
+  pub fn decoding(&self) -> u32 {
+    self.requests - self.prefilling
+  }
+
+  /// Since when the booked prefill queue has been in progress without a first token seen here
+  /// (meaningful while `prefill_tokens() > 0`): the engine's progress on it is the model's
+  /// estimate of what it computed since.
+  pub fn prefill_since_ms(&self) -> f64 {
+    self.prefill_since_ms
+  }
+
+  /// Whether the queue's first step waits for a decode step in flight since `prefill_since_ms`.
+  pub fn prefill_after_step(&self) -> bool {
+    self.prefill_after_step
   }
 
   /// Distinct blocks held (prompt blocks counted once, plus output blocks), without decay.
@@ -72,8 +102,15 @@ impl RankLoad {
     self.chains.prefix_len(block_hashes)
   }
 
-  pub(crate) fn add_request(&mut self, prefill_tokens: u64) {
+  pub(crate) fn add_request(&mut self, prefill_tokens: u64, now_ms: f64) {
+    // An empty queue starts now: an idle engine takes up a request as it arrives, a decoding one
+    // after its step in flight.
+    if self.prefill_tokens == 0 && prefill_tokens > 0 {
+      self.prefill_since_ms = now_ms;
+      self.prefill_after_step = self.decoding() > 0;
+    }
     self.requests += 1;
+    self.prefilling += 1;
     self.prefill_tokens += prefill_tokens;
   }
 
@@ -81,8 +118,16 @@ impl RankLoad {
     self.requests -= 1;
   }
 
-  pub(crate) fn drop_prefill(&mut self, tokens: u64) {
+  /// A booked request's prefill ends: `observed` when its first token came (the queue's progress
+  /// is known up to now: the next step starts now), not when it was freed before.
+  pub(crate) fn end_prefill(&mut self, tokens: u64, now_ms: f64, observed: bool) {
+    self.prefilling -= 1;
     self.prefill_tokens -= tokens;
+    if observed {
+      // A first token ends a step: the next one starts now.
+      self.prefill_since_ms = now_ms;
+      self.prefill_after_step = false;
+    }
   }
 
   /// Booking `slot` starts holding the chain `seq` (block hashes from block 0).
@@ -188,6 +233,7 @@ impl RankLoad {
   /// True when nothing is booked: every counter back at zero.
   pub fn is_empty(&self) -> bool {
     self.requests == 0
+      && self.prefilling == 0
       && self.chains.is_empty()
       && self.prefill_tokens == 0
       && self.output_blocks == 0

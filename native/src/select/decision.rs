@@ -92,6 +92,8 @@ pub struct Decision {
   pub cached_tokens: u64,
   /// Prefill tokens booked (or that would be): prompt - cached.
   pub prefill_tokens: u64,
+  /// The ttft policy's predicted time to first token on the chosen rank, ms (NaN for other policies).
+  pub predicted_ttft_ms: f64,
   pub policy: Policy,
   pub timings: Timings,
 }

@@ -31,6 +31,8 @@ struct Scratch {
   eligible: Vec<u32>,
   terms: Vec<KvTerms>,
   scores: Vec<f64>,
+  /// The ttft policy's predicted TTFT per eligible candidate (NaN for other policies).
+  predicted: Vec<f64>,
   order: Vec<u32>,
   explanation: Vec<CandidateCost>,
 }
@@ -161,12 +163,14 @@ impl RoutingCore {
 
     s.terms.clear();
     s.scores.clear();
+    s.predicted.clear();
     for &ci in &s.eligible {
       let c = &candidates[ci as usize];
       let rank = self.book.rank(c.rank);
       let (overlap, lower) = (s.overlaps[ci as usize], s.lower[ci as usize]);
       let terms = kv_terms(rank, &s.local, overlap, &lower, &params);
       s.terms.push(terms);
+      let mut predicted = f64::NAN;
       s.scores.push(match policy {
         Policy::LeastLoaded => booked_load(rank, params.block_size),
         Policy::Ttft => {
@@ -179,11 +183,15 @@ impl RoutingCore {
             lower: lower.beyond(cached_blocks - overlap),
             capacity_blocks: c.capacity_blocks,
             decode_blocks: terms.decode_blocks,
+            now_ms,
           };
-          estimate(c.ttft.as_ref().unwrap_or(&self.config.ttft), &input).score()
+          let e = estimate(c.ttft.as_ref().unwrap_or(&self.config.ttft), &input);
+          predicted = e.ms;
+          e.score()
         }
         _ => terms.cost,
       });
+      s.predicted.push(predicted);
     }
     let pos = match mode {
       Mode::Book => choose(policy, &s.eligible, &s.scores, temperature, self.rr_cursor, &mut self.rng),
@@ -237,6 +245,7 @@ impl RoutingCore {
       prompt_tokens: params.prompt_tokens,
       cached_tokens: params.prompt_tokens - prefill_tokens,
       prefill_tokens,
+      predicted_ttft_ms: s.predicted[pos],
       policy,
       timings: Timings { hash_us: us(start, hashed), match_us: us(hashed, matched), select_us: us(matched, end), total_us: us(start, end) },
     })

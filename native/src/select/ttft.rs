@@ -2,15 +2,22 @@
 //!
 //! An engine (vLLM's scheduler, which Dynamo's mocker and the simulated engine imitate) runs
 //! prefill first come, first served in steps of at most `max_batched_tokens` tokens, each step also
-//! decoding one token per running request. So the request's first token comes after every prefill
-//! token queued ahead of it on the rank and its own uncached tokens have been computed, in steps
-//! that each cost the prefill fit of their tokens plus a decode pass at the rank's KV usage, plus
-//! the time to reload the blocks it finds on a lower tier, plus (a decode worker of a
-//! disaggregated fleet) the time to receive the KV it lacks. The estimate is in milliseconds of
-//! the model's own fit, so it needs no weight tuned per workload.
+//! decoding one token per decoding request. So the request's first token comes after the step in
+//! flight, every prefill token still queued ahead of it on the rank and its own uncached tokens,
+//! in steps that each cost the prefill fit of their tokens plus a decode pass at the rank's KV
+//! usage (when something decodes), plus the time to reload the blocks it finds on a lower tier,
+//! plus (a decode worker of a disaggregated fleet) the time to receive the KV it lacks. The
+//! estimate is in milliseconds of the model's own fit, so it needs no weight tuned per workload.
+//!
+//! The queue ahead is what the router booked there and has not seen a first token of, less what
+//! the engine has computed since the queue's progress was last observed (it filled from empty, or
+//! a first token came): counted whole, a long prefill in progress made a busy rank look up to
+//! its whole length slower than it is. An idle engine starts a step as work arrives; a decoding
+//! one first ends its step in flight, and whatever arrives before then joins its next step.
 //!
 //! The policy's score adds one more term in the same unit: the time the rank will spend on this
-//! request's own uncached tokens, which every request routed there after it waits for. Minimising
+//! request's own uncached tokens, which every request routed there after it waits for (and what
+//! they add to the step of queued requests they share one with). Minimising
 //! the request's TTFT alone is greedy: it sends a prompt to an idle rank that lacks its prefix as
 //! soon as that saves a few ms, recomputing blocks another rank holds and copying them into a
 //! second cache; the fleet then spends its capacity on recomputation and its caches on copies
@@ -109,6 +116,8 @@ pub struct TtftInput<'a> {
   pub capacity_blocks: Option<u64>,
   /// The rank's decode blocks once this request is there (booked, with decay, plus its own new).
   pub decode_blocks: f64,
+  /// The decision's time: how long the rank's booked prefill has been in progress.
+  pub now_ms: f64,
 }
 
 /// The estimate, and the uncached tokens it assumed the request computes.
@@ -117,7 +126,8 @@ pub struct TtftEstimate {
   /// Predicted time to first token.
   pub ms: f64,
   pub uncached_tokens: u64,
-  /// Prefill time of its own uncached tokens on the rank: what requests routed there later wait for.
+  /// The rank's time on this request's own uncached tokens (what requests routed there later
+  /// wait for), plus what its tokens add to the step of the queued requests it shares one with.
   pub work_ms: f64,
 }
 
@@ -129,29 +139,75 @@ impl TtftEstimate {
   }
 }
 
+/// One rank's engine steps: `chunk` prefill tokens at most each, every one with a decode pass
+/// when some booked request decodes.
+struct Steps<'m> {
+  m: &'m TtftModel,
+  chunk: u64,
+  decode_ms: f64,
+}
+
+impl Steps<'_> {
+  fn step_ms(&self, tokens: u64) -> f64 {
+    self.m.prefill_step_ms(tokens as f64) + self.decode_ms
+  }
+
+  /// `tokens` prefill tokens first come, first served: full steps, then the rest.
+  fn run_ms(&self, tokens: u64) -> f64 {
+    let rest = tokens % self.chunk;
+    (tokens / self.chunk) as f64 * self.step_ms(self.chunk) + if rest > 0 { self.step_ms(rest) } else { 0.0 }
+  }
+
+  /// What lies ahead of a request arriving now: the rest of the step in flight (an idle engine
+  /// starts a step as work arrives, a decoding one when its step in flight ends, half of one
+  /// away on average; a request joins at the next step), and the queued prefill tokens left
+  /// after it. The queue has run unobserved since `prefill_since_ms`, in the model's steps; its
+  /// last step is never taken as over before its first token is seen.
+  fn ahead(&self, rank: &RankLoad, now_ms: f64) -> (f64, u64) {
+    let queued = rank.prefill_tokens();
+    let decode_left = self.decode_ms / 2.0;
+    if queued == 0 {
+      return (decode_left, 0);
+    }
+    let first_step = if rank.prefill_after_step() { decode_left } else { 0.0 };
+    let elapsed = now_ms - rank.prefill_since_ms() - first_step;
+    if elapsed < 0.0 {
+      // Its first step has not started: this request's tokens join the queue's.
+      return (-elapsed, queued);
+    }
+    let steps = queued.div_ceil(self.chunk);
+    // NaN (a model of zero step time) and overflow both fall to a valid step index.
+    let k = ((elapsed / self.step_ms(self.chunk)).floor() as u64).min(steps - 1);
+    let in_step = (queued - k * self.chunk).min(self.chunk);
+    let end = k as f64 * self.step_ms(self.chunk) + self.step_ms(in_step);
+    ((end - elapsed).max(0.0), queued - k * self.chunk - in_step)
+  }
+}
+
 pub fn estimate(m: &TtftModel, x: &TtftInput) -> TtftEstimate {
   let bs = x.block_size;
   let reloaded: u64 = x.lower.total() as u64;
   // At least one token is computed, however much is cached.
   let uncached = x.prompt_tokens.saturating_sub((x.cached_blocks + reloaded) * bs).max(1);
-  let queued = x.rank.prefill_tokens() + uncached;
-  // Each running request takes one token of every step's budget for its decode.
-  let running = x.rank.requests() as u64;
-  let chunk = (m.max_batched_tokens as u64).saturating_sub(running).max(1);
-  let full_steps = queued / chunk;
-  let rest = queued % chunk;
-  let steps = full_steps + u64::from(rest > 0);
-  let prefill = full_steps as f64 * m.prefill_step_ms(chunk as f64) + m.prefill_step_ms(rest as f64);
-  let decode = if running > 0 {
+  // Each decoding request takes one token of every step's budget; requests still in prefill
+  // decode nothing yet.
+  let decoding = x.rank.decoding() as u64;
+  let decode_ms = if decoding > 0 {
     let usage = x.capacity_blocks.map_or(0.0, |c| (x.decode_blocks / c as f64).clamp(0.0, 1.0));
-    steps as f64 * m.decode_ms(usage)
+    m.decode_ms(usage)
   } else {
     0.0
   };
+  let steps = Steps { m, chunk: (m.max_batched_tokens as u64).saturating_sub(decoding).max(1), decode_ms };
+  let (in_flight_ms, queued) = steps.ahead(x.rank, x.now_ms);
+  let prefill = in_flight_ms + steps.run_ms(queued + uncached);
   let reload: f64 = x.lower.blocks.iter().zip(&m.reload_ms_per_token).map(|(&b, &ms)| (b as u64 * bs) as f64 * ms).sum();
   let transfer = x.prompt_tokens.saturating_sub((x.cached_blocks + reloaded) * bs) as f64 * m.transfer_ms_per_token;
-  let work = (uncached / chunk) as f64 * m.prefill_step_ms(chunk as f64) + m.prefill_step_ms((uncached % chunk) as f64);
-  TtftEstimate { ms: prefill + decode + reload + transfer, uncached_tokens: uncached, work_ms: work }
+  let own = Steps { decode_ms: 0.0, ..steps };
+  // The queued requests finishing in the step our first tokens join wait for them too.
+  let tail = queued % steps.chunk;
+  let shared = if tail > 0 { steps.step_ms((tail + uncached).min(steps.chunk)) - steps.step_ms(tail) } else { 0.0 };
+  TtftEstimate { ms: prefill + reload + transfer, uncached_tokens: uncached, work_ms: own.run_ms(uncached) + shared }
 }
 
 #[cfg(test)]

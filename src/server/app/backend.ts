@@ -32,6 +32,8 @@ export interface LegExplanation {
   lower_tier_blocks: { host: number; disk: number; external: number };
   cached_tokens: number;
   prefill_tokens: number;
+  /** The ttft policy's predicted time to first token on the chosen worker, ms (ttft only). */
+  predicted_ttft_ms?: number;
   candidates: CandidateExplanation[];
   timings_us: { hash: number; match: number; select: number; total: number };
 }

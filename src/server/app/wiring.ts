@@ -191,6 +191,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
             applied: s.applied,
             lowerTier: s.lowerTierEvents,
             rejected: s.rejected,
+            joins: s.joins,
             gaps: s.gaps,
             replays: s.replays,
             decodeErrors: s.decodeErrors,
@@ -306,6 +307,9 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
     case 'restart':
       log.warn(withFields(at, { seq: String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq) }), "engine restarted (KV event sequence went back): the worker's blocks were cleared");
       return;
+    case 'joined':
+      log.info(withFields(at, { from: String(what.from), to: String(what.to) }), 'KV events: applied from the replay the batches sent before the subscription took effect');
+      return;
     case 'caught_up':
       log.info(withFields(at, { from: String(what.from), to: what.to === null ? null : String(what.to) }), 'KV events: the restored index caught up from the replay buffer');
       return;
@@ -370,7 +374,7 @@ function workerInfo(w: WorkerConfig): WorkerInfo {
 }
 
 function explainLeg(d: RoutingDecision): LegExplanation {
-  return {
+  const leg: LegExplanation = {
     worker: d.worker,
     dp_rank: d.dpRank,
     policy: d.policy,
@@ -389,4 +393,6 @@ function explainLeg(d: RoutingDecision): LegExplanation {
     })),
     timings_us: d.timingsUs,
   };
+  if (d.predictedTtftMs !== undefined) leg.predicted_ttft_ms = d.predictedTtftMs;
+  return leg;
 }

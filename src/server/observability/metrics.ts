@@ -25,6 +25,7 @@ export interface EventStatsSample {
   lowerTier?: number;
   /** Events left out on purpose, by reason: unknown_type, other_group (hybrid models), other_medium (unknown media, or lower tiers when not indexed). */
   skipped?: Record<string, number>;
+  joins: number;
   gaps: number;
   replays: number;
   decodeErrors: number;
@@ -259,6 +260,7 @@ export class RouterMetrics {
       });
     perWorkerCounter('kvroute_kv_events_applied_total', 'KV events applied to the index', (s) => s.applied);
     perWorkerCounter('kvroute_kv_events_lower_tier_total', 'KV events about lower tiers (CPU, disk, external) applied to the index', (s) => s.lowerTier ?? 0);
+    perWorkerCounter('kvroute_kv_event_stream_joins_total', 'KV event stream connections joined (the first and each reconnect), counted once the probe of the replay buffer for batches sent before the subscription is over', (s) => s.joins);
     perWorkerCounter('kvroute_kv_event_gaps_total', 'Sequence gaps in KV event streams', (s) => s.gaps);
     perWorkerCounter('kvroute_kv_event_replays_total', 'Replay requests sent after gaps', (s) => s.replays);
     perWorkerCounter('kvroute_kv_event_decode_errors_total', 'KV event messages that could not be decoded', (s) => s.decodeErrors);

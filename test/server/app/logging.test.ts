@@ -2,7 +2,7 @@
 // restarts, KV event gaps), 5xx answers with their request id; nothing per request at info level.
 import { afterEach, describe, expect, it } from 'vitest';
 import { captureLog, type CapturedLog } from '../../helpers/log-capture.js';
-import { prompt, startTestRouter, waitFor, type TestRouter } from '../helpers/router.js';
+import { prompt, startTestRouter, waitFor, waitForEventStreams, type TestRouter } from '../helpers/router.js';
 
 let t: TestRouter | undefined;
 afterEach(async () => {
@@ -64,6 +64,7 @@ describe('router logs', () => {
   it('logs KV event gaps, their replay and engine restarts', async () => {
     const log = captureLog('info');
     t = await startTestRouter({ decode: 1, logger: log.logger });
+    await waitForEventStreams(t);
     const worker = t.fleet.sim[0];
     expect(await complete(t.url, { prompt: prompt(64, 1), max_tokens: 2 })).toBe(200);
     worker.faults.dropEvents(1);

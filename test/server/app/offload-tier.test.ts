@@ -10,9 +10,10 @@ interface Candidate {
   worker: number;
   overlap_blocks: number;
   lower_tier_blocks: { host: number };
+  cost: number;
 }
 interface Route {
-  decode: { worker: number; candidates: Candidate[] };
+  decode: { worker: number; predicted_ttft_ms?: number; candidates: Candidate[] };
 }
 
 let t: TestRouter | undefined;
@@ -58,6 +59,7 @@ describe('a CPU offload tier, end to end', () => {
     const route = await routeOfA();
     expect(candidate(route, 0)).toMatchObject({ overlap_blocks: 0, lower_tier_blocks: { host: 37 } });
     expect(route.decode.worker).toBe(0);
+    expect(route.decode.predicted_ttft_ms, 'kv predicts no TTFT').toBeUndefined();
     const r = await post('/v1/completions', { model: MODEL, prompt: A, max_tokens: 1 });
     expect(r.worker).toBe('0');
     // The engine reloaded the 37 blocks (592 tokens) from its CPU tier instead of computing them.
@@ -73,5 +75,16 @@ describe('a CPU offload tier, end to end', () => {
     const r = await post('/v1/completions', { model: MODEL, prompt: A, max_tokens: 1 });
     expect(r.worker).toBe('1');
     expect(r.json.usage.prompt_tokens_details.cached_tokens).toBe(48);
+  });
+
+  it('ttft explains its predicted TTFT: a reload of host blocks, less than the score that adds the work', async () => {
+    t = await startTestRouter({ decode: 2, kvBlocks: 64, offloadBlocks: 512, config: { routing: { policy: 'ttft' } } });
+    await offloadAOnWorker0();
+    await waitFor(async () => candidate(await routeOfA(), 0)?.lower_tier_blocks.host === 37, "A's blocks in the index");
+    const route = await routeOfA();
+    expect(route.decode.worker).toBe(0);
+    const predicted = route.decode.predicted_ttft_ms!;
+    expect(predicted).toBeGreaterThan(0);
+    expect(predicted).toBeLessThan(candidate(route, 0)!.cost);
   });
 });

@@ -2,7 +2,7 @@
 // gets its OpenAI-style error, the side endpoints answer, the admin API and health checks move
 // workers in and out of selection, and the prefill router follows the prefill pool.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MODEL, metricSum, prompt, startTestRouter, waitFor, waitForNoLoad, type TestRouter } from '../helpers/router.js';
+import { MODEL, metricSum, prompt, startTestRouter, waitFor, waitForEventStreams, waitForNoLoad, type TestRouter } from '../helpers/router.js';
 
 type ErrorBody = { error: { message: string; type: string; code: string } };
 
@@ -211,6 +211,7 @@ describe('event ingestion and routing phases in /metrics', () => {
   });
 
   it('counts each routing phase, event gaps and their replays, and engine restarts, per worker', async () => {
+    await waitForEventStreams(t);
     await post(`${t.url}/v1/completions`, { model: MODEL, prompt: prompt(64, 21), max_tokens: 2 });
     for (const phase of ['hash', 'match', 'select', 'total']) {
       expect(await metricSum(t.url, 'kvroute_routing_overhead_microseconds_count', `phase="${phase}"`), phase).toBeGreaterThan(0);

@@ -79,6 +79,16 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, what: stri
   }
 }
 
+/**
+ * Every simulated worker's KV event stream is joined (its join probe is over): from here on a
+ * batch the engine publishes reaches the index, so a test's own gaps are seen as gaps.
+ */
+export async function waitForEventStreams(t: TestRouter): Promise<void> {
+  for (const w of t.fleet.workers) {
+    await waitFor(async () => (await metricSum(t.url, 'kvroute_kv_event_stream_joins_total', `worker="${w.id}"`)) >= 1, `worker ${w.id}'s KV event stream to join`);
+  }
+}
+
 /** Sum of a metric's samples in /metrics text (optionally only lines matching a label filter). */
 export async function metricSum(url: string, name: string, labels = ''): Promise<number> {
   return (await metricSamples(url, name, labels)).sum;

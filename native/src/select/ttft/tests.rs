@@ -8,7 +8,7 @@ fn model() -> TtftModel {
 }
 
 fn input<'a>(rank: &'a RankLoad, prompt_tokens: u64, cached_blocks: u64) -> TtftInput<'a> {
-  TtftInput { rank, block_size: BS, prompt_tokens, cached_blocks, lower: TierExtension::default(), capacity_blocks: Some(1000), decode_blocks: 0.0 }
+  TtftInput { rank, block_size: BS, prompt_tokens, cached_blocks, lower: TierExtension::default(), capacity_blocks: Some(1000), decode_blocks: 0.0, now_ms: 0.0 }
 }
 
 fn step(m: &TtftModel, n: f64) -> f64 {
@@ -43,26 +43,84 @@ fn an_idle_rank_takes_one_step_of_the_uncached_tokens() {
   assert_eq!(estimate(&m, &input(&idle, 320, 20)).uncached_tokens, 1);
 }
 
+fn decode(m: &TtftModel, usage: f64) -> f64 {
+  let [a, b, c] = m.decode;
+  (a * usage * usage + b * usage + c).max(m.decode_min_ms)
+}
+
 #[test]
-fn queued_prefill_runs_first_in_full_steps_with_a_decode_pass_each() {
+fn queued_prefill_runs_first_behind_the_step_in_flight() {
   let m = model();
+  // Two prompts of 8000 booked at 0 on an idle rank: its engine starts the first step (8192 tokens) at once.
   let book = loaded(2, 8000);
   let rank = book.rank(0);
-  assert_eq!((rank.prefill_tokens(), rank.requests()), (16_000, 2));
-  let mut x = input(rank, 1000, 0);
-  x.decode_blocks = 500.0;
-  let e = estimate(&m, &x);
-  // 17,000 tokens in steps of 8190 (two tokens of each step decode the running requests).
-  let chunk = 8190.0;
-  let decode = {
-    let [a, b, c] = m.decode;
-    (a * 0.25 + b * 0.5 + c).max(m.decode_min_ms)
-  };
-  let want = 2.0 * step(&m, chunk) + step(&m, 17_000.0 - 2.0 * chunk) + 3.0 * decode;
+  assert_eq!((rank.prefill_tokens(), rank.requests(), rank.prefilling(), rank.decoding()), (16_000, 2, 2, 0));
+  let e = estimate(&m, &input(rank, 1000, 0));
+  // Nothing decodes yet: steps of 8192 prefill tokens, no decode pass.
+  let want = step(&m, 8192.0) + step(&m, 8192.0) + step(&m, 16_000.0 + 1000.0 - 2.0 * 8192.0);
   assert!((e.ms - want).abs() < 1e-6, "{} vs {want}", e.ms);
+  // Later, in the second step: what is left of it, then the request's own step.
+  let mut x = input(rank, 1000, 0);
+  x.now_ms = step(&m, 8192.0) + 10.0;
+  let e = estimate(&m, &x);
+  let want = step(&m, 16_000.0 - 8192.0) - 10.0 + step(&m, 1000.0);
+  assert!((e.ms - want).abs() < 1e-6, "{} vs {want}", e.ms);
+  // The last step is never over before a first token is seen: only the request's own step is left.
+  x.now_ms = 1e9;
+  assert!((estimate(&m, &x).ms - step(&m, 1000.0)).abs() < 1e-6);
   // More queued work ahead: later.
   let busier = loaded(3, 8000);
-  assert!(estimate(&m, &input(busier.rank(0), 1000, 0)).ms > e.ms);
+  assert!(estimate(&m, &input(busier.rank(0), 1000, 0)).ms > estimate(&m, &input(rank, 1000, 0)).ms);
+}
+
+#[test]
+fn a_first_token_restarts_the_queue_and_decodes_take_their_share_of_each_step() {
+  let m = model();
+  let mut book = loaded(2, 8000);
+  assert!(book.mark_prefill_completed("r0", 500.0));
+  let rank = book.rank(0);
+  assert_eq!((rank.prefill_tokens(), rank.decoding(), rank.prefill_since_ms()), (8000, 1, 500.0));
+  let mut x = input(rank, 1000, 0);
+  x.now_ms = 500.0;
+  x.decode_blocks = 500.0;
+  let d = decode(&m, 0.5);
+  // r1's 8000 tokens in the step started at 500 (one token of the budget decodes r0), then ours.
+  let want = step(&m, 8000.0) + d + step(&m, 1000.0) + d;
+  let e = estimate(&m, &x);
+  assert!((e.ms - want).abs() < 1e-6, "{} vs {want}", e.ms);
+  // A prompt longer than a step: steps of 8191 (8192 less r0's decode token).
+  x.prompt_tokens = 20_000;
+  let want = step(&m, 8000.0) + d + 2.0 * (step(&m, 8191.0) + d) + step(&m, 20_000.0 - 2.0 * 8191.0) + d;
+  assert!((estimate(&m, &x).ms - want).abs() < 1e-6);
+}
+
+#[test]
+fn a_decoding_rank_packs_arrivals_into_its_next_step() {
+  let m = model();
+  let mut book = loaded(1, 800);
+  assert!(book.mark_prefill_completed("r0", 100.0));
+  // r0 decodes; a prompt booked at 1000 waits for the decode step in flight (half of one on
+  // average), and one arriving with it joins the same step.
+  let rank_id = 0;
+  let seq: Vec<u64> = (0..50).map(|b| 7 << 32 | b).collect();
+  book.book(&BookRequest { request_id: "a", rank: rank_id, block_hashes: &seq, prompt_tokens: 800, overlap_blocks: 0, expected_output_tokens: None, now_ms: 1000.0 }).unwrap();
+  let rank = book.rank(rank_id);
+  assert!(rank.prefill_after_step());
+  let mut x = input(rank, 1000, 0);
+  x.now_ms = 1000.0;
+  let d = decode(&m, 0.0);
+  let e = estimate(&m, &x);
+  let want = d / 2.0 + step(&m, 1800.0) + d;
+  assert!((e.ms - want).abs() < 1e-6, "{} vs {want}", e.ms);
+  // Joining "a"'s step lengthens it for "a" too: the score charges that with the request's own work.
+  let shared = step(&m, 1800.0) - step(&m, 800.0);
+  assert!((e.work_ms - step(&m, 1000.0) - shared).abs() < 1e-6, "{}", e.work_ms);
+  // Once that step is under way, a newcomer waits for it instead.
+  x.now_ms = 1000.0 + d / 2.0 + 1.0;
+  let want = step(&m, 800.0) + d - 1.0 + step(&m, 1000.0) + d;
+  let e = estimate(&m, &x);
+  assert!((e.ms - want).abs() < 1e-6, "{} vs {want}", e.ms);
+  assert!((e.work_ms - step(&m, 1000.0)).abs() < 1e-6, "nothing left to share a step with");
 }
 
 #[test]
@@ -115,12 +173,25 @@ fn the_work_term_is_the_prefill_of_its_own_uncached_tokens_in_the_rank_s_steps()
   let e = estimate(&m, &input(&idle, 1000, 40));
   assert!((e.work_ms - step(&m, 360.0)).abs() < 1e-9);
   assert!((e.score() - 2.0 * step(&m, 360.0)).abs() < 1e-9, "idle: the TTFT is the work itself");
-  // Queued work delays the first token, not the request's own work; a long prompt takes full steps.
+  // Queued work delays the first token, not the request's own work; a long prompt takes full
+  // steps (of the whole budget: the request booked there is still in prefill, not decoding).
   let book = loaded(1, 8000);
   let e = estimate(&m, &input(book.rank(0), 20_000, 0));
-  let chunk = 8191.0;
+  let chunk = 8192.0;
   let want = 2.0 * step(&m, chunk) + step(&m, 20_000.0 - 2.0 * chunk);
   assert!((e.work_ms - want).abs() < 1e-6, "{} vs {want}", e.work_ms);
   assert!(e.ms > e.work_ms);
   assert!((e.score() - e.ms - e.work_ms).abs() < 1e-9);
+}
+
+#[test]
+fn a_request_freed_in_prefill_leaves_the_queue_without_marking_progress() {
+  let mut book = loaded(2, 8000);
+  assert!(book.free("r0", 300.0));
+  let rank = book.rank(0);
+  // No first token came: the queue's progress is still counted from 0, and nobody decodes.
+  assert_eq!((rank.prefill_tokens(), rank.prefilling(), rank.decoding(), rank.prefill_since_ms()), (8000, 1, 0, 0.0));
+  assert!(book.mark_prefill_completed("r1", 400.0));
+  assert!(book.free("r1", 900.0));
+  assert!(book.rank(0).is_empty());
 }
