@@ -3,7 +3,6 @@
 // returns an object only for what counts cannot say (lower tiers, other media, errors): a result
 // object built property by property through Node-API cost about as much as applying a few events.
 // The object users get is built here, in JavaScript, where a literal of fixed shape is cheap.
-import type { Binding } from './binding.js';
 import type { LowerTier } from './tiers.js';
 
 /** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
@@ -53,6 +52,15 @@ export interface EventBatchResult {
   cancelled: boolean;
 }
 
+/** What the addon returns beside the counts when there is some (its NativeEventBatchExtras,
+ * restated here so that the package's declarations do not reach into the addon's). */
+interface BatchExtras {
+  lowerTiers: Array<{ tier: string; stored: number; removed: number }>;
+  otherMedia: Array<{ medium: string; stored: number; removed: number }>;
+  decodeError?: EventDecodeError;
+  invalidEvent?: EventDecodeError;
+}
+
 /** Entries of the counts array, in the order the addon writes them. */
 const BATCH_COUNTS = 18;
 
@@ -61,7 +69,7 @@ export class EventBatchCounts {
   readonly array = new Float64Array(BATCH_COUNTS);
 
   /** The result of the call that just wrote `array` and returned `extras`. */
-  result(extras: Binding.NativeEventBatchExtras | null | undefined): EventBatchResult {
+  result(extras: BatchExtras | null | undefined): EventBatchResult {
     const c = this.array;
     // The keys in the order of the async call's object (the addon sets the optional ones last).
     const result: EventBatchResult = {
