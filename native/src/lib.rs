@@ -8,6 +8,7 @@ pub mod events;
 pub mod hash;
 pub mod indexer;
 pub mod load;
+pub mod prefix;
 pub mod prompt;
 pub mod select;
 pub mod sim_hash;

@@ -157,6 +157,9 @@ export class KvIndexer {
   /** The index's handle for the addon's fast calls. */
   private readonly handle: number;
   private readonly clock: () => number;
+  /** Whether a lookup reads the clock: approximate mode expires by it, and a clock the caller
+   * passed is called as before; events mode with Date.now skips the call (its time is unused). */
+  private readonly matchReadsClock: boolean;
   /** [worker, dpRank, blocks] per match, written by the addon; grown when a result needs it. */
   private out = new Float64Array(3 * 64);
   /** applyEventBatch's counts, written by the addon. */
@@ -186,6 +189,7 @@ export class KvIndexer {
     this.eagle = this.native.eagle;
     this.lowerTiers = this.native.lowerTiers;
     this.handle = this.native.handle;
+    this.matchReadsClock = this.mode !== 'events' || this.clock !== Date.now;
   }
 
   /**
@@ -336,7 +340,7 @@ export class KvIndexer {
       }
       earlyExit = o.earlyExit === true;
     }
-    const now = this.clock();
+    const now = this.matchReadsClock ? this.clock() : 0;
     let n: number;
     try {
       n = fast.findMatchesFast(this.handle, localHashes, earlyExit, now, this.out);

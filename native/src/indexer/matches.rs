@@ -8,6 +8,7 @@
 use super::tree::{EdgeId, NO_EXTRA, ROOT_BLOCK};
 use super::workers::{Slot, WorkerKey, INLINE_SLOTS};
 use super::{Keying, ModeState, RadixIndexer};
+use crate::prefix::common_prefix;
 
 /// Candidates that left the walk: `depth` blocks held by the slots of `mask` (< 64).
 #[derive(Clone, Copy, Debug)]
@@ -27,26 +28,6 @@ pub(super) struct WalkScratch {
   /// (edge, blocks matched) of each edge walked, for the events cap's recency.
   visited: Vec<(EdgeId, u32)>,
   sorted: Vec<(u32, u32, Slot)>,
-}
-
-/// Length of the common prefix of `a` and `b`.
-#[inline]
-fn common_prefix(a: &[u64], b: &[u64]) -> usize {
-  let n = a.len().min(b.len());
-  let (a, b) = (&a[..n], &b[..n]);
-  let mut i = 0;
-  while i + 8 <= n {
-    let x: &[u64; 8] = a[i..i + 8].try_into().expect("8 keys");
-    let y: &[u64; 8] = b[i..i + 8].try_into().expect("8 keys");
-    if x != y {
-      break;
-    }
-    i += 8;
-  }
-  while i < n && a[i] == b[i] {
-    i += 1;
-  }
-  i
 }
 
 impl RadixIndexer {
@@ -89,23 +70,28 @@ impl RadixIndexer {
     if slots.bound() <= INLINE_SLOTS as usize {
       // Every slot number is below 64, and so is every rank: per depth, the leavers' ranks as a
       // bit mask come out in (worker, dp_rank) order without a sort.
+      // With slots in rank order (workers listed in order), a slot mask is its rank mask.
       w.left.sort_unstable_by(|a, b| b.depth.cmp(&a.depth));
-      let ranks = slots.ranks();
+      let (ranks, order, in_order) = (slots.ranks(), slots.by_rank(), slots.slots_in_order());
       let mut i = 0;
       while i < w.left.len() {
         let depth = w.left[i].depth;
         let mut by_rank = 0u64;
         while i < w.left.len() && w.left[i].depth == depth {
           let mut m = w.left[i].mask;
+          if in_order {
+            by_rank |= m;
+            m = 0;
+          }
           while m != 0 {
             by_rank |= 1u64 << ranks[m.trailing_zeros() as usize];
             m &= m - 1;
           }
           i += 1;
         }
-        let order = slots.by_rank();
         while by_rank != 0 {
-          out.push((slots.key(order[by_rank.trailing_zeros() as usize]), depth));
+          let r = by_rank.trailing_zeros() as usize;
+          out.push((slots.key(if in_order { r as Slot } else { order[r] }), depth));
           by_rank &= by_rank - 1;
         }
       }
@@ -318,6 +304,31 @@ mod tests {
   }
 
   #[test]
+  fn best_first_whether_or_not_slots_were_taken_in_order() {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+    // Interned in key order: each slot is its own rank.
+    for w in 0..6u64 {
+      store(&mut ix, key(w, 0), &[1, 2, 3][..1 + (w % 3) as usize]);
+    }
+    let mut expect: Vec<_> = (0..6u64).map(|w| (key(w, 0), 1 + (w % 3) as u32)).collect();
+    expect.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = Vec::new();
+    ix.find_matches_sorted_into(&[1, 2, 3], false, 0.0, &mut out);
+    assert_eq!(out, expect);
+    // Then out of order: lower keys in higher slots, and a freed slot reused by a higher key.
+    ix.remove_worker(1);
+    for w in [40u64, 30, 20, 10] {
+      store(&mut ix, key(w, 1), &[1, 2]);
+    }
+    expect.retain(|e| e.0.worker != 1);
+    expect.extend([40u64, 30, 20, 10].map(|w| (key(w, 1), 2)));
+    expect.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    ix.find_matches_sorted_into(&[1, 2, 3], false, 0.0, &mut out);
+    assert_eq!(out, expect);
+    ix.check();
+  }
+
+  #[test]
   fn more_than_64_pairs_spill_and_still_match_in_order() {
     let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
     for w in (0..150u64).rev() {
@@ -336,16 +347,5 @@ mod tests {
     best_first.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     assert_eq!(out, best_first);
     ix.check();
-  }
-
-  #[test]
-  fn common_prefix_by_eights_and_singles() {
-    let a: Vec<u64> = (0..40).collect();
-    let mut b = a.clone();
-    assert_eq!(common_prefix(&a, &b), 40);
-    b[17] = 99;
-    assert_eq!(common_prefix(&a, &b), 17);
-    assert_eq!(common_prefix(&a[..5], &b), 5);
-    assert_eq!(common_prefix(&[], &b), 0);
   }
 }

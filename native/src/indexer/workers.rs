@@ -22,6 +22,8 @@ pub struct Slots {
   /// Rank of each slot in key order (stale while `order_dirty`), and the slots by rank.
   rank: Vec<u32>,
   by_rank: Vec<Slot>,
+  /// Every slot in use is its own rank (pairs interned in key order, no slot free below them).
+  slots_in_order: bool,
   order_dirty: bool,
 }
 
@@ -74,6 +76,7 @@ impl Slots {
     for (r, &s) in self.by_rank.iter().enumerate() {
       self.rank[s as usize] = r as u32;
     }
+    self.slots_in_order = self.by_rank.iter().enumerate().all(|(r, &s)| r as Slot == s);
     self.order_dirty = false;
   }
 
@@ -82,6 +85,13 @@ impl Slots {
   pub fn ranks(&self) -> &[u32] {
     debug_assert!(!self.order_dirty);
     &self.rank
+  }
+
+  /// Whether each slot in use is its own rank (the usual case: workers listed in order); call
+  /// `refresh_order` first.
+  pub fn slots_in_order(&self) -> bool {
+    debug_assert!(!self.order_dirty);
+    self.slots_in_order
   }
 
   /// The slots in use, in (worker, dp_rank) order; call `refresh_order` first.

@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use super::drain::DrainRate;
 use super::origins::{Origins, RemoteStats};
 use super::rank_load::{ChainEnd, HolderState, RankLoad, FULL_WEIGHT};
+use super::rank_prefixes::{PrefixWalk, RankPrefixes};
 use super::WorkerKey;
 
 /// Index of a rank's load in the book; stable while the rank is listed or loaded.
@@ -38,6 +39,8 @@ struct Booking {
   rank: RankId,
   /// Where its prompt chain ends in the rank's trie.
   chain: ChainEnd,
+  /// Where it ends in the trie of every rank's chains (`rank_prefixes.rs`).
+  shared_chain: ChainEnd,
   prompt_tokens: u64,
   /// Outstanding prefill tokens (0 once prefill completed).
   prefill_tokens: u64,
@@ -70,6 +73,8 @@ pub struct LoadBook {
   rank_keys: Vec<WorkerKey>,
   rank_listed: Vec<bool>,
   rank_ids: FxHashMap<WorkerKey, RankId>,
+  /// Every rank's active chains in one trie: each rank's active prefix of a prompt in one walk.
+  prefixes: RankPrefixes,
   free_rank_ids: Vec<RankId>,
   bookings: Vec<Booking>,
   holders: Vec<HolderState>,
@@ -167,10 +172,16 @@ impl LoadBook {
   }
 
   pub fn book(&mut self, req: &BookRequest) -> Result<(), BookError> {
+    self.book_along(req, None)
+  }
+
+  /// `book` right after `active_prefixes` of the same block hashes recorded `walk`: the tries
+  /// follow it instead of comparing the hashes again (ignored if the book changed since).
+  pub fn book_along(&mut self, req: &BookRequest, walk: Option<&PrefixWalk>) -> Result<(), BookError> {
     if self.by_id.contains_key(req.request_id) {
       return Err(BookError::DuplicateRequest);
     }
-    let slot = self.fill_slot(req);
+    let slot = self.fill_slot(req, walk);
     self.by_id.insert(req.request_id.into(), slot);
     self.stats.booked += 1;
     Ok(())
@@ -183,14 +194,14 @@ impl LoadBook {
       self.recycle_rank_if_unused(req.rank);
       return Err(BookError::DuplicateRequest);
     }
-    let slot = self.fill_slot(req);
+    let slot = self.fill_slot(req, None);
     self.remote.table_or_create(origin).insert(req.request_id.into(), slot);
     self.remote_stats.booked += 1;
     Ok(())
   }
 
   /// Takes a slot for the booking and puts its load on its rank.
-  fn fill_slot(&mut self, req: &BookRequest) -> u32 {
+  fn fill_slot(&mut self, req: &BookRequest, walk: Option<&PrefixWalk>) -> u32 {
     let slot = match self.free_slots.pop() {
       Some(s) => s,
       None => {
@@ -212,7 +223,10 @@ impl LoadBook {
 
     let rank = &mut self.ranks[req.rank as usize];
     rank.add_request(prefill, req.now_ms);
-    self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders);
+    // A current walk of this prompt knows how far it is active on the rank: no compare needed.
+    let known = walk.filter(|w| self.prefixes.is_current(w, req.block_hashes.len())).map(|w| w.prefix(req.rank) as usize);
+    self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders, known);
+    self.bookings[slot as usize].shared_chain = self.prefixes.hold(req.rank, req.block_hashes, walk);
     self.total_prefill_tokens += prefill;
     slot
   }
@@ -311,6 +325,7 @@ impl LoadBook {
     let prefill = std::mem::take(&mut b.prefill_tokens);
     let in_prefill = !std::mem::replace(&mut b.prefill_done, true);
     let chain = b.chain.take();
+    self.prefixes.release(rank_id, b.shared_chain.take());
     let rank = &mut self.ranks[rank_id as usize];
     if in_prefill {
       rank.end_prefill(prefill, now_ms, false);
@@ -343,6 +358,13 @@ impl LoadBook {
     self.remote_stats.expired += (n - local) as u64;
     self.scratch_slots = stale;
     n
+  }
+
+  /// How many leading blocks of `block_hashes` are active on each rank (held by one of its
+  /// bookings): `out[rank id]`, one entry per rank id. As `rank(id).active_prefix`, for every
+  /// rank in one walk: `walk.prefix(rank id)`. `book_along` follows it.
+  pub fn active_prefixes(&self, block_hashes: &[u64], walk: &mut PrefixWalk) {
+    self.prefixes.walk(block_hashes, self.ranks.len(), walk);
   }
 
   // ---- totals ------------------------------------------------------------------------------
@@ -406,7 +428,7 @@ impl LoadBook {
 
   /// Every rank is empty and no booking remains (the exactly-once check of the tests).
   pub fn is_empty(&self) -> bool {
-    self.by_id.is_empty() && self.remote.active() == 0 && self.total_prefill_tokens == 0 && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
+    self.by_id.is_empty() && self.remote.active() == 0 && self.total_prefill_tokens == 0 && self.prefixes.is_empty() && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
   }
 }
 

@@ -15,6 +15,8 @@
 
 use rustc_hash::FxHashMap;
 
+pub use crate::prefix::common_prefix;
+
 pub type SegId = u32;
 /// Parent of the top-level segments, and "no segment".
 pub const NONE: SegId = u32::MAX;
@@ -147,20 +149,6 @@ impl Chains {
   }
 }
 
-/// Length of the common prefix of two hash runs (compared in chunks: memcmp-speed).
-pub fn common_prefix(a: &[u64], b: &[u64]) -> usize {
-  const CHUNK: usize = 16;
-  let n = a.len().min(b.len());
-  let mut i = 0;
-  while i + CHUNK <= n && a[i..i + CHUNK] == b[i..i + CHUNK] {
-    i += CHUNK;
-  }
-  while i < n && a[i] == b[i] {
-    i += 1;
-  }
-  i
-}
-
 fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
   assert_ne!(a, b);
   if a < b {
@@ -175,17 +163,6 @@ fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
 #[cfg(test)]
 mod tests {
   use super::*;
-
-  #[test]
-  fn common_prefix_across_chunks() {
-    let a: Vec<u64> = (0..40).collect();
-    let mut b = a.clone();
-    assert_eq!(common_prefix(&a, &b), 40);
-    b[33] = 99;
-    assert_eq!(common_prefix(&a, &b), 33);
-    assert_eq!(common_prefix(&a[..5], &b), 5);
-    assert_eq!(common_prefix(&[], &b), 0);
-  }
 
   #[test]
   fn split_keeps_the_tail_id_and_prefix_walks_segments() {

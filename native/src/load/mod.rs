@@ -7,11 +7,13 @@ mod chains;
 mod drain;
 mod origins;
 mod rank_load;
+mod rank_prefixes;
 
 pub use book::{BookError, BookRequest, BookStats, LoadBook, RankId, RankSnapshot};
 pub use drain::DEFAULT_RETRY_AFTER_MS;
 pub use origins::RemoteStats;
 pub use rank_load::{RankLoad, FULL_WEIGHT};
+pub use rank_prefixes::PrefixWalk;
 
 /// One data-parallel rank of one worker.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]

@@ -130,8 +130,10 @@ impl RankLoad {
     }
   }
 
-  /// Booking `slot` starts holding the chain `seq` (block hashes from block 0).
-  pub(crate) fn hold(&mut self, seq: &[u64], slot: u32, holders: &mut [HolderState]) -> ChainEnd {
+  /// Booking `slot` starts holding the chain `seq` (block hashes from block 0). `known`: how
+  /// many leading blocks of `seq` are active here, if known (then nothing is compared: the chain
+  /// diverges exactly there).
+  pub(crate) fn hold(&mut self, seq: &[u64], slot: u32, holders: &mut [HolderState], known: Option<usize>) -> ChainEnd {
     if seq.is_empty() {
       return None;
     }
@@ -144,7 +146,11 @@ impl RankLoad {
         return Some(id);
       };
       let len = self.chains.seg(s).hashes.len();
-      let k = common_prefix(&self.chains.seg(s).hashes, &seq[pos..]);
+      let k = match known {
+        Some(active) => len.min(active - pos),
+        None => common_prefix(&self.chains.seg(s).hashes, &seq[pos..]),
+      };
+      debug_assert_eq!(k, common_prefix(&self.chains.seg(s).hashes, &seq[pos..]), "a wrong known prefix");
       // Diverging (or ending) inside the segment: its head becomes a segment of its own.
       let at = if k < len { self.chains.split(s, k) } else { s };
       self.pass(at, slot, holders);
@@ -254,8 +260,8 @@ mod tests {
   fn shared_blocks_count_once_and_move_exclusivity() {
     let mut r = RankLoad::default();
     let mut h = holders(3);
-    let a = r.hold(&[1, 2, 3], 0, &mut h);
-    let b = r.hold(&[1, 2], 1, &mut h);
+    let a = r.hold(&[1, 2, 3], 0, &mut h, None);
+    let b = r.hold(&[1, 2], 1, &mut h, None);
     assert_eq!(r.active_blocks(), 3);
     assert_eq!((h[0].exclusive, h[1].exclusive), (1, 0));
     r.release(a, 0, &mut h);
@@ -270,9 +276,9 @@ mod tests {
   fn identical_and_diverging_chains() {
     let mut r = RankLoad::default();
     let mut h = holders(3);
-    let a = r.hold(&[1, 2, 3, 4], 0, &mut h);
-    let b = r.hold(&[1, 2, 3, 4], 1, &mut h);
-    let c = r.hold(&[1, 2, 9], 2, &mut h);
+    let a = r.hold(&[1, 2, 3, 4], 0, &mut h, None);
+    let b = r.hold(&[1, 2, 3, 4], 1, &mut h, None);
+    let c = r.hold(&[1, 2, 9], 2, &mut h, None);
     assert_eq!(r.active_blocks(), 5);
     assert_eq!((h[0].exclusive, h[1].exclusive, h[2].exclusive), (0, 0, 1));
     assert_eq!(r.active_prefix(&[1, 2, 3, 4, 5]), 4);
@@ -285,15 +291,15 @@ mod tests {
     assert_eq!(r.active_blocks(), 3);
     r.release(c, 2, &mut h);
     assert!(r.is_empty());
-    assert_eq!(r.hold(&[], 0, &mut h), None);
+    assert_eq!(r.hold(&[], 0, &mut h, None), None);
   }
 
   #[test]
   fn decay_weighs_only_unshared_blocks() {
     let mut r = RankLoad::default();
     let mut h = holders(2);
-    let a = r.hold(&[1, 2, 3, 4], 0, &mut h);
-    let b = r.hold(&[1], 1, &mut h);
+    let a = r.hold(&[1, 2, 3, 4], 0, &mut h, None);
+    let b = r.hold(&[1], 1, &mut h, None);
     r.grow_output(0, 2, &mut h);
     r.reweigh(0, 250, &mut h);
     // Block 1 shared (full), blocks 2..4 and two output blocks at a quarter each.

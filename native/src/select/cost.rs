@@ -29,15 +29,16 @@ pub struct KvTerms {
 
 /// Dynamo's default cost: prefill work left after the cached prefix (device blocks in full,
 /// blocks on lower tiers at their tier's credit, each block once), plus decode occupancy.
-pub fn kv_terms(rank: &RankLoad, block_hashes: &[u64], overlap_blocks: u32, lower: &TierExtension, p: &CostParams) -> KvTerms {
+/// `active_prefix`: the leading blocks of the prompt's `blocks` already active on the rank
+/// (`LoadBook::active_prefixes`).
+pub fn kv_terms(rank: &RankLoad, blocks: usize, active_prefix: u32, overlap_blocks: u32, lower: &TierExtension, p: &CostParams) -> KvTerms {
   let prefill_blocks = (rank.prefill_tokens() + p.prompt_tokens) as f64 / p.block_size;
-  let active_prefix = rank.active_prefix(block_hashes);
-  let new_blocks = (block_hashes.len() - active_prefix) as f64;
+  let new_blocks = (blocks - active_prefix as usize) as f64;
   let decode_blocks = rank.decode_blocks() + new_blocks;
   let lower_credit: f64 = lower.blocks.iter().zip(&p.tier_credit).map(|(&b, &c)| b as f64 * c).sum();
   let credit = p.overlap_score_credit * overlap_blocks as f64 + lower_credit;
   let cost = p.prefill_load_scale * (prefill_blocks - credit).max(0.0) + decode_blocks;
-  KvTerms { prefill_blocks, decode_blocks, cost, active_prefix: active_prefix as u32 }
+  KvTerms { prefill_blocks, decode_blocks, cost, active_prefix }
 }
 
 /// Booked load alone, in blocks (least_loaded): ignores caches and the request itself.
@@ -50,6 +51,11 @@ mod tests {
   use super::*;
   use crate::load::{BookRequest, LoadBook, WorkerKey};
 
+  /// kv_terms with the rank's active prefix read from its own trie.
+  fn terms(rank: &RankLoad, seq: &[u64], overlap: u32, lower: &TierExtension, p: &CostParams) -> KvTerms {
+    kv_terms(rank, seq.len(), rank.active_prefix(seq) as u32, overlap, lower, p)
+  }
+
   fn params(prompt_tokens: u64) -> CostParams {
     CostParams { block_size: 4.0, prompt_tokens, overlap_score_credit: 1.0, prefill_load_scale: 1.0, tier_credit: [0.75, 0.25, 0.25] }
   }
@@ -59,12 +65,12 @@ mod tests {
     let rank = RankLoad::default();
     // 10 tokens = 2.5 blocks; 2 complete blocks, 1 cached.
     let none = TierExtension::default();
-    let t = kv_terms(&rank, &[1, 2], 1, &none, &params(10));
+    let t = terms(&rank, &[1, 2], 1, &none, &params(10));
     assert_eq!(t, KvTerms { prefill_blocks: 2.5, decode_blocks: 2.0, cost: 1.5 + 2.0, active_prefix: 0 });
     // The credit never makes the prefill term negative.
-    assert_eq!(kv_terms(&rank, &[1, 2], 9, &none, &params(10)).cost, 2.0);
+    assert_eq!(terms(&rank, &[1, 2], 9, &none, &params(10)).cost, 2.0);
     let scaled = CostParams { prefill_load_scale: 2.0, overlap_score_credit: 0.5, ..params(10) };
-    assert_eq!(kv_terms(&rank, &[1, 2], 1, &none, &scaled).cost, 2.0 * 2.0 + 2.0);
+    assert_eq!(terms(&rank, &[1, 2], 1, &none, &scaled).cost, 2.0 * 2.0 + 2.0);
   }
 
   #[test]
@@ -73,11 +79,11 @@ mod tests {
     // 40 tokens = 10 blocks: 2 on the device, then 4 on host, 2 on disk, 1 external.
     let seq: Vec<u64> = (1..=10).collect();
     let lower = TierExtension { blocks: [4, 2, 1] };
-    let t = kv_terms(&rank, &seq, 2, &lower, &params(40));
+    let t = terms(&rank, &seq, 2, &lower, &params(40));
     let credit = 2.0 + 0.75 * 4.0 + 0.25 * 2.0 + 0.25;
     assert_eq!(t.cost, (10.0 - credit) + 10.0);
     let no_tiers = CostParams { tier_credit: [0.0; LOWER_TIERS], ..params(40) };
-    assert_eq!(kv_terms(&rank, &seq, 2, &lower, &no_tiers).cost, kv_terms(&rank, &seq, 2, &TierExtension::default(), &params(40)).cost);
+    assert_eq!(terms(&rank, &seq, 2, &lower, &no_tiers).cost, terms(&rank, &seq, 2, &TierExtension::default(), &params(40)).cost);
   }
 
   #[test]
@@ -88,7 +94,7 @@ mod tests {
     book.book(&req).unwrap();
     let rank = book.rank(r);
     // Booked: 12 prefill tokens (3 blocks), 3 decode blocks. Request: 8 tokens, blocks [1, 9].
-    let t = kv_terms(rank, &[1, 9], 0, &TierExtension::default(), &params(8));
+    let t = terms(rank, &[1, 9], 0, &TierExtension::default(), &params(8));
     assert_eq!(t.prefill_blocks, 5.0);
     assert_eq!(t.decode_blocks, 3.0 + 1.0, "block 1 is already active here");
     assert_eq!(t.cost, 9.0);

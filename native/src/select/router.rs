@@ -14,7 +14,7 @@ use super::eligibility::{eligible_into, BusyThresholds, Restrictions};
 use super::policy::choose;
 use super::pool::{WorkerPool, WorkerSpec};
 use crate::hash::{BlockHasher, MmBlocks};
-use crate::load::{BookRequest, BookStats, LoadBook, RankSnapshot, RemoteStats, WorkerKey, FULL_WEIGHT};
+use crate::load::{BookRequest, BookStats, LoadBook, PrefixWalk, RankSnapshot, RemoteStats, WorkerKey, FULL_WEIGHT};
 use crate::tiers::TierExtension;
 
 /// Buffers reused by every decision (no allocation on the hot path beyond the booking's id).
@@ -24,6 +24,8 @@ struct Scratch {
   matches: Vec<(WorkerKey, u32)>,
   /// Overlap blocks per candidate (indexed like the pool's candidates).
   overlaps: Vec<u32>,
+  /// Leading blocks of the prompt active per rank id (the load book's walk; the booking follows it).
+  walk: PrefixWalk,
   lower_matches: Vec<(WorkerKey, TierExtension)>,
   /// Lower-tier blocks after the device overlap, per candidate.
   lower: Vec<TierExtension>,
@@ -164,11 +166,14 @@ impl RoutingCore {
     s.terms.clear();
     s.scores.clear();
     s.predicted.clear();
+    // Every rank's active prefix of the prompt in one walk (the explanation shows it for every
+    // policy).
+    self.book.active_prefixes(&s.local, &mut s.walk);
     for &ci in &s.eligible {
       let c = &candidates[ci as usize];
       let rank = self.book.rank(c.rank);
       let (overlap, lower) = (s.overlaps[ci as usize], s.lower[ci as usize]);
-      let terms = kv_terms(rank, &s.local, overlap, &lower, &params);
+      let terms = kv_terms(rank, s.local.len(), s.walk.prefix(c.rank), overlap, &lower, &params);
       s.terms.push(terms);
       let mut predicted = f64::NAN;
       s.scores.push(match policy {
@@ -230,7 +235,7 @@ impl RoutingCore {
         expected_output_tokens: req.expected_output_tokens,
         now_ms,
       };
-      self.book.book(&booking).map_err(|_| RouteError::DuplicateRequest(format!("request id '{}' is already booked", req.request_id)))?;
+      self.book.book_along(&booking, Some(&s.walk)).map_err(|_| RouteError::DuplicateRequest(format!("request id '{}' is already booked", req.request_id)))?;
       self.rr_cursor = chosen_index + 1;
       if self.config.approximate {
         index.record_routing(chosen.key, &s.local, now_ms);

@@ -69,10 +69,10 @@ export class BlockTables {
 
   /** Starts a (re)admitted sequence's table with the matched prefix. */
   adoptPrefix(seq: Sequence, blocks: readonly number[]): void {
-    for (const b of blocks) {
-      this.cache.acquire(b);
-      seq.blocks.push(b);
-    }
+    for (const b of blocks) this.cache.acquire(b);
+    // One copy of the right size (pushed one by one, the table's array was reallocated as it grew).
+    if (seq.blocks.length === 0) seq.blocks = blocks.slice();
+    else for (const b of blocks) seq.blocks.push(b);
     seq.committedBlocks = blocks.length;
     seq.numComputed = blocks.length * this.blockSize;
     seq.chainBroken = false;
@@ -142,6 +142,7 @@ export class BlockTables {
 
   /** One BlockStored for the sequence's blocks [start, end), just registered. */
   private announce(seq: Sequence, start: number, end: number, events: EventLog): void {
+    if (!events.keeps) return;
     const bs = this.blockSize;
     events.push({
       type: 'BlockStored',

@@ -1,6 +1,6 @@
 // Engine model configuration: defaults (those of Dynamo's mocker for timing, vLLM's for the
 // scheduler) and validation. A bad option is a TypeError/RangeError at construction, never later.
-import { describe, expectBlockSize, expectInteger } from '../../util/validate.js';
+import { describe, expectBlockSize, expectInteger, expectOptionalBoolean } from '../../util/validate.js';
 
 export interface PrefillTiming {
   a: number;
@@ -53,6 +53,11 @@ export interface EngineConfig {
   offloadBlocks?: number;
   /** Host-to-GPU bandwidth of a reload from the CPU tier (bytes of KV per token: kvTransfer.bytesPerToken). */
   offloadBandwidthBytesPerS?: number;
+  /**
+   * Whether steps report KV events (default true). false: every step's `events` is empty and none
+   * is built, for a driver that ignores them (a replayed policy that never reads the index).
+   */
+  kvEvents?: boolean;
 }
 
 export interface ResolvedEngineConfig {
@@ -68,6 +73,7 @@ export interface ResolvedEngineConfig {
   readonly prefillHoldMs: number;
   readonly offloadBlocks: number;
   readonly offloadBandwidthBytesPerS: number;
+  readonly kvEvents: boolean;
 }
 
 /** Dynamo mocker's published fit (milliseconds). */
@@ -99,6 +105,7 @@ const KNOWN_KEYS = new Set([
   'prefillHoldMs',
   'offloadBlocks',
   'offloadBandwidthBytesPerS',
+  'kvEvents',
 ]);
 
 export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
@@ -124,6 +131,7 @@ export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
       minExclusive: true,
       allowInfinity: true,
     }),
+    kvEvents: cfg.kvEvents === undefined ? true : expectOptionalBoolean(cfg.kvEvents, 'kvEvents'),
   });
 }
 

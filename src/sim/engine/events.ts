@@ -37,6 +37,12 @@ export const HI_WORD = LITTLE_ENDIAN ? 1 : 0;
  */
 export class EventLog {
   private events: KvEvent[] = [];
+  /**
+   * `keeps` false: a log that drops everything (an engine whose events nobody reads, e.g. a
+   * replayed policy that never looks at the index): no event is built, take() is always empty.
+   */
+  constructor(readonly keeps = true) {}
+
   /** Pending removals as u64 words in memory order (LO_WORD / HI_WORD per hash). */
   private removed = new Uint32Array(256);
   private removedCount = 0;
@@ -44,6 +50,7 @@ export class EventLog {
 
   /** A block under the hash with halves (hi, lo) was evicted from `medium`. */
   removedBlock(hi: number, lo: number, medium: KvMedium = 'GPU'): void {
+    if (!this.keeps) return;
     if (medium !== this.removedMedium) {
       this.closeRemoved();
       this.removedMedium = medium;
@@ -60,6 +67,7 @@ export class EventLog {
   }
 
   push(event: KvEvent): void {
+    if (!this.keeps) return;
     this.closeRemoved();
     this.events.push(event);
   }

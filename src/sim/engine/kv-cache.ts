@@ -46,7 +46,7 @@ export class KvCache {
   ) {
     this.totalBlocks = totalBlocks;
     this.blocks = new Int32Array(totalBlocks * BLOCK_FIELDS);
-    this.byHash = new BlockHashIndex(totalBlocks);
+    this.byHash = new BlockHashIndex(totalBlocks, { records: this.blocks, stride: BLOCK_FIELDS, offset: HASH_HI });
     this.lru = new LruQueue(totalBlocks);
     this.freeStack = new Int32Array(totalBlocks);
     // Block 0 is handed out first.
@@ -192,10 +192,11 @@ export class KvCache {
       if (cached !== NONE) return cached;
       throw new Error(`KV block ${block} cannot be registered under ${toU64(hi, lo)}: ${blocks[at + REFS] === 0 ? 'not referenced' : 'registered already'}`);
     }
+    // The index reads a key's high half from its block's record (an unregistered block's hash fields are unused).
+    blocks[at + HASH_HI] = hi;
     const cached = this.byHash.addIfAbsent(hi, lo, block);
     if (cached !== NONE) return cached;
     blocks[at + REGISTERED] = 1;
-    blocks[at + HASH_HI] = hi;
     blocks[at + HASH_LO] = lo;
     return NONE;
   }

@@ -1,11 +1,12 @@
 // The eviction order of the prefix cache: blocks in the order they last became evictable, oldest
 // first. A doubly linked list did this with a pointer chase per eviction (each block's record names
 // the next one, so the cache misses of an eviction run came one after the other). Here the order is
-// an array read front to back, and removal is lazy: a removed block's entry stays where it is and
-// is recognised as stale because the block's position no longer names it. Taking the oldest reads
-// the array sequentially and one small per-block position, whose loads do not depend on each other.
-// When the array fills, the live entries are compacted to its front (at most `capacity` of them in
-// an array of twice that, so compaction is amortised O(1) per push).
+// an array read front to back, and removal is lazy: a removed block's entry is blanked where it
+// is (its position says where) and skipped later. Taking the oldest reads the array sequentially
+// and only writes the block's position, so an eviction run's loads are all sequential (an entry
+// recognised as stale by its block's position, as before, cost a random load per entry taken or
+// skipped). When the array fills, the live entries are compacted to its front (at most `capacity`
+// of them in an array of twice that, so compaction is amortised O(1) per push).
 
 const NONE = -1;
 
@@ -42,7 +43,9 @@ export class LruQueue {
 
   /** Takes a block out of the queue; false when it was not queued. */
   remove(block: number): boolean {
-    if (this.position[block] === NONE) return false;
+    const at = this.position[block];
+    if (at === NONE) return false;
+    this.entries[at] = NONE;
     this.position[block] = NONE;
     this.count--;
     return true;
@@ -53,7 +56,7 @@ export class LruQueue {
     if (this.count === 0) return NONE;
     const { entries, position } = this;
     let at = this.head;
-    while (position[entries[at]] !== at) at++;
+    while (entries[at] === NONE) at++;
     const block = entries[at];
     position[block] = NONE;
     this.head = at + 1;
@@ -66,8 +69,8 @@ export class LruQueue {
     let to = 0;
     for (let at = this.head; at < this.tail; at++) {
       const block = entries[at];
-      // Live entries only; a block's stale entries all come before its live one.
-      if (position[block] !== at) continue;
+      // Live entries only (removed ones are blank).
+      if (block === NONE) continue;
       entries[to] = block;
       position[block] = to++;
     }

@@ -49,7 +49,7 @@ export class OffloadTier {
     this.gpuTokens = new Uint32Array(gpuBlocks * blockSize);
     this.gpuLora = new Array<string | null>(gpuBlocks).fill(null);
     this.slots = new Int32Array(capacity * 2);
-    this.byHash = new BlockHashIndex(capacity);
+    this.byHash = new BlockHashIndex(capacity, { records: this.slots, stride: 2, offset: 0 });
     this.lru = new LruQueue(capacity);
     this.free = new Int32Array(capacity);
     for (let i = 0; i < capacity; i++) this.free[i] = capacity - 1 - i;

@@ -46,11 +46,20 @@ function capacityFor(length: number): number {
 /**
  * The prompts of one trace, in its order: synthesizePrompt's tokens, with the block of a hash id
  * that recurs (shared prefixes: most of a trace's blocks) written once and kept until its last
- * use, instead of recomputed for every request naming it.
+ * use, instead of recomputed for every request naming it. Hash ids are numbered densely once, at
+ * construction, so that a prompt reads its blocks' use counts and kept tokens from arrays (a Map
+ * lookup and update per block and per prompt cost a tenth of a replay's prompt synthesis).
  */
 export class PromptSynthesizer {
-  private readonly usesLeft = new Map<number, number>();
-  private readonly blocks = new Map<number, Uint32Array>();
+  /** Each request's contributing hash ids, as dense numbers. */
+  private readonly dense = new Map<TraceRequest, Int32Array>();
+  /** The hash id of each dense number. */
+  private readonly hashIdOf: Float64Array;
+  /** Uses left of each dense number's block. */
+  private readonly usesLeft: Int32Array;
+  /** Each dense number's tokens while it has more than one use left. */
+  private readonly blocks: Array<Uint32Array | null>;
+  private kept = 0;
   /**
    * Buffers of prompts nobody reads any more (recycle), by capacity in tokens (powers of two),
    * for later prompts: a replay's prompts are tens of megabytes per policy, whose fresh
@@ -63,31 +72,78 @@ export class PromptSynthesizer {
     private readonly seed = 0,
     private readonly blockTokens = TRACE_BLOCK_TOKENS,
   ) {
-    for (const req of trace) this.forEachBlock(req, (id) => this.usesLeft.set(id, (this.usesLeft.get(id) ?? 0) + 1));
+    const numberOf = new Map<number, number>();
+    const ids: number[] = [];
+    const uses: number[] = [];
+    for (const req of trace) {
+      let dense = this.dense.get(req);
+      if (dense === undefined) {
+        dense = new Int32Array(this.contributing(req));
+        for (let k = 0; k < dense.length; k++) {
+          const id = req.hashIds[k];
+          let n = numberOf.get(id);
+          if (n === undefined) {
+            numberOf.set(id, (n = ids.length));
+            ids.push(id);
+            uses.push(0);
+          }
+          dense[k] = n;
+        }
+        this.dense.set(req, dense);
+      }
+      for (let k = 0; k < dense.length; k++) uses[dense[k]]++;
+    }
+    this.hashIdOf = Float64Array.from(ids);
+    this.usesLeft = Int32Array.from(uses);
+    this.blocks = new Array<Uint32Array | null>(ids.length).fill(null);
+  }
+
+  /** Blocks kept for a later use. */
+  get keptBlocks(): number {
+    return this.kept;
   }
 
   /** The prompt of `req`, one of the trace's requests (each taken once). */
   prompt(req: TraceRequest): Uint32Array {
     const tokens = this.buffer(req.inputLength);
+    const bt = this.blockTokens;
+    const dense = this.dense.get(req);
     let covered = 0;
-    this.forEachBlock(req, (id, offset, count) => {
-      covered = offset + count;
-      const left = this.usesLeft.get(id) ?? 0;
-      let block = this.blocks.get(id);
-      if (block === undefined && left > 1) {
-        block = new Uint32Array(this.blockTokens);
-        writeBlockTokens(id, this.seed, block, 0, this.blockTokens);
-        this.blocks.set(id, block);
+    if (dense === undefined) {
+      // Not one of the trace's requests: its blocks written, nothing kept.
+      for (let k = 0, n = this.contributing(req); k < n; k++) {
+        const count = Math.min(bt, req.inputLength - covered);
+        writeBlockTokens(req.hashIds[k], this.seed, tokens, covered, count);
+        covered += count;
       }
-      if (block === undefined) writeBlockTokens(id, this.seed, tokens, offset, count);
-      else tokens.set(block.subarray(0, count), offset);
-      if (left <= 1) {
-        this.usesLeft.delete(id);
-        this.blocks.delete(id);
-      } else {
-        this.usesLeft.set(id, left - 1);
+    } else {
+      const { usesLeft, blocks } = this;
+      for (let k = 0; k < dense.length; k++) {
+        const n = dense[k];
+        const offset = covered;
+        const count = Math.min(bt, req.inputLength - offset);
+        covered = offset + count;
+        const left = usesLeft[n];
+        let block = blocks[n];
+        if (block === null && left > 1) {
+          block = new Uint32Array(bt);
+          writeBlockTokens(this.hashIdOf[n], this.seed, block, 0, bt);
+          blocks[n] = block;
+          this.kept++;
+        }
+        if (block === null) writeBlockTokens(this.hashIdOf[n], this.seed, tokens, offset, count);
+        else tokens.set(count === bt ? block : block.subarray(0, count), offset);
+        if (left <= 1) {
+          usesLeft[n] = 0;
+          if (block !== null) {
+            blocks[n] = null;
+            this.kept--;
+          }
+        } else {
+          usesLeft[n] = left - 1;
+        }
       }
-    });
+    }
     // Tokens past the hash ids' blocks are zeros, in a recycled buffer too.
     tokens.fill(0, covered);
     return tokens;
@@ -112,14 +168,9 @@ export class PromptSynthesizer {
     return new Uint32Array(spare ?? new ArrayBuffer(capacity * Uint32Array.BYTES_PER_ELEMENT), 0, length);
   }
 
-  /** The hash ids that contribute tokens to the prompt, with where and how many. */
-  private forEachBlock(req: TraceRequest, fn: (id: number, offset: number, count: number) => void): void {
-    let offset = 0;
-    for (const id of req.hashIds) {
-      const count = Math.min(this.blockTokens, req.inputLength - offset);
-      if (count <= 0) break;
-      fn(id, offset, count);
-      offset += count;
-    }
+  /** How many of the request's hash ids contribute tokens to its prompt (the first ones). */
+  private contributing(req: TraceRequest): number {
+    const n = Math.ceil(req.inputLength / this.blockTokens);
+    return Math.max(0, Math.min(req.hashIds.length, n));
   }
 }

@@ -17,6 +17,8 @@ export interface StepDone {
 export class VirtualPool {
   readonly engines: EngineModel[];
   private readonly pending: Array<StepResult | null>;
+  /** Each engine's entry in the step queue, one object per engine (an engine has one step at a time). */
+  private readonly stepDone: StepDone[];
 
   constructor(
     readonly name: string,
@@ -28,8 +30,10 @@ export class VirtualPool {
     /** The router's id of each engine (its index by default). */
     private readonly workerIds: readonly number[] = Array.from({ length: workers }, (_, i) => i),
   ) {
-    this.engines = Array.from({ length: workers }, (_, w) => new EngineModel({ ...engine, seed: seed * 1000 + w }));
+    // Engines whose events nothing reads (a policy that never looks at the index) build none.
+    this.engines = Array.from({ length: workers }, (_, w) => new EngineModel({ ...engine, kvEvents: routing.consumesEvents, seed: seed * 1000 + w }));
     this.pending = this.engines.map(() => null);
+    this.stepDone = this.engines.map((_, index) => ({ pool: this, index }));
   }
 
   /** Starts a step on an idle engine after new work arrived. */
@@ -48,7 +52,7 @@ export class VirtualPool {
   private startStep(index: number, now: number): void {
     const result = this.engines[index].step(now);
     this.pending[index] = result;
-    if (result) this.steps.push(now + result.durationMs, { pool: this, index });
+    if (result) this.steps.push(now + result.durationMs, this.stepDone[index]);
   }
 
   private applyEvents(index: number, events: readonly KvEvent[]): void {

@@ -16,6 +16,7 @@ describe('engine config', () => {
       kvTransfer: { bytesPerToken: 131072, bandwidthBytesPerS: 25e9 },
       offloadBlocks: 0,
       offloadBandwidthBytesPerS: 25e9,
+      kvEvents: true,
     });
     expect(c.timing).toEqual(DEFAULT_TIMING);
     expect(Object.isFrozen(c)).toBe(true);
@@ -58,6 +59,8 @@ describe('engine config', () => {
     [{ offloadBandwidthBytesPerS: -1 }, RangeError],
     [{ offloadBandwidthBytesPerS: NaN }, RangeError],
     [{ offloadBandwidthBytesPerS: '25e9' }, TypeError],
+    [{ kvEvents: 'no' }, TypeError],
+    [{ kvEvents: 0 }, TypeError],
     [{ blocksize: 16 }, TypeError],
     ['fast', TypeError],
   ])('refuses %j', (cfg, error) => {

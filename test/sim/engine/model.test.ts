@@ -39,6 +39,19 @@ describe('EngineModel', () => {
     fast.steps.forEach((s, i) => expect(s.durationMs).toBeCloseTo(slow.steps[i].durationMs / 10, 9));
   });
 
+  it('kvEvents false reports no events and changes nothing else (evictions, offload and reset included)', () => {
+    for (const extra of [{}, { kvBlocks: 12, offloadBlocks: 8 }]) {
+      const on = workload({ seed: 2, ...extra });
+      const off = workload({ seed: 2, ...extra, kvEvents: false });
+      expect(on.events.some((e) => e.type === 'BlockStored')).toBe(true);
+      if (extra.offloadBlocks) expect(on.events.some((e) => e.type === 'BlockRemoved' && e.medium === 'CPU')).toBe(true);
+      expect(off.events).toEqual([]);
+      expect(off.outputs).toEqual(on.outputs);
+      expect(off.steps.map((s) => [s.startMs, s.durationMs])).toEqual(on.steps.map((s) => [s.startMs, s.durationMs]));
+    }
+    expect(model({ kvEvents: false }).reset()).toEqual([]);
+  });
+
   it('ends requests on end-of-sequence draws unless they ignore EOS', () => {
     const m = model({ eosProbability: 0.2, kvBlocks: 4096 });
     for (let i = 0; i < 20; i++) m.submit({ id: `s${i}`, promptTokens: prompt(5, i * 10), maxTokens: 50 }, 0);

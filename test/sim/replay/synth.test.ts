@@ -45,13 +45,21 @@ describe('PromptSynthesizer', () => {
     // Shared prefixes, a block cut short in one request and whole in another, ids past the input length.
     const trace = [req([1, 2, 3], 1100), req([1, 2], 700), req([1, 4, 9], 512), req([5, 2, 1], 1536), req([1], 1)];
     const synth = new PromptSynthesizer(trace, 42, 512);
+    const kept: number[] = [];
     for (const r of trace) {
       const expected: number[] = [];
       for (const id of r.hashIds) expected.push(...referenceTokens(id, 42, Math.min(512, r.inputLength - expected.length)));
       expect([...synth.prompt(r)]).toEqual(expected);
+      kept.push(synth.keptBlocks);
     }
+    // Ids 1 and 2 recur after the first request, 2 last in the fourth, 1 last in the fifth.
+    expect(kept).toEqual([2, 2, 2, 1, 0]);
+    // A request that is not the trace's gets the same tokens, nothing kept.
+    const other = req([2, 7], 600);
+    expect([...synth.prompt(other)]).toEqual([...synthesizePrompt(other, 42)]);
+    expect(synth.keptBlocks).toBe(0);
     // Every block was dropped at its last use.
-    expect((synth as unknown as { blocks: Map<number, Uint32Array> }).blocks.size).toBe(0);
+    expect(synth.keptBlocks).toBe(0);
   });
 
   it('writes a recycled prompt buffer over completely: prompts equal those of fresh buffers, tokens past the hash ids zero', () => {

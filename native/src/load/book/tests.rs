@@ -60,8 +60,39 @@ fn shared_prefixes_count_once_per_rank() {
   assert_eq!(b.rank(r1).active_blocks(), 5);
   assert_eq!(b.rank(r2).active_blocks(), 2);
   assert_eq!(b.rank(r1).active_prefix(&[1, 2, 4, 6]), 3);
+  let mut walk = PrefixWalk::default();
+  b.active_prefixes(&[1, 2, 4, 6], &mut walk);
+  assert_eq!((walk.prefix(r1), walk.prefix(r2)), (3, 2));
   b.free("a", 0.0);
   assert_eq!(b.rank(r1).active_blocks(), 4);
+  b.free("b", 0.0);
+  b.active_prefixes(&[1, 2, 4, 6], &mut walk);
+  assert_eq!((walk.prefix(r1), walk.prefix(r2)), (0, 2), "a freed chain is no longer active");
+}
+
+#[test]
+fn a_walk_recorded_before_the_book_changed_is_not_followed() {
+  let mut b = LoadBook::new(4);
+  let r = b.list_rank(key(1));
+  book(&mut b, "a", r, &[1, 2, 3, 4], 16, 0, None);
+  let mut walk = PrefixWalk::default();
+  b.active_prefixes(&[1, 2, 3, 9], &mut walk);
+  assert_eq!(walk.prefix(r), 3);
+  // The book changes after the walk: "b" splits the chain where the walk saw it whole.
+  book(&mut b, "b", r, &[1, 7], 8, 0, None);
+  let req = |id, hashes| BookRequest { request_id: id, rank: r, block_hashes: hashes, prompt_tokens: 16, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
+  b.book_along(&req("c", &[1, 2, 3, 9]), Some(&walk)).unwrap();
+  // A walk of another prompt is not followed either.
+  b.active_prefixes(&[1, 2], &mut walk);
+  b.book_along(&req("d", &[1, 2, 3, 4, 5]), Some(&walk)).unwrap();
+  b.active_prefixes(&[1, 2, 3, 9, 9], &mut walk);
+  assert_eq!(walk.prefix(r), 4);
+  b.active_prefixes(&[1, 2, 3, 4, 5, 6], &mut walk);
+  assert_eq!(walk.prefix(r), 5);
+  for id in ["a", "b", "c", "d"] {
+    assert!(b.free(id, 0.0));
+  }
+  assert!(b.is_empty());
 }
 
 #[test]
@@ -186,6 +217,29 @@ fn check_ranks(b: &LoadBook, model: &HashMap<String, RefBooking>, ranks: &[RankI
     let prefill: u64 = model.values().filter(|r| r.rank == rank && r.prefill != u64::MAX).map(|r| r.prefill).sum();
     assert_eq!(b.rank(rank).prefill_tokens(), prefill, "step {step}");
   }
+  check_active_prefixes(b, model, ranks, step);
+}
+
+/// Every rank's active prefix of some prompts (active bookings' chains, cut short or run on past
+/// their end), from the book's shared trie, equals the reference's (the longest common prefix
+/// with one of the rank's bookings) and the rank's own trie's.
+fn check_active_prefixes(b: &LoadBook, model: &HashMap<String, RefBooking>, ranks: &[RankId], step: u32) {
+  let common = |a: &[u64], q: &[u64]| a.iter().zip(q).take_while(|(x, y)| x == y).count();
+  let mut probes: Vec<Vec<u64>> = vec![vec![], vec![5, 21]];
+  for r in model.values().take(12) {
+    probes.push(r.hashes.clone());
+    probes.push(r.hashes.iter().copied().chain([1 << 40, 7]).collect());
+    probes.push(r.hashes[..r.hashes.len() / 2].to_vec());
+  }
+  let mut walk = PrefixWalk::default();
+  for q in &probes {
+    b.active_prefixes(q, &mut walk);
+    for &rank in ranks {
+      let want = model.values().filter(|r| r.rank == rank).map(|r| common(&r.hashes, q)).max().unwrap_or(0);
+      assert_eq!(walk.prefix(rank) as usize, want, "step {step}, rank {rank}, prompt {q:?}");
+      assert_eq!(b.rank(rank).active_prefix(q), want, "step {step}, rank {rank}, prompt {q:?}");
+    }
+  }
 }
 
 #[test]
@@ -216,7 +270,14 @@ fn random_operations_match_the_reference_and_end_at_zero() {
         let expected = if rng.bool() { Some(rng.u64(1..20)) } else { None };
         let rank = ranks[rng.usize(0..ranks.len())];
         let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: overlap, expected_output_tokens: expected, now_ms: now };
-        let res = b.book(&req);
+        // Half the bookings follow the walk of the prompt's active prefixes, as the router's do.
+        let res = if rng.bool() {
+          b.book(&req)
+        } else {
+          let mut walk = PrefixWalk::default();
+          b.active_prefixes(&hashes, &mut walk);
+          b.book_along(&req, Some(&walk))
+        };
         assert_eq!(res.is_err(), model.contains_key(&id));
         if res.is_ok() {
           let prefill = prompt.saturating_sub(overlap as u64 * bs);
