@@ -367,10 +367,10 @@ impl<'a> Reader<'a> {
     let mut at = self.at;
     let mut i = 0;
     if token_windows::available() {
-      // 15 tokens per step where the CPU can (token_windows.rs); what it leaves (the last bytes,
+      // 31 tokens per step where the CPU can (token_windows.rs); what it leaves (the last bytes,
       // other encodings) goes on below.
       while i < dst.len() && at + WINDOW_BYTES <= buf.len() {
-        // SAFETY: the CPU has the features; 64 bytes from `at` are in `buf`; the window
+        // SAFETY: the CPU has the features; 128 bytes from `at` are in `buf`; the window
         // writes at most dst.len() - i values from dst[i].
         let (read, used) = unsafe { token_windows::window(buf.as_ptr().add(at), dst.as_mut_ptr().add(i), dst.len() - i) };
         if read == 0 {

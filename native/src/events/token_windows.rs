@@ -17,9 +17,19 @@ pub const WINDOW_TOKENS: usize = 31;
 /// Bytes a window reads from its first marker.
 pub const WINDOW_BYTES: usize = 128;
 
+#[cfg(test)]
+thread_local! {
+  /// Set by a test to run the portable path on a CPU that has the windows.
+  pub static OFF_IN_TEST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Whether this CPU runs `window`.
 #[inline]
 pub fn available() -> bool {
+  #[cfg(test)]
+  if OFF_IN_TEST.with(|off| off.get()) {
+    return false;
+  }
   #[cfg(target_arch = "x86_64")]
   {
     is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512vbmi")
