@@ -4,6 +4,7 @@
 // expire after a TTL. Time comes from the `clock` option, never read inside the tree.
 import { native, type Binding } from './binding.js';
 import { callNative, nativeErrorCode, translateNativeError } from './errors.js';
+import { EventBatchCounts, type EventBatchResult } from './event-batch.js';
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import {
@@ -24,6 +25,7 @@ import { perTierObject, type LowerTier, type PerTier } from './tiers.js';
 import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
 export type { IndexerMode };
+export type { EventBatchResult, EventDecodeError } from './event-batch.js';
 
 export interface KvIndexerOptions {
   /** Tokens per KV block; must equal the engines' block size. */
@@ -105,53 +107,6 @@ export interface IndexerStats {
   lowerTierBlocks: PerTier;
 }
 
-/** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
-export interface EventDecodeError {
-  message: string;
-  /** E.g. "events[2].token_ids[5]" ("" for the whole payload). */
-  path: string;
-}
-
-/** What one KV event batch did to the index (applyEventBatch). */
-export interface EventBatchResult {
-  /** Events in the batch. */
-  events: number;
-  /** Device events applied, by kind. */
-  stored: number;
-  removed: number;
-  cleared: number;
-  /** Stored events refused by reason; `unknownRemoval` counts removed hashes that named nothing. */
-  refused: {
-    blockSize: number;
-    tokenCount: number;
-    unknownParent: number;
-    duplicateHash: number;
-    selfParent: number;
-    hashCollision: number;
-    indexFull: number;
-    malformed: number;
-    /** Events whose fields have the wrong types (the first one's error is `invalidEvent`). */
-    invalid: number;
-    unknownRemoval: number;
-  };
-  /** Events of a type the decoder does not know, and of a secondary KV cache group: skipped. */
-  unknownTypes: number;
-  otherGroups: number;
-  /** Events applied to lower tiers (medium CPU, disk, external...), only the tiers with some. */
-  lowerTiers: Array<{ tier: LowerTier; stored: number; removed: number }>;
-  /** Events about a medium no engine is known to send, or about lower tiers when the indexer
-   * does not keep them (`lowerTiers: false`): not applied, per medium. */
-  otherMedia: Array<{ medium: string; stored: number; removed: number }>;
-  /** The batch's timestamp (seconds) and its own dp rank, if it says (events go to `dpRank`). */
-  ts: number;
-  dpRank?: number;
-  /** Set when the payload is not a valid batch: nothing was applied. */
-  decodeError?: EventDecodeError;
-  invalidEvent?: EventDecodeError;
-  /** The worker was removed while the batch was applied (async only): the rest was dropped. */
-  cancelled: boolean;
-}
-
 export interface StoredOptions {
   loraName?: string;
   mmHashes?: HashOptions['mmHashes'];
@@ -207,6 +162,8 @@ export class KvIndexer {
   private readonly matchReadsClock: boolean;
   /** [worker, dpRank, blocks] per match, written by the addon; grown when a result needs it. */
   private out = new Float64Array(3 * 64);
+  /** applyEventBatch's counts, written by the addon. */
+  private readonly batchCounts = new EventBatchCounts();
 
   constructor(opts: KvIndexerOptions) {
     if (opts instanceof Restored) {
@@ -295,7 +252,8 @@ export class KvIndexer {
     expectWorkerId(worker);
     expectDpRank(dpRank);
     expectPayload(payload);
-    return callNative(() => this.native.applyEventBatch(worker, dpRank, payload)) as EventBatchResult;
+    const counts = this.batchCounts;
+    return counts.result(callNative(() => this.native.applyEventBatchInto(worker, dpRank, payload, counts.array)));
   }
 
   /**

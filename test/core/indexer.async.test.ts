@@ -1,4 +1,5 @@
 // The indexer's calls that work off the JavaScript thread: event batches, snapshot, restore.
+import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { KvIndexer } from '../../src/core/indexer.js';
 import { NativeErrorCode, nativeErrorCode } from '../../src/core/errors.js';
@@ -37,6 +38,39 @@ describe('KvIndexer off-thread calls', () => {
     expect(() => a.applyEventBatch(1, 0, 'x' as never)).toThrow(TypeError);
     expect(() => a.applyEventBatch(1.5, 0, payload)).toThrow(RangeError);
     expect(() => new KvIndexer({ blockSize: BS, mode: 'approximate' }).applyEventBatch(1, 0, payload)).toThrow(/'events' mode/);
+  });
+
+  it('applyEventBatch (counts written into an array) reports exactly what the async call does', async () => {
+    const packr = new Packr({ useRecords: false, variableMapSize: true });
+    const tokens = [...tokensOf([0, 1])];
+    const stored = (h: number, medium: string | null, parent: number | null = null) => ['BlockStored', [BigInt(h), BigInt(h + 1)], parent === null ? null : BigInt(parent), tokens, BS, null, medium];
+    const payloads = [
+      chain(5, 1),
+      // Lower tiers, an unknown medium, a refusal, an event of the wrong types, a dp rank.
+      packr.pack([2.5, [stored(10, 'CPU'), stored(20, 'nvme-x'), stored(30, 'GPU', 999), ['BlockStored', 'x'], ['BlockRemoved', [77n], 'disk'], ['Nope']], 3]),
+      packr.pack([1, [stored(40, null)], null]),
+      Buffer.from('c1', 'hex'),
+      new Uint8Array(0),
+    ];
+    for (const payload of payloads) {
+      const a = new KvIndexer({ blockSize: BS });
+      const b = new KvIndexer({ blockSize: BS });
+      const sync = a.applyEventBatch(2, 1, payload);
+      const async = await b.applyEventBatchAsync(2, 1, payload);
+      expect(sync).toStrictEqual(async);
+      expect(Object.keys(sync)).toEqual(Object.keys(async));
+      expect(a.stats()).toEqual(b.stats());
+    }
+    const mixed = new KvIndexer({ blockSize: BS }).applyEventBatch(2, 1, payloads[1]);
+    expect(mixed).toMatchObject({ events: 6, stored: 0, ts: 2.5, dpRank: 3, unknownTypes: 1, refused: { unknownParent: 1, invalid: 1 } });
+    expect(mixed.lowerTiers).toEqual([{ tier: 'host', stored: 1, removed: 0 }, { tier: 'disk', stored: 0, removed: 1 }]);
+    expect(mixed.otherMedia).toEqual([{ medium: 'nvme-x', stored: 1, removed: 0 }]);
+    expect(mixed.invalidEvent?.path).toMatch(/^events\[3\]/);
+    // Results do not share their arrays.
+    const ix = new KvIndexer({ blockSize: BS });
+    const [r1, r2] = [ix.applyEventBatch(1, 0, chain(1, 500)), ix.applyEventBatch(1, 0, chain(1, 600))];
+    expect(r1.lowerTiers).not.toBe(r2.lowerTiers);
+    expect(r1.refused).not.toBe(r2.refused);
   });
 
   it('applyEventBatchAsync copies the payload unless told to read it in place', async () => {

@@ -161,8 +161,10 @@ describe('EventIngest: a restored index resumes where its snapshot ended (resume
     await ingest.caughtUp(5);
     expect(indexer.findMatches(computeBlockHashes(range(0, 16), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 4 }]);
     await ingest.caughtUp(404);
+    await ingest.joined(5);
     await ingest.idle();
-    expect(engine.replayRequests.at(-1)).toBe(lastSeq + 1n);
+    // The catch-up's request first, then the join probe's (which finds nothing newer).
+    expect(engine.replayRequests.slice(-2)).toEqual([lastSeq + 1n, lastSeq + 2n]);
     expect(indexer.findMatches(computeBlockHashes(range(0, 16), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 4 }]);
     expect(incidents).toEqual([{ kind: 'caught_up', from: lastSeq + 1n, to: lastSeq + 1n }]);
     // The live feed goes on from there: no gap, no clearing.

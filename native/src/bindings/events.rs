@@ -11,7 +11,7 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Task};
 use napi_derive::napi;
 
-use super::errors::{coded, Code, Result};
+use super::errors::{coded, range_error, Code, Result};
 use super::indexer::{borrow_in, lock, to_key, NativeIndexer, SharedIndex};
 use crate::events::apply::{apply_decoded, apply_record, shape_of, BatchOutcome};
 use crate::events::decode::{DecodeError, Decoded, Shape};
@@ -79,6 +79,74 @@ pub struct NativeEventBatchResult {
   pub cancelled: bool,
 }
 
+/// What a batch did beyond its counts (applyEventBatchInto): returned only when there is some.
+#[napi(object)]
+pub struct NativeEventBatchExtras {
+  pub lower_tiers: Vec<NativeTierCount>,
+  pub other_media: Vec<NativeMediumCount>,
+  pub decode_error: Option<NativeDecodeError>,
+  pub invalid_event: Option<NativeDecodeError>,
+}
+
+/// Entries of applyEventBatchInto's `counts`, in this order: events, stored, removed, cleared,
+/// the ten refusal counts in NativeRefused's order, unknownTypes, otherGroups, ts, dpRank (-1:
+/// none). src/core/event-batch.ts reads them by these positions.
+pub const BATCH_COUNTS: usize = 18;
+
+fn write_counts(o: &BatchOutcome, out: &mut [f64]) {
+  let r = &o.refused;
+  let counts = [
+    o.events,
+    o.stored,
+    o.removed,
+    o.cleared,
+    r.block_size,
+    r.token_count,
+    r.unknown_parent,
+    r.duplicate_hash,
+    r.self_parent,
+    r.hash_collision,
+    r.index_full,
+    r.malformed,
+    r.invalid,
+    r.unknown_removal,
+    o.unknown_types,
+    o.other_groups,
+  ];
+  for (dst, &n) in out.iter_mut().zip(&counts) {
+    *dst = f64::from(n);
+  }
+  out[16] = o.ts;
+  out[17] = o.dp_rank.map_or(-1.0, f64::from);
+}
+
+fn lower_tier_counts(o: &BatchOutcome) -> Vec<NativeTierCount> {
+  LowerTier::ALL
+    .iter()
+    .zip(o.lower_tiers)
+    .filter(|(_, c)| c.stored + c.removed > 0)
+    .map(|(t, c)| NativeTierCount { tier: t.name().to_string(), stored: c.stored, removed: c.removed })
+    .collect()
+}
+
+fn medium_counts(media: Vec<crate::events::apply::MediumCount>) -> Vec<NativeMediumCount> {
+  media.into_iter().map(|m| NativeMediumCount { medium: m.medium, stored: m.stored, removed: m.removed }).collect()
+}
+
+/// The extras of `outcome`, or None (the usual case: everything is in the counts).
+fn to_extras(o: BatchOutcome, decode_error: Option<DecodeError>) -> Option<NativeEventBatchExtras> {
+  let plain = decode_error.is_none() && o.first_invalid.is_none() && o.other_media.is_empty() && o.lower_tiers.iter().all(|c| c.stored + c.removed == 0);
+  if plain {
+    return None;
+  }
+  Some(NativeEventBatchExtras {
+    lower_tiers: lower_tier_counts(&o),
+    other_media: medium_counts(o.other_media),
+    decode_error: decode_error.map(to_js_error),
+    invalid_event: o.first_invalid.map(to_js_error),
+  })
+}
+
 fn to_js_error(e: DecodeError) -> NativeDecodeError {
   NativeDecodeError { message: e.message, path: e.path }
 }
@@ -108,13 +176,8 @@ fn to_result(outcome: std::result::Result<BatchOutcome, DecodeError>, cancelled:
     },
     unknown_types: o.unknown_types,
     other_groups: o.other_groups,
-    lower_tiers: LowerTier::ALL
-      .iter()
-      .zip(o.lower_tiers)
-      .filter(|(_, c)| c.stored + c.removed > 0)
-      .map(|(t, c)| NativeTierCount { tier: t.name().to_string(), stored: c.stored, removed: c.removed })
-      .collect(),
-    other_media: o.other_media.into_iter().map(|m| NativeMediumCount { medium: m.medium, stored: m.stored, removed: m.removed }).collect(),
+    lower_tiers: lower_tier_counts(&o),
+    other_media: medium_counts(o.other_media),
     ts: o.ts,
     dp_rank: o.dp_rank,
     decode_error,
@@ -208,19 +271,32 @@ impl Task for RestoreTask {
 
 #[napi]
 impl NativeIndexer {
-  /// A KV event batch from its msgpack payload, applied for (worker, dpRank) on this thread.
+  /// A KV event batch from its msgpack payload, applied for (worker, dpRank) on this thread
+  /// (decoded without the lock: a batch applying on a libuv thread goes on meanwhile). Its counts
+  /// are written into `counts` (BATCH_COUNTS entries) rather than returned in an object: one
+  /// built through Node-API costs microseconds, as much as a few events.
+  /// Returns what the counts cannot say (lower tiers, other media, errors), or null.
   #[napi]
-  pub fn apply_event_batch(&self, worker: f64, dp_rank: f64, payload: &[u8]) -> Result<NativeEventBatchResult> {
+  pub fn apply_event_batch_into(&self, worker: f64, dp_rank: f64, payload: &[u8], mut counts: Float64ArraySlice) -> Result<Option<NativeEventBatchExtras>> {
+    // SAFETY: the slice is the caller's typed array, borrowed for this call only.
+    let counts = unsafe { counts.as_mut() };
+    let Some(counts) = counts.get_mut(..BATCH_COUNTS) else {
+      return Err(range_error(format!("counts must hold {BATCH_COUNTS} entries")));
+    };
     let key = to_key(worker, dp_rank)?;
     let shape = shape_of(&*borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatch")?);
-    // Decoded without the lock (a batch applying on a libuv thread goes on meanwhile).
     let mut decoded = self.decoded.borrow_mut();
     let outcome = decoded.decode(payload, shape).map(|()| apply_decoded(&mut lock(self.inner_ref()), key, &decoded));
     decoded.release_large();
-    Ok(to_result(outcome, false))
+    let (o, decode_error) = match outcome {
+      Ok(o) => (o, None),
+      Err(e) => (BatchOutcome::default(), Some(e)),
+    };
+    write_counts(&o, counts);
+    Ok(to_extras(o, decode_error))
   }
 
-  /// The same on a libuv thread: the JavaScript thread goes on. The payload is referenced, not
+  /// The same on a libuv thread (the result as an object): the JavaScript thread goes on. The payload is referenced, not
   /// copied: the caller (src/core/indexer.ts, which copies unless told the bytes are left alone)
   /// must neither change nor transfer it until the promise settles.
   #[napi(ts_return_type = "Promise<NativeEventBatchResult>")]

@@ -3,6 +3,7 @@
 //!
 //! - msgpack.rs  a reader over the payload bytes (markers by the `rmp` crate)
 //! - token_lengths.rs  what lets the reader take token ids two per step
+//! - token_windows.rs  31 per step with AVX-512 VBMI
 //! - fields.rs   an event's fields, each from its msgpack value, with their error messages
 //! - decode.rs   batches and events in one pass, every encoding the engines use: checked, hashed
 //! - apply.rs    the decoded records applied to the index, and the counts of one batch
@@ -12,6 +13,7 @@ pub mod decode;
 mod fields;
 mod msgpack;
 mod token_lengths;
+mod token_windows;
 #[cfg(test)]
 mod fuzz;
 #[cfg(test)]

@@ -123,6 +123,19 @@ fn stored_payloads() {
   let events = stored_events(34);
   let batches = payloads(&events);
   let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+  // APPLY_ONLY=1: only the whole path (decode, hash, apply), for a profiler.
+  if std::env::var("APPLY_ONLY").is_ok() {
+    for _ in 0..rounds {
+      let mut ix = RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events));
+      let mut d = Decoded::default();
+      let t = cpu_s();
+      for (w, bytes) in &batches {
+        apply_batch(&mut ix, WorkerKey { worker: *w, dp_rank: 0 }, bytes, &mut d).unwrap();
+      }
+      println!("decoded, hashed and applied {:.0} events/s per thread CPU second", events.len() as f64 / (cpu_s() - t));
+    }
+    return;
+  }
   for _ in 0..rounds {
     let mut d = Decoded::default();
     let shape = shape_of(&RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events)));

@@ -1,0 +1,104 @@
+// What one KV event batch did (KvIndexer.applyEventBatch). The addon writes a batch's counts into
+// a Float64Array the indexer keeps (positions: native/src/bindings/events.rs, BATCH_COUNTS) and
+// returns an object only for what counts cannot say (lower tiers, other media, errors): a result
+// object built property by property through Node-API cost about as much as applying a few events.
+// The object users get is built here, in JavaScript, where a literal of fixed shape is cheap.
+import type { LowerTier } from './tiers.js';
+
+/** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
+export interface EventDecodeError {
+  message: string;
+  /** E.g. "events[2].token_ids[5]" ("" for the whole payload). */
+  path: string;
+}
+
+/** What one KV event batch did to the index (applyEventBatch). */
+export interface EventBatchResult {
+  /** Events in the batch. */
+  events: number;
+  /** Device events applied, by kind. */
+  stored: number;
+  removed: number;
+  cleared: number;
+  /** Stored events refused by reason; `unknownRemoval` counts removed hashes that named nothing. */
+  refused: {
+    blockSize: number;
+    tokenCount: number;
+    unknownParent: number;
+    duplicateHash: number;
+    selfParent: number;
+    hashCollision: number;
+    indexFull: number;
+    malformed: number;
+    /** Events whose fields have the wrong types (the first one's error is `invalidEvent`). */
+    invalid: number;
+    unknownRemoval: number;
+  };
+  /** Events of a type the decoder does not know, and of a secondary KV cache group: skipped. */
+  unknownTypes: number;
+  otherGroups: number;
+  /** Events applied to lower tiers (medium CPU, disk, external...), only the tiers with some. */
+  lowerTiers: Array<{ tier: LowerTier; stored: number; removed: number }>;
+  /** Events about a medium no engine is known to send, or about lower tiers when the indexer
+   * does not keep them (`lowerTiers: false`): not applied, per medium. */
+  otherMedia: Array<{ medium: string; stored: number; removed: number }>;
+  /** The batch's timestamp (seconds) and its own dp rank, if it says (events go to `dpRank`). */
+  ts: number;
+  dpRank?: number;
+  /** Set when the payload is not a valid batch: nothing was applied. */
+  decodeError?: EventDecodeError;
+  invalidEvent?: EventDecodeError;
+  /** The worker was removed while the batch was applied (async only): the rest was dropped. */
+  cancelled: boolean;
+}
+
+/** What the addon returns beside the counts when there is some (its NativeEventBatchExtras,
+ * restated here so that the package's declarations do not reach into the addon's). */
+interface BatchExtras {
+  lowerTiers: Array<{ tier: string; stored: number; removed: number }>;
+  otherMedia: Array<{ medium: string; stored: number; removed: number }>;
+  decodeError?: EventDecodeError;
+  invalidEvent?: EventDecodeError;
+}
+
+/** Entries of the counts array, in the order the addon writes them. */
+const BATCH_COUNTS = 18;
+
+/** One indexer's counts array, and the result read from it after a call. */
+export class EventBatchCounts {
+  readonly array = new Float64Array(BATCH_COUNTS);
+
+  /** The result of the call that just wrote `array` and returned `extras`. */
+  result(extras: BatchExtras | null | undefined): EventBatchResult {
+    const c = this.array;
+    // The keys in the order of the async call's object (the addon sets the optional ones last).
+    const result: EventBatchResult = {
+      events: c[0],
+      stored: c[1],
+      removed: c[2],
+      cleared: c[3],
+      refused: {
+        blockSize: c[4],
+        tokenCount: c[5],
+        unknownParent: c[6],
+        duplicateHash: c[7],
+        selfParent: c[8],
+        hashCollision: c[9],
+        indexFull: c[10],
+        malformed: c[11],
+        invalid: c[12],
+        unknownRemoval: c[13],
+      },
+      unknownTypes: c[14],
+      otherGroups: c[15],
+      lowerTiers: extras ? (extras.lowerTiers as EventBatchResult['lowerTiers']) : [],
+      otherMedia: extras ? extras.otherMedia : [],
+      ts: c[16],
+      cancelled: false,
+    };
+    if (c[17] >= 0) result.dpRank = c[17];
+    if (extras?.decodeError) result.decodeError = extras.decodeError;
+    if (extras?.invalidEvent) result.invalidEvent = extras.invalidEvent;
+    return result;
+  }
+}
