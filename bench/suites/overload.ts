@@ -34,9 +34,12 @@ const IN_TIME = 5;
 
 interface Setup {
   name: string;
-  kind: 'none' | 'refuse' | 'queue';
+  /** engine: no router queue, the engines ordering their queues by the forwarded priority. */
+  kind: 'none' | 'refuse' | 'queue' | 'engine';
   routerQueue?: Partial<QueueSettings>;
   routing?: Partial<RoutingConfig>;
+  /** The router forwards each request's priority and the engines schedule by it (vLLM --scheduling-policy priority). */
+  enginePriority?: boolean;
 }
 
 const REFUSAL_CAPS = [1, 2, 4, 8] as const;
@@ -45,6 +48,11 @@ const SETUPS: readonly Setup[] = [
   { name: "no protection (kvroute's default: nothing refused)", kind: 'none' },
   ...REFUSAL_CAPS.map((k): Setup => ({ name: `refuse above ${k} x 8192 per worker`, kind: 'refuse', routing: { maxQueuedPrefillTokens: k * BATCH * WORKERS } })),
   { name: 'queue fcfs, threshold 2', kind: 'queue', routerQueue: { threshold: 2, policy: 'fcfs' } },
+  // Issue 15's priority target with ttft: a lower threshold keeps more of the wait in the router,
+  // where the class counts; forwarding the class lets the engines order their own queues by it.
+  { name: 'no router queue, engines schedule by priority', kind: 'engine', enginePriority: true },
+  { name: 'queue fcfs, threshold 0.5', kind: 'queue', routerQueue: { threshold: 0.5, policy: 'fcfs' } },
+  { name: 'queue fcfs, threshold 2, engines schedule by priority', kind: 'queue', routerQueue: { threshold: 2, policy: 'fcfs' }, enginePriority: true },
   { name: 'queue wspt, threshold 2, max 262144 queued tokens', kind: 'queue', routerQueue: { threshold: 2, policy: 'wspt', maxTokens: 262_144 } },
   // The wait limit sheds what would be served late (and a long prompt wspt would hold back); the
   // tighter bounds keep what waits short.
@@ -66,7 +74,8 @@ async function replay(trace: TraceRequest[], scale: number, setup: Omit<Setup, '
   const run = await runVirtualFleet(trace, {
     workers: WORKERS,
     policy,
-    engine: ENGINE,
+    engine: setup.enginePriority ? { ...ENGINE, schedulingPolicy: 'priority' } : ENGINE,
+    forwardPriority: setup.enginePriority,
     seed: 0,
     arrivalScale: scale,
     highPriorityShare: HIGH_SHARE,
@@ -119,7 +128,7 @@ async function measure(trace: TraceRequest[], overload: number, policy: Policy, 
 function policyFigures(policy: Policy, outcomes: Outcome[]): Figure[] {
   const none = outcomes.find((o) => o.setup.kind === 'none')!;
   const bestRefusal = outcomes.filter((o) => o.setup.kind === 'refuse').reduce((a, b) => (b.inTime > a.inTime ? b : a));
-  const queues = outcomes.filter((o) => o.setup.kind === 'queue');
+  const queues = outcomes.filter((o) => o.setup.kind === 'queue' || o.setup.kind === 'engine');
   const bestQueue = queues.reduce((a, b) => (b.inTime > a.inTime ? b : a));
   const bestPriority = queues.reduce((a, b) => (b.highP90 / b.lowP90 < a.highP90 / a.lowP90 ? b : a));
   const figures: Figure[] = [];

@@ -17,6 +17,8 @@ export const SCHEDULING_HELP = `Scheduling (the server's settings of the same na
   --max-queued-prefill-tokens N  refuse (429) a request when a pool's booked prefill would pass N
   --high-priority-share F      priority 1 for a seeded share F of the requests whose trace line
                         has no priority field (default: none)
+  --engine-priority     the router forwards priorities (--forward-priority) and the simulated
+                        engines schedule by them (vLLM's --scheduling-policy priority)
   --conditional-disagg  per request, aggregated on the decode worker when remote prefill does not pay
   --disagg-bypass-below N      with it: aggregated below N uncached tokens (default ${DEFAULT_CONDITIONAL_DISAGG.bypassBelowTokens})
   --disagg-above N      with it: always disaggregated from N uncached tokens (default ${DEFAULT_CONDITIONAL_DISAGG.disaggAboveTokens})
@@ -29,6 +31,7 @@ export const SCHEDULING_OPTIONS = {
   'router-queue-max-wait-ms': { type: 'string' },
   'max-queued-prefill-tokens': { type: 'string' },
   'high-priority-share': { type: 'string' },
+  'engine-priority': { type: 'boolean' },
   'conditional-disagg': { type: 'boolean' },
   'disagg-bypass-below': { type: 'string' },
   'disagg-above': { type: 'string' },
@@ -63,6 +66,7 @@ export function schedulingFromFlags(v: Values, disaggregated: boolean): Pick<Rep
     if (share.trim() === '' || !(f >= 0 && f <= 1)) throw new UsageError(`--high-priority-share must be a number in [0, 1], got ${share}`);
     out.highPriorityShare = f;
   }
+  if (v['engine-priority'] === true) out.forwardPriority = true;
   const below = str('disagg-bypass-below');
   const above = str('disagg-above');
   if (v['conditional-disagg'] === true) {

@@ -14,6 +14,7 @@ import type { PolicyName, RouteRequest, RoutingDecision } from '../core/routing-
 import { describe, expectInteger } from '../util/validate.js';
 import { abortError, EngineError, type EngineFailure, isAbortError } from '../engines/errors.js';
 import { carriesToken } from '../engines/sse.js';
+import { withEnginePriority } from '../engines/priority.js';
 import type { Leg, LegStream, LegTransport, SessionCall } from '../engines/transport.js';
 import type { OpenAiRoute, SseEvent, WorkerInfo } from '../engines/types.js';
 import { Booking, type KvRouterCore } from './booking.js';
@@ -87,6 +88,12 @@ export interface LegOptions {
    * releaseTimeoutMs) so the prefill worker's blocks are pulled, not stranded.
    */
   holdUntilFirstEvent?: boolean;
+  /**
+   * The request's priority class, forwarded to the engine in the body's `priority` field as the
+   * booked worker's kind reads it (engines/priority.ts; none for TensorRT-LLM). Undefined: the body
+   * goes as it is.
+   */
+  enginePriority?: number;
   /** Sees each streamed event before the consumer. */
   onEvent?(ev: SseEvent): void;
   /** Called once when the leg finishes, with why. */
@@ -301,7 +308,9 @@ export class KvRouter {
       const onSent = o.onSent && (() => o.onSent!(b));
       let result: T;
       try {
-        result = await call({ worker: b.worker, dpRank: b.decision.dpRank, route, body: typeof body === 'function' ? body(b) : body, requestId: o.requestId, signal, onSent });
+        const legBody = typeof body === 'function' ? body(b) : body;
+        const sent = o.enginePriority === undefined ? legBody : withEnginePriority(legBody, b.worker.kind, o.enginePriority);
+        result = await call({ worker: b.worker, dpRank: b.decision.dpRank, route, body: sent, requestId: o.requestId, signal, onSent });
       } catch (err) {
         const outcome = outcomeOf(err);
         if (outcome) this.pool.recordOutcome(worker, outcome);

@@ -60,6 +60,12 @@ export interface PrefillRouterOptions {
   enforceDisagg?: boolean;
   /** Serve a request aggregated when its prefill leg fails. Default true. */
   fallbackToAggregated?: boolean;
+  /**
+   * Forward a request's priority class (hints.priority) to its engines, in the body's `priority`
+   * field as each engine kind reads it: for engines started with priority scheduling (vLLM's
+   * --scheduling-policy priority, SGLang's --enable-priority-scheduling). Default false.
+   */
+  forwardPriority?: boolean;
   /** Source of 63-bit random room values (tests pin it). */
   randomRoom?: () => bigint;
   clock?: () => number;
@@ -140,7 +146,7 @@ export class PrefillRouter {
     if (!(o.prefill instanceof KvRouter)) throw new TypeError(`options.prefill must be a KvRouter, got ${describe(o.prefill)}`);
     if (!(o.decode instanceof KvRouter)) throw new TypeError(`options.decode must be a KvRouter, got ${describe(o.decode)}`);
     if (o.prefill === o.decode || o.prefill.pool === o.decode.pool) throw new TypeError('options.prefill and options.decode must be routers of two different pools');
-    for (const k of ['enforceDisagg', 'fallbackToAggregated'] as const) {
+    for (const k of ['enforceDisagg', 'fallbackToAggregated', 'forwardPriority'] as const) {
       if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new TypeError(`options.${k} must be a boolean, got ${describe(o[k])}`);
     }
     for (const k of ['randomRoom', 'clock', 'onRequestDone', 'onEvent', 'onQueueEvent'] as const) {
@@ -178,6 +184,7 @@ export class PrefillRouter {
       prefill: this.prefill,
       decode: this.decode,
       fallbackToAggregated: this.fallbackToAggregated,
+      forwardPriority: o.forwardPriority ?? false,
       randomRoom: this.randomRoom,
       sessions: this.sessions,
       queues: this.queues,

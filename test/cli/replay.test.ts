@@ -181,6 +181,13 @@ describe('kvroute replay, scheduling flags', () => {
     expect(JSON.parse(await readFile(cond, 'utf8')).policies.kv.mode_reasons).toEqual({ below_threshold: 4 });
   });
 
+  it('--engine-priority: the engines take the forwarded priorities (an fcfs engine would refuse the priority-1 request)', async () => {
+    const out = join(dir, 'engine-priority.json');
+    expect((await replay(['--trace', small, '--workers', '1', '--policy', 'kv', '--engine-priority', '--json', out])).code).toBe(0);
+    expect(JSON.parse(await readFile(out, 'utf8')).policies.kv).toMatchObject({ completed: 4, refused: 0 });
+    expect(Object.keys(JSON.parse(await readFile(out, 'utf8')).policies.kv.ttft_p90_ms_by_priority)).toEqual(['0', '1']);
+  });
+
   it('refuses bad scheduling flags with a UsageError naming them', async () => {
     await expect(run(['--trace', small, '--router-queue-threshold=-1'])).rejects.toThrow(/queue threshold must be a finite number >= 0/);
     await expect(run(['--trace', small, '--router-queue-threshold', ''])).rejects.toThrow(UsageError);

@@ -59,12 +59,13 @@ describe('flags declared on the settings', () => {
   it('set their settings, the environment under the flags, an empty value as not given, loaded objects copied not changed', async () => {
     const routing = { policy: 'kv', temperature: 0.5 };
     const settings: Record<string, unknown> = { routing, sessionAffinity: true };
-    await applyFlags(settings, flags, { policy: 'random', 'session-ttl-ms': '5000', approximate: true, 'no-fallback': true, port: '' }, { PORT: '9100', HOST: '10.0.0.1' });
+    await applyFlags(settings, flags, { policy: 'random', 'session-ttl-ms': '5000', approximate: true, 'no-fallback': true, 'forward-priority': true, port: '' }, { PORT: '9100', HOST: '10.0.0.1' });
     expect(settings).toEqual({
       routing: { policy: 'random', temperature: 0.5 },
       sessionAffinity: { ttlMs: 5000 },
       indexerMode: 'approximate',
       fallbackToAggregated: false,
+      forwardPriority: true,
       host: '10.0.0.1', // an empty --port is not given, and hides PORT as it did before
 
     });

@@ -1,5 +1,6 @@
 // A small fleet of fake engines with the real routing stack over it (KvIndexer, RoutingCore,
 // WorkerPool, KvRouter, PrefillRouter), for the routing tests.
+import { afterEach } from 'vitest';
 import { KvIndexer } from '../../src/core/indexer.js';
 import { RoutingCore, type PolicyName } from '../../src/core/routing-core.js';
 import { EngineClients, type EngineClientOptions } from '../../src/engines/http-client.js';
@@ -53,6 +54,20 @@ export interface Fleet {
   done: RequestDone[];
   info(engine: FakeEngine): WorkerInfo;
   close(): Promise<void>;
+}
+
+/** startFleet for tests that run one fleet at a time: starting one closes the last, and each test's is closed after it. */
+export function fleetPerTest(): (o: FleetOptions) => Promise<Fleet> {
+  let fleet: Fleet | undefined;
+  afterEach(async () => {
+    await fleet?.close();
+    fleet = undefined;
+  });
+  return async (o) => {
+    await fleet?.close();
+    fleet = await startFleet(o);
+    return fleet;
+  };
 }
 
 export async function startFleet(o: FleetOptions): Promise<Fleet> {

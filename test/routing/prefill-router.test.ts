@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MissingRoutingHintError, NoEligibleWorkerError } from '../../src/core/routing-errors.js';
 import { EngineError } from '../../src/engines/errors.js';
 import type { EngineKind } from '../../src/engines/types.js';
@@ -6,18 +6,9 @@ import { DisaggregationRequiredError, UnknownWorkerHintError } from '../../src/r
 import { PrefillRouter } from '../../src/routing/prefill-router.js';
 import { SessionAffinity } from '../../src/routing/session-affinity.js';
 import { startFakeEngine } from '../engines/fake-engine.js';
-import { type Fleet, type FleetOptions, collect, request, startFleet, zeroTotals } from './harness.js';
+import { type Fleet, collect, fleetPerTest, request, startFleet, zeroTotals } from './harness.js';
 
-let fleet: Fleet | undefined;
-afterEach(async () => {
-  await fleet?.close();
-  fleet = undefined;
-});
-
-async function start(o: FleetOptions): Promise<Fleet> {
-  fleet = await startFleet(o);
-  return fleet;
-}
+const start = fleetPerTest();
 
 const streamBody = (tokens = 16) => ({
   model: 'fake',

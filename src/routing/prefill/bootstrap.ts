@@ -52,6 +52,7 @@ export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit
     return ctx.prefill.json(prefill, req.route, (b) => sglangHandoff.prefillBody(req.body, (address = addressOf(b))), {
       requestId: req.requestId,
       signal: legs.signal,
+      enginePriority: ctx.enginePriority,
       onSent: (b) => {
         ctx.recordRouting('prefill', b);
         markSent();

@@ -43,6 +43,8 @@ export interface RouterEnv {
   readonly prefill: KvRouter;
   readonly decode: KvRouter;
   readonly fallbackToAggregated: boolean;
+  /** Forward a request's priority class to its engines (LegOptions.enginePriority). */
+  readonly forwardPriority: boolean;
   /** Source of 63-bit random bootstrap room values. */
   readonly randomRoom: () => bigint;
   readonly sessions: SessionAffinity | undefined;
@@ -117,6 +119,11 @@ export class RequestContext {
     };
   }
 
+  /** The priority class its legs forward to their engines: the client's, when the router forwards priorities. */
+  get enginePriority(): number | undefined {
+    return this.env.forwardPriority ? this.req.hints.priority : undefined;
+  }
+
   /** Leg options that feed the tracker and report the request's end. */
   legOptions(mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = this.req.signal): LegOptions {
     this.openLegs++;
@@ -124,6 +131,7 @@ export class RequestContext {
       requestId: this.req.requestId,
       signal,
       holdUntilFirstEvent,
+      enginePriority: this.enginePriority,
       onEvent: (ev) => {
         if (carriesToken(ev)) this.tracker.recordTokens(1);
       },

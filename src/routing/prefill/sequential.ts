@@ -31,7 +31,12 @@ export async function runSequential(ctx: RequestContext, prefill: Booking, permi
 
   let outcome: PrefillOutcome;
   try {
-    const answer = await ctx.prefill.json(prefill, req.route, adapter.prefillBody(req.body), { requestId: req.requestId, signal: req.signal, onSent: (b) => ctx.recordRouting('prefill', b) });
+    const answer = await ctx.prefill.json(prefill, req.route, adapter.prefillBody(req.body), {
+      requestId: req.requestId,
+      signal: req.signal,
+      enginePriority: ctx.enginePriority,
+      onSent: (b) => ctx.recordRouting('prefill', b),
+    });
     outcome = adapter.interpretPrefill(answer, prefill.worker.baseUrl);
   } catch (err) {
     if (req.signal.aborted) throw abortError(req.signal);

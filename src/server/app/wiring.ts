@@ -102,6 +102,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     sessions,
     enforceDisagg: config.enforceDisagg,
     fallbackToAggregated: config.fallbackToAggregated,
+    forwardPriority: config.forwardPriority,
     clock: o.clock,
     onRequestDone: (done) => o.metrics.served(done.mode),
     queue: queueSettings(config),

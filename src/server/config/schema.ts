@@ -106,6 +106,14 @@ export const RouterConfigSchema = Type.Object(
         ...cli({ flag: 'no-fallback', value: false, group: 'Routing', help: 'fail a request whose prefill leg fails instead of serving it aggregated' }),
       }),
     ),
+    forwardPriority: defaulted(
+      Type.Boolean({
+        default: false,
+        description:
+          "Forward each request's priority class to its engine in the body's `priority` field (negated for vLLM, whose lower values go first; as is for SGLang; not to TensorRT-LLM). Only for engines started with priority scheduling (vLLM --scheduling-policy priority, SGLang --enable-priority-scheduling): vLLM refuses a non-zero priority otherwise.",
+        ...cli({ flag: 'forward-priority', group: 'Routing', help: "forward request priorities to engines that schedule by priority (vLLM --scheduling-policy priority, SGLang --enable-priority-scheduling)" }),
+      }),
+    ),
     trackOutputBlocks: defaulted(
       Type.Boolean({
         default: false,

@@ -58,7 +58,16 @@ export interface EngineConfig {
    * is built, for a driver that ignores them (a replayed policy that never reads the index).
    */
   kvEvents?: boolean;
+  /**
+   * How the waiting queue is ordered (vLLM's --scheduling-policy): 'fcfs' (default) in arrival
+   * order; 'priority' by each request's `priority` (lower first, vLLM's convention), then arrival,
+   * and a preemption takes the lowest-priority running request. Under fcfs a request with a
+   * non-zero priority is refused, as vLLM refuses it.
+   */
+  schedulingPolicy?: SchedulingPolicy;
 }
+
+export type SchedulingPolicy = 'fcfs' | 'priority';
 
 export interface ResolvedEngineConfig {
   readonly blockSize: number;
@@ -74,6 +83,7 @@ export interface ResolvedEngineConfig {
   readonly offloadBlocks: number;
   readonly offloadBandwidthBytesPerS: number;
   readonly kvEvents: boolean;
+  readonly schedulingPolicy: SchedulingPolicy;
 }
 
 /** Dynamo mocker's published fit (milliseconds). */
@@ -106,6 +116,7 @@ const KNOWN_KEYS = new Set([
   'offloadBlocks',
   'offloadBandwidthBytesPerS',
   'kvEvents',
+  'schedulingPolicy',
 ]);
 
 export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
@@ -132,7 +143,14 @@ export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
       allowInfinity: true,
     }),
     kvEvents: cfg.kvEvents === undefined ? true : expectOptionalBoolean(cfg.kvEvents, 'kvEvents'),
+    schedulingPolicy: schedulingPolicyOf(cfg.schedulingPolicy),
   });
+}
+
+function schedulingPolicyOf(value: unknown): SchedulingPolicy {
+  if (value === undefined) return 'fcfs';
+  if (value !== 'fcfs' && value !== 'priority') throw new RangeError(`schedulingPolicy must be 'fcfs' or 'priority', got ${describe(value)}`);
+  return value;
 }
 
 function resolveTiming(input: unknown): ResolvedEngineConfig['timing'] {

@@ -40,6 +40,18 @@ export class Deque<T> {
     return item;
   }
 
+  /** Inserts `item` before the item at `index` (at the back when index >= size): O(n). */
+  insert(index: number, item: T): void {
+    if (index >= this.count) return this.pushBack(item);
+    if (index <= 0) return this.pushFront(item);
+    const items = this.toArray();
+    items.splice(index, 0, item);
+    this.buf = new Array(this.buf.length);
+    this.head = 0;
+    this.count = 0;
+    for (const x of items) this.pushBack(x);
+  }
+
   /** Removes the first item equal to `item` (O(n)); false when absent. */
   remove(item: T): boolean {
     const items = this.toArray();

@@ -4,7 +4,7 @@
 // delivers them. No clocks, no I/O, no randomness but the seeded hashes: same inputs, same outputs.
 import { expectInteger, expectUint32Array, describe } from '../../util/validate.js';
 import { BlockTables } from './block-table.js';
-import { type ResolvedEngineConfig, type EngineConfig, resolveEngineConfig } from './config.js';
+import { type ResolvedEngineConfig, type EngineConfig, resolveEngineConfig, type SchedulingPolicy } from './config.js';
 import { EventLog, type KvEvent } from './events.js';
 import { KvCache } from './kv-cache.js';
 import { OffloadTier } from './offload-tier.js';
@@ -80,12 +80,12 @@ export class EngineModel {
   /** Queues a request. TypeError/RangeError on a malformed request, a duplicate id, or a prompt the cache can never hold. */
   submit(req: SimRequest, nowMs: number): void {
     expectTime(nowMs);
-    const r = validateRequest(req, this.capacityTokens);
+    const r = validateRequest(req, this.capacityTokens, this.config.schedulingPolicy);
     if (this.requests.has(r.id)) throw new RangeError(`request id '${r.id}' is already in use`);
     this.expireHolds(nowMs);
     const seq = new Sequence(r, this.sampler.streamKey(r.id), this.config.blockSize);
     this.requests.set(r.id, seq);
-    this.scheduler.waiting.pushBack(seq);
+    this.scheduler.enqueue(seq);
   }
 
   /** Drops a request wherever it is (its blocks are freed; cached ones stay cached). False when unknown. */
@@ -267,7 +267,7 @@ function expectTime(nowMs: unknown): void {
 
 type ValidRequest = ConstructorParameters<typeof Sequence>[0];
 
-function validateRequest(req: unknown, capacityTokens: number): ValidRequest {
+function validateRequest(req: unknown, capacityTokens: number, policy: SchedulingPolicy): ValidRequest {
   if (req === null || typeof req !== 'object' || Array.isArray(req)) throw new TypeError(`a request must be an object, got ${describe(req)}`);
   const r = req as Record<string, unknown>;
   if (typeof r.id !== 'string' || r.id.length === 0) throw new TypeError(`request id must be a non-empty string, got ${describe(r.id)}`);
@@ -283,6 +283,9 @@ function validateRequest(req: unknown, capacityTokens: number): ValidRequest {
     throw new TypeError(`loraName must be a string, got ${describe(r.loraName)}`);
   }
   const transferred = r.kvTransferredTokens === undefined ? 0 : expectInteger(r.kvTransferredTokens, 'kvTransferredTokens', 0, prompt.length);
+  const priority = r.priority === undefined ? 0 : expectInteger(r.priority, 'priority', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  // As vLLM: a priority means nothing to an FCFS scheduler, so it is refused rather than ignored.
+  if (priority !== 0 && policy !== 'priority') throw new RangeError(`priority ${priority} needs schedulingPolicy 'priority' (this engine schedules fcfs)`);
   return {
     id: r.id,
     promptTokens: prompt,
@@ -291,6 +294,7 @@ function validateRequest(req: unknown, capacityTokens: number): ValidRequest {
     kvTransferredTokens: transferred,
     holdBlocksAfterFinish: optionalBoolean(r.holdBlocksAfterFinish, 'holdBlocksAfterFinish'),
     ignoreEos: optionalBoolean(r.ignoreEos, 'ignoreEos'),
+    priority,
   };
 }
 

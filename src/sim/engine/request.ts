@@ -22,6 +22,8 @@ export interface SimRequest {
   holdBlocksAfterFinish?: boolean;
   /** Never stop on end-of-sequence (only maxTokens or the cache size end the request). */
   ignoreEos?: boolean;
+  /** Scheduling priority, lower first (vLLM's `priority`); non-zero only under schedulingPolicy 'priority'. Default 0. */
+  priority?: number;
 }
 
 export type FinishReason = 'length' | 'stop' | 'abort';
@@ -51,6 +53,10 @@ export class Sequence {
   /** Prompt tokens to receive by KV transfer (0 = none). */
   readonly transferTokens: number;
   readonly streamKey: number;
+  /** Lower is scheduled first (schedulingPolicy 'priority'). */
+  readonly priority: number;
+  /** Submission order on its engine: the tie-break of equal priorities. */
+  arrivalSeq = 0;
 
   /**
    * The prompt as submitted: kept, not copied (the engine never writes it; a caller must not
@@ -98,8 +104,9 @@ export class Sequence {
   scheduledStep = -1;
 
   /** `blockSize`: the block size of every ensureHashes call (default 1: the whole prompt is copied to `tail`, any block size works). */
-  constructor(req: Required<Omit<SimRequest, 'loraName'>> & { loraName: string | null }, streamKey: number, blockSize = 1) {
+  constructor(req: Required<Omit<SimRequest, 'loraName' | 'priority'>> & { loraName: string | null; priority?: number }, streamKey: number, blockSize = 1) {
     this.id = req.id;
+    this.priority = req.priority ?? 0;
     this.promptLen = req.promptTokens.length;
     this.maxTokens = req.maxTokens;
     this.loraName = req.loraName;

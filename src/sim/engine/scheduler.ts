@@ -4,6 +4,10 @@
 // that cannot get a block preempts the most recently admitted request not yet scheduled in this
 // step (possibly itself): its blocks are freed (cached ones stay cached) and it goes back to the
 // front of the waiting queue, to be recomputed later (with whatever prefix is still cached).
+// Under schedulingPolicy 'priority' (vLLM's priority scheduling) the waiting queue is ordered by
+// priority (lower first) then submission, a preempted request goes back to its place in that
+// order, and the victim of a preemption is the lowest-priority running request not yet scheduled
+// in the step (the latest submitted among equals).
 import type { BlockTables } from './block-table.js';
 import type { ResolvedEngineConfig } from './config.js';
 import { Deque } from './deque.js';
@@ -38,6 +42,7 @@ export class Scheduler {
   /** Of the cached tokens, those reloaded from the CPU tier. */
   reloadedTokens = 0;
   private stepNo = 0;
+  private submitted = 0;
   /** The plan of the current step and the running queue's order at its start, reused step after step. */
   // (Counted, not truncated: setting an array's length to 0 drops its backing store, and every
   // step would grow a new one.)
@@ -93,6 +98,20 @@ export class Scheduler {
     return t;
   }
 
+  /** Queues a newly submitted sequence: at the back (fcfs), or at its place by priority. */
+  enqueue(s: Sequence): void {
+    s.arrivalSeq = this.submitted++;
+    if (this.cfg.schedulingPolicy === 'priority') this.waiting.insert(this.placeOf(s), s);
+    else this.waiting.pushBack(s);
+  }
+
+  /** Where `s` goes in a priority-ordered waiting queue: after every sequence that goes before it. */
+  private placeOf(s: Sequence): number {
+    let i = this.waiting.size;
+    while (i > 0 && goesBefore(s, this.waiting.at(i - 1))) i--;
+    return i;
+  }
+
   /** Removes a sequence from whichever queue holds it. */
   remove(s: Sequence): void {
     if (s.state === 'waiting') this.waiting.remove(s);
@@ -115,8 +134,16 @@ export class Scheduler {
     return true;
   }
 
-  /** The most recently admitted running request not yet scheduled in this step, other than `s`; else `s`. */
+  /**
+   * The most recently admitted running request not yet scheduled in this step, other than `s`;
+   * else `s`. Under priority scheduling, the lowest-priority such request (or `s`, if lower).
+   */
   private preemptionVictim(s: Sequence): Sequence {
+    if (this.cfg.schedulingPolicy === 'priority') {
+      let victim = s;
+      for (const r of this.running) if (r !== s && r.scheduledStep !== this.stepNo && goesBefore(victim, r)) victim = r;
+      return victim;
+    }
     for (let i = this.running.length - 1; i >= 0; i--) {
       const r = this.running[i];
       if (r !== s && r.scheduledStep !== this.stepNo) return r;
@@ -128,7 +155,8 @@ export class Scheduler {
     this.running.splice(this.running.indexOf(s), 1);
     this.tables.free(s);
     s.state = 'waiting';
-    this.waiting.pushFront(s);
+    if (this.cfg.schedulingPolicy === 'priority') this.waiting.insert(this.placeOf(s), s);
+    else this.waiting.pushFront(s);
     this.preemptions++;
   }
 
@@ -217,4 +245,9 @@ export class Scheduler {
     }
     this.transferring = still;
   }
+}
+
+/** Priority order: lower priority first, then earlier submission. */
+function goesBefore(a: Sequence, b: Sequence): boolean {
+  return a.priority < b.priority || (a.priority === b.priority && a.arrivalSeq < b.arrivalSeq);
 }

@@ -34,7 +34,8 @@ export interface ReplayConfig {
   /** The policies the sweep compares (default: all of `policies`). */
   sweepPolicies?: readonly ReplayPolicy[];
   /** The router queue, conditional disaggregation and priorities (VirtualFleetOptions); refusals above a cap are `routing.maxQueuedPrefillTokens`. */
-  scheduling?: Pick<VirtualFleetOptions, 'routerQueue' | 'conditionalDisagg' | 'highPriorityShare'>;
+  /** forwardPriority also gives the engines schedulingPolicy 'priority' (without it, they would refuse the priorities). */
+  scheduling?: Pick<VirtualFleetOptions, 'routerQueue' | 'conditionalDisagg' | 'highPriorityShare' | 'forwardPriority'>;
   onProgress?: (message: string) => void;
   /** Faults: workers down over spans of virtual time, and passive ejection (VirtualFleetOptions). */
   faults?: Pick<VirtualFleetOptions, 'down' | 'outlierDetection'>;
@@ -114,7 +115,7 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       policy,
       routing: cfg.routing,
       lowerTiers: cfg.lowerTiers,
-      engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks },
+      engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks, ...(cfg.scheduling?.forwardPriority ? { schedulingPolicy: 'priority' as const } : {}) },
       seed: cfg.seed,
       arrivalScale: scale,
       ...cfg.scheduling,

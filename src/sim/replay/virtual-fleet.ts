@@ -70,6 +70,11 @@ export interface VirtualFleetOptions {
   conditionalDisagg?: Partial<ConditionalDisaggSettings>;
   /** Share of requests given priority 1 where the trace gives none, drawn from the seed. */
   highPriorityShare?: number;
+  /**
+   * The router forwards each request's priority to its engine (PrefillRouter's forwardPriority);
+   * for it to count, give the engines `schedulingPolicy: 'priority'`. Default false.
+   */
+  forwardPriority?: boolean;
   /** Whether the router indexes the blocks engines report on their CPU tiers (default true; false: it ignores them). */
   lowerTiers?: boolean;
 }
@@ -140,6 +145,7 @@ export class VirtualFleet {
       timers: this.timers,
       queue: opts.routerQueue && Object.assign({ maxNumBatchedTokens: this.decodeEngines.engines[0].config.maxNumBatchedTokens }, opts.routerQueue),
       conditionalDisagg: opts.conditionalDisagg,
+      forwardPriority: opts.forwardPriority,
     });
     const role = disagg ? 'decode' : 'aggregated';
     if (this.prefillEngines) this.addWorkers(this.router.prefill.pool, this.prefillEngines, 0, 'prefill', kind);

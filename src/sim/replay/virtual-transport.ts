@@ -22,6 +22,7 @@ import { withFields } from '../../util/objects.js';
 import { DONE_EVENT, makeEvent } from '../../engines/sse.js';
 import type { Leg, LegStream, LegTransport } from '../../engines/transport.js';
 import type { SseEvent, WorkerInfo } from '../../engines/types.js';
+import { lowerFirstPriority } from '../../engines/priority.js';
 import { makeUsage, wantsUsage } from '../../engines/usage.js';
 import type { TokenOutput } from '../engine/index.js';
 import { KvRendezvous, type PullResult } from './kv-rendezvous.js';
@@ -68,6 +69,8 @@ interface Pull {
 interface Plan {
   prompt: Uint32Array;
   maxTokens: number;
+  /** The engine's scheduling priority (lower first), from the body's `priority` as the worker's kind reads it. */
+  priority: number;
   prefill?: PrefillSide;
   pull?: Pull;
 }
@@ -202,8 +205,10 @@ export class VirtualTransport implements LegTransport {
     if (!(body.prompt instanceof Uint32Array) || body.prompt.length === 0) throw rejected(w, 400, 'a simulated engine takes the prompt as a non-empty Uint32Array of token ids', 'invalid_prompt');
     const max = body.max_tokens ?? 16;
     if (!Number.isSafeInteger(max) || (max as number) < 1) throw rejected(w, 400, `max_tokens must be a positive integer, got ${String(max)}`, 'invalid_type');
-    const plan: Plan = { prompt: body.prompt, maxTokens: max as number };
     const { role, kind } = w.info;
+    const field = body.priority ?? 0;
+    if (!Number.isSafeInteger(field)) throw rejected(w, 400, `priority must be an integer, got ${String(field)}`, 'invalid_type');
+    const plan: Plan = { prompt: body.prompt, maxTokens: max as number, priority: lowerFirstPriority(kind, field as number) };
     if (role === 'aggregated') return plan;
     if (kind === 'vllm') {
       const p = objectField(body, 'kv_transfer_params');
@@ -338,7 +343,7 @@ class LegState {
     const engine = w.pool.engines[w.index];
     const now = this.t.now();
     try {
-      engine.submit({ id: this.engineId, promptTokens: plan.prompt, maxTokens: plan.maxTokens, kvTransferredTokens, holdBlocksAfterFinish: plan.prefill !== undefined }, now);
+      engine.submit({ id: this.engineId, promptTokens: plan.prompt, maxTokens: plan.maxTokens, kvTransferredTokens, holdBlocksAfterFinish: plan.prefill !== undefined, priority: plan.priority }, now);
     } catch (err) {
       // The prompt can never fit this engine, or the id is in use: the engine refuses the request.
       return this.fail(rejected(w, 400, (err as Error).message, 'invalid_request'));

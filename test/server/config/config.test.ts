@@ -29,6 +29,12 @@ describe('parseRouterConfig', () => {
     expect(() => parseRouterConfig({ routing: { ttftModel: { maxNumBatchedTokens: 0 } } })).toThrow(RangeError);
   });
 
+  it('takes forwardPriority: off by default, a boolean, anything else refused', () => {
+    expect(parseRouterConfig({}).forwardPriority).toBe(false);
+    expect(parseRouterConfig({ forwardPriority: true }).forwardPriority).toBe(true);
+    for (const bad of ['yes', 1, null]) expect(() => parseRouterConfig({ forwardPriority: bad })).toThrow(/forwardPriority/);
+  });
+
   it('takes the lower tiers switch and their credit per pool', () => {
     const c = parseRouterConfig({ lowerTiers: false, routing: { hostCacheCredit: 0.5 }, prefillRouting: { diskCacheCredit: 0 } });
     expect(c.lowerTiers).toBe(false);

@@ -122,3 +122,28 @@ describe('conditional disaggregation in replay', () => {
     expect(zero(fleet.prefillEngines!.routing.core.totals())).toBe(true);
   });
 });
+
+describe('engine priority scheduling in replay', () => {
+  it('with the priority forwarded and the engines scheduling by it, the high class skips the engines’ queues too', async () => {
+    // No router queue: every request waits in its engine, where only the forwarded priority counts.
+    const run = (forward: boolean) =>
+      aggregated({ highPriorityShare: 0.25, forwardPriority: forward, engine: { ...engine, schedulingPolicy: forward ? 'priority' : 'fcfs' } }).run(burst);
+    const [fcfs, prio] = [await run(false), await run(true)];
+    for (const r of [fcfs, prio]) expect(r.records.every((x) => Number.isFinite(x.finishMs) && !x.refused)).toBe(true);
+    const highMean = (r: typeof fcfs) => mean(r.records.filter((x) => x.priority === 1).map(ttft));
+    const lowMean = (r: typeof fcfs) => mean(r.records.filter((x) => x.priority === 0).map(ttft));
+    // FCFS engines ignore the class; priority engines serve it first.
+    expect(highMean(fcfs)).toBeGreaterThan(lowMean(fcfs) / 2);
+    expect(highMean(prio)).toBeLessThan(lowMean(prio) / 2);
+  });
+
+  it('an engine that schedules fcfs refuses a forwarded non-zero priority (400, as vLLM): recorded as refused, nothing leaked', async () => {
+    const fleet = aggregated({ highPriorityShare: 0.25, forwardPriority: true });
+    const run = await fleet.run(burst.slice(0, 20));
+    const high = run.records.filter((r) => r.priority === 1);
+    expect(high.length).toBeGreaterThan(0);
+    expect(high.every((r) => r.refused)).toBe(true);
+    expect(run.records.filter((r) => r.priority === 0).every((r) => !r.refused && Number.isFinite(r.finishMs))).toBe(true);
+    expect(zero(fleet.decodeEngines.routing.core.totals())).toBe(true);
+  });
+});

@@ -133,3 +133,17 @@ describe('VirtualTransport', () => {
     expect(() => t.failNext(7, -1)).toThrow(RangeError);
   });
 });
+
+describe('VirtualTransport: the body’s priority', () => {
+  it('answers 400 to a priority that is not an integer, and to a non-zero one on an engine that schedules fcfs', async () => {
+    const { t, leg, runAll } = setup();
+    for (const priority of ['1', 1.5, Number.NaN]) {
+      await expect(t.json(leg({ prompt, max_tokens: 1, priority }))).rejects.toMatchObject({ status: 400, failure: 'engine_rejected' });
+    }
+    await expect(t.json(leg({ prompt, max_tokens: 1, priority: 2 }))).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/schedulingPolicy 'priority'/) });
+    // Priority 0 is every request's under fcfs: served.
+    const ok = t.json(leg({ prompt, max_tokens: 1, priority: 0 }));
+    runAll();
+    await expect(ok).resolves.toMatchObject({ object: 'text_completion' });
+  });
+});
