@@ -2,7 +2,8 @@
 // a Float64Array the indexer keeps (positions: native/src/bindings/events.rs, BATCH_COUNTS) and
 // returns an object only for what counts cannot say (lower tiers, other media, errors): a result
 // object built property by property through Node-API cost about as much as applying a few events.
-// The object users get is built here, in JavaScript, where a literal of fixed shape is cheap.
+// The object users get is built here, in JavaScript, where a literal of fixed shape is cheap, for
+// the sync and the async call alike (the async one resolves to its own counts array).
 import type { LowerTier } from './tiers.js';
 
 /** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
@@ -70,35 +71,38 @@ export class EventBatchCounts {
 
   /** The result of the call that just wrote `array` and returned `extras`. */
   result(extras: BatchExtras | null | undefined): EventBatchResult {
-    const c = this.array;
-    // The keys in the order of the async call's object (the addon sets the optional ones last).
-    const result: EventBatchResult = {
-      events: c[0],
-      stored: c[1],
-      removed: c[2],
-      cleared: c[3],
-      refused: {
-        blockSize: c[4],
-        tokenCount: c[5],
-        unknownParent: c[6],
-        duplicateHash: c[7],
-        selfParent: c[8],
-        hashCollision: c[9],
-        indexFull: c[10],
-        malformed: c[11],
-        invalid: c[12],
-        unknownRemoval: c[13],
-      },
-      unknownTypes: c[14],
-      otherGroups: c[15],
-      lowerTiers: extras ? (extras.lowerTiers as EventBatchResult['lowerTiers']) : [],
-      otherMedia: extras ? extras.otherMedia : [],
-      ts: c[16],
-      cancelled: false,
-    };
-    if (c[17] >= 0) result.dpRank = c[17];
-    if (extras?.decodeError) result.decodeError = extras.decodeError;
-    if (extras?.invalidEvent) result.invalidEvent = extras.invalidEvent;
-    return result;
+    return eventBatchResult(this.array, extras, false);
   }
+}
+
+/** The result object of a batch from its counts (as the addon writes them) and extras: the same for the sync and the async call. */
+export function eventBatchResult(c: Float64Array, extras: BatchExtras | null | undefined, cancelled: boolean): EventBatchResult {
+  const result: EventBatchResult = {
+    events: c[0],
+    stored: c[1],
+    removed: c[2],
+    cleared: c[3],
+    refused: {
+      blockSize: c[4],
+      tokenCount: c[5],
+      unknownParent: c[6],
+      duplicateHash: c[7],
+      selfParent: c[8],
+      hashCollision: c[9],
+      indexFull: c[10],
+      malformed: c[11],
+      invalid: c[12],
+      unknownRemoval: c[13],
+    },
+    unknownTypes: c[14],
+    otherGroups: c[15],
+    lowerTiers: extras ? (extras.lowerTiers as EventBatchResult['lowerTiers']) : [],
+    otherMedia: extras ? extras.otherMedia : [],
+    ts: c[16],
+    cancelled,
+  };
+  if (c[17] >= 0) result.dpRank = c[17];
+  if (extras?.decodeError) result.decodeError = extras.decodeError;
+  if (extras?.invalidEvent) result.invalidEvent = extras.invalidEvent;
+  return result;
 }

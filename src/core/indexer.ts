@@ -4,7 +4,7 @@
 // expire after a TTL. Time comes from the `clock` option, never read inside the tree.
 import { native, type Binding } from './binding.js';
 import { callNative, nativeErrorCode, translateNativeError } from './errors.js';
-import { EventBatchCounts, type EventBatchResult } from './event-batch.js';
+import { EventBatchCounts, eventBatchResult, type EventBatchResult } from './event-batch.js';
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import {
@@ -277,7 +277,7 @@ export class KvIndexer {
       inPlace = o.inPlace === true;
     }
     const bytes = inPlace ? payload : new Uint8Array(payload);
-    return callNative(() => this.native.applyEventBatchAsync(worker, dpRank, bytes)) as Promise<EventBatchResult>;
+    return callNative(() => this.native.applyEventBatchAsync(worker, dpRank, bytes)).then((r) => eventBatchResult(r.counts, r.extras, r.cancelled));
   }
 
   /** An AllBlocksCleared event: (worker, dpRank) holds nothing any more. */

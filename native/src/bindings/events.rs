@@ -19,20 +19,6 @@ use crate::indexer::{IndexerMode, RadixIndexer, WorkerKey};
 use crate::tiers::LowerTier;
 
 #[napi(object)]
-pub struct NativeRefused {
-  pub block_size: u32,
-  pub token_count: u32,
-  pub unknown_parent: u32,
-  pub duplicate_hash: u32,
-  pub self_parent: u32,
-  pub hash_collision: u32,
-  pub index_full: u32,
-  pub malformed: u32,
-  pub invalid: u32,
-  pub unknown_removal: u32,
-}
-
-#[napi(object)]
 pub struct NativeMediumCount {
   pub medium: String,
   pub stored: u32,
@@ -54,31 +40,6 @@ pub struct NativeDecodeError {
   pub path: String,
 }
 
-/// What one batch did (src/events/apply.ts reads it into the ingestion counters).
-#[napi(object)]
-pub struct NativeEventBatchResult {
-  /// Events in the batch.
-  pub events: u32,
-  pub stored: u32,
-  pub removed: u32,
-  pub cleared: u32,
-  pub refused: NativeRefused,
-  pub unknown_types: u32,
-  pub other_groups: u32,
-  /// Events applied to lower tiers (host, disk, external), only tiers with some.
-  pub lower_tiers: Vec<NativeTierCount>,
-  /// Events about media not indexed (unknown, or lower tiers the index does not keep), per medium.
-  pub other_media: Vec<NativeMediumCount>,
-  pub ts: f64,
-  pub dp_rank: Option<u32>,
-  /// The payload is not a valid batch: nothing was applied.
-  pub decode_error: Option<NativeDecodeError>,
-  /// The first event refused for fields of the wrong type (counted in `refused.invalid`).
-  pub invalid_event: Option<NativeDecodeError>,
-  /// The worker was removed while the batch was applied: the rest of it was not.
-  pub cancelled: bool,
-}
-
 /// What a batch did beyond its counts (applyEventBatchInto): returned only when there is some.
 #[napi(object)]
 pub struct NativeEventBatchExtras {
@@ -88,9 +49,19 @@ pub struct NativeEventBatchExtras {
   pub invalid_event: Option<NativeDecodeError>,
 }
 
+/// What applyEventBatchAsync resolves to: the counts as applyEventBatchInto writes them, the same
+/// extras, and whether the worker's removal cut the batch short (src/core/event-batch.ts builds
+/// the one result object of both calls).
+#[napi(object)]
+pub struct NativeEventBatchAsync {
+  pub counts: Float64Array,
+  pub extras: Option<NativeEventBatchExtras>,
+  pub cancelled: bool,
+}
+
 /// Entries of applyEventBatchInto's `counts`, in this order: events, stored, removed, cleared,
-/// the ten refusal counts in NativeRefused's order, unknownTypes, otherGroups, ts, dpRank (-1:
-/// none). src/core/event-batch.ts reads them by these positions.
+/// the ten refusal counts in EventBatchResult.refused's order, unknownTypes, otherGroups, ts,
+/// dpRank (-1: none). src/core/event-batch.ts reads them by these positions.
 pub const BATCH_COUNTS: usize = 18;
 
 fn write_counts(o: &BatchOutcome, out: &mut [f64]) {
@@ -151,38 +122,11 @@ fn to_js_error(e: DecodeError) -> NativeDecodeError {
   NativeDecodeError { message: e.message, path: e.path }
 }
 
-fn to_result(outcome: std::result::Result<BatchOutcome, DecodeError>, cancelled: bool) -> NativeEventBatchResult {
-  let (o, decode_error) = match outcome {
+/// The outcome to count (empty when the payload did not decode) and the decode error, if any.
+fn split(outcome: std::result::Result<BatchOutcome, DecodeError>) -> (BatchOutcome, Option<DecodeError>) {
+  match outcome {
     Ok(o) => (o, None),
-    Err(e) => (BatchOutcome::default(), Some(to_js_error(e))),
-  };
-  let r = o.refused;
-  NativeEventBatchResult {
-    events: o.events,
-    stored: o.stored,
-    removed: o.removed,
-    cleared: o.cleared,
-    refused: NativeRefused {
-      block_size: r.block_size,
-      token_count: r.token_count,
-      unknown_parent: r.unknown_parent,
-      duplicate_hash: r.duplicate_hash,
-      self_parent: r.self_parent,
-      hash_collision: r.hash_collision,
-      index_full: r.index_full,
-      malformed: r.malformed,
-      invalid: r.invalid,
-      unknown_removal: r.unknown_removal,
-    },
-    unknown_types: o.unknown_types,
-    other_groups: o.other_groups,
-    lower_tiers: lower_tier_counts(&o),
-    other_media: medium_counts(o.other_media),
-    ts: o.ts,
-    dp_rank: o.dp_rank,
-    decode_error,
-    invalid_event: o.first_invalid.map(to_js_error),
-    cancelled,
+    Err(e) => (BatchOutcome::default(), Some(e)),
   }
 }
 
@@ -215,14 +159,17 @@ impl ApplyBatchTask {
 
 impl Task for ApplyBatchTask {
   type Output = (std::result::Result<BatchOutcome, DecodeError>, bool);
-  type JsValue = NativeEventBatchResult;
+  type JsValue = NativeEventBatchAsync;
 
   fn compute(&mut self) -> napi::Result<Self::Output> {
     Ok(self.run())
   }
 
   fn resolve(&mut self, _env: Env, (outcome, cancelled): Self::Output) -> napi::Result<Self::JsValue> {
-    Ok(to_result(outcome, cancelled))
+    let (o, decode_error) = split(outcome);
+    let mut counts = vec![0.0; BATCH_COUNTS];
+    write_counts(&o, &mut counts);
+    Ok(NativeEventBatchAsync { counts: Float64Array::new(counts), extras: to_extras(o, decode_error), cancelled })
   }
 }
 
@@ -288,18 +235,15 @@ impl NativeIndexer {
     let mut decoded = self.decoded.borrow_mut();
     let outcome = decoded.decode(payload, shape).map(|()| apply_decoded(&mut lock(self.inner_ref()), key, &decoded));
     decoded.release_large();
-    let (o, decode_error) = match outcome {
-      Ok(o) => (o, None),
-      Err(e) => (BatchOutcome::default(), Some(e)),
-    };
+    let (o, decode_error) = split(outcome);
     write_counts(&o, counts);
     Ok(to_extras(o, decode_error))
   }
 
-  /// The same on a libuv thread (the result as an object): the JavaScript thread goes on. The payload is referenced, not
+  /// The same on a libuv thread (its counts in a new array): the JavaScript thread goes on. The payload is referenced, not
   /// copied: the caller (src/core/indexer.ts, which copies unless told the bytes are left alone)
   /// must neither change nor transfer it until the promise settles.
-  #[napi(ts_return_type = "Promise<NativeEventBatchResult>")]
+  #[napi(ts_return_type = "Promise<NativeEventBatchAsync>")]
   pub fn apply_event_batch_async(&self, worker: f64, dp_rank: f64, payload: Uint8Array) -> Result<AsyncTask<ApplyBatchTask>> {
     let key = to_key(worker, dp_rank)?;
     let ix = borrow_in(self.inner_ref(), IndexerMode::Events, "applyEventBatchAsync")?;
