@@ -34,15 +34,16 @@ function thrown(fn: () => unknown): Error & { code?: string } {
 describe('findMatchesFast', () => {
   it('matches as findMatches does, and refuses bad arguments with their codes', () => {
     const { indexer, indexerHandle } = fixture();
-    const out = new Float64Array(6);
-    expect(fast.findMatchesFast(indexerHandle, localOf([1, 5]), false, 0, out)).toBe(1);
-    expect([...out.subarray(0, 3)]).toEqual([1, 0, 2]);
+    const out = new Int32Array(8);
+    // One match (count x 2), no worker id needing its high int.
+    expect(fast.findMatchesFast(indexerHandle, localOf([1, 5]), false, 0, out)).toBe(2);
+    expect([...out.subarray(0, 4)]).toEqual([1, 0, 0, 2]);
     const typeErrors = [
       () => fast.findMatchesFast(indexerHandle, [1n] as never, false, 0, out),
       () => fast.findMatchesFast(indexerHandle, new BigInt64Array(1) as never, false, 0, out),
       () => fast.findMatchesFast(indexerHandle, localOf([1]), 1 as never, 0, out),
       () => fast.findMatchesFast(indexerHandle, localOf([1]), false, '0' as never, out),
-      () => fast.findMatchesFast(indexerHandle, localOf([1]), false, 0, new Float32Array(6) as never),
+      () => fast.findMatchesFast(indexerHandle, localOf([1]), false, 0, new Float64Array(8) as never),
       () => fast.findMatchesFast('0' as never, localOf([1]), false, 0, out),
       () => (fast.findMatchesFast as (...a: unknown[]) => number)(indexerHandle, localOf([1])),
     ];

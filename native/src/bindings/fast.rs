@@ -76,21 +76,31 @@ pub fn unregister_core(handle: u32) {
   remove(&CORES, handle);
 }
 
-/// Copies the last result of `handle` into `out` (3 numbers per match); false if too small.
-pub fn copy_matches(handle: u32, out: &mut [f64]) -> bool {
-  REGISTRY.with_borrow(|r| r.get(handle as usize).and_then(Option::as_ref).is_some_and(|e| write_matches(&e.matches, out)))
+/// Copies the last result of `handle` into `out` (MATCH_INTS per match); false if too small.
+pub fn copy_matches(handle: u32, out: &mut [i32]) -> bool {
+  REGISTRY.with_borrow(|r| r.get(handle as usize).and_then(Option::as_ref).is_some_and(|e| write_matches(&e.matches, out).is_some()))
 }
 
-fn write_matches(matches: &[(WorkerKey, u32)], out: &mut [f64]) -> bool {
-  if out.len() < matches.len() * 3 {
-    return false;
+/// Int32s per match in a findMatchesFast result: [worker low 32 bits, worker high bits, dpRank,
+/// blocks]. Int32s, not doubles: V8 stores each as a small integer straight away (a double is
+/// checked and converted per field), a third of the cost of building the result's objects.
+pub const MATCH_INTS: usize = 4;
+
+/// Writes `matches` into `out`; None if it is too small, else whether some worker id needs its
+/// high bits (ids of 2^31 and up): the caller reads the low int alone when none does.
+fn write_matches(matches: &[(WorkerKey, u32)], out: &mut [i32]) -> Option<bool> {
+  if out.len() < matches.len() * MATCH_INTS {
+    return None;
   }
-  for (chunk, (key, blocks)) in out.chunks_exact_mut(3).zip(matches) {
-    chunk[0] = key.worker as f64;
-    chunk[1] = key.dp_rank as f64;
-    chunk[2] = *blocks as f64;
+  let mut wide = 0u64;
+  for (chunk, (key, blocks)) in out.chunks_exact_mut(MATCH_INTS).zip(matches) {
+    chunk[0] = key.worker as u32 as i32;
+    chunk[1] = (key.worker >> 32) as i32;
+    chunk[2] = key.dp_rank as i32;
+    chunk[3] = *blocks as i32;
+    wide |= key.worker;
   }
-  true
+  Some(wide > i32::MAX as u64)
 }
 
 /// A failure to throw: its class (TypeError or RangeError, else Error) and code.
@@ -157,9 +167,10 @@ unsafe fn arg_bool(env: sys::napi_env, value: sys::napi_value, name: &str) -> st
   }
 }
 
-/// findMatchesFast(handle, localHashes: BigUint64Array, earlyExit, nowMs, out: Float64Array):
-/// as NativeIndexer.findMatches (best first, [worker, dpRank, blocks] per match written into
-/// `out` when it fits; the count is returned either way).
+/// findMatchesFast(handle, localHashes: BigUint64Array, earlyExit, nowMs, out: Int32Array):
+/// as NativeIndexer.findMatches (best first, MATCH_INTS per match written into `out` when it
+/// fits). Returns count * 2 + wide: wide (1) when some worker id is 2^31 or more, so that the
+/// caller must read its high int.
 unsafe extern "C" fn find_matches_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
   unsafe { count_call(env, info, "findMatches", find_matches_body) }
 }
@@ -195,7 +206,7 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[1], sys::TypedarrayType::biguint64_array, "localHashes") }?;
   let early_exit = unsafe { arg_bool(env, argv[2], "earlyExit") }?;
   let now_ms = unsafe { arg_f64(env, argv[3], "nowMs") }?;
-  let (out, out_len) = unsafe { typed_array::<f64>(env, argv[4], sys::TypedarrayType::float64_array, "out") }?;
+  let (out, out_len) = unsafe { typed_array::<i32>(env, argv[4], sys::TypedarrayType::int32_array, "out") }?;
   if !now_ms.is_finite() {
     return Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {now_ms}")));
   }
@@ -210,8 +221,10 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
     let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
     let mut indexer = super::indexer::lock(&entry.indexer);
     indexer.find_matches_sorted_into(hashes, early_exit, now_ms, &mut entry.matches);
-    write_matches(&entry.matches, out);
-    Ok(entry.matches.len() as u32)
+    // Too small a buffer: the wrapper grows it and calls copyMatches (a key's high bits are
+    // checked there again).
+    let wide = write_matches(&entry.matches, out).unwrap_or(true);
+    Ok((entry.matches.len() as u32) << 1 | wide as u32)
   })
 }
 
