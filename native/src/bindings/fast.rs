@@ -24,7 +24,7 @@ use crate::select::Mode;
 
 struct Registered {
   indexer: super::indexer::SharedIndex,
-  /// The last findMatches result (best first), for a caller whose buffer was too small.
+  /// The last findMatches result (best first) when the caller's buffer was too small for it.
   matches: Vec<(WorkerKey, u32)>,
 }
 
@@ -78,7 +78,16 @@ pub fn unregister_core(handle: u32) {
 
 /// Copies the last result of `handle` into `out` (MATCH_INTS per match); false if too small.
 pub fn copy_matches(handle: u32, out: &mut [i32]) -> bool {
-  REGISTRY.with_borrow(|r| r.get(handle as usize).and_then(Option::as_ref).is_some_and(|e| write_matches(&e.matches, out).is_some()))
+  REGISTRY.with_borrow(|r| {
+    let Some(e) = r.get(handle as usize).and_then(Option::as_ref) else { return false };
+    if out.len() < e.matches.len() * MATCH_INTS {
+      return false;
+    }
+    for (i, &(key, blocks)) in e.matches.iter().enumerate() {
+      put_match(out, i, key, blocks);
+    }
+    true
+  })
 }
 
 /// Int32s per match in a findMatchesFast result: [worker low 32 bits, worker high bits, dpRank,
@@ -86,21 +95,14 @@ pub fn copy_matches(handle: u32, out: &mut [i32]) -> bool {
 /// checked and converted per field), a third of the cost of building the result's objects.
 pub const MATCH_INTS: usize = 4;
 
-/// Writes `matches` into `out`; None if it is too small, else whether some worker id needs its
-/// high bits (ids of 2^31 and up): the caller reads the low int alone when none does.
-fn write_matches(matches: &[(WorkerKey, u32)], out: &mut [i32]) -> Option<bool> {
-  if out.len() < matches.len() * MATCH_INTS {
-    return None;
-  }
-  let mut wide = 0u64;
-  for (chunk, (key, blocks)) in out.chunks_exact_mut(MATCH_INTS).zip(matches) {
-    chunk[0] = key.worker as u32 as i32;
-    chunk[1] = (key.worker >> 32) as i32;
-    chunk[2] = key.dp_rank as i32;
-    chunk[3] = *blocks as i32;
-    wide |= key.worker;
-  }
-  Some(wide > i32::MAX as u64)
+/// Writes match `i` into `out` (which has room for it).
+#[inline(always)]
+fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
+  let m = &mut out[i * MATCH_INTS..i * MATCH_INTS + MATCH_INTS];
+  m[0] = key.worker as u32 as i32;
+  m[1] = (key.worker >> 32) as i32;
+  m[2] = key.dp_rank as i32;
+  m[3] = blocks as i32;
 }
 
 /// A failure to throw: its class (TypeError or RangeError, else Error) and code.
@@ -220,11 +222,23 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   REGISTRY.with_borrow_mut(|r| {
     let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
     let mut indexer = super::indexer::lock(&entry.indexer);
-    indexer.find_matches_sorted_into(hashes, early_exit, now_ms, &mut entry.matches);
-    // Too small a buffer: the wrapper grows it and calls copyMatches (a key's high bits are
-    // checked there again).
-    let wide = write_matches(&entry.matches, out).unwrap_or(true);
-    Ok((entry.matches.len() as u32) << 1 | wide as u32)
+    let n = indexer.walk_matches(hashes, early_exit, now_ms);
+    entry.matches.clear();
+    if n * MATCH_INTS > out.len() {
+      // Too small a buffer: the result waits here, the wrapper grows its buffer and calls
+      // copyMatches (which reads the high bits whatever they are).
+      entry.matches.resize(n, (WorkerKey { worker: 0, dp_rank: 0 }, 0));
+      indexer.emit_sorted(|i, key, blocks| entry.matches[i] = (key, blocks));
+      return Ok((n as u32) << 1 | 1);
+    }
+    // Straight into the caller's buffer: no intermediate list.
+    let out = &mut out[..n * MATCH_INTS];
+    let mut wide = 0u64;
+    indexer.emit_sorted(|i, key, blocks| {
+      put_match(out, i, key, blocks);
+      wide |= key.worker;
+    });
+    Ok((n as u32) << 1 | (wide > i32::MAX as u64) as u32)
   })
 }
 
