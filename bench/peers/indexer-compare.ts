@@ -97,9 +97,9 @@ export function kvrouteScores(index: KvIndexer, queries: readonly BigUint64Array
  */
 function bareFindMatches(index: KvIndexer): (q: BigUint64Array) => number {
   const out = new Int32Array(4 * 256);
-  const now = Date.now();
   const handle = index.native.handle;
-  return (q) => fast.findMatchesFast(handle, q, false, now, out);
+  // As the public call makes it in events mode with the default clock (no time, no option).
+  return (q) => fast.findMatchesFast(handle, q, out);
 }
 
 function checkScores(index: KvIndexer, w: KvrouteWorkload, dynamo: { radix: number[][]; pool: number[][] }, when: string, log: (line: string) => void): ScoreCheck[] {

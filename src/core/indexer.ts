@@ -358,7 +358,9 @@ export class KvIndexer {
     const now = this.matchReadsClock ? this.clock() : 0;
     let r: number;
     try {
-      r = fast.findMatchesFast(this.handle, localHashes, earlyExit, now, this.out);
+      // The common call passes neither time nor option (fewer arguments to read natively).
+      if (this.matchReadsClock || earlyExit) r = fast.findMatchesFast(this.handle, localHashes, this.out, now, earlyExit);
+      else r = fast.findMatchesFast(this.handle, localHashes, this.out);
     } catch (err) {
       throw translateNativeError(err);
     }

@@ -169,7 +169,7 @@ unsafe fn arg_bool(env: sys::napi_env, value: sys::napi_value, name: &str) -> st
   }
 }
 
-/// findMatchesFast(handle, localHashes: BigUint64Array, earlyExit, nowMs, out: Int32Array):
+/// findMatchesFast(handle, localHashes: BigUint64Array, out: Int32Array, nowMs = 0, earlyExit = false):
 /// as NativeIndexer.findMatches (best first, MATCH_INTS per match written into `out` when it
 /// fits). Returns count * 2 + wide: wide (1) when some worker id is 2^31 or more, so that the
 /// caller must read its high int.
@@ -201,14 +201,16 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   let mut argc = 5usize;
   let mut argv = [ptr::null_mut(); 5];
   unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < 5 {
-    return Err(type_fail("findMatchesFast takes (handle, localHashes, earlyExit, nowMs, out)"));
+  if argc < 3 {
+    return Err(type_fail("findMatchesFast takes (handle, localHashes, out, nowMs?, earlyExit?)"));
   }
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[1], sys::TypedarrayType::biguint64_array, "localHashes") }?;
-  let early_exit = unsafe { arg_bool(env, argv[2], "earlyExit") }?;
-  let now_ms = unsafe { arg_f64(env, argv[3], "nowMs") }?;
-  let (out, out_len) = unsafe { typed_array::<i32>(env, argv[4], sys::TypedarrayType::int32_array, "out") }?;
+  let (out, out_len) = unsafe { typed_array::<i32>(env, argv[2], sys::TypedarrayType::int32_array, "out") }?;
+  // The common call (events mode, no clock, no options) passes neither: each argument read
+  // through Node-API costs a call.
+  let now_ms = if argc > 3 { unsafe { arg_f64(env, argv[3], "nowMs") }? } else { 0.0 };
+  let early_exit = if argc > 4 { unsafe { arg_bool(env, argv[4], "earlyExit") }? } else { false };
   if !now_ms.is_finite() {
     return Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {now_ms}")));
   }

@@ -222,7 +222,7 @@ impl NativeIndexer {
     Ok(())
   }
 
-  /// The handle of this tree for `findMatchesFast(handle, localHashes, earlyExit, nowMs, out)`
+  /// The handle of this tree for `findMatchesFast(handle, localHashes, out, nowMs?, earlyExit?)`
   /// (bindings/fast.rs), which matches a prompt's local hashes and writes [worker low bits,
   /// worker high bits, dpRank, blocks] per match into an Int32Array `out`, best first (blocks
   /// desc, then worker, then rank), returning the number of matches times 2, plus 1 if a worker
