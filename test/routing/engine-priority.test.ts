@@ -63,6 +63,10 @@ describe('PrefillRouter forwardPriority', () => {
     await collect((await on.router.handle(request({ body: body(), requestId: 'q' }))).stream);
     expect(prefill.mock.calls.map((c) => c[1].enginePriority)).toEqual([3, 0]);
     expect(decode.mock.calls.map((c) => c[1].enginePriority)).toEqual([3, 0]);
+    // What /v1/route explains is routed the same way.
+    const queried = [vi.spyOn(on.router.prefill.core, 'query'), vi.spyOn(on.router.decode.core, 'query')];
+    on.router.query(Uint32Array.from(body().prompt), { priority: 2 });
+    expect(queried.map((q) => q.mock.calls.at(-1)?.[1].enginePriority)).toEqual([2, 2]);
     const off = await start({ kind: 'vllm', prefill: 0, decode: 1 });
     const [, aggregated] = routed(off);
     await collect((await off.router.handle(request({ body: body(), requestId: 'r', hints: { priority: 3 } }))).stream);

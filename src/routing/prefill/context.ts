@@ -132,13 +132,9 @@ export class RequestContext {
     return this.env.forwardPriority ? this.req.hints.priority : undefined;
   }
 
-  /**
-   * The class the engines schedule the request by, as the routing core books it: the client's
-   * (0 without one, as the engine takes a request without a priority) when the router forwards
-   * priorities; undefined when the engines serve first come, first served.
-   */
-  private get routingPriority(): number | undefined {
-    return this.env.forwardPriority ? (this.req.hints.priority ?? 0) : undefined;
+  /** The class the routing core books the request under (routingPriority). */
+  get routingPriority(): number | undefined {
+    return routingPriority(this.env.forwardPriority, this.req.hints);
   }
 
   /** Leg options that feed the tracker and report the request's end. */
@@ -234,4 +230,13 @@ function withoutPin(leg: LegRoute): LegRoute {
 /** The tracker's view of a routing decision. */
 export function routingOf(d: RoutingDecision): PhaseRouting {
   return { worker: d.worker, dpRank: d.dpRank, overlapBlocks: d.overlapBlocks, promptTokens: d.promptTokens, cachedTokens: d.cachedTokens };
+}
+
+/**
+ * The class the engines schedule a request by, as the routing core books it (RouteRequest's
+ * enginePriority): the client's (0 without one, as an engine takes a request without a priority)
+ * when the router forwards priorities; undefined when the engines serve first come, first served.
+ */
+export function routingPriority(forwardPriority: boolean, hints: { priority?: number }): number | undefined {
+  return forwardPriority ? (hints.priority ?? 0) : undefined;
 }
