@@ -208,14 +208,32 @@ impl EngineTable {
     }
   }
 
+  /// Rebuilds the table with `groups` groups. The new table only fills, so each group's next
+  /// vacancy is its count of entries (a byte per group), not a compare of its entries; with
+  /// top-bit homes the writes go front to back.
   fn resize(&mut self, groups: usize) {
     let old = std::mem::replace(&mut self.groups, vec![EMPTY_GROUP; groups]);
+    let mut fill = vec![0u8; groups];
+    let mask = groups - 1;
     for group in &old {
       for j in 0..SLOTS {
-        if group.block[j] != EMPTY {
-          debug_assert!(group.block[j] != PENDING, "resized with a claim open");
-          self.place((group.hi[j] as u64) << 32 | group.lo[j] as u64, group.block[j]);
+        let block = group.block[j];
+        if block == EMPTY {
+          continue;
         }
+        debug_assert!(block != PENDING, "resized with a claim open");
+        let key = (group.hi[j] as u64) << 32 | group.lo[j] as u64;
+        let mut g = self.home(key);
+        // The load limit leaves free entries, so the probe ends.
+        while fill[g] as usize == SLOTS {
+          self.groups[g].overflow += 1;
+          g = (g + 1) & mask;
+        }
+        let (to, at) = (&mut self.groups[g], fill[g] as usize);
+        to.lo[at] = group.lo[j];
+        to.hi[at] = group.hi[j];
+        to.block[at] = block;
+        fill[g] += 1;
       }
     }
   }
