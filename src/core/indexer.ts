@@ -120,7 +120,8 @@ export interface RemovedOptions {
 
 /**
  * An OverlapMatch as findMatches builds it: constructed by a class (plain assignments, one hidden
- * class), which V8 allocates markedly faster than object literals read from a Float64Array.
+ * class) from the int32s the addon wrote, so that its fields stay small integers (a field V8 once
+ * saw a double in is boxed: a heap number per value of every later match).
  */
 class Match implements OverlapMatch {
   declare worker: number;
