@@ -24,7 +24,7 @@ use crate::select::Mode;
 
 struct Registered {
   indexer: super::indexer::SharedIndex,
-  /// The last findMatches result (best first), for a caller whose buffer was too small.
+  /// The last findMatches result (best first) when the caller's buffer was too small for it.
   matches: Vec<(WorkerKey, u32)>,
 }
 
@@ -76,21 +76,33 @@ pub fn unregister_core(handle: u32) {
   remove(&CORES, handle);
 }
 
-/// Copies the last result of `handle` into `out` (3 numbers per match); false if too small.
-pub fn copy_matches(handle: u32, out: &mut [f64]) -> bool {
-  REGISTRY.with_borrow(|r| r.get(handle as usize).and_then(Option::as_ref).is_some_and(|e| write_matches(&e.matches, out)))
+/// Copies the last result of `handle` into `out` (MATCH_INTS per match); false if too small.
+pub fn copy_matches(handle: u32, out: &mut [i32]) -> bool {
+  REGISTRY.with_borrow(|r| {
+    let Some(e) = r.get(handle as usize).and_then(Option::as_ref) else { return false };
+    if out.len() < e.matches.len() * MATCH_INTS {
+      return false;
+    }
+    for (i, &(key, blocks)) in e.matches.iter().enumerate() {
+      put_match(out, i, key, blocks);
+    }
+    true
+  })
 }
 
-fn write_matches(matches: &[(WorkerKey, u32)], out: &mut [f64]) -> bool {
-  if out.len() < matches.len() * 3 {
-    return false;
-  }
-  for (chunk, (key, blocks)) in out.chunks_exact_mut(3).zip(matches) {
-    chunk[0] = key.worker as f64;
-    chunk[1] = key.dp_rank as f64;
-    chunk[2] = *blocks as f64;
-  }
-  true
+/// Int32s per match in a findMatchesFast result: [worker low 32 bits, worker high bits, dpRank,
+/// blocks]. Int32s, not doubles: V8 stores each as a small integer straight away (a double is
+/// checked and converted per field): about a fifth of the cost of building the result's objects.
+pub const MATCH_INTS: usize = 4;
+
+/// Writes match `i` into `out` (which has room for it).
+#[inline(always)]
+fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
+  let m = &mut out[i * MATCH_INTS..i * MATCH_INTS + MATCH_INTS];
+  m[0] = key.worker as u32 as i32;
+  m[1] = (key.worker >> 32) as i32;
+  m[2] = key.dp_rank as i32;
+  m[3] = blocks as i32;
 }
 
 /// A failure to throw: its class (TypeError or RangeError, else Error) and code.
@@ -157,9 +169,10 @@ unsafe fn arg_bool(env: sys::napi_env, value: sys::napi_value, name: &str) -> st
   }
 }
 
-/// findMatchesFast(handle, localHashes: BigUint64Array, earlyExit, nowMs, out: Float64Array):
-/// as NativeIndexer.findMatches (best first, [worker, dpRank, blocks] per match written into
-/// `out` when it fits; the count is returned either way).
+/// findMatchesFast(handle, localHashes: BigUint64Array, out: Int32Array, nowMs = 0, earlyExit = false):
+/// as NativeIndexer.findMatches (best first, MATCH_INTS per match written into `out` when it
+/// fits). Returns count * 2 + wide: wide (1) when some worker id is 2^31 or more, so that the
+/// caller must read its high int.
 unsafe extern "C" fn find_matches_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
   unsafe { count_call(env, info, "findMatches", find_matches_body) }
 }
@@ -188,14 +201,16 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   let mut argc = 5usize;
   let mut argv = [ptr::null_mut(); 5];
   unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < 5 {
-    return Err(type_fail("findMatchesFast takes (handle, localHashes, earlyExit, nowMs, out)"));
+  if argc < 3 {
+    return Err(type_fail("findMatchesFast takes (handle, localHashes, out, nowMs?, earlyExit?)"));
   }
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[1], sys::TypedarrayType::biguint64_array, "localHashes") }?;
-  let early_exit = unsafe { arg_bool(env, argv[2], "earlyExit") }?;
-  let now_ms = unsafe { arg_f64(env, argv[3], "nowMs") }?;
-  let (out, out_len) = unsafe { typed_array::<f64>(env, argv[4], sys::TypedarrayType::float64_array, "out") }?;
+  let (out, out_len) = unsafe { typed_array::<i32>(env, argv[2], sys::TypedarrayType::int32_array, "out") }?;
+  // The common call (events mode, no clock, no options) passes neither: each argument read
+  // through Node-API costs a call.
+  let now_ms = if argc > 3 { unsafe { arg_f64(env, argv[3], "nowMs") }? } else { 0.0 };
+  let early_exit = if argc > 4 { unsafe { arg_bool(env, argv[4], "earlyExit") }? } else { false };
   if !now_ms.is_finite() {
     return Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {now_ms}")));
   }
@@ -209,9 +224,23 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   REGISTRY.with_borrow_mut(|r| {
     let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
     let mut indexer = super::indexer::lock(&entry.indexer);
-    indexer.find_matches_sorted_into(hashes, early_exit, now_ms, &mut entry.matches);
-    write_matches(&entry.matches, out);
-    Ok(entry.matches.len() as u32)
+    let n = indexer.walk_matches(hashes, early_exit, now_ms);
+    entry.matches.clear();
+    if n * MATCH_INTS > out.len() {
+      // Too small a buffer: the result waits here, the wrapper grows its buffer and calls
+      // copyMatches (which reads the high bits whatever they are).
+      entry.matches.resize(n, (WorkerKey { worker: 0, dp_rank: 0 }, 0));
+      indexer.emit_sorted(|i, key, blocks| entry.matches[i] = (key, blocks));
+      return Ok((n as u32) << 1 | 1);
+    }
+    // Straight into the caller's buffer: no intermediate list.
+    let out = &mut out[..n * MATCH_INTS];
+    let mut wide = 0u64;
+    indexer.emit_sorted(|i, key, blocks| {
+      put_match(out, i, key, blocks);
+      wide |= key.worker;
+    });
+    Ok((n as u32) << 1 | (wide > i32::MAX as u64) as u32)
   })
 }
 
