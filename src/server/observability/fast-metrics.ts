@@ -153,7 +153,8 @@ export class FastHistogram implements RegistrableMetric {
   /** The values as prom-client's Histogram.get() gives them (shared labels merged in). */
   async get(): Promise<ExportedMetric> {
     const m = await this.getForPromString();
-    return { ...m, values: m.values.map((v) => ({ value: v.value, metricName: v.metricName, labels: { ...v.labels, ...v.sharedLabels } })) };
+    const values = m.values.map((v) => ({ value: v.value, metricName: v.metricName, labels: Object.assign({}, v.labels, v.sharedLabels) }));
+    return { name: m.name, help: m.help, type: m.type, values, aggregator: m.aggregator };
   }
 }
 
