@@ -11,6 +11,7 @@ pub mod load;
 pub mod prefix;
 pub mod prompt;
 pub mod select;
+pub mod sim_cache;
 pub mod sim_hash;
 pub mod tiers;
 pub mod tokenize;

@@ -9,5 +9,6 @@ mod hash_batch;
 mod indexer;
 mod prompt;
 mod routing;
+mod sim_cache;
 mod sim_hash;
 mod tokenize;
