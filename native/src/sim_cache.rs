@@ -11,6 +11,8 @@
 //! Invariants: a hash names at most one block; a block is referenced (refs > 0), or registered
 //! with refs 0 and in the LRU, or unregistered with refs 0 and on the free stack.
 
+use crate::sim_pages::Pages;
+
 /// How many blocks ahead a run's loads are prefetched.
 const AHEAD: usize = 8;
 const NONE: u32 = u32::MAX;
@@ -56,14 +58,14 @@ pub enum CacheError {
 }
 
 pub struct SimKvCache {
-  blocks: Vec<Block>,
+  blocks: Pages<Block>,
   /// Open addressing: a slot holds a hash's low half << 32 | (block + 1), 0 when empty; the high
   /// half is confirmed in the block's record, which a hit reads anyway.
-  slots: Vec<u64>,
+  slots: Pages<u64>,
   mask: usize,
   cached: u32,
   /// Registered blocks with refs 0, oldest first; a removed block's entry is blanked (NONE).
-  lru: Vec<u32>,
+  lru: Pages<u32>,
   lru_head: usize,
   lru_tail: usize,
   lru_count: u32,
@@ -77,11 +79,11 @@ impl SimKvCache {
   pub fn new(total: u32) -> Self {
     let n = (2 * total as usize).max(16).next_power_of_two();
     Self {
-      blocks: vec![Block { hash: 0, refs: 0, lru_at: NONE }; total as usize],
-      slots: vec![0; n],
+      blocks: Pages::new(total as usize, Block { hash: 0, refs: 0, lru_at: NONE }),
+      slots: Pages::new(n, 0),
       mask: n - 1,
       cached: 0,
-      lru: vec![NONE; (2 * total as usize).max(2)],
+      lru: Pages::new((2 * total as usize).max(2), NONE),
       lru_head: 0,
       lru_tail: 0,
       lru_count: 0,
@@ -384,7 +386,7 @@ impl SimKvCache {
 
   /// Forgets every hash (vLLM's reset_prefix_cache): cached free blocks become plain free blocks.
   pub fn clear(&mut self) {
-    for rec in &mut self.blocks {
+    for rec in self.blocks.iter_mut() {
       rec.refs &= !REGISTERED;
     }
     self.slots.fill(0);
