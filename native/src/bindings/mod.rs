@@ -11,4 +11,5 @@ mod prompt;
 mod routing;
 mod sim_cache;
 mod sim_hash;
+mod sim_prompt;
 mod tokenize;
