@@ -93,6 +93,11 @@ impl SimKvCache {
     }
   }
 
+  /// Bytes the cache holds outside the JavaScript heap.
+  pub fn bytes(&self) -> usize {
+    self.blocks.allocated() + self.slots.allocated() + self.lru.allocated() + self.free.capacity() * 4
+  }
+
   pub fn total(&self) -> u32 {
     self.blocks.len() as u32
   }

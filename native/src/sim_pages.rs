@@ -52,6 +52,13 @@ fn advise_huge(p: *mut u8, size: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_: *mut u8, _: usize) {}
 
+impl<T: Copy> Pages<T> {
+  /// Bytes allocated (whole huge pages for a large array).
+  pub fn allocated(&self) -> usize {
+    self.layout.size()
+  }
+}
+
 impl<T: Copy> Deref for Pages<T> {
   type Target = [T];
   fn deref(&self) -> &[T] {
