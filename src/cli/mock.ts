@@ -5,6 +5,7 @@ import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { EVENT_ENCODINGS, type EventEncoding } from '../sim/worker/kv-event-encoding.js';
 import { ENGINE_KINDS, WORKER_ROLES, type WorkerRole } from '../core/vocabulary.js';
 import type { PdStyle } from '../sim/worker/handoff/types.js';
+import { SCHEDULING_POLICIES, type SchedulingPolicy } from '../sim/engine/index.js';
 import { UsageError, bandwidthFlag, intFlag } from './usage.js';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../util/logger.js';
 import { onStopSignals } from './signals.js';
@@ -34,6 +35,10 @@ options:
   --offload-blocks N    a CPU offload tier of N blocks: evicted GPU blocks move there (KV events with
                         medium CPU) and are reloaded instead of recomputed (default 0: none)
   --offload-bandwidth B its reload bandwidth in bytes/s (default 25e9: PCIe 4.0 x16)
+  --scheduling-policy P fcfs | priority: the order of each engine's waiting queue, as vLLM's
+                        --scheduling-policy (default fcfs). Under priority a request's body
+                        \`priority\` orders it (lower first with --pd-style vllm, higher first
+                        with sglang); under fcfs a non-zero priority is refused (400), as vLLM does
   --speedup S           divide all modelled times by S (default 1)
   --event-encoding E    map (current vLLM) | array (legacy positional) (default map)
   --seed X              seed of the first worker; the others use X+1, X+2, ... (default 0)
@@ -68,6 +73,7 @@ export interface MockConfig {
   kvBlocks: number;
   offloadBlocks: number;
   offloadBandwidthBytesPerS?: number;
+  schedulingPolicy: SchedulingPolicy;
   speedup: number;
   eventEncoding: EventEncoding;
   seed: number;
@@ -98,6 +104,7 @@ export function parseMockArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Mock
       'kv-blocks': { type: 'string', default: '16384' },
       'offload-blocks': { type: 'string', default: '0' },
       'offload-bandwidth': { type: 'string' },
+      'scheduling-policy': { type: 'string', default: 'fcfs' },
       speedup: { type: 'string', default: '1' },
       'event-encoding': { type: 'string', default: 'map' },
       seed: { type: 'string', default: '0' },
@@ -138,6 +145,7 @@ export function parseMockArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Mock
     kvBlocks: intFlag(values['kv-blocks'], '--kv-blocks', 1, 1 << 30),
     offloadBlocks: intFlag(values['offload-blocks'], '--offload-blocks', 0, 1 << 28),
     ...(values['offload-bandwidth'] === undefined ? {} : { offloadBandwidthBytesPerS: bandwidthFlag(values['offload-bandwidth'], '--offload-bandwidth') }),
+    schedulingPolicy: oneOf(values['scheduling-policy'], '--scheduling-policy', SCHEDULING_POLICIES),
     speedup,
     eventEncoding: oneOf(values['event-encoding'], '--event-encoding', EVENT_ENCODINGS),
     seed: intFlag(values.seed, '--seed', 0, 2 ** 31),
@@ -184,6 +192,7 @@ export async function startMock(cfg: MockConfig): Promise<SimFleet> {
       blockSize: cfg.blockSize,
       kvBlocks: cfg.kvBlocks,
       speedup: cfg.speedup,
+      schedulingPolicy: cfg.schedulingPolicy,
       seed: cfg.seed,
       offloadBlocks: cfg.offloadBlocks,
       ...(cfg.offloadBandwidthBytesPerS === undefined ? {} : { offloadBandwidthBytesPerS: cfg.offloadBandwidthBytesPerS }),

@@ -166,6 +166,10 @@ export function checkRouteRequest(tokens: unknown, req: unknown, book: boolean):
     expectInteger(r.expectedOutputTokens, 'req.expectedOutputTokens', 0, MAX_OUTPUT_TOKENS);
     extra = true;
   }
+  if (present(r.enginePriority)) {
+    expectInteger(r.enginePriority, 'req.enginePriority', -(2 ** 31), 2 ** 31 - 1);
+    extra = true;
+  }
   for (const k of ['overlapScoreCredit', 'prefillLoadScale', 'temperature'] as const) {
     if (present(r[k])) {
       nonNegative(r[k], `req.${k}`);

@@ -35,6 +35,12 @@ export interface RouteRequest {
   pinnedDpRank?: number;
   /** Expected output length: the request's blocks weigh less as its output approaches it. */
   expectedOutputTokens?: number;
+  /**
+   * The request's priority class when its engine schedules by priority (the router forwards it):
+   * booked under that class, and the ttft policy counts only the queued work of its class or
+   * higher, which the engine serves first. Undefined: the engine serves first come, first served.
+   */
+  enginePriority?: number;
   overlapScoreCredit?: number;
   prefillLoadScale?: number;
   temperature?: number;
@@ -379,6 +385,7 @@ function nativeOptions(req: QueryRequest): Binding.NativeRouteOptions {
     pinnedWorker: req.pinnedWorker,
     pinnedDpRank: req.pinnedDpRank,
     expectedOutputTokens: req.expectedOutputTokens,
+    enginePriority: req.enginePriority,
     overlapScoreCredit: req.overlapScoreCredit,
     prefillLoadScale: req.prefillLoadScale,
     temperature: req.temperature,

@@ -21,7 +21,7 @@ import { randomRoomValue } from '../engines/bootstrap-room.js';
 import type { Booking } from './booking.js';
 import { prefillFailed, serveAggregated } from './prefill/aggregated.js';
 import { runBootstrap } from './prefill/bootstrap.js';
-import { RequestContext, type RequestDone, type RouterEnv } from './prefill/context.js';
+import { RequestContext, type RequestDone, type RouterEnv, routingPriority } from './prefill/context.js';
 import { admitted } from './prefill/admission.js';
 import { estimateModes } from './prefill/estimate.js';
 import { chooseMode, conditionalSettings, type ConditionalDisaggSettings, DEFAULT_CONDITIONAL_DISAGG, type ModeDecision, type ModeReason, MODE_REASONS } from './prefill/mode.js';
@@ -168,7 +168,13 @@ export class PrefillRouter {
     this.sessionControl = new SessionControl(
       {
         choose: (req) => {
-          const d = this.decode.query(req.tokens, { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank });
+          const d = this.decode.query(req.tokens, {
+            requestId: req.requestId,
+            loraName: req.loraName,
+            pinnedWorker: req.hints.workerId,
+            pinnedDpRank: req.hints.dpRank,
+            enginePriority: routingPriority(this.env.forwardPriority, req.hints),
+          });
           return { worker: this.decode.pool.get(d.worker)!, dpRank: d.dpRank };
         },
         call: (call) => this.decode.session(call),
@@ -284,12 +290,13 @@ export class PrefillRouter {
 
   /** What handle() would choose now, without booking or advancing anything (for explanations). */
   query(tokens: Uint32Array, clientHints: RoutingHints = {}, opts: { requestId?: string; loraName?: string } = {}): RouteQuery {
-    const base = { requestId: opts.requestId, loraName: opts.loraName };
+    const base: Omit<LegRoute, 'requestId'> & { requestId?: string } = { requestId: opts.requestId, loraName: opts.loraName };
     const sessionId = clientHints.sessionId;
     const affine = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
     const hints = this.sessionControl.peek(affine);
     const probe = new RequestContext(this.env, { route: '/v1/completions', body: {}, tokens, requestId: opts.requestId ?? 'query', hints, signal: NEVER, loraName: opts.loraName }, this.clock);
     const decision = this.decide(probe);
+    base.enginePriority = probe.routingPriority;
     if (decision.mode === 'aggregated') {
       return { mode: 'aggregated', reason: decision.reason, decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
     }

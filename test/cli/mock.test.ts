@@ -18,6 +18,7 @@ describe('parseMockArgs', () => {
       blockSize: 16,
       kvBlocks: 16384,
       offloadBlocks: 0,
+      schedulingPolicy: 'fcfs',
       speedup: 1,
       eventEncoding: 'map',
       seed: 0,
@@ -35,6 +36,7 @@ describe('parseMockArgs', () => {
     expect(parseMockArgs(['-h'])).toBeNull();
     expect(parseMockArgs(['--offload-blocks', '4096', '--offload-bandwidth', '12.5e9'])).toMatchObject({ offloadBlocks: 4096, offloadBandwidthBytesPerS: 12.5e9 });
     expect(parseMockArgs([])).toMatchObject({ offloadBlocks: 0 });
+    expect(parseMockArgs(['--scheduling-policy', 'priority'])).toMatchObject({ schedulingPolicy: 'priority' });
   });
 
   it('numbers the workers from --id, or takes each id from --ids', () => {
@@ -65,6 +67,7 @@ describe('parseMockArgs', () => {
       [['--speedup', 'fast'], /--speedup/],
       [['--event-encoding', 'json'], /--event-encoding/],
       [['--block-size', '0'], /--block-size/],
+      [['--scheduling-policy', 'lifo'], /--scheduling-policy must be one of fcfs, priority/],
       [['extra'], /positional/],
     ];
     for (const [argv, message] of bad) expect(() => parseMockArgs(argv), argv.join(' ')).toThrow(message);
@@ -150,5 +153,63 @@ describe('kvroute mock as a process', () => {
     const code = await new Promise((r) => child.on('exit', r));
     expect(code).toBe(0);
     expect(stdout).toMatch(/stopped/);
+  });
+});
+
+describe('kvroute mock --scheduling-policy', () => {
+  /** Starts one worker with `flags`; its URL and a stop function. */
+  async function mock(flags: string[]): Promise<{ url: string; stop: () => Promise<number> }> {
+    const lines: string[] = [];
+    const ac = new AbortController();
+    const done = run(['--port', '0', '--zmq-port', '0', '--replay-port', '0', ...flags], { signal: ac.signal, log: (l) => lines.push(l) });
+    const deadline = Date.now() + 15_000;
+    while (lines.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const url = /http (http:\/\/\S+)/.exec(lines[0])?.[1];
+    if (!url) throw new Error(`no worker line: ${lines.join('; ')}`);
+    return { url, stop: () => (ac.abort(), done) };
+  }
+
+  const prompt = (first: number, n: number) => Array.from({ length: n }, (_, i) => first + i);
+  const complete = (url: string, body: Record<string, unknown>) => fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ max_tokens: 1, stream: true, ...body }) });
+
+  it('priority: a waiting request of a better priority (lower, as vLLM) gets its first token first', async () => {
+    const { url, stop } = await mock(['--scheduling-policy', 'priority']);
+    try {
+      // A: three steps of prefill (24k tokens, 8192 a step, about 170 ms each); B and C arrive
+      // during its first and wait behind it, B first. (Its response starts at its first token.)
+      const a = complete(url, { prompt: prompt(1, 24_000) });
+      await new Promise((r) => setTimeout(r, 150));
+      const order: string[] = [];
+      const firstToken = async (name: string, res: Promise<Response>) => {
+        const r = await res;
+        expect(r.status).toBe(200);
+        const reader = r.body!.getReader();
+        await reader.read();
+        order.push(name);
+        while (!(await reader.read()).done);
+      };
+      const b = firstToken('b', complete(url, { prompt: prompt(100_000, 8000), priority: 5 }));
+      await new Promise((r) => setTimeout(r, 20));
+      const c = firstToken('c', complete(url, { prompt: prompt(200_000, 8000), priority: -5 }));
+      await Promise.all([a.then((r) => r.text()), b, c]);
+      expect(order).toEqual(['c', 'b']);
+      const bad = await complete(url, { prompt: [1, 2, 3], priority: 1.5 });
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/priority must be an integer/);
+    } finally {
+      expect(await stop()).toBe(0);
+    }
+  });
+
+  it('fcfs (the default): a non-zero priority is refused with a 400, as vLLM refuses it', async () => {
+    const { url, stop } = await mock([]);
+    try {
+      const res = await complete(url, { prompt: [1, 2, 3], priority: 2 });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/schedulingPolicy 'priority'/);
+      expect((await complete(url, { prompt: [1, 2, 3], priority: 0 })).status).toBe(200);
+    } finally {
+      expect(await stop()).toBe(0);
+    }
   });
 });

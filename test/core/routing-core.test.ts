@@ -227,6 +227,28 @@ describe('RoutingCore policies and eligibility', () => {
     expect(core.stats().booked).toBe(2);
   });
 
+  it('ttft with engine priority: a class waits only for the started and its own or higher classes\' queued work', () => {
+    // Worker 0 has a long queue of class 0 booked (waiting behind its first request); worker 1 a
+    // shorter one of class 1.
+    const { core } = setup(2, { policy: 'ttft' });
+    for (let i = 0; i < 4; i++) core.route(range(10_000 * (i + 1), 8000), { requestId: `low${i}`, pinnedWorker: 0, enginePriority: 0 });
+    core.route(range(90_000, 20_000), { requestId: 'high', pinnedWorker: 1, enginePriority: 1 });
+    const t = range(500_000, 400);
+    // First come, first served (no class): worker 1's 20k tokens are less than worker 0's 32k.
+    expect(core.query(t, {}).worker).toBe(1);
+    expect(core.query(t, { enginePriority: 0 }).worker).toBe(1);
+    // Class 1 jumps worker 0's waiting class-0 requests (only the started one is ahead of it),
+    // but not worker 1's class-1 queue.
+    const high = core.query(t, { enginePriority: 1 });
+    expect(high.worker).toBe(0);
+    expect(high.predictedTtftMs!).toBeLessThan(core.query(t, { enginePriority: 0, pinnedWorker: 0 }).predictedTtftMs!);
+    for (const bad of [1.5, Number.NaN, 2 ** 31, '1']) {
+      expect(() => core.query(t, { enginePriority: bad as number })).toThrow(typeof bad === 'string' ? TypeError : RangeError);
+    }
+    for (const id of ['low0', 'low1', 'low2', 'low3', 'high']) expect(core.free(id)).toBe(true);
+    expect(core.totals()).toEqual({ prefillTokens: 0, decodeBlocks: 0, requests: 0 });
+  });
+
   it('refuses a duplicate request id', () => {
     const { core } = setup(2);
     core.route(range(0, 8), { requestId: 'a' });

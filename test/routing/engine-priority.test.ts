@@ -1,7 +1,7 @@
 // Forwarding a request's priority class to its engines (PrefillRouter's forwardPriority): the
 // body's `priority` as each engine kind reads it (vLLM lower first: negated; SGLang higher first:
 // as is; TensorRT-LLM: none), on every leg that computes or decodes, and never when off.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { enginePriorityField, lowerFirstPriority, withEnginePriority } from '../../src/engines/priority.js';
 import type { EngineKind } from '../../src/engines/types.js';
 import { PrefillRouter } from '../../src/routing/prefill-router.js';
@@ -53,6 +53,24 @@ describe('PrefillRouter forwardPriority', () => {
     const t = await start({ kind: 'trtllm', prefill: 1, decode: 1, router: { forwardPriority: true } });
     await collect((await t.router.handle(request({ body: body(), requestId: 't', hints: { priority: 1 } }))).stream);
     expect(sentPriorities(t)).toEqual({ prefill: [undefined], decode: [undefined] });
+  });
+
+  it('books each leg under the class its engine schedules it by (0 without one), none when off', async () => {
+    const on = await start({ kind: 'sglang', prefill: 1, decode: 1, router: { forwardPriority: true } });
+    const routed = (f: Fleet) => [vi.spyOn(f.router.prefill.core, 'route'), vi.spyOn(f.router.decode.core, 'route')];
+    const [prefill, decode] = routed(on);
+    await collect((await on.router.handle(request({ body: body(), requestId: 'p', hints: { priority: 3 } }))).stream);
+    await collect((await on.router.handle(request({ body: body(), requestId: 'q' }))).stream);
+    expect(prefill.mock.calls.map((c) => c[1].enginePriority)).toEqual([3, 0]);
+    expect(decode.mock.calls.map((c) => c[1].enginePriority)).toEqual([3, 0]);
+    // What /v1/route explains is routed the same way.
+    const queried = [vi.spyOn(on.router.prefill.core, 'query'), vi.spyOn(on.router.decode.core, 'query')];
+    on.router.query(Uint32Array.from(body().prompt), { priority: 2 });
+    expect(queried.map((q) => q.mock.calls.at(-1)?.[1].enginePriority)).toEqual([2, 2]);
+    const off = await start({ kind: 'vllm', prefill: 0, decode: 1 });
+    const [, aggregated] = routed(off);
+    await collect((await off.router.handle(request({ body: body(), requestId: 'r', hints: { priority: 3 } }))).stream);
+    expect(aggregated.mock.calls.map((c) => c[1].enginePriority)).toEqual([undefined]);
   });
 
   it('off by default: the body goes untouched', async () => {

@@ -96,6 +96,8 @@ pub struct NativeRouteOptions {
   pub pinned_worker: Option<f64>,
   pub pinned_dp_rank: Option<u32>,
   pub expected_output_tokens: Option<f64>,
+  /// The request's priority class, when its engine schedules by priority.
+  pub engine_priority: Option<i32>,
   pub overlap_score_credit: Option<f64>,
   pub prefill_load_scale: Option<f64>,
   pub temperature: Option<f64>,
@@ -472,6 +474,7 @@ impl CoreState {
         req.pinned_dp_rank = Some(rank);
       }
       req.expected_output_tokens = o.expected_output_tokens.map(|n| to_count(n, "expectedOutputTokens")).transpose()?;
+      req.engine_priority = o.engine_priority;
       req.overlap_score_credit = o.overlap_score_credit;
       req.prefill_load_scale = o.prefill_load_scale;
       req.temperature = o.temperature;

@@ -13,6 +13,20 @@ use super::tree::{table_hash, BlockId};
 
 const SLOTS: usize = 5;
 const EMPTY: BlockId = u32::MAX;
+/// An entry claimed for a key of the stored event being checked, its block not known yet
+/// (`claim`, then `settle` or `remove`). Block ids stay below it (tree::MAX_BLOCKS).
+const PENDING: BlockId = u32::MAX - 1;
+
+/// What `claim` found for a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+  /// The key already names this block.
+  Named(BlockId),
+  /// The key was absent: an entry is claimed for it at this position (group * 5 + entry).
+  Claimed(u32),
+  /// The key was claimed earlier by the same event (a hash repeated within it).
+  Repeated,
+}
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -73,9 +87,11 @@ impl EngineTable {
     self.len
   }
 
+  /// The group a key's probe starts at: from the hash's top bits, so doubling the table sends
+  /// group g's keys to groups 2g and 2g + 1 and a resize writes the new table front to back.
   #[inline(always)]
   fn home(&self, key: u64) -> usize {
-    table_hash(key) as usize & (self.groups.len() - 1)
+    ((table_hash(key) >> 32) * self.groups.len() as u64 >> 32) as usize
   }
 
   /// Asks the CPU to fetch the line `key` would be in.
@@ -123,7 +139,33 @@ impl EngineTable {
     self.len += 1;
   }
 
-  fn place(&mut self, key: u64, block: BlockId) {
+  /// Finds `key` or claims an entry for it, in one probe while its line is hot (a stored event's
+  /// lookups and inserts were two probes apart, the tree's work between them). A claimed entry
+  /// is settled with its block (`settle`) or given back (`remove`) before anything else reads
+  /// the table. The caller reserved room (`reserve`): no claim grows the table, so positions hold.
+  #[inline]
+  pub fn claim(&mut self, key: u64) -> Claim {
+    debug_assert!((self.len + 1) * 8 <= self.groups.len() * SLOTS * 7, "claim without reserve");
+    if let Some((g, j)) = self.position(key) {
+      return match self.groups[g].block[j] {
+        PENDING => Claim::Repeated,
+        block => Claim::Named(block),
+      };
+    }
+    self.len += 1;
+    Claim::Claimed(self.place(key, PENDING) as u32)
+  }
+
+  /// Gives the entry `claim` claimed at `pos` its block.
+  #[inline]
+  pub fn settle(&mut self, pos: u32, block: BlockId) {
+    let slot = &mut self.groups[pos as usize / SLOTS].block[pos as usize % SLOTS];
+    debug_assert_eq!(*slot, PENDING);
+    *slot = block;
+  }
+
+  /// Places `key` -> `block` in the first vacancy from its home; returns its position.
+  fn place(&mut self, key: u64, block: BlockId) -> usize {
     let mask = self.groups.len() - 1;
     let mut g = self.home(key);
     loop {
@@ -132,7 +174,7 @@ impl EngineTable {
         group.lo[j] = key as u32;
         group.hi[j] = (key >> 32) as u32;
         group.block[j] = block;
-        return;
+        return g * SLOTS + j;
       }
       // The load limit leaves free entries, so the probe ends.
       group.overflow += 1;
@@ -166,13 +208,32 @@ impl EngineTable {
     }
   }
 
+  /// Rebuilds the table with `groups` groups. The new table only fills, so each group's next
+  /// vacancy is its count of entries (a byte per group), not a compare of its entries; with
+  /// top-bit homes the writes go front to back.
   fn resize(&mut self, groups: usize) {
     let old = std::mem::replace(&mut self.groups, vec![EMPTY_GROUP; groups]);
+    let mut fill = vec![0u8; groups];
+    let mask = groups - 1;
     for group in &old {
       for j in 0..SLOTS {
-        if group.block[j] != EMPTY {
-          self.place((group.hi[j] as u64) << 32 | group.lo[j] as u64, group.block[j]);
+        let block = group.block[j];
+        if block == EMPTY {
+          continue;
         }
+        debug_assert!(block != PENDING, "resized with a claim open");
+        let key = (group.hi[j] as u64) << 32 | group.lo[j] as u64;
+        let mut g = self.home(key);
+        // The load limit leaves free entries, so the probe ends.
+        while fill[g] as usize == SLOTS {
+          self.groups[g].overflow += 1;
+          g = (g + 1) & mask;
+        }
+        let (to, at) = (&mut self.groups[g], fill[g] as usize);
+        to.lo[at] = group.lo[j];
+        to.hi[at] = group.hi[j];
+        to.block[at] = block;
+        fill[g] += 1;
       }
     }
   }
@@ -264,6 +325,34 @@ mod tests {
     t.reserve(10_000);
     t.check();
     assert_eq!(t.get(keys[8]), Some(8));
+  }
+
+  #[test]
+  fn claims_find_claim_repeat_settle_and_give_back() {
+    let mut t = EngineTable::default();
+    t.reserve(40);
+    t.insert(7, 70);
+    assert_eq!(t.claim(7), Claim::Named(70));
+    let Claim::Claimed(a) = t.claim(8) else { panic!("8 is absent") };
+    assert_eq!(t.claim(8), Claim::Repeated);
+    let Claim::Claimed(b) = t.claim(9) else { panic!("9 is absent") };
+    assert_eq!(t.len(), 3);
+    t.settle(a, 80);
+    assert_eq!(t.get(8), Some(80));
+    assert_eq!(t.remove(9), Some(PENDING));
+    assert_eq!(t.get(9), None);
+    assert_eq!(t.len(), 2);
+    let _ = b;
+    // Claims that overflow their home group, given back, leave the counts as they were.
+    let home0 = t.home(0);
+    let same: Vec<u64> = (100u64..).filter(|&k| t.home(k) == home0).take(SLOTS + 2).collect();
+    let claims: Vec<Claim> = same.iter().map(|&k| t.claim(k)).collect();
+    assert!(claims.iter().all(|c| matches!(c, Claim::Claimed(_))));
+    for &k in &same {
+      t.remove(k);
+    }
+    t.check();
+    assert_eq!(t.len(), 2);
   }
 
   #[test]

@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::engine_table::EngineTable;
+use super::engine_table::{Claim, EngineTable};
 use super::evict::Lru;
 use super::paths::{after, follow};
 use super::tree::{table_bytes, BlockId, ROOT_BLOCK};
@@ -118,8 +118,10 @@ impl RadixIndexer {
     }
   }
 
-  /// Validates a stored event without changing anything. On success `scratch.keys` holds the
-  /// blocks' tree keys, and the parent block is returned.
+  /// Validates a stored event. On success `scratch.keys` holds the blocks' tree keys,
+  /// `scratch.claims` what the slot's engine table holds for each engine hash (an entry claimed
+  /// for each new one, settled by `store`), and the parent block is returned. On a refusal
+  /// nothing has changed (claims given back; the table may have grown).
   fn check_stored(&mut self, key: WorkerKey, parent: Option<u64>, engine: &[u64], local: &[u64]) -> Result<BlockId, RejectReason> {
     if engine.len() != local.len() {
       return Err(RejectReason::Malformed);
@@ -127,34 +129,72 @@ impl RadixIndexer {
     if parent.is_some_and(|p| engine.contains(&p)) {
       return Err(RejectReason::SelfParent);
     }
-    if has_duplicates(engine, &mut self.scratch.sorted) {
-      return Err(RejectReason::DuplicateHash);
-    }
     let slot = self.slots.get(key);
-    let ModeState::Events(ev) = &self.state else { return Err(RejectReason::WrongMode) };
-    let own = slot.and_then(|s| ev.keys.get(s as usize));
-    if let Some(own) = own {
-      // The lines of every key at once: their misses overlap.
-      for &k in engine {
-        own.prefetch(k);
+    let ModeState::Events(ev) = &mut self.state else { return Err(RejectReason::WrongMode) };
+    let claims = &mut self.scratch.claims;
+    claims.clear();
+    match slot {
+      // A worker's first event: no table yet, nothing named.
+      None => {
+        if has_duplicates(engine, &mut self.scratch.sorted) {
+          return Err(RejectReason::DuplicateHash);
+        }
+      }
+      Some(s) => {
+        // One probe per hash, finding it or claiming its entry (a repeat within the event is
+        // found as the claim of its first occurrence), the lines of every hash fetched at once.
+        let own = ev.slot_keys(s);
+        own.reserve(engine.len());
+        for &k in engine {
+          own.prefetch(k);
+        }
+        for &k in engine {
+          match own.claim(k) {
+            Claim::Repeated => {
+              give_back(own, engine, claims);
+              return Err(RejectReason::DuplicateHash);
+            }
+            c => claims.push(c),
+          }
+        }
       }
     }
-    let tree = &self.tree;
+    let checked = Self::check_path(&self.tree, self.keying, ev, slot, parent, engine, local, claims, &mut self.scratch.keys, &mut self.scratch.blocks);
+    if checked.is_err() {
+      if let Some(s) = slot {
+        give_back(ev.slot_keys(s), engine, claims);
+      }
+    }
+    checked
+  }
+
+  /// The rest of `check_stored`, the hashes claimed: the parent is known, no hash names a block
+  /// other than the one it would name, the new blocks fit.
+  #[allow(clippy::too_many_arguments)]
+  fn check_path(
+    tree: &super::tree::Tree,
+    keying: super::Keying,
+    ev: &EventsState,
+    slot: Option<Slot>,
+    parent: Option<u64>,
+    engine: &[u64],
+    local: &[u64],
+    claims: &[Claim],
+    keys: &mut Vec<u64>,
+    found: &mut Vec<BlockId>,
+  ) -> Result<BlockId, RejectReason> {
     let parent_block = match parent {
       None => ROOT_BLOCK,
       Some(p) => ev.lookup(slot, p).ok_or(RejectReason::UnknownParent)?,
     };
-    let (keys, found) = (&mut self.scratch.keys, &mut self.scratch.blocks);
-    Self::tree_keys_into(tree, self.keying, parent_block, local, keys);
+    Self::tree_keys_into(tree, keying, parent_block, local, keys);
     found.clear();
     follow(tree, after(tree, parent_block), keys, found);
-    if slot.is_some() {
-      for (i, &engine_key) in engine.iter().enumerate() {
-        if let Some(named) = ev.lookup(slot, engine_key) {
-          // Once a block is new, so are the ones after it: none can be named already.
-          if found.get(i) != Some(&named) {
-            return Err(RejectReason::DuplicateHash);
-          }
+    for (i, c) in claims.iter().enumerate() {
+      if let Claim::Named(named) = *c {
+        // Once a block is new, so are the ones after it: none can be named already.
+        if found.get(i) != Some(&named) {
+          return Err(RejectReason::DuplicateHash);
         }
       }
     }
@@ -175,19 +215,32 @@ impl RadixIndexer {
     let Self { slots, state, scratch, .. } = self;
     let ModeState::Events(ev) = state else { unreachable!("checked by apply_stored") };
     let tick = ev.lru.as_mut().map(Lru::next_tick);
-    let own = {
-      if ev.keys.len() <= slot as usize {
-        ev.keys.resize_with(slot as usize + 1, EngineTable::default);
+    if ev.keys.len() <= slot as usize {
+      ev.keys.resize_with(slot as usize + 1, EngineTable::default);
+    }
+    let own = &mut ev.keys[slot as usize];
+    if scratch.claims.is_empty() {
+      // The slot's first event (no claims were made): plain inserts.
+      own.reserve(path.len());
+      for (&(block, newly_held), &engine_key) in path.iter().zip(engine) {
+        if newly_held {
+          own.insert(engine_key, block);
+        } else if own.get(engine_key).is_none() {
+          own.insert(engine_key, block);
+          *ev.extra_refs.entry((slot, block)).or_default() += 1;
+        }
       }
-      &mut ev.keys[slot as usize]
-    };
-    own.reserve(path.len());
-    for (&(block, newly_held), &engine_key) in path.iter().zip(engine) {
-      if newly_held {
-        own.insert(engine_key, block);
-      } else if own.get(engine_key).is_none() {
-        own.insert(engine_key, block);
-        *ev.extra_refs.entry((slot, block)).or_default() += 1;
+    } else {
+      debug_assert_eq!(scratch.claims.len(), path.len());
+      for (&(block, newly_held), &claim) in path.iter().zip(&scratch.claims) {
+        // A hash that named a block already names this one (checked): nothing to do.
+        if let Claim::Claimed(pos) = claim {
+          own.settle(pos, block);
+          if !newly_held {
+            // Another engine hash of the slot names this block too.
+            *ev.extra_refs.entry((slot, block)).or_default() += 1;
+          }
+        }
       }
     }
     if let (Some(lru), Some(t)) = (&mut ev.lru, tick) {
@@ -259,6 +312,15 @@ impl RadixIndexer {
       self.slots.release(slot);
     }
     removed
+  }
+}
+
+/// Gives back the entries `claims` claimed for `engine` (a refused event).
+fn give_back(own: &mut EngineTable, engine: &[u64], claims: &[Claim]) {
+  for (&k, c) in engine.iter().zip(claims) {
+    if matches!(c, Claim::Claimed(_)) {
+      own.remove(k);
+    }
   }
 }
 

@@ -158,6 +158,8 @@ struct Scratch {
   path: Vec<(BlockId, bool)>,
   slots: Vec<Slot>,
   sorted: Vec<u64>,
+  /// A stored event's engine hashes as its slot's table holds them (events.rs, check_stored).
+  claims: Vec<engine_table::Claim>,
   /// Blocks being released: (edge, position, block).
   located: Vec<(tree::EdgeId, u32, BlockId)>,
   walk: matches::WalkScratch,

@@ -31,6 +31,9 @@ pub struct BookRequest<'a> {
   pub prompt_tokens: u64,
   pub overlap_blocks: u32,
   pub expected_output_tokens: Option<u64>,
+  /// The priority class its engine schedules it by (0 for an engine serving first come, first
+  /// served): the rank keeps its queued prefill by class.
+  pub priority: i32,
   pub now_ms: f64,
 }
 
@@ -222,7 +225,7 @@ impl LoadBook {
     self.holders[slot as usize] = HolderState { exclusive: 0, weight: FULL_WEIGHT, output_blocks: 0 };
 
     let rank = &mut self.ranks[req.rank as usize];
-    rank.add_request(prefill, req.now_ms);
+    rank.add_request(slot, prefill, req.priority, req.now_ms);
     // A current walk of this prompt knows how far it is active on the rank: no compare needed.
     let known = walk.filter(|w| self.prefixes.is_current(w, req.block_hashes.len())).map(|w| w.prefix(req.rank) as usize);
     self.bookings[slot as usize].chain = rank.hold(req.block_hashes, slot, &mut self.holders, known);
@@ -258,7 +261,7 @@ impl LoadBook {
     let b = &mut self.bookings[slot as usize];
     let tokens = std::mem::take(&mut b.prefill_tokens);
     b.prefill_done = true;
-    self.ranks[b.rank as usize].end_prefill(tokens, now_ms, true);
+    self.ranks[b.rank as usize].end_prefill(slot, tokens, now_ms, true);
     self.total_prefill_tokens -= tokens;
     self.drain.record(now_ms, tokens);
   }
@@ -328,7 +331,7 @@ impl LoadBook {
     self.prefixes.release(rank_id, b.shared_chain.take());
     let rank = &mut self.ranks[rank_id as usize];
     if in_prefill {
-      rank.end_prefill(prefill, now_ms, false);
+      rank.end_prefill(slot, prefill, now_ms, false);
     }
     self.total_prefill_tokens -= prefill;
     // Tokens of a request freed before its prefill also leave the queue.

@@ -45,6 +45,18 @@ pub struct RankLoad {
   /// The queue filled while the rank was decoding: its first step starts when the decode step in
   /// flight ends, and whatever arrives before then joins it.
   prefill_after_step: bool,
+  /// The bookings with prefill tokens queued, in booking order (first come, first served): what
+  /// an engine scheduling by priority has started, and what a class waits for.
+  queue: Vec<QueuedPrefill>,
+}
+
+/// One booking's outstanding prefill on its rank.
+#[derive(Clone, Copy, Debug)]
+pub struct QueuedPrefill {
+  pub slot: u32,
+  /// The priority class its engine schedules it by (0 for first come, first served).
+  pub class: i32,
+  pub tokens: u64,
 }
 
 impl RankLoad {
@@ -64,6 +76,16 @@ impl RankLoad {
   /// Booked requests past their prefill: each decodes one token per engine step.
   pub fn decoding(&self) -> u32 {
     self.requests - self.prefilling
+  }
+
+  /// The bookings with prefill queued here, in booking order.
+  pub fn queue(&self) -> &[QueuedPrefill] {
+    &self.queue
+  }
+
+  /// Queued prefill tokens of priority class `class` or higher.
+  pub fn prefill_tokens_from(&self, class: i32) -> u64 {
+    self.queue.iter().filter(|q| q.class >= class).map(|q| q.tokens).sum()
   }
 
   /// Since when the booked prefill queue has been in progress without a first token seen here
@@ -102,7 +124,7 @@ impl RankLoad {
     self.chains.prefix_len(block_hashes)
   }
 
-  pub(crate) fn add_request(&mut self, prefill_tokens: u64, now_ms: f64) {
+  pub(crate) fn add_request(&mut self, slot: u32, prefill_tokens: u64, class: i32, now_ms: f64) {
     // An empty queue starts now: an idle engine takes up a request as it arrives, a decoding one
     // after its step in flight.
     if self.prefill_tokens == 0 && prefill_tokens > 0 {
@@ -112,6 +134,9 @@ impl RankLoad {
     self.requests += 1;
     self.prefilling += 1;
     self.prefill_tokens += prefill_tokens;
+    if prefill_tokens > 0 {
+      self.queue.push(QueuedPrefill { slot, class, tokens: prefill_tokens });
+    }
   }
 
   pub(crate) fn remove_request(&mut self) {
@@ -120,9 +145,15 @@ impl RankLoad {
 
   /// A booked request's prefill ends: `observed` when its first token came (the queue's progress
   /// is known up to now: the next step starts now), not when it was freed before.
-  pub(crate) fn end_prefill(&mut self, tokens: u64, now_ms: f64, observed: bool) {
+  pub(crate) fn end_prefill(&mut self, slot: u32, tokens: u64, now_ms: f64, observed: bool) {
     self.prefilling -= 1;
     self.prefill_tokens -= tokens;
+    if tokens > 0 {
+      // Usually the queue's head: prefills end mostly in booking order.
+      let i = self.queue.iter().position(|q| q.slot == slot).expect("a queued booking");
+      debug_assert_eq!(self.queue[i].tokens, tokens);
+      self.queue.remove(i);
+    }
     if observed {
       // A first token ends a step: the next one starts now.
       self.prefill_since_ms = now_ms;
@@ -242,6 +273,7 @@ impl RankLoad {
       && self.prefilling == 0
       && self.chains.is_empty()
       && self.prefill_tokens == 0
+      && self.queue.is_empty()
       && self.output_blocks == 0
       && self.exclusive_blocks == 0
       && self.weighted_own_milli == 0

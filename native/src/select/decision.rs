@@ -39,6 +39,10 @@ pub struct RouteRequest<'a> {
   pub pinned_worker: Option<u64>,
   pub pinned_dp_rank: Option<u32>,
   pub expected_output_tokens: Option<u64>,
+  /// The request's priority class when its engine schedules by priority (the router forwards
+  /// it): booked under that class, and the ttft estimate counts only the queued work of its
+  /// class or higher. None: the engine serves first come, first served.
+  pub engine_priority: Option<i32>,
   pub overlap_score_credit: Option<f64>,
   pub prefill_load_scale: Option<f64>,
   pub temperature: Option<f64>,
@@ -55,6 +59,7 @@ impl<'a> RouteRequest<'a> {
       pinned_worker: None,
       pinned_dp_rank: None,
       expected_output_tokens: None,
+      engine_priority: None,
       overlap_score_credit: None,
       prefill_load_scale: None,
       temperature: None,

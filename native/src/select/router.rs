@@ -189,6 +189,7 @@ impl RoutingCore {
             capacity_blocks: c.capacity_blocks,
             decode_blocks: terms.decode_blocks,
             now_ms,
+            engine_priority: req.engine_priority,
           };
           let e = estimate(c.ttft.as_ref().unwrap_or(&self.config.ttft), &input);
           predicted = e.ms;
@@ -233,6 +234,7 @@ impl RoutingCore {
         prompt_tokens: params.prompt_tokens,
         overlap_blocks: overlap_blocks + lower.total(),
         expected_output_tokens: req.expected_output_tokens,
+        priority: req.engine_priority.unwrap_or(0),
         now_ms,
       };
       self.book.book_along(&booking, Some(&s.walk)).map_err(|_| RouteError::DuplicateRequest(format!("request id '{}' is already booked", req.request_id)))?;
@@ -337,6 +339,8 @@ impl RoutingCore {
       prompt_tokens: b.prompt_tokens,
       overlap_blocks: b.overlap_blocks,
       expected_output_tokens: b.expected_output_tokens,
+      // Replicas announce no class: another replica's booking counts as class 0.
+      priority: 0,
       now_ms,
     };
     if self.book.book_remote(b.origin, &req).is_err() {

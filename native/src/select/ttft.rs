@@ -118,6 +118,9 @@ pub struct TtftInput<'a> {
   pub decode_blocks: f64,
   /// The decision's time: how long the rank's booked prefill has been in progress.
   pub now_ms: f64,
+  /// The request's priority class when the rank's engine schedules by priority (None: first
+  /// come, first served).
+  pub engine_priority: Option<i32>,
 }
 
 /// The estimate, and the uncached tokens it assumed the request computes.
@@ -163,7 +166,16 @@ impl Steps<'_> {
   /// away on average; a request joins at the next step), and the queued prefill tokens left
   /// after it. The queue has run unobserved since `prefill_since_ms`, in the model's steps; its
   /// last step is never taken as over before its first token is seen.
-  fn ahead(&self, rank: &RankLoad, now_ms: f64) -> (f64, u64) {
+  fn ahead(&self, rank: &RankLoad, now_ms: f64, engine_priority: Option<i32>) -> (f64, u64) {
+    let (in_flight_ms, left) = self.ahead_fcfs(rank, now_ms);
+    match engine_priority {
+      Some(class) if left > 0 => (in_flight_ms, left_before_class(rank, left, class)),
+      _ => (in_flight_ms, left),
+    }
+  }
+
+  /// `ahead` on an engine serving its queue first come, first served.
+  fn ahead_fcfs(&self, rank: &RankLoad, now_ms: f64) -> (f64, u64) {
     let queued = rank.prefill_tokens();
     let decode_left = self.decode_ms / 2.0;
     if queued == 0 {
@@ -184,6 +196,27 @@ impl Steps<'_> {
   }
 }
 
+/// Of the `left` queued tokens after the step in flight, those an engine scheduling by priority
+/// computes before a request of `class`: the rest of every request it has started (running
+/// requests keep their share of each step, whatever their class), and the waiting ones of its
+/// class or higher. The engine takes up the queue about in booking order, so the requests it
+/// has started are those the steps so far have reached.
+fn left_before_class(rank: &RankLoad, left: u64, class: i32) -> u64 {
+  let reached = rank.prefill_tokens() - left;
+  let mut start = 0;
+  let mut ahead = 0;
+  for q in rank.queue() {
+    let end = start + q.tokens;
+    if start < reached {
+      ahead += end.saturating_sub(reached);
+    } else if q.class >= class {
+      ahead += q.tokens;
+    }
+    start = end;
+  }
+  ahead
+}
+
 pub fn estimate(m: &TtftModel, x: &TtftInput) -> TtftEstimate {
   let bs = x.block_size;
   let reloaded: u64 = x.lower.total() as u64;
@@ -199,7 +232,7 @@ pub fn estimate(m: &TtftModel, x: &TtftInput) -> TtftEstimate {
     0.0
   };
   let steps = Steps { m, chunk: (m.max_batched_tokens as u64).saturating_sub(decoding).max(1), decode_ms };
-  let (in_flight_ms, queued) = steps.ahead(x.rank, x.now_ms);
+  let (in_flight_ms, queued) = steps.ahead(x.rank, x.now_ms, x.engine_priority);
   let prefill = in_flight_ms + steps.run_ms(queued + uncached);
   let reload: f64 = x.lower.blocks.iter().zip(&m.reload_ms_per_token).map(|(&b, &ms)| (b as u64 * bs) as f64 * ms).sum();
   let transfer = x.prompt_tokens.saturating_sub((x.cached_blocks + reloaded) * bs) as f64 * m.transfer_ms_per_token;

@@ -97,13 +97,20 @@ export class RequestContext {
   /** The aggregated leg: the decode pool computes the prompt, so its cached blocks count. */
   aggregatedLeg(): LegRoute {
     const { req } = this;
-    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.workerId, pinnedDpRank: req.hints.dpRank, expectedOutputTokens: expectedOutputOf(req) };
+    return {
+      requestId: req.requestId,
+      loraName: req.loraName,
+      pinnedWorker: req.hints.workerId,
+      pinnedDpRank: req.hints.dpRank,
+      expectedOutputTokens: expectedOutputOf(req),
+      enginePriority: this.routingPriority,
+    };
   }
 
   /** The prefill leg, where the client (or its session) pinned it. */
   prefillLeg(): LegRoute {
     const { req } = this;
-    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.prefillWorkerId, pinnedDpRank: req.hints.prefillDpRank };
+    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.prefillWorkerId, pinnedDpRank: req.hints.prefillDpRank, enginePriority: this.routingPriority };
   }
 
   /** The decode leg of a disaggregated request: credit 0, no assumed KV reuse (the seeds' decode override). */
@@ -115,6 +122,7 @@ export class RequestContext {
       pinnedWorker: req.hints.workerId,
       pinnedDpRank: req.hints.dpRank,
       expectedOutputTokens: expectedOutputOf(req),
+      enginePriority: this.routingPriority,
       overlapScoreCredit: 0,
     };
   }
@@ -122,6 +130,11 @@ export class RequestContext {
   /** The priority class its legs forward to their engines: the client's, when the router forwards priorities. */
   get enginePriority(): number | undefined {
     return this.env.forwardPriority ? this.req.hints.priority : undefined;
+  }
+
+  /** The class the routing core books the request under (routingPriority). */
+  get routingPriority(): number | undefined {
+    return routingPriority(this.env.forwardPriority, this.req.hints);
   }
 
   /** Leg options that feed the tracker and report the request's end. */
@@ -217,4 +230,13 @@ function withoutPin(leg: LegRoute): LegRoute {
 /** The tracker's view of a routing decision. */
 export function routingOf(d: RoutingDecision): PhaseRouting {
   return { worker: d.worker, dpRank: d.dpRank, overlapBlocks: d.overlapBlocks, promptTokens: d.promptTokens, cachedTokens: d.cachedTokens };
+}
+
+/**
+ * The class the engines schedule a request by, as the routing core books it (RouteRequest's
+ * enginePriority): the client's (0 without one, as an engine takes a request without a priority)
+ * when the router forwards priorities; undefined when the engines serve first come, first served.
+ */
+export function routingPriority(forwardPriority: boolean, hints: { priority?: number }): number | undefined {
+  return forwardPriority ? (hints.priority ?? 0) : undefined;
 }

@@ -67,7 +67,8 @@ export interface EngineConfig {
   schedulingPolicy?: SchedulingPolicy;
 }
 
-export type SchedulingPolicy = 'fcfs' | 'priority';
+export const SCHEDULING_POLICIES = ['fcfs', 'priority'] as const;
+export type SchedulingPolicy = (typeof SCHEDULING_POLICIES)[number];
 
 export interface ResolvedEngineConfig {
   readonly blockSize: number;
@@ -149,8 +150,8 @@ export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
 
 function schedulingPolicyOf(value: unknown): SchedulingPolicy {
   if (value === undefined) return 'fcfs';
-  if (value !== 'fcfs' && value !== 'priority') throw new RangeError(`schedulingPolicy must be 'fcfs' or 'priority', got ${describe(value)}`);
-  return value;
+  if (!(SCHEDULING_POLICIES as readonly unknown[]).includes(value)) throw new RangeError(`schedulingPolicy must be 'fcfs' or 'priority', got ${describe(value)}`);
+  return value as SchedulingPolicy;
 }
 
 function resolveTiming(input: unknown): ResolvedEngineConfig['timing'] {

@@ -5,6 +5,7 @@ export {
   DEFAULT_OFFLOAD_BANDWIDTH_BYTES_PER_S,
   DEFAULT_TIMING,
   resolveEngineConfig,
+  SCHEDULING_POLICIES,
   type DecodeTiming,
   type EngineConfig,
   type EngineTiming,
@@ -12,6 +13,7 @@ export {
   type KvTransferConfig,
   type PrefillTiming,
   type ResolvedEngineConfig,
+  type SchedulingPolicy,
 } from './config.js';
 export { applyEventsToSet, type KvEvent, type KvMedium } from './events.js';
 export type { FinishReason, SimRequest, TokenOutput } from './request.js';

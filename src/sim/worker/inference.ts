@@ -25,6 +25,7 @@ import { makeUsage } from '../../engines/usage.js';
 import { GeneratedText } from './token-text.js';
 import type { SimRequest, TokenOutput } from '../engine/index.js';
 import type { FaultState } from './faults.js';
+import { lowerFirstPriority } from '../../engines/priority.js';
 
 /** The engine request the worker submits, and one generated token as the engine reports it. */
 export type EngineRequest = SimRequest;
@@ -115,6 +116,9 @@ export async function serveInference(rt: InferenceRuntime, ex: HttpExchange, end
     holdBlocksAfterFinish: plan.holdBlocks,
     ignoreEos: req.ignoreEos,
   };
+  // Scheduled by it when the engine's policy is priority (vLLM refuses a non-zero one under fcfs,
+  // and so does the simulated engine: a 400).
+  if (req.priority !== 0) engineRequest.priority = lowerFirstPriority(rt.pdStyle, req.priority);
   if (req.model !== undefined && rt.loras.has(req.model)) engineRequest.loraName = req.model;
   submitOrAbandon(rt, engineRequest, sink, plan);
   ex.onAbort(() => {

@@ -15,6 +15,8 @@ export interface InferenceRequest {
   stream: boolean;
   includeUsage: boolean;
   ignoreEos: boolean;
+  /** The body's `priority` as the engine received it (its kind's convention; 0 when absent). */
+  priority: number;
   /** The parsed body, for the handoff fields of each engine kind. */
   body: Record<string, unknown>;
 }
@@ -62,7 +64,9 @@ export function parseInferenceRequest(endpoint: Endpoint, body: Record<string, u
     includeUsage = optionalBoolean((so as Record<string, unknown>).include_usage, 'stream_options.include_usage') ?? false;
   }
   const ignoreEos = optionalBoolean(body.ignore_eos, 'ignore_eos') ?? false;
-  return { endpoint, model, promptTokens, maxTokens, stream, includeUsage, ignoreEos, body };
+  const priority = body.priority ?? 0;
+  if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) throw invalidRequest(`priority must be an integer, got ${JSON.stringify(priority)}`);
+  return { endpoint, model, promptTokens, maxTokens, stream, includeUsage, ignoreEos, priority, body };
 }
 
 /** A completions prompt: text (byte-tokenized) or token ids; a batch of one is unwrapped. */

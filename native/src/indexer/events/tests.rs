@@ -48,6 +48,28 @@ fn rejections_apply_nothing_and_are_counted() {
 }
 
 #[test]
+fn a_refused_event_gives_back_the_entries_it_claimed() {
+  let mut ix = events();
+  ix.apply_stored(key(1), None, &[100, 101], &[1, 2], 0.0).unwrap();
+  // Each is refused after some of its hashes were claimed in the slot's table.
+  assert_eq!(ix.apply_stored(key(1), Some(999), &[102, 103], &[3, 4], 0.0), Err(RejectReason::UnknownParent));
+  assert_eq!(ix.apply_stored(key(1), Some(101), &[102, 103, 100], &[3, 4, 5], 0.0), Err(RejectReason::DuplicateHash));
+  // A repeat within the event is found before the unknown parent, as it was by the sort.
+  assert_eq!(ix.apply_stored(key(1), Some(999), &[102, 102], &[3, 4], 0.0), Err(RejectReason::DuplicateHash));
+  ix.check();
+  assert_eq!(ix.apply_removed(key(1), &[102, 103], 0.0), 0, "no claim was left behind");
+  ix.apply_stored(key(1), Some(101), &[102, 103], &[3, 4], 0.0).unwrap();
+  assert_eq!(matches(&mut ix, &[1, 2, 3, 4]), vec![(key(1), 4)]);
+  // A block already held under another hash of the slot: the new hash is an extra reference.
+  ix.apply_stored(key(1), Some(101), &[202], &[3], 0.0).unwrap();
+  assert_eq!(ix.apply_removed(key(1), &[102], 0.0), 1);
+  assert_eq!(matches(&mut ix, &[1, 2, 3, 4]), vec![(key(1), 4)], "block [1, 2, 3] stays held by 202");
+  assert_eq!(ix.apply_removed(key(1), &[202], 0.0), 1);
+  assert_eq!(matches(&mut ix, &[1, 2, 3, 4]), vec![(key(1), 2)]);
+  ix.check();
+}
+
+#[test]
 fn restoring_the_same_blocks_is_idempotent() {
   let mut ix = events();
   ix.apply_stored(key(1), None, &[100, 101], &[1, 2], 0.0).unwrap();

@@ -14,6 +14,7 @@ fn book(b: &mut LoadBook, id: &str, rank: RankId, hashes: &[u64], prompt: u64, o
     prompt_tokens: prompt,
     overlap_blocks: overlap,
     expected_output_tokens: expected,
+    priority: 0,
     now_ms: 0.0,
   })
   .unwrap();
@@ -42,7 +43,7 @@ fn duplicate_request_ids_are_refused_without_side_effects() {
   let mut b = LoadBook::new(4);
   let r = b.list_rank(key(1));
   book(&mut b, "a", r, &[1], 4, 0, None);
-  let again = BookRequest { request_id: "a", rank: r, block_hashes: &[9], prompt_tokens: 40, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
+  let again = BookRequest { request_id: "a", rank: r, block_hashes: &[9], prompt_tokens: 40, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 };
   assert_eq!(b.book(&again), Err(BookError::DuplicateRequest));
   assert_eq!(b.rank(r).active_blocks(), 1);
   assert_eq!(b.rank(r).prefill_tokens(), 4);
@@ -80,7 +81,7 @@ fn a_walk_recorded_before_the_book_changed_is_not_followed() {
   assert_eq!(walk.prefix(r), 3);
   // The book changes after the walk: "b" splits the chain where the walk saw it whole.
   book(&mut b, "b", r, &[1, 7], 8, 0, None);
-  let req = |id, hashes| BookRequest { request_id: id, rank: r, block_hashes: hashes, prompt_tokens: 16, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 };
+  let req = |id, hashes| BookRequest { request_id: id, rank: r, block_hashes: hashes, prompt_tokens: 16, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 };
   b.book_along(&req("c", &[1, 2, 3, 9]), Some(&walk)).unwrap();
   // A walk of another prompt is not followed either.
   b.active_prefixes(&[1, 2], &mut walk);
@@ -180,6 +181,7 @@ struct RefBooking {
   prefill: u64,
   output: u64,
   expected: Option<u64>,
+  priority: i32,
   touched: f64,
 }
 
@@ -216,6 +218,10 @@ fn check_ranks(b: &LoadBook, model: &HashMap<String, RefBooking>, ranks: &[RankI
     assert_eq!(b.rank(rank).decode_blocks_milli(), milli, "step {step}");
     let prefill: u64 = model.values().filter(|r| r.rank == rank && r.prefill != u64::MAX).map(|r| r.prefill).sum();
     assert_eq!(b.rank(rank).prefill_tokens(), prefill, "step {step}");
+    for class in -1..=2 {
+      let from: u64 = model.values().filter(|r| r.rank == rank && r.prefill != u64::MAX && r.priority >= class).map(|r| r.prefill).sum();
+      assert_eq!(b.rank(rank).prefill_tokens_from(class), from, "step {step}, class {class}");
+    }
   }
   check_active_prefixes(b, model, ranks, step);
 }
@@ -269,7 +275,8 @@ fn random_operations_match_the_reference_and_end_at_zero() {
         let overlap = rng.u32(0..8);
         let expected = if rng.bool() { Some(rng.u64(1..20)) } else { None };
         let rank = ranks[rng.usize(0..ranks.len())];
-        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: overlap, expected_output_tokens: expected, now_ms: now };
+        let priority = rng.i32(-1..2);
+        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: overlap, expected_output_tokens: expected, priority, now_ms: now };
         // Half the bookings follow the walk of the prompt's active prefixes, as the router's do.
         let res = if rng.bool() {
           b.book(&req)
@@ -281,7 +288,7 @@ fn random_operations_match_the_reference_and_end_at_zero() {
         assert_eq!(res.is_err(), model.contains_key(&id));
         if res.is_ok() {
           let prefill = prompt.saturating_sub(overlap as u64 * bs);
-          model.insert(id, RefBooking { rank, hashes, prompt, prefill, output: 0, expected, touched: now });
+          model.insert(id, RefBooking { rank, hashes, prompt, prefill, output: 0, expected, priority, touched: now });
         }
       }
       4 => {
@@ -324,7 +331,7 @@ fn random_operations_match_the_reference_and_end_at_zero() {
 }
 
 fn remote(b: &mut LoadBook, origin: &str, id: &str, rank: RankId, hashes: &[u64], prompt: u64) -> Result<(), BookError> {
-  b.book_remote(origin, &BookRequest { request_id: id, rank, block_hashes: hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 })
+  b.book_remote(origin, &BookRequest { request_id: id, rank, block_hashes: hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 })
 }
 
 #[test]
@@ -410,11 +417,11 @@ fn random_local_and_remote_operations_match_the_reference_and_end_at_zero() {
         let hashes: Vec<u64> = (0..n).map(|_| { code = code * 4 + rng.u64(0..2); code }).collect();
         let prompt = n * bs + rng.u64(0..bs);
         let rank = ranks[rng.usize(0..ranks.len())];
-        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, now_ms: now };
+        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: now };
         let res = if origin.is_empty() { b.book(&req) } else { b.book_remote(origin, &req) };
         assert_eq!(res.is_err(), model.contains_key(&k), "step {step}");
         if res.is_ok() {
-          model.insert(k, RefBooking { rank, hashes, prompt, prefill: prompt, output: 0, expected: None, touched: now });
+          model.insert(k, RefBooking { rank, hashes, prompt, prefill: prompt, output: 0, expected: None, priority: 0, touched: now });
         }
       }
       5..=6 => {

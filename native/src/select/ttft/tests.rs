@@ -8,7 +8,7 @@ fn model() -> TtftModel {
 }
 
 fn input<'a>(rank: &'a RankLoad, prompt_tokens: u64, cached_blocks: u64) -> TtftInput<'a> {
-  TtftInput { rank, block_size: BS, prompt_tokens, cached_blocks, lower: TierExtension::default(), capacity_blocks: Some(1000), decode_blocks: 0.0, now_ms: 0.0 }
+  TtftInput { rank, block_size: BS, prompt_tokens, cached_blocks, lower: TierExtension::default(), capacity_blocks: Some(1000), decode_blocks: 0.0, now_ms: 0.0, engine_priority: None }
 }
 
 fn step(m: &TtftModel, n: f64) -> f64 {
@@ -23,7 +23,7 @@ fn loaded(requests: usize, prompt: u64) -> LoadBook {
   for i in 0..requests {
     let id = format!("r{i}");
     let seq: Vec<u64> = (0..prompt / BS).map(|b| (i as u64) << 32 | b).collect();
-    book.book(&BookRequest { request_id: &id, rank, block_hashes: &seq, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, now_ms: 0.0 }).unwrap();
+    book.book(&BookRequest { request_id: &id, rank, block_hashes: &seq, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 }).unwrap();
   }
   book
 }
@@ -74,6 +74,48 @@ fn queued_prefill_runs_first_behind_the_step_in_flight() {
 }
 
 #[test]
+fn an_engine_scheduling_by_priority_serves_a_class_after_its_own_and_higher_ones_only() {
+  let m = model();
+  // Three prompts of 8000 at class 0, then one of 3000 at class 1 and one of 2000 at class 2,
+  // all booked at 0 on an idle rank: its engine starts the first step at once.
+  let mut book = loaded(3, 8000);
+  for (id, prompt, priority) in [("p1", 3000u64, 1), ("p2", 2000, 2)] {
+    let seq: Vec<u64> = (0..prompt / BS).map(|b| (priority as u64 + 100) << 32 | b).collect();
+    book.book(&BookRequest { request_id: id, rank: 0, block_hashes: &seq, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority, now_ms: 0.0 }).unwrap();
+  }
+  let rank = book.rank(0);
+  assert_eq!((rank.prefill_tokens(), rank.prefill_tokens_from(1), rank.prefill_tokens_from(2), rank.prefill_tokens_from(3)), (29_000, 5000, 2000, 0));
+  let mut x = input(rank, 1000, 0);
+  x.now_ms = 10.0;
+  let fcfs = estimate(&m, &x);
+  // The step in flight (8192 tokens) runs out; then, first come, first served, the rest of the
+  // queue and ours.
+  let in_flight = step(&m, 8192.0) - 10.0;
+  let run = |tokens: f64| (tokens / 8192.0).floor() * step(&m, 8192.0) + step(&m, tokens % 8192.0);
+  assert!((fcfs.ms - in_flight - run(29_000.0 - 8192.0 + 1000.0)).abs() < 1e-6, "{}", fcfs.ms);
+  // Class 0 waits for everything too. The step in flight started r0 and r1 (its first 192
+  // tokens): the rest of r1 (7808) runs first whatever the class; then class 1 waits for the
+  // classes 1 and 2 only, class 2 for its own, a higher class for none.
+  x.engine_priority = Some(0);
+  assert!((estimate(&m, &x).ms - fcfs.ms).abs() < 1e-9);
+  for (class, waiting) in [(1, 5000.0), (2, 2000.0), (5, 0.0)] {
+    x.engine_priority = Some(class);
+    let want = in_flight + run(7808.0 + waiting + 1000.0);
+    assert!((estimate(&m, &x).ms - want).abs() < 1e-6, "class {class}: {} vs {want}", estimate(&m, &x).ms);
+  }
+  // Never more than what is left of the whole queue: near its end, only its last step is left.
+  x.now_ms = 3.0 * step(&m, 8192.0) + 1.0;
+  x.engine_priority = Some(1);
+  let late = estimate(&m, &x);
+  x.engine_priority = None;
+  assert!((late.ms - estimate(&m, &x).ms).abs() < 1e-9);
+  // A class's tokens leave the queue with its first token, exactly.
+  assert!(book.mark_prefill_completed("p1", 50.0));
+  assert!(book.free("p2", 60.0));
+  assert_eq!((book.rank(0).prefill_tokens_from(1), book.rank(0).prefill_tokens()), (0, 24_000));
+}
+
+#[test]
 fn a_first_token_restarts_the_queue_and_decodes_take_their_share_of_each_step() {
   let m = model();
   let mut book = loaded(2, 8000);
@@ -103,7 +145,7 @@ fn a_decoding_rank_packs_arrivals_into_its_next_step() {
   // average), and one arriving with it joins the same step.
   let rank_id = 0;
   let seq: Vec<u64> = (0..50).map(|b| 7 << 32 | b).collect();
-  book.book(&BookRequest { request_id: "a", rank: rank_id, block_hashes: &seq, prompt_tokens: 800, overlap_blocks: 0, expected_output_tokens: None, now_ms: 1000.0 }).unwrap();
+  book.book(&BookRequest { request_id: "a", rank: rank_id, block_hashes: &seq, prompt_tokens: 800, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 1000.0 }).unwrap();
   let rank = book.rank(rank_id);
   assert!(rank.prefill_after_step());
   let mut x = input(rank, 1000, 0);
