@@ -34,7 +34,7 @@ thread_local! {
 }
 
 /// Puts `entry` in the first free place of `table`: its handle.
-fn insert<T>(table: &mut Vec<Option<T>>, entry: T) -> u32 {
+pub(super) fn insert<T>(table: &mut Vec<Option<T>>, entry: T) -> u32 {
   match table.iter().position(Option::is_none) {
     Some(i) => {
       table[i] = Some(entry);
@@ -47,7 +47,7 @@ fn insert<T>(table: &mut Vec<Option<T>>, entry: T) -> u32 {
   }
 }
 
-fn remove<T>(table: &'static std::thread::LocalKey<RefCell<Vec<Option<T>>>>, handle: u32) {
+pub(super) fn remove<T>(table: &'static std::thread::LocalKey<RefCell<Vec<Option<T>>>>, handle: u32) {
   // A collected object of a thread being torn down may find the table gone: nothing to do.
   let _ = table.try_with(|r| {
     if let Ok(mut r) = r.try_borrow_mut() {
@@ -106,7 +106,7 @@ fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
 }
 
 /// A failure to throw: its class (TypeError or RangeError, else Error) and code.
-struct Fail(Code, String);
+pub(super) struct Fail(pub(super) Code, pub(super) String);
 
 unsafe fn throw(env: sys::napi_env, fail: Fail) -> sys::napi_value {
   let code = std::ffi::CString::new(fail.0.as_str()).expect("codes have no NUL");
@@ -121,12 +121,12 @@ unsafe fn throw(env: sys::napi_env, fail: Fail) -> sys::napi_value {
   ptr::null_mut()
 }
 
-fn type_fail(msg: impl Into<String>) -> Fail {
+pub(super) fn type_fail(msg: impl Into<String>) -> Fail {
   Fail(Code::InvalidType, msg.into())
 }
 
 /// A typed array argument of the given element type: (data, length).
-unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, name: &str) -> std::result::Result<(*mut T, usize), Fail> {
+pub(super) unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, name: &str) -> std::result::Result<(*mut T, usize), Fail> {
   let (mut ty, mut len, mut data, mut offset) = (0, 0usize, ptr::null_mut(), 0usize);
   // One Node-API call on the way that works (it fails on anything but a typed array); which
   // failure it was is asked only to word the error.
@@ -145,7 +145,7 @@ unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, 
   Ok((data as *mut T, len))
 }
 
-unsafe fn arg_u32(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<u32, Fail> {
+pub(super) unsafe fn arg_u32(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<u32, Fail> {
   let mut v = 0u32;
   match unsafe { sys::napi_get_value_uint32(env, value, &mut v) } {
     sys::Status::napi_ok => Ok(v),
@@ -179,7 +179,7 @@ unsafe extern "C" fn find_matches_fast(env: sys::napi_env, info: sys::napi_callb
 
 /// Runs `body`, a call returning a count: the count as a number, or its failure thrown. Panics
 /// never cross into JavaScript.
-unsafe fn count_call(
+pub(super) unsafe fn count_call(
   env: sys::napi_env,
   info: sys::napi_callback_info,
   what: &str,
@@ -301,12 +301,14 @@ unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::
   state.decide(tokens, request_id, now_ms, out, None, None, mode).map_err(|e: CodedError| Fail(e.status, e.reason))
 }
 
-/// Installs the hand-written functions next to the generated ones.
+/// A hand-written Node-API function.
+pub(super) type FastFn = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+
+/// Installs the hand-written functions (these and sim_cache.rs's) next to the generated ones.
 #[napi(module_exports)]
 pub fn install_fast_calls(exports: Object, env: Env) -> napi::Result<()> {
-  let functions: [(&CStr, unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value); 2] =
-    [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast)];
-  for (name, cb) in functions {
+  let functions: [(&CStr, FastFn); 2] = [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast)];
+  for (name, cb) in functions.into_iter().chain(super::sim_cache::FAST_CALLS) {
     let mut f = ptr::null_mut();
     let status =
       unsafe { sys::napi_create_function(env.raw(), name.as_ptr() as *const c_char, name.to_bytes().len() as isize, Some(cb), ptr::null_mut(), &mut f) };
