@@ -8,12 +8,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { createRouter, type Router } from '../../src/server/app/router.js';
-import { listenUws, type RunningServer } from '../../src/server/http/uws.js';
-import { createLogger } from '../../src/server/observability/logger.js';
-import { silentLogger, type Logger } from '../../src/util/logger.js';
+import type { Router } from '../../src/server/app/router.js';
+import type { RouterConfigInput } from '../../src/server/config/config.js';
+import type { RunningServer } from '../../src/server/http/uws.js';
+import type { Logger } from '../../src/util/logger.js';
 import { median } from '../lib/stats.js';
 import type { LoadOptions } from './loadgen.js';
+import { compiledRouter } from './compiled-router.js';
 import { threadCpuMicros } from './thread-cpu.js';
 import type { World } from './world-process.js';
 
@@ -39,8 +40,9 @@ interface Variant {
 
 export async function measureLoggerCost(
   world: World,
-  o: { config: (engineUrl: string) => Parameters<typeof createRouter>[0]; body: string; promptTokens: number; stream: boolean; rounds: number; requests: number },
+  o: { config: (engineUrl: string) => RouterConfigInput; body: string; promptTokens: number; stream: boolean; rounds: number; requests: number },
 ): Promise<LoggerCostFigure> {
+  const { createRouter, listenUws, createLogger, silentLogger } = await compiledRouter();
   const dir = mkdtempSync(join(tmpdir(), 'kvroute-logger-cost-'));
   const file = join(dir, 'router.log');
   const start = async (logger: Logger): Promise<Variant> => {

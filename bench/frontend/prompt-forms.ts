@@ -4,8 +4,6 @@
 // the router thread's CPU per request (closed loops, the forms in alternating rounds; medians), and
 // the latency the router adds at a steady 500 req/s (text and token ids; the instant engine has no
 // chat endpoint to compare against).
-import { createRouter } from '../../src/server/app/router.js';
-import { listenUws } from '../../src/server/http/uws.js';
 import type { HfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { promptText } from '../lib/prompt-text.js';
 import { median } from '../lib/stats.js';
@@ -13,6 +11,7 @@ import type { LoadResult } from './loadgen.js';
 import { percentile } from '../lib/stats.js';
 import { round3 } from './overhead.js';
 import { closedLoop, closedLoopWithCpu, measureOverheads, type OverheadMeasure } from './measure.js';
+import { compiledRouter } from './compiled-router.js';
 import type { World } from './world-process.js';
 
 export const PROMPT_FORMS = ['token ids', 'text', 'chat'] as const;
@@ -52,6 +51,7 @@ const OVERHEAD_RATE_PER_S = 500;
 const SYSTEM = 'You are a helpful assistant.';
 
 export async function measurePromptForms(world: World, o: PromptFormOptions): Promise<PromptFormFigure[]> {
+  const { createRouter, listenUws } = await compiledRouter();
   const router = await createRouter({
     port: 0,
     model: o.model,

@@ -8,10 +8,9 @@
 //    the world keeps to one of the two cores and the router has the other.
 // Targets (reported, never asserted): >= 5,000 streamed req/s with short outputs; overhead p99
 // < 1 ms at 1,000 req/s.
-import { createRouter } from '../../src/server/app/router.js';
-import { listenUws } from '../../src/server/http/uws.js';
 import type { HfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { percentile } from '../lib/stats.js';
+import { compiledRouter } from './compiled-router.js';
 import { closedLoop, closedLoopWithCpu, measureOverhead, type OverheadMeasure } from './measure.js';
 import { round3 } from './overhead.js';
 import { measurePromptForms, type PromptFormFigure } from './prompt-forms.js';
@@ -81,6 +80,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
   const log = o.log ?? (() => undefined);
   const world = await startWorld(OUTPUT_TOKENS, STREAM_TOKENS);
   const engineUrl = world.engineUrl;
+  const { createRouter, listenUws } = await compiledRouter();
   const router = await createRouter(routerConfig(engineUrl));
   const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
   try {
@@ -146,6 +146,7 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
 
 /** A router in front of the world's streaming engine, loaded closed-loop with 64 long streams. */
 async function measurePerToken(world: World, requests: number): Promise<PerTokenFigure> {
+  const { createRouter, listenUws } = await compiledRouter();
   const router = await createRouter(routerConfig(world.streamingEngineUrl));
   const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
   try {

@@ -6,6 +6,7 @@ import { ROUTER_NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { loadHfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import type { PromptFormFigure } from '../frontend/prompt-forms.js';
 import { runFrontendBench } from '../frontend/run.js';
+import { compilePackage } from '../lib/compiled.js';
 import { REAL_TOKENIZER_PACKAGE, realTokenizerDir } from '../lib/real-tokenizer.js';
 import type { BenchContext, BenchSuite, Figure, SuiteResult } from '../lib/suite.js';
 import { barChart } from '../lib/svg.js';
@@ -18,6 +19,8 @@ export const suite: BenchSuite = {
   order: 60,
   // The router's process runs with the flags npm start gives it (src/cli/node-flags.ts).
   nodeFlags: ROUTER_NODE_FLAGS,
+  // The router is the compiled package (frontend/compiled-router.ts), compiled from src/ first.
+  prepare: (ctx) => compilePackage(ctx.progress),
   async run(ctx: BenchContext): Promise<SuiteResult> {
     ctx.progress(`loading the real tokenizer (${REAL_TOKENIZER_PACKAGE})`);
     const dir = realTokenizerDir();

@@ -2,9 +2,7 @@
 // engines: the kv policy, the real tokenizer (text prompts are tokenized by kvroute, token-id
 // prompts taken as they are), and the approximate indexer (the engines publish no KV events, so
 // the router learns from its own decisions, as SMG's cache_aware tree does).
-import { execFile, fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { fork } from 'node:child_process';
 import { ROUTER_NODE_FLAGS } from '../../../src/cli/node-flags.js';
 import { stopProcess } from '../../lib/stop-process.js';
 
@@ -34,17 +32,6 @@ export function kvrouteConfig(o: KvrouteRouterOptions): object {
     maxBodyBytes: 16 << 20,
     workers: o.workers.map((baseUrl, id) => ({ id, role: 'aggregated', kind: 'vllm', baseUrl })),
   };
-}
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-
-/**
- * Compiles the package (`npm run build:ts`: src/ to dist/), which the router process runs: the
- * figures are those of the code `kvroute serve` runs, and dist/ is never stale.
- */
-export async function buildKvroute(log: (line: string) => void): Promise<void> {
-  log('compiling kvroute (npm run build:ts) for the router process');
-  await promisify(execFile)('npm', ['run', 'build:ts', '--silent'], { cwd: ROOT });
 }
 
 export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvroute> {
