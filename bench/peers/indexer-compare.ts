@@ -96,10 +96,10 @@ export function kvrouteScores(index: KvIndexer, queries: readonly BigUint64Array
  * binding is internal to the package, so this is the one place that would follow a change to it.
  */
 function bareFindMatches(index: KvIndexer): (q: BigUint64Array) => number {
-  const out = new Float64Array(3 * 256);
-  const now = Date.now();
+  const out = new Int32Array(4 * 256);
   const handle = index.native.handle;
-  return (q) => fast.findMatchesFast(handle, q, false, now, out);
+  // As the public call makes it in events mode with the default clock (no time, no option).
+  return (q) => fast.findMatchesFast(handle, q, out);
 }
 
 function checkScores(index: KvIndexer, w: KvrouteWorkload, dynamo: { radix: number[][]; pool: number[][] }, when: string, log: (line: string) => void): ScoreCheck[] {

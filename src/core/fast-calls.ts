@@ -4,9 +4,11 @@
 import { native } from './binding.js';
 
 export interface FastCalls {
-  /** Matches against the tree `handle`; [worker, dpRank, blocks] per match into `out` (if it
-   * fits), best first. Returns the number of matches. */
-  findMatchesFast(handle: number, localHashes: BigUint64Array, earlyExit: boolean, nowMs: number, out: Float64Array): number;
+  /** Matches against the tree `handle`; [worker low 32 bits, worker high bits, dpRank, blocks]
+   * per match into `out` (if it fits), best first. Returns the number of matches times 2, plus
+   * 1 when some worker id is 2^31 or more (then its high int must be read). `nowMs` (default 0)
+   * matters in approximate mode only; `earlyExit` defaults to false. */
+  findMatchesFast(handle: number, localHashes: BigUint64Array, out: Int32Array, nowMs?: number, earlyExit?: boolean): number;
   /** NativeRoutingCore `handle`'s route (book true) or query (false) for a request without a
    * seed or options; the decision into `out` (bindings/routing.rs). Returns the candidates
    * explained. */

@@ -20,7 +20,6 @@ import {
   expectUint32Array,
   expectWorkerId,
 } from '../util/validate.js';
-import { smallInt } from './small-int.js';
 import { perTierObject, type LowerTier, type PerTier } from './tiers.js';
 import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
@@ -121,7 +120,8 @@ export interface RemovedOptions {
 
 /**
  * An OverlapMatch as findMatches builds it: constructed by a class (plain assignments, one hidden
- * class), which V8 allocates markedly faster than object literals read from a Float64Array.
+ * class) from the int32s the addon wrote, so that its fields stay small integers (a field V8 once
+ * saw a double in is boxed: a heap number per value of every later match).
  */
 class Match implements OverlapMatch {
   declare worker: number;
@@ -132,6 +132,14 @@ class Match implements OverlapMatch {
     this.dpRank = dpRank;
     this.blocks = blocks;
   }
+}
+
+/** Int32s per match in the addon's result: [worker low 32 bits, worker high bits, dpRank, blocks]. */
+const MATCH_INTS = 4;
+
+/** The worker id of the match at `j` (any id up to 2^53). */
+function workerAt(out: Int32Array, j: number): number {
+  return out[j + 1] * 2 ** 32 + (out[j] >>> 0);
 }
 
 /** Blocks accepted per call (events, prompts): a 16M-token prompt at block size 16. */
@@ -160,8 +168,8 @@ export class KvIndexer {
   /** Whether a lookup reads the clock: approximate mode expires by it, and a clock the caller
    * passed is called as before; events mode with Date.now skips the call (its time is unused). */
   private readonly matchReadsClock: boolean;
-  /** [worker, dpRank, blocks] per match, written by the addon; grown when a result needs it. */
-  private out = new Float64Array(3 * 64);
+  /** MATCH_INTS per match, written by the addon; grown when a result needs it. */
+  private out = new Int32Array(MATCH_INTS * 64);
   /** applyEventBatch's counts, written by the addon. */
   private readonly batchCounts = new EventBatchCounts();
 
@@ -305,14 +313,15 @@ export class KvIndexer {
    * its full overlap.
    */
   findMatches(localHashes: BigUint64Array, opts?: { earlyExit?: boolean }): OverlapMatch[] {
-    const n = this.match(localHashes, opts);
+    const r = this.match(localHashes, opts);
+    const n = r >>> 1;
     const out = this.out;
     const matches: OverlapMatch[] = new Array(n);
-    for (let i = 0, j = 0; i < n; i++, j += 3) {
-      const worker = out[j];
-      // Small integers as Smis: a field V8 once saw a double in is boxed (a heap number per value
-      // of every later match, about half the call). dpRank < 2^16 and blocks <= 2^20 always fit.
-      matches[i] = new Match(smallInt(worker), out[j + 1] | 0, out[j + 2] | 0);
+    if ((r & 1) === 0) {
+      // Every worker id below 2^31: its low int is the id, and ints are stored as they are.
+      for (let i = 0, j = 0; i < n; i++, j += MATCH_INTS) matches[i] = new Match(out[j], out[j + 2], out[j + 3]);
+    } else {
+      for (let i = 0, j = 0; i < n; i++, j += MATCH_INTS) matches[i] = new Match(workerAt(out, j), out[j + 2], out[j + 3]);
     }
     return matches;
   }
@@ -324,12 +333,19 @@ export class KvIndexer {
    */
   findMatchesInto(localHashes: BigUint64Array, out: Float64Array, opts?: { earlyExit?: boolean }): number {
     if (!(out instanceof Float64Array)) throw new TypeError(`out must be a Float64Array, got ${describe(out)}`);
-    const n = this.match(localHashes, opts);
-    out.set(this.out.subarray(0, Math.min(n, Math.floor(out.length / 3)) * 3));
+    const n = this.match(localHashes, opts) >>> 1;
+    const src = this.out;
+    const fit = Math.min(n, Math.floor(out.length / 3));
+    for (let i = 0, j = 0, k = 0; i < fit; i++, j += MATCH_INTS, k += 3) {
+      out[k] = workerAt(src, j);
+      out[k + 1] = src[j + 2];
+      out[k + 2] = src[j + 3];
+    }
     return n;
   }
 
-  /** Matches into `this.out` (grown when the result needs it); the number of matches. */
+  /** Matches into `this.out` (grown when the result needs it): the number of matches times 2,
+   * plus 1 when a worker id needs its high int (native/src/bindings/fast.rs). */
   private match(localHashes: BigUint64Array, opts: { earlyExit?: boolean } | undefined): number {
     if (!(localHashes instanceof BigUint64Array) || localHashes.length > MAX_BLOCKS_PER_CALL) expectBlocks(localHashes, 'localHashes');
     let earlyExit = false;
@@ -341,17 +357,20 @@ export class KvIndexer {
       earlyExit = o.earlyExit === true;
     }
     const now = this.matchReadsClock ? this.clock() : 0;
-    let n: number;
+    let r: number;
     try {
-      n = fast.findMatchesFast(this.handle, localHashes, earlyExit, now, this.out);
+      // The common call passes neither time nor option (fewer arguments to read natively).
+      if (this.matchReadsClock || earlyExit) r = fast.findMatchesFast(this.handle, localHashes, this.out, now, earlyExit);
+      else r = fast.findMatchesFast(this.handle, localHashes, this.out);
     } catch (err) {
       throw translateNativeError(err);
     }
-    if (n * 3 > this.out.length) {
-      this.out = new Float64Array(n * 6);
+    const n = r >>> 1;
+    if (n * MATCH_INTS > this.out.length) {
+      this.out = new Int32Array(n * MATCH_INTS * 2);
       this.native.copyMatches(this.out);
     }
-    return n;
+    return r;
   }
 
   /** Approximate mode: (worker, dpRank) was just routed the prompt with these local hashes. */

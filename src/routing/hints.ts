@@ -54,7 +54,8 @@ export const HINT_HEADERS: readonly string[] = [...SPECS.map((s) => s.header), .
  * Hints from request headers (names matched case-insensitively) and the body's `nvext`. A hint
  * given both ways must agree. Empty headers count as absent.
  */
-export function parseRoutingHints(headers: HeaderBag | undefined, nvext?: unknown, opts: HintOptions = {}): RoutingHints {
+export function parseRoutingHints(bag: HeaderBag | undefined, nvext?: unknown, opts: HintOptions = {}): RoutingHints {
+  const headers = caseFolded(bag);
   const hints: RoutingHints = {};
   if (opts.sessionHeader !== undefined) {
     const id = headerText(headers, opts.sessionHeader);
@@ -115,11 +116,39 @@ export function checkSessionId(id: string, where = 'session id'): string {
   return id;
 }
 
+/** After caseFolded: every name a hint looks up is a key as it is. */
 function lookup(headers: Record<string, string | string[] | undefined>, name: string): string | string[] | undefined {
-  const direct = headers[name];
-  if (direct !== undefined) return direct;
-  for (const key of Object.keys(headers)) if (key.toLowerCase() === name) return headers[key];
-  return undefined;
+  return Object.hasOwn(headers, name) ? headers[name] : undefined;
+}
+
+/** A header name `toLowerCase()` might change: an ASCII capital, or anything outside ASCII. */
+const MAY_FOLD = /[A-Z\u0080-\uffff]/;
+
+/**
+ * The headers with names matched case-insensitively by plain lookups. Frontends give lower-case
+ * names, returned as they are (no scan of every name for each hint looked up); otherwise a copy
+ * where a name's value is its exact-case entry's when that one is set, else that of the first
+ * name (in key order) that lower-cases to it.
+ */
+function caseFolded(headers: HeaderBag | undefined): HeaderBag | undefined {
+  if (!headers || typeof (headers as { get?: unknown }).get === 'function') return headers;
+  const plain = headers as Record<string, string | string[] | undefined>;
+  let folds = false;
+  for (const key in plain) {
+    if (Object.hasOwn(plain, key) && MAY_FOLD.test(key)) {
+      folds = true;
+      break;
+    }
+  }
+  if (!folds) return headers;
+  const folded: Record<string, string | string[] | undefined> = Object.create(null) as Record<string, string | string[] | undefined>;
+  const keys = Object.keys(plain);
+  for (const key of keys) {
+    const lower = key.toLowerCase();
+    if (!Object.hasOwn(folded, lower)) folded[lower] = plain[key];
+  }
+  for (const key of keys) if (plain[key] !== undefined) folded[key] = plain[key];
+  return folded;
 }
 
 function nvextName(ext: Record<string, unknown>, spec: HintSpec): string {

@@ -34,16 +34,22 @@ function thrown(fn: () => unknown): Error & { code?: string } {
 describe('findMatchesFast', () => {
   it('matches as findMatches does, and refuses bad arguments with their codes', () => {
     const { indexer, indexerHandle } = fixture();
-    const out = new Float64Array(6);
-    expect(fast.findMatchesFast(indexerHandle, localOf([1, 5]), false, 0, out)).toBe(1);
-    expect([...out.subarray(0, 3)]).toEqual([1, 0, 2]);
+    const out = new Int32Array(8);
+    // One match (count x 2), no worker id needing its high int.
+    expect(fast.findMatchesFast(indexerHandle, localOf([1, 5]), out, 0, false)).toBe(2);
+    expect([...out.subarray(0, 4)]).toEqual([1, 0, 0, 2]);
+    // Time and earlyExit may be left out.
+    out.fill(0);
+    expect(fast.findMatchesFast(indexerHandle, localOf([1, 5]), out)).toBe(2);
+    expect([...out.subarray(0, 4)]).toEqual([1, 0, 0, 2]);
+    expect(fast.findMatchesFast(indexerHandle, localOf([1, 5]), out, 0, true)).toBe(2);
     const typeErrors = [
-      () => fast.findMatchesFast(indexerHandle, [1n] as never, false, 0, out),
-      () => fast.findMatchesFast(indexerHandle, new BigInt64Array(1) as never, false, 0, out),
-      () => fast.findMatchesFast(indexerHandle, localOf([1]), 1 as never, 0, out),
-      () => fast.findMatchesFast(indexerHandle, localOf([1]), false, '0' as never, out),
-      () => fast.findMatchesFast(indexerHandle, localOf([1]), false, 0, new Float32Array(6) as never),
-      () => fast.findMatchesFast('0' as never, localOf([1]), false, 0, out),
+      () => fast.findMatchesFast(indexerHandle, [1n] as never, out),
+      () => fast.findMatchesFast(indexerHandle, new BigInt64Array(1) as never, out),
+      () => fast.findMatchesFast(indexerHandle, localOf([1]), out, 0, 1 as never),
+      () => fast.findMatchesFast(indexerHandle, localOf([1]), out, '0' as never),
+      () => fast.findMatchesFast(indexerHandle, localOf([1]), new Float64Array(8) as never),
+      () => fast.findMatchesFast('0' as never, localOf([1]), out),
       () => (fast.findMatchesFast as (...a: unknown[]) => number)(indexerHandle, localOf([1])),
     ];
     for (const call of typeErrors) {
@@ -51,7 +57,7 @@ describe('findMatchesFast', () => {
       expect(e).toBeInstanceOf(TypeError);
       expect(e.code).toBe(NativeErrorCode.invalidType);
     }
-    for (const call of [() => fast.findMatchesFast(indexerHandle, localOf([1]), false, Number.NaN, out), () => fast.findMatchesFast(2 ** 31, localOf([1]), false, 0, out)]) {
+    for (const call of [() => fast.findMatchesFast(indexerHandle, localOf([1]), out, Number.NaN), () => fast.findMatchesFast(2 ** 31, localOf([1]), out)]) {
       const e = thrown(call);
       expect(e).toBeInstanceOf(RangeError);
       expect(e.code).toBe(NativeErrorCode.outOfRange);

@@ -125,6 +125,16 @@ describe('KvIndexer in events mode', () => {
     const got = ix.findMatches(localOf([10, 20]));
     expect(got).toEqual([match(3, 2), ...big.map((w) => match(w, 1, 0xffff))]);
     expect(got.map((m) => m.worker)).toEqual([3, ...big]);
+    // The largest id read from its low int alone, and the smallest that needs the high int.
+    for (const w of [2 ** 31 - 1, 2 ** 31]) {
+      const ix2 = new KvIndexer({ blockSize: BS });
+      ix2.applyStored(w, 2, null, hashes(1), tokensOf([7]));
+      ix2.applyStored(1, 0, null, hashes(2), tokensOf([7]));
+      expect(ix2.findMatches(localOf([7]))).toEqual([match(1, 1), match(w, 1, 2)]);
+      const out = new Float64Array(6);
+      expect(ix2.findMatchesInto(localOf([7]), out)).toBe(2);
+      expect([...out]).toEqual([1, 0, 1, w, 2, 1]);
+    }
   });
 
   it('returns every match past 64 (worker, dpRank) pairs', () => {

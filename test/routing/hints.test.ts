@@ -11,6 +11,16 @@ describe('parseRoutingHints', () => {
     expect(parseRoutingHints({ 'x-dp-rank': '' })).toEqual({});
   });
 
+  it('matches names case-insensitively as before: the exact-case entry first, else the first name that lower-cases to it', () => {
+    expect(parseRoutingHints({ 'X-DP-RANK': '1', 'x-dp-rank': '2' })).toEqual({ dpRank: 2 });
+    expect(parseRoutingHints({ 'X-DP-RANK': '1', 'X-Dp-Rank': '2' })).toEqual({ dpRank: 1 });
+    expect(parseRoutingHints({ 'x-dp-rank': undefined, 'X-Dp-Rank': '5' })).toEqual({});
+    expect(parseRoutingHints({ 'X-Dp-Rank': '5', 'x-dp-rank': undefined })).toEqual({ dpRank: 5 });
+    // Names of Object.prototype are not headers; a non-ASCII name folds as toLowerCase() does.
+    expect(parseRoutingHints({ 'x-dp-rank': '4' }, undefined, { sessionHeader: 'constructor' })).toEqual({ dpRank: 4 });
+    expect(parseRoutingHints({ 'X-SESSİON': 'a' }, undefined, { sessionHeader: 'x-sessi̇on' })).toEqual({ sessionId: 'a' });
+  });
+
   it('reads nvext hints with their Dynamo aliases, numbers or digit strings', () => {
     expect(parseRoutingHints({}, { backend_instance_id: 4, prefill_worker_id: '5', dp_rank: 1, prefill_dp_rank: 2 })).toEqual({
       workerId: 4,

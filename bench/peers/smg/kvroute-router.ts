@@ -1,8 +1,10 @@
-// Starts and stops the kvroute router process (kvroute-router-process.ts) in front of the
+// Starts and stops the kvroute router process (kvroute-router-process.mjs) in front of the
 // engines: the kv policy, the real tokenizer (text prompts are tokenized by kvroute, token-id
 // prompts taken as they are), and the approximate indexer (the engines publish no KV events, so
 // the router learns from its own decisions, as SMG's cache_aware tree does).
-import { fork } from 'node:child_process';
+import { execFile, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { ROUTER_NODE_FLAGS } from '../../../src/cli/node-flags.js';
 import { stopProcess } from '../../lib/stop-process.js';
 
@@ -34,9 +36,20 @@ export function kvrouteConfig(o: KvrouteRouterOptions): object {
   };
 }
 
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/**
+ * Compiles the package (`npm run build:ts`: src/ to dist/), which the router process runs: the
+ * figures are those of the code `kvroute serve` runs, and dist/ is never stale.
+ */
+export async function buildKvroute(log: (line: string) => void): Promise<void> {
+  log('compiling kvroute (npm run build:ts) for the router process');
+  await promisify(execFile)('npm', ['run', 'build:ts', '--silent'], { cwd: ROOT });
+}
+
 export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvroute> {
-  const child = fork(new URL('./kvroute-router-process.ts', import.meta.url), [], {
-    execArgv: ['--import', 'tsx', ...ROUTER_NODE_FLAGS],
+  const child = fork(new URL('./kvroute-router-process.mjs', import.meta.url), [], {
+    execArgv: [...ROUTER_NODE_FLAGS],
     env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });

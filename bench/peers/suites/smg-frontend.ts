@@ -7,7 +7,7 @@ import { realTokenizerDir } from '../../lib/real-tokenizer.js';
 import type { BenchContext, BenchSuite, SuiteResult } from '../../lib/suite.js';
 import { measureAddedLatency, measureThroughput, type Contender, type FrontendSizes } from '../smg/compare.js';
 import { installSmg, SMG_VERSION } from '../smg/install.js';
-import { startKvroute } from '../smg/kvroute-router.js';
+import { buildKvroute, startKvroute } from '../smg/kvroute-router.js';
 import { buildPrompts, completionBody } from '../smg/prompts.js';
 import { KV_IDS, KV_TEXT, SMG, smgReport } from '../smg/report.js';
 import { startSmg } from '../smg/smg-router.js';
@@ -81,6 +81,7 @@ export const suite: BenchSuite = {
   title: `Peer: SMG ${SMG_VERSION} cache_aware and kvroute kv in front of the same engines`,
   order: 20,
   async prepare(ctx): Promise<Prepared> {
+    await buildKvroute(ctx.progress);
     return { smg: await installSmg(ctx.progress), tokenizerDir: realTokenizerDir() };
   },
   run,

@@ -24,7 +24,7 @@ use crate::select::Mode;
 
 struct Registered {
   indexer: super::indexer::SharedIndex,
-  /// The last findMatches result (best first), for a caller whose buffer was too small.
+  /// The last findMatches result (best first) when the caller's buffer was too small for it.
   matches: Vec<(WorkerKey, u32)>,
 }
 
@@ -34,7 +34,7 @@ thread_local! {
 }
 
 /// Puts `entry` in the first free place of `table`: its handle.
-fn insert<T>(table: &mut Vec<Option<T>>, entry: T) -> u32 {
+pub(super) fn insert<T>(table: &mut Vec<Option<T>>, entry: T) -> u32 {
   match table.iter().position(Option::is_none) {
     Some(i) => {
       table[i] = Some(entry);
@@ -47,7 +47,7 @@ fn insert<T>(table: &mut Vec<Option<T>>, entry: T) -> u32 {
   }
 }
 
-fn remove<T>(table: &'static std::thread::LocalKey<RefCell<Vec<Option<T>>>>, handle: u32) {
+pub(super) fn remove<T>(table: &'static std::thread::LocalKey<RefCell<Vec<Option<T>>>>, handle: u32) {
   // A collected object of a thread being torn down may find the table gone: nothing to do.
   let _ = table.try_with(|r| {
     if let Ok(mut r) = r.try_borrow_mut() {
@@ -76,25 +76,37 @@ pub fn unregister_core(handle: u32) {
   remove(&CORES, handle);
 }
 
-/// Copies the last result of `handle` into `out` (3 numbers per match); false if too small.
-pub fn copy_matches(handle: u32, out: &mut [f64]) -> bool {
-  REGISTRY.with_borrow(|r| r.get(handle as usize).and_then(Option::as_ref).is_some_and(|e| write_matches(&e.matches, out)))
+/// Copies the last result of `handle` into `out` (MATCH_INTS per match); false if too small.
+pub fn copy_matches(handle: u32, out: &mut [i32]) -> bool {
+  REGISTRY.with_borrow(|r| {
+    let Some(e) = r.get(handle as usize).and_then(Option::as_ref) else { return false };
+    if out.len() < e.matches.len() * MATCH_INTS {
+      return false;
+    }
+    for (i, &(key, blocks)) in e.matches.iter().enumerate() {
+      put_match(out, i, key, blocks);
+    }
+    true
+  })
 }
 
-fn write_matches(matches: &[(WorkerKey, u32)], out: &mut [f64]) -> bool {
-  if out.len() < matches.len() * 3 {
-    return false;
-  }
-  for (chunk, (key, blocks)) in out.chunks_exact_mut(3).zip(matches) {
-    chunk[0] = key.worker as f64;
-    chunk[1] = key.dp_rank as f64;
-    chunk[2] = *blocks as f64;
-  }
-  true
+/// Int32s per match in a findMatchesFast result: [worker low 32 bits, worker high bits, dpRank,
+/// blocks]. Int32s, not doubles: V8 stores each as a small integer straight away (a double is
+/// checked and converted per field): about a fifth of the cost of building the result's objects.
+pub const MATCH_INTS: usize = 4;
+
+/// Writes match `i` into `out` (which has room for it).
+#[inline(always)]
+fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
+  let m = &mut out[i * MATCH_INTS..i * MATCH_INTS + MATCH_INTS];
+  m[0] = key.worker as u32 as i32;
+  m[1] = (key.worker >> 32) as i32;
+  m[2] = key.dp_rank as i32;
+  m[3] = blocks as i32;
 }
 
 /// A failure to throw: its class (TypeError or RangeError, else Error) and code.
-struct Fail(Code, String);
+pub(super) struct Fail(pub(super) Code, pub(super) String);
 
 unsafe fn throw(env: sys::napi_env, fail: Fail) -> sys::napi_value {
   let code = std::ffi::CString::new(fail.0.as_str()).expect("codes have no NUL");
@@ -109,12 +121,12 @@ unsafe fn throw(env: sys::napi_env, fail: Fail) -> sys::napi_value {
   ptr::null_mut()
 }
 
-fn type_fail(msg: impl Into<String>) -> Fail {
+pub(super) fn type_fail(msg: impl Into<String>) -> Fail {
   Fail(Code::InvalidType, msg.into())
 }
 
 /// A typed array argument of the given element type: (data, length).
-unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, name: &str) -> std::result::Result<(*mut T, usize), Fail> {
+pub(super) unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, name: &str) -> std::result::Result<(*mut T, usize), Fail> {
   let (mut ty, mut len, mut data, mut offset) = (0, 0usize, ptr::null_mut(), 0usize);
   // One Node-API call on the way that works (it fails on anything but a typed array); which
   // failure it was is asked only to word the error.
@@ -133,7 +145,7 @@ unsafe fn typed_array<T>(env: sys::napi_env, value: sys::napi_value, kind: i32, 
   Ok((data as *mut T, len))
 }
 
-unsafe fn arg_u32(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<u32, Fail> {
+pub(super) unsafe fn arg_u32(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<u32, Fail> {
   let mut v = 0u32;
   match unsafe { sys::napi_get_value_uint32(env, value, &mut v) } {
     sys::Status::napi_ok => Ok(v),
@@ -157,16 +169,17 @@ unsafe fn arg_bool(env: sys::napi_env, value: sys::napi_value, name: &str) -> st
   }
 }
 
-/// findMatchesFast(handle, localHashes: BigUint64Array, earlyExit, nowMs, out: Float64Array):
-/// as NativeIndexer.findMatches (best first, [worker, dpRank, blocks] per match written into
-/// `out` when it fits; the count is returned either way).
+/// findMatchesFast(handle, localHashes: BigUint64Array, out: Int32Array, nowMs = 0, earlyExit = false):
+/// as NativeIndexer.findMatches (best first, MATCH_INTS per match written into `out` when it
+/// fits). Returns count * 2 + wide: wide (1) when some worker id is 2^31 or more, so that the
+/// caller must read its high int.
 unsafe extern "C" fn find_matches_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
   unsafe { count_call(env, info, "findMatches", find_matches_body) }
 }
 
 /// Runs `body`, a call returning a count: the count as a number, or its failure thrown. Panics
 /// never cross into JavaScript.
-unsafe fn count_call(
+pub(super) unsafe fn count_call(
   env: sys::napi_env,
   info: sys::napi_callback_info,
   what: &str,
@@ -188,14 +201,16 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   let mut argc = 5usize;
   let mut argv = [ptr::null_mut(); 5];
   unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < 5 {
-    return Err(type_fail("findMatchesFast takes (handle, localHashes, earlyExit, nowMs, out)"));
+  if argc < 3 {
+    return Err(type_fail("findMatchesFast takes (handle, localHashes, out, nowMs?, earlyExit?)"));
   }
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[1], sys::TypedarrayType::biguint64_array, "localHashes") }?;
-  let early_exit = unsafe { arg_bool(env, argv[2], "earlyExit") }?;
-  let now_ms = unsafe { arg_f64(env, argv[3], "nowMs") }?;
-  let (out, out_len) = unsafe { typed_array::<f64>(env, argv[4], sys::TypedarrayType::float64_array, "out") }?;
+  let (out, out_len) = unsafe { typed_array::<i32>(env, argv[2], sys::TypedarrayType::int32_array, "out") }?;
+  // The common call (events mode, no clock, no options) passes neither: each argument read
+  // through Node-API costs a call.
+  let now_ms = if argc > 3 { unsafe { arg_f64(env, argv[3], "nowMs") }? } else { 0.0 };
+  let early_exit = if argc > 4 { unsafe { arg_bool(env, argv[4], "earlyExit") }? } else { false };
   if !now_ms.is_finite() {
     return Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {now_ms}")));
   }
@@ -209,9 +224,23 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   REGISTRY.with_borrow_mut(|r| {
     let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
     let mut indexer = super::indexer::lock(&entry.indexer);
-    indexer.find_matches_sorted_into(hashes, early_exit, now_ms, &mut entry.matches);
-    write_matches(&entry.matches, out);
-    Ok(entry.matches.len() as u32)
+    let n = indexer.walk_matches(hashes, early_exit, now_ms);
+    entry.matches.clear();
+    if n * MATCH_INTS > out.len() {
+      // Too small a buffer: the result waits here, the wrapper grows its buffer and calls
+      // copyMatches (which reads the high bits whatever they are).
+      entry.matches.resize(n, (WorkerKey { worker: 0, dp_rank: 0 }, 0));
+      indexer.emit_sorted(|i, key, blocks| entry.matches[i] = (key, blocks));
+      return Ok((n as u32) << 1 | 1);
+    }
+    // Straight into the caller's buffer: no intermediate list.
+    let out = &mut out[..n * MATCH_INTS];
+    let mut wide = 0u64;
+    indexer.emit_sorted(|i, key, blocks| {
+      put_match(out, i, key, blocks);
+      wide |= key.worker;
+    });
+    Ok((n as u32) << 1 | (wide > i32::MAX as u64) as u32)
   })
 }
 
@@ -272,12 +301,14 @@ unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::
   state.decide(tokens, request_id, now_ms, out, None, None, mode).map_err(|e: CodedError| Fail(e.status, e.reason))
 }
 
-/// Installs the hand-written functions next to the generated ones.
+/// A hand-written Node-API function.
+pub(super) type FastFn = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+
+/// Installs the hand-written functions (these and sim_cache.rs's) next to the generated ones.
 #[napi(module_exports)]
 pub fn install_fast_calls(exports: Object, env: Env) -> napi::Result<()> {
-  let functions: [(&CStr, unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value); 2] =
-    [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast)];
-  for (name, cb) in functions {
+  let functions: [(&CStr, FastFn); 2] = [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast)];
+  for (name, cb) in functions.into_iter().chain(super::sim_cache::FAST_CALLS) {
     let mut f = ptr::null_mut();
     let status =
       unsafe { sys::napi_create_function(env.raw(), name.as_ptr() as *const c_char, name.to_bytes().len() as isize, Some(cb), ptr::null_mut(), &mut f) };

@@ -222,19 +222,20 @@ impl NativeIndexer {
     Ok(())
   }
 
-  /// The handle of this tree for `findMatchesFast(handle, localHashes, earlyExit, nowMs, out)`
-  /// (bindings/fast.rs), which matches a prompt's local hashes and writes [worker, dpRank,
-  /// blocks] per match into `out`, best first (blocks desc, then worker, then rank), returning
-  /// the number of matches; when `out` is too small nothing is written and `copyMatches` fills a
+  /// The handle of this tree for `findMatchesFast(handle, localHashes, out, nowMs?, earlyExit?)`
+  /// (bindings/fast.rs), which matches a prompt's local hashes and writes [worker low bits,
+  /// worker high bits, dpRank, blocks] per match into an Int32Array `out`, best first (blocks
+  /// desc, then worker, then rank), returning the number of matches times 2, plus 1 if a worker
+  /// needs its high bits; when `out` is too small nothing is written and `copyMatches` fills a
   /// larger buffer.
   #[napi(getter)]
   pub fn handle(&self) -> u32 {
     self.handle
   }
 
-  /// Copies the last findMatchesFast result into `out` (3 numbers per match); false if too small.
+  /// Copies the last findMatchesFast result into `out` (4 int32s per match); false if too small.
   #[napi]
-  pub fn copy_matches(&self, mut out: Float64ArraySlice) -> bool {
+  pub fn copy_matches(&self, mut out: Int32ArraySlice) -> bool {
     // SAFETY: a synchronous call on the JS thread: no JavaScript touches the buffer meanwhile.
     fast::copy_matches(self.handle, unsafe { out.as_mut() })
   }

@@ -9,5 +9,7 @@ mod hash_batch;
 mod indexer;
 mod prompt;
 mod routing;
+mod sim_cache;
 mod sim_hash;
+mod sim_prompt;
 mod tokenize;

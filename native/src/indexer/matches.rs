@@ -58,8 +58,24 @@ impl RadixIndexer {
 
   /// As `find_matches_into`, best first: blocks descending, then worker, then dp rank.
   pub fn find_matches_sorted_into(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64, out: &mut Vec<(WorkerKey, u32)>) {
+    let n = self.walk_matches(local_hashes, early_exit, now_ms);
     out.clear();
+    out.resize(n, (WorkerKey { worker: 0, dp_rank: 0 }, 0));
+    self.emit_sorted(|i, key, blocks| out[i] = (key, blocks));
+  }
+
+  /// Walks the prompt (as `find_matches_into`) and returns how many pairs matched; then
+  /// `emit_sorted` hands them out best first. Two steps so that a caller can pick where the
+  /// result goes from its size (the addon writes straight into JavaScript's buffer when it fits).
+  pub fn walk_matches(&mut self, local_hashes: &[u64], early_exit: bool, now_ms: f64) -> usize {
     self.walk(local_hashes, early_exit, now_ms);
+    let w = &self.scratch.walk;
+    w.left.iter().map(|g| g.mask.count_ones() as usize).sum::<usize>() + w.left_high.len()
+  }
+
+  /// The last walk's matches, best first (blocks descending, then worker, then dp rank): `emit`
+  /// gets each one's place in that order (0, 1, ...), its pair and its blocks.
+  pub fn emit_sorted(&mut self, mut emit: impl FnMut(usize, WorkerKey, u32)) {
     let Self { slots, scratch, .. } = self;
     let w = &mut scratch.walk;
     if w.left.is_empty() && w.left_high.is_empty() {
@@ -67,6 +83,7 @@ impl RadixIndexer {
     }
     slots.refresh_order();
     let slots = &*slots;
+    let mut at = 0;
     if slots.bound() <= INLINE_SLOTS as usize {
       // Every slot number is below 64, and so is every rank: per depth, the leavers' ranks as a
       // bit mask come out in (worker, dp_rank) order without a sort.
@@ -91,7 +108,8 @@ impl RadixIndexer {
         }
         while by_rank != 0 {
           let r = by_rank.trailing_zeros() as usize;
-          out.push((slots.key(if in_order { r as Slot } else { order[r] }), depth));
+          emit(at, slots.key(if in_order { r as Slot } else { order[r] }), depth);
+          at += 1;
           by_rank &= by_rank - 1;
         }
       }
@@ -110,7 +128,10 @@ impl RadixIndexer {
     }
     sorted.extend(w.left_high.iter().map(|&(s, d)| (u32::MAX - d, ranks[s as usize], s)));
     sorted.sort_unstable();
-    out.extend(sorted.iter().map(|&(d, _, s)| (slots.key(s), u32::MAX - d)));
+    for &(d, _, s) in sorted.iter() {
+      emit(at, slots.key(s), u32::MAX - d);
+      at += 1;
+    }
   }
 
   /// The walk: fills `scratch.walk.left` / `left_high` with every candidate and its depth.

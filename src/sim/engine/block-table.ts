@@ -8,10 +8,10 @@ import type { Sequence } from './request.js';
 
 export class BlockTables {
   private readonly scratch = new Uint32Array(2);
-  private readonly matched: number[] = [];
+  /** matchPrefix's result (a view of it), and commitFull's flags: scratch grown as needed. */
+  private matched = new Int32Array(64);
+  private fresh = new Uint8Array(64);
   private readonly offloaded: number[] = [];
-  /** Where commitFull keeps what its prefetching loads read, so that they are not optimised away. */
-  private touched = 0;
 
   constructor(
     private readonly cache: KvCache,
@@ -22,19 +22,14 @@ export class BlockTables {
 
   /**
    * The longest run of leading blocks of the sequence's tokens that is cached, leaving at least one
-   * token to compute. Returns the blocks (not yet acquired) in a reused array.
+   * token to compute. Returns the blocks (not yet acquired): a view of a reused array, valid until
+   * the next call.
    */
-  matchPrefix(seq: Sequence): readonly number[] {
+  matchPrefix(seq: Sequence): Int32Array {
     const limit = Math.floor((seq.numTokens - 1) / this.blockSize);
     seq.ensureHashes(limit, this.blockSize, this.scratch);
-    const out = this.matched;
-    out.length = 0;
-    for (let i = 0; i < limit; i++) {
-      const block = this.cache.lookup(seq.hashHi(i), seq.hashLo(i));
-      if (block < 0) break;
-      out.push(block);
-    }
-    return out;
+    if (this.matched.length < limit) this.matched = new Int32Array(Math.max(limit, 2 * this.matched.length));
+    return this.matched.subarray(0, this.cache.match(seq.hashes, limit, this.matched));
   }
 
   /**
@@ -55,26 +50,25 @@ export class BlockTables {
     return out;
   }
 
-  /** Matched blocks that an admission would take out of the evictable pool. */
-  evictableAmong(blocks: readonly number[]): number {
-    let n = 0;
-    for (const b of blocks) if (this.cache.refCount(b) === 0) n++;
-    return n;
+  /** Of the blocks the last matchPrefix found, those an admission would take out of the evictable pool. */
+  lastMatchEvictable(): number {
+    return this.cache.lastMatchEvictable;
   }
 
   /** Fresh blocks needed so that the sequence can hold `tokens` tokens. */
-  blocksNeeded(seq: Sequence, tokens: number, heldAlready = seq.blocks.length): number {
+  blocksNeeded(seq: Sequence, tokens: number, heldAlready = seq.blockCount): number {
     return Math.max(0, Math.ceil(tokens / this.blockSize) - heldAlready);
   }
 
-  /** Starts a (re)admitted sequence's table with the matched prefix. */
-  adoptPrefix(seq: Sequence, blocks: readonly number[]): void {
-    for (const b of blocks) this.cache.acquire(b);
-    // One copy of the right size (pushed one by one, the table's array was reallocated as it grew).
-    if (seq.blocks.length === 0) seq.blocks = blocks.slice();
-    else for (const b of blocks) seq.blocks.push(b);
-    seq.committedBlocks = blocks.length;
-    seq.numComputed = blocks.length * this.blockSize;
+  /** Starts a (re)admitted sequence's table with the matched prefix (appended to an empty table). */
+  adoptPrefix(seq: Sequence, blocks: Int32Array): void {
+    const n = blocks.length;
+    this.cache.acquireRun(blocks, 0, n);
+    seq.reserveBlocks(seq.blockCount + n);
+    seq.table.set(blocks, seq.blockCount);
+    seq.blockCount += n;
+    seq.committedBlocks = n;
+    seq.numComputed = n * this.blockSize;
     seq.chainBroken = false;
   }
 
@@ -83,15 +77,16 @@ export class BlockTables {
     const need = this.blocksNeeded(seq, tokens);
     if (need === 0) return true;
     if (need > this.cache.availableBlocks) return false;
-    this.cache.allocateMany(need, seq.blocks, events);
+    seq.reserveBlocks(seq.blockCount + need);
+    this.cache.allocateMany(need, seq.table, seq.blockCount, events);
+    seq.blockCount += need;
     return true;
   }
 
   /** Releases every block, last block first (so a sequence's tail is evicted before its head). */
   free(seq: Sequence): void {
-    const blocks = seq.blocks;
-    for (let i = blocks.length - 1; i >= 0; i--) this.cache.release(blocks[i]);
-    blocks.length = 0;
+    if (seq.blockCount > 0) this.cache.releaseRun(seq.table, 0, seq.blockCount);
+    seq.blockCount = 0;
     seq.committedBlocks = 0;
     seq.numComputed = 0;
   }
@@ -111,30 +106,22 @@ export class BlockTables {
     // After a reset the earlier blocks are no longer cached: these cannot be chained to them.
     if (seq.chainBroken) return;
     seq.ensureHashes(full, bs, this.scratch);
-    if (full - first > 1) {
-      let touched = 0;
-      for (let i = first; i < full; i++) touched ^= this.cache.touch(seq.hashLo(i));
-      this.touched = touched;
-    }
+    if (this.fresh.length < full - first) this.fresh = new Uint8Array(Math.max(full - first, 2 * this.fresh.length));
+    const fresh = this.fresh;
+    const registered = this.cache.commit(seq.table, seq.hashes, first, full, fresh);
+    // Runs of registered blocks are announced (and described to the CPU tier) only when someone reads them.
+    if (registered === 0 || (!events.keeps && this.offload === null)) return;
     let runStart = -1;
     for (let i = first; i < full; i++) {
-      const hi = seq.hashHi(i);
-      const lo = seq.hashLo(i);
-      const existing = this.cache.registerUnlessCached(seq.blocks[i], hi, lo);
-      if (existing >= 0) {
+      if (fresh[i - first] === 0) {
         if (runStart >= 0) this.announce(seq, runStart, i, events);
         runStart = -1;
-        if (existing !== seq.blocks[i]) {
-          this.cache.acquire(existing);
-          this.cache.release(seq.blocks[i]);
-          seq.blocks[i] = existing;
-        }
         continue;
       }
       if (runStart < 0) runStart = i;
       if (this.offload !== null) {
         const parent = i > 0;
-        this.offload.describe(seq.blocks[i], hi, lo, seq.tokenArray(i * bs), seq.tokenOffset(i * bs), parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
+        this.offload.describe(seq.table[i], seq.hashHi(i), seq.hashLo(i), seq.tokenArray(i * bs), seq.tokenOffset(i * bs), parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
       }
     }
     if (runStart >= 0) this.announce(seq, runStart, full, events);

@@ -66,6 +66,23 @@ export class EventLog {
     this.removedCount++;
   }
 
+  /** Blocks under hashes[0, count) were evicted from the GPU, in that order. */
+  removedHashes(hashes: BigUint64Array, count: number): void {
+    if (!this.keeps || count === 0) return;
+    if (this.removedMedium !== 'GPU') {
+      this.closeRemoved();
+      this.removedMedium = 'GPU';
+    }
+    const at = 2 * this.removedCount;
+    if (at + 2 * count > this.removed.length) {
+      const grown = new Uint32Array(Math.max(2 * this.removed.length, at + 2 * count));
+      grown.set(this.removed.subarray(0, at));
+      this.removed = grown;
+    }
+    this.removed.set(new Uint32Array(hashes.buffer, hashes.byteOffset, 2 * count), at);
+    this.removedCount += count;
+  }
+
   push(event: KvEvent): void {
     if (!this.keeps) return;
     this.closeRemoved();

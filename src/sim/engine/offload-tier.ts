@@ -83,7 +83,7 @@ export class OffloadTier {
    * (one parent for a router to resolve, as an engine offloading a request's blocks together
    * announces them), after the CPU evictions that make room for it.
    */
-  offloadEvicted(blocks: readonly number[], from: number, to: number, events: EventLog): void {
+  offloadEvicted(blocks: ArrayLike<number>, from: number, to: number, events: EventLog): void {
     const g = this.gpu;
     let i = from;
     while (i < to) {
@@ -109,7 +109,7 @@ export class OffloadTier {
   }
 
   /** Stores `blocks[from, to)` (tail first, a chain) in the CPU pool and announces them head first. */
-  private storeRun(blocks: readonly number[], from: number, to: number, events: EventLog): void {
+  private storeRun(blocks: ArrayLike<number>, from: number, to: number, events: EventLog): void {
     const n = to - from;
     while (this.freeTop < n) this.evictOldest(events);
     const bs = this.blockSize;

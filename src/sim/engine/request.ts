@@ -75,8 +75,12 @@ export class Sequence {
   generated = 0;
   /** Leading tokens whose KV is in this sequence's blocks. */
   numComputed = 0;
-  /** Block table: block i holds tokens [i*bs, (i+1)*bs). */
-  blocks: number[] = [];
+  /**
+   * Block table: block i holds tokens [i*bs, (i+1)*bs), for i < blockCount (an Int32Array, as the
+   * addon's cache reads and writes runs of it); grows by doubling.
+   */
+  table: Int32Array;
+  blockCount = 0;
   /** Leading complete blocks already offered to the prefix cache (registered, deduplicated or kept private). */
   committedBlocks = 0;
   /** Set after a cache reset: this table's earlier blocks are no longer cached, so later ones cannot be chained. */
@@ -123,6 +127,20 @@ export class Sequence {
     this.numTokens = this.promptLen;
     this.hashes = new BigUint64Array(0);
     this.hashWords = new Uint32Array(0);
+    this.table = new Int32Array(Math.ceil((this.promptLen + 1) / Math.max(blockSize, 16)) + 1);
+  }
+
+  /** The block table's entries (a view). */
+  get blocks(): Int32Array {
+    return this.table.subarray(0, this.blockCount);
+  }
+
+  /** Makes room for `count` blocks in the table. */
+  reserveBlocks(count: number): void {
+    if (count <= this.table.length) return;
+    const grown = new Int32Array(Math.max(count, 2 * this.table.length));
+    grown.set(this.table.subarray(0, this.blockCount));
+    this.table = grown;
   }
 
   hashHi(i: number): number {

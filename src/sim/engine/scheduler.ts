@@ -171,7 +171,7 @@ export class Scheduler {
       if (!needsTransfer && budget === 0) return;
       const matched = this.tables.matchPrefix(s);
       const start = matched.length * bs;
-      const available = this.cache.availableBlocks - this.tables.evictableAmong(matched);
+      const available = this.cache.availableBlocks - this.tables.lastMatchEvictable();
       // Blocks past the GPU prefix found on the CPU tier are reloaded, not computed.
       const offloaded = this.offload === null ? NO_SLOTS : this.tables.matchOffloaded(s, matched.length);
       const reloadEnd = start + offloaded.length * bs;

@@ -162,7 +162,7 @@ export class VirtualFleet {
     if (opts.highPriorityShare !== undefined) assignPriorities(trace, records, opts.highPriorityShare, opts.seed);
     const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
     const loadPool = this.prefillEngines ?? this.decodeEngines;
-    const prompts = new PromptSynthesizer(trace, opts.seed);
+    const prompts = new PromptSynthesizer(opts.seed);
     const client = new ReplayClient(this.router, () => this.now, (tokens) => prompts.recycle(tokens));
 
     let next = 0;

@@ -40,36 +40,47 @@ describe('synthesized prompts', () => {
 });
 
 describe('PromptSynthesizer', () => {
-  it("gives a trace's prompts exactly synthesizePrompt's tokens, recurring blocks kept only until their last use", () => {
+  it("gives a trace's prompts exactly the reference stream's tokens (written by the addon), blocks cut to the input length", () => {
     const req = (hashIds: number[], inputLength: number) => ({ timestamp: 0, inputLength, outputLength: 1, hashIds });
-    // Shared prefixes, a block cut short in one request and whole in another, ids past the input length.
-    const trace = [req([1, 2, 3], 1100), req([1, 2], 700), req([1, 4, 9], 512), req([5, 2, 1], 1536), req([1], 1)];
-    const synth = new PromptSynthesizer(trace, 42, 512);
-    const kept: number[] = [];
+    // Shared prefixes, a block cut short in one request and whole in another, ids past the input length, ids past 2^32.
+    const trace = [req([1, 2, 3], 1100), req([1, 2], 700), req([1, 4, 9], 512), req([5, 2, 1], 1536), req([1], 1), req([2 ** 40 + 3, 2 ** 53 - 1], 700)];
+    const synth = new PromptSynthesizer(42, 512);
     for (const r of trace) {
       const expected: number[] = [];
       for (const id of r.hashIds) expected.push(...referenceTokens(id, 42, Math.min(512, r.inputLength - expected.length)));
       expect([...synth.prompt(r)]).toEqual(expected);
-      kept.push(synth.keptBlocks);
     }
-    // Ids 1 and 2 recur after the first request, 2 last in the fourth, 1 last in the fifth.
-    expect(kept).toEqual([2, 2, 2, 1, 0]);
-    // A request that is not the trace's gets the same tokens, nothing kept.
-    const other = req([2, 7], 600);
-    expect([...synth.prompt(other)]).toEqual([...synthesizePrompt(other, 42)]);
-    expect(synth.keptBlocks).toBe(0);
-    // Every block was dropped at its last use.
-    expect(synth.keptBlocks).toBe(0);
+  });
+
+  it('matches writeBlockTokens for any hash ids, seed and block size', () => {
+    fc.assert(
+      fc.property(fc.array(fc.maxSafeNat(), { maxLength: 5 }), fc.nat(), fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 400 }), (ids, seed, blockTokens, inputLength) => {
+        const tokens = new PromptSynthesizer(seed, blockTokens).prompt({ timestamp: 0, inputLength, outputLength: 1, hashIds: ids });
+        const expected = new Uint32Array(inputLength);
+        ids.forEach((id, k) => {
+          if (k * blockTokens < inputLength) writeBlockTokens(id, seed, expected, k * blockTokens, Math.min(blockTokens, inputLength - k * blockTokens));
+        });
+        expect(tokens).toEqual(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('refuses hash ids that are not non-negative safe integers', () => {
+    const synth = new PromptSynthesizer(0, 512);
+    for (const bad of [-1, 1.5, 2 ** 53, Number.NaN]) {
+      expect(() => synth.prompt({ timestamp: 0, inputLength: 10, outputLength: 1, hashIds: [bad] })).toThrow(RangeError);
+    }
   });
 
   it('writes a recycled prompt buffer over completely: prompts equal those of fresh buffers, tokens past the hash ids zero', () => {
     const req = (hashIds: number[], inputLength: number) => ({ timestamp: 0, inputLength, outputLength: 1, hashIds });
     // The second request's hash ids cover 600 of its 1000 tokens; the first leaves other tokens in the buffer they share.
     const trace = [req([1, 2, 8, 9], 1000), req([3, 4], 1000), req([5], 900), req([6, 7], 1024)];
-    const fresh = new PromptSynthesizer(trace, 7, 300);
+    const fresh = new PromptSynthesizer(7, 300);
     const expected = trace.map((r) => [...fresh.prompt(r)]);
     expect(expected[1].slice(600).every((t) => t === 0)).toBe(true);
-    const recycling = new PromptSynthesizer(trace, 7, 300);
+    const recycling = new PromptSynthesizer(7, 300);
     let previous: Uint32Array | undefined;
     trace.forEach((r, i) => {
       const tokens = recycling.prompt(r);
@@ -83,7 +94,7 @@ describe('PromptSynthesizer', () => {
 
   it('recycles only buffers of its own prompts', () => {
     const trace = [{ timestamp: 0, inputLength: 100, outputLength: 1, hashIds: [1] }];
-    const synth = new PromptSynthesizer(trace, 0, 512);
+    const synth = new PromptSynthesizer(0, 512);
     const foreign = new Uint32Array(100);
     synth.recycle(foreign);
     expect(synth.prompt(trace[0]).buffer).not.toBe(foreign.buffer);
