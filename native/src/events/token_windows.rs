@@ -168,12 +168,14 @@ pub unsafe fn blocks(src: *const u8, len: usize, dst: *mut u32, room: usize) -> 
         _mm512_maskz_permutex2var_epi8(keep, w[0], _mm512_add_epi8(start, back), w[1])
       };
       let stored = |group: usize| ((1u32 << take.saturating_sub(16 * group).min(16)) - 1) as u16;
+      // Groups past `room` store nothing (mask 0, no access); their addresses may lie past
+      // `dst`, hence wrapping arithmetic.
       let out = dst.add(read) as *mut i32;
       _mm512_mask_storeu_epi32(out, stored(0), values(0));
-      _mm512_mask_storeu_epi32(out.add(16), stored(1), values(1));
+      _mm512_mask_storeu_epi32(out.wrapping_add(16), stored(1), values(1));
       if take > 32 {
-        _mm512_mask_storeu_epi32(out.add(32), stored(2), values(2));
-        _mm512_mask_storeu_epi32(out.add(48), stored(3), values(3));
+        _mm512_mask_storeu_epi32(out.wrapping_add(32), stored(2), values(2));
+        _mm512_mask_storeu_epi32(out.wrapping_add(48), stored(3), values(3));
       }
       read += take;
       let mut exit = jump;
