@@ -3,7 +3,7 @@
 //!
 //! - msgpack.rs  a reader over the payload bytes (markers by the `rmp` crate)
 //! - token_lengths.rs  what lets the reader take token ids two per step
-//! - token_windows.rs  31 per step with AVX-512 VBMI
+//! - token_windows.rs  120-byte blocks with AVX-512 VBMI, one dependent step per block
 //! - fields.rs   an event's fields, each from its msgpack value, with their error messages
 //! - decode.rs   batches and events in one pass, every encoding the engines use: checked, hashed
 //! - apply.rs    the decoded records applied to the index, and the counts of one batch

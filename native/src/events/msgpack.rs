@@ -5,7 +5,7 @@
 use rmp::Marker;
 
 use super::token_lengths::{pair_lengths, token_at, token_lengths, CHUNK};
-use super::token_windows::{self, WINDOW_BYTES};
+use super::token_windows;
 
 pub type ReadResult<T> = Result<T, String>;
 
@@ -352,8 +352,8 @@ impl<'a> Reader<'a> {
   /// of dependent steps. It is kept to one load and one add per two tokens: every byte of a
   /// chunk is first classified (the length of a token whose marker it would be, and of it and
   /// the token after it: `token_lengths`, `pair_lengths`, 16 bytes at a time and off the chain),
-  /// then the reader hops from marker to marker two tokens at a time. With AVX-512 VBMI, 128-byte
-  /// windows of up to 31 tokens come first (token_windows.rs).
+  /// then the reader hops from marker to marker two tokens at a time. With AVX-512 VBMI, 64-byte
+  /// blocks come first, one dependent step each (token_windows.rs).
   pub fn u32_list(&mut self, n: u32, out: &mut Vec<u32>) -> Result<(), u32> {
     let n = n as usize;
     let first = out.len();
@@ -367,18 +367,13 @@ impl<'a> Reader<'a> {
     let mut at = self.at;
     let mut i = 0;
     if token_windows::available() {
-      // 31 tokens per step where the CPU can (token_windows.rs); what it leaves (the last bytes,
-      // other encodings) goes on below.
-      while i < dst.len() && at + WINDOW_BYTES <= buf.len() {
-        // SAFETY: the CPU has the features; 128 bytes from `at` are in `buf`; the window
-        // writes at most dst.len() - i values from dst[i].
-        let (read, used) = unsafe { token_windows::window(buf.as_ptr().add(at), dst.as_mut_ptr().add(i), dst.len() - i) };
-        if read == 0 {
-          break;
-        }
-        i += read;
-        at += used;
-      }
+      // 64-byte blocks of the list where the CPU can (token_windows.rs); what they leave (the
+      // last 128 bytes, other encodings) goes on below.
+      // SAFETY: the CPU has the features; `buf` has the bytes from `at` given; the blocks write
+      // at most dst.len() values from dst[0].
+      let (read, used) = unsafe { token_windows::blocks(buf.as_ptr().add(at), buf.len() - at, dst.as_mut_ptr(), dst.len()) };
+      i = read;
+      at += used;
     }
     // Lengths of the chunk's bytes and of the 8 after it (the token after the chunk's last),
     // with room for the 16-byte loads of pair_lengths past them.

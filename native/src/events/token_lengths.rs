@@ -153,6 +153,102 @@ mod tests {
     }
   }
 
+  /// Random token lists in the two integer encodings of PROTOCOLS.md section 2 (unsigned, as
+  /// vLLM's msgpack writes them; signed int8-int64, as SGLang's may), in the smallest width or
+  /// wider, mixed within a list, with bad values (negative, past 2^32, nil, a float) and other
+  /// msgpack around them: the list reader (blocks where the CPU has them, and without) against a
+  /// plain reader of one integer at a time (the `rmp` crate's).
+  #[test]
+  fn u32_lists_read_what_a_plain_reader_reads() {
+    for off in [false, true] {
+      super::super::token_windows::OFF_IN_TEST.with(|o| o.set(off));
+      let mut rng = fastrand::Rng::with_seed(21 + off as u64);
+      for case in 0..400 {
+        let n = rng.usize(..1500);
+        let encoding = case % 3; // 0: unsigned, 1: signed, 2: either, element by element
+        let mut bytes = Vec::new();
+        // Other msgpack before the list: a string, a map.
+        rmp::encode::write_str(&mut bytes, &"k".repeat(rng.usize(..40))).unwrap();
+        rmp::encode::write_map_len(&mut bytes, 0).unwrap();
+        let list_at = bytes.len();
+        rmp::encode::write_array_len(&mut bytes, n as u32).unwrap();
+        for _ in 0..n {
+          let v: u64 = match rng.u8(..6) {
+            0 => rng.u64(..0x80),
+            1 => rng.u64(0x80..0x100),
+            2 => rng.u64(0x100..0x1_0000),
+            3 => rng.u64(0x1_0000..0x8000_0000),
+            _ => rng.u64(0x8000_0000..0x1_0000_0000),
+          };
+          let signed = encoding == 1 || (encoding == 2 && rng.bool());
+          match rng.u16(..if case % 4 == 0 { 400 } else { 40_000 }) {
+            0 => drop(rmp::encode::write_sint(&mut bytes, -(rng.i64(1..1 << 40))).unwrap()),
+            1 => drop(rmp::encode::write_uint(&mut bytes, rng.u64(1 << 32..)).unwrap()),
+            2 => rmp::encode::write_nil(&mut bytes).unwrap(),
+            3 => rmp::encode::write_f64(&mut bytes, v as f64).unwrap(),
+            // Wider than needed, now and then (legal msgpack).
+            4..=40 if signed => bytes.extend_from_slice(&[&[0xd3][..], &(v as i64).to_be_bytes()].concat()),
+            4..=40 => bytes.extend_from_slice(&[&[0xcf][..], &v.to_be_bytes()].concat()),
+            _ if signed => write_signed(&mut bytes, v as i64),
+            _ => drop(rmp::encode::write_uint(&mut bytes, v).unwrap()),
+          }
+        }
+        // Other msgpack after it (fields that follow token_ids).
+        rmp::encode::write_uint(&mut bytes, 16).unwrap();
+        rmp::encode::write_nil(&mut bytes).unwrap();
+        rmp::encode::write_str(&mut bytes, "GPU").unwrap();
+
+        // The plain reader: the count, then one integer at a time.
+        let mut plain = &bytes[list_at..];
+        let count = rmp::decode::read_array_len(&mut plain).unwrap() as usize;
+        let (mut want, mut bad) = (Vec::new(), None);
+        for i in 0..count {
+          let before = plain;
+          match rmp::decode::read_int::<u32, _>(&mut plain) {
+            Ok(v) => want.push(v),
+            Err(_) => {
+              plain = before;
+              bad = Some(i as u32);
+              break;
+            }
+          }
+        }
+        let end = bytes.len() - plain.len();
+
+        let mut r = Reader::at(&bytes, list_at);
+        let mut out = Vec::new();
+        let got = super::super::fields::token_list(&mut r, &mut out);
+        match bad {
+          None => assert!(got.is_ok(), "case {case}"),
+          Some(i) => {
+            assert!(got.is_err(), "case {case}: the value at {i} is no token id");
+            // The reader stopped at the bad value, after the ids before it.
+            let mut again = Reader::at(&bytes, list_at);
+            let n = again.array().unwrap().unwrap();
+            let mut before = Vec::new();
+            assert_eq!(again.u32_list(n, &mut before), Err(i), "case {case}");
+            assert_eq!(before, want, "case {case}");
+            assert_eq!(again.at, end, "case {case}");
+            continue;
+          }
+        }
+        assert_eq!(out, want, "case {case} (encoding {encoding}, blocks off: {off})");
+        assert_eq!(r.at, end, "case {case}");
+      }
+    }
+    super::super::token_windows::OFF_IN_TEST.with(|o| o.set(false));
+  }
+
+  /// A non-negative value in the smallest signed encoding: positive fixint, then int8 to int64.
+  fn write_signed(out: &mut Vec<u8>, v: i64) {
+    match v {
+      0..=0x7f => out.push(v as u8),
+      _ if v <= i16::MAX as i64 => out.extend_from_slice(&[&[0xd1][..], &(v as i16).to_be_bytes()].concat()),
+      _ if v <= i32::MAX as i64 => out.extend_from_slice(&[&[0xd2][..], &(v as i32).to_be_bytes()].concat()),
+      _ => out.extend_from_slice(&[&[0xd3][..], &v.to_be_bytes()].concat()),
+    }
+  }
+
   #[test]
   fn u32_lists_cut_short() {
     // Cut short: a uint32 missing its last byte.
