@@ -115,16 +115,9 @@ export class RequestContext {
 
   /** The decode leg of a disaggregated request: credit 0, no assumed KV reuse (the seeds' decode override). */
   decodeLeg(): LegRoute {
-    const { req } = this;
-    return {
-      requestId: req.requestId,
-      loraName: req.loraName,
-      pinnedWorker: req.hints.workerId,
-      pinnedDpRank: req.hints.dpRank,
-      expectedOutputTokens: expectedOutputOf(req),
-      enginePriority: this.routingPriority,
-      overlapScoreCredit: 0,
-    };
+    const leg = this.aggregatedLeg();
+    leg.overlapScoreCredit = 0;
+    return leg;
   }
 
   /** The priority class its legs forward to their engines: the client's, when the router forwards priorities. */
