@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { scanTokenPrompt, tokenIdsJsonText } from '../../src/core/prompt-scan.js';
+import { jsonWithTokenIds, scanTokenPrompt, tokenIdsJsonText } from '../../src/core/prompt-scan.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -57,5 +57,18 @@ describe('tokenIdsJsonText', () => {
 
   it('refuses ids that are not a Uint32Array', () => {
     expect(() => tokenIdsJsonText([1, 2] as unknown as Uint32Array)).toThrow(TypeError);
+  });
+});
+
+describe('jsonWithTokenIds', () => {
+  it('keeps every body intact while later ones fill new slabs, and writes large bodies whole', () => {
+    // 1k-token bodies (several per body slab) and 8k-token ones (a buffer of their own), all kept.
+    const bodies = Array.from({ length: 60 }, (_, i) => {
+      const ids = Uint32Array.from({ length: i % 7 === 6 ? 8192 : 1024 }, (_, j) => (i * 7919 + j * 104729) % 151_643);
+      return { ids, bytes: jsonWithTokenIds(`{"model":"m${i}","max_tokens":4`, '"prompt"', ids) };
+    });
+    for (const [i, { ids, bytes }] of bodies.entries()) {
+      expect(JSON.parse(Buffer.from(bytes).toString('utf8'))).toEqual({ model: `m${i}`, max_tokens: 4, prompt: Array.from(ids) });
+    }
   });
 });
