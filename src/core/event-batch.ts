@@ -14,6 +14,23 @@ export interface EventDecodeError {
 }
 
 /** What one KV event batch did to the index (applyEventBatch). */
+export interface IndexerRejections {
+  /** Stored events whose parent hash names no block of that worker. */
+  unknownParent: number;
+  /** Stored events repeating a hash, or reusing one that names another block of that worker. */
+  duplicateHash: number;
+  /** Stored events whose parent hash is one of their own blocks. */
+  selfParent: number;
+  /** Stored events whose block would take a sequence hash already used on another path. */
+  hashCollision: number;
+  /** Stored events refused because the index reached 2^31 - 1 nodes. */
+  indexFull: number;
+  /** Stored events with mismatched hash counts (never from this API, which throws instead). */
+  malformed: number;
+  /** Removed block hashes that named no block of that worker (one per hash). */
+  unknownRemoval: number;
+}
+
 export interface EventBatchResult {
   /** Events in the batch. */
   events: number;
@@ -22,18 +39,11 @@ export interface EventBatchResult {
   removed: number;
   cleared: number;
   /** Stored events refused by reason; `unknownRemoval` counts removed hashes that named nothing. */
-  refused: {
+  refused: IndexerRejections & {
     blockSize: number;
     tokenCount: number;
-    unknownParent: number;
-    duplicateHash: number;
-    selfParent: number;
-    hashCollision: number;
-    indexFull: number;
-    malformed: number;
     /** Events whose fields have the wrong types (the first one's error is `invalidEvent`). */
     invalid: number;
-    unknownRemoval: number;
   };
   /** Events of a type the decoder does not know, and of a secondary KV cache group: skipped. */
   unknownTypes: number;

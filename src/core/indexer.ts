@@ -4,7 +4,9 @@
 // expire after a TTL. Time comes from the `clock` option, never read inside the tree.
 import { native, type Binding } from './binding.js';
 import { callNative, nativeErrorCode, translateNativeError } from './errors.js';
-import { EventBatchCounts, eventBatchResult, type EventBatchResult } from './event-batch.js';
+import { EventBatchCounts, eventBatchResult, type EventBatchResult, type IndexerRejections } from './event-batch.js';
+
+export type { IndexerRejections };
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import {
@@ -63,22 +65,6 @@ export interface OverlapMatch {
   blocks: number;
 }
 
-export interface IndexerRejections {
-  /** Stored events whose parent hash names no block of that worker. */
-  unknownParent: number;
-  /** Stored events repeating a hash, or reusing one that names another block of that worker. */
-  duplicateHash: number;
-  /** Stored events whose parent hash is one of their own blocks. */
-  selfParent: number;
-  /** Stored events whose block would take a sequence hash already used on another path. */
-  hashCollision: number;
-  /** Stored events refused because the index reached 2^31 - 1 nodes. */
-  indexFull: number;
-  /** Stored events with mismatched hash counts (never from this API, which throws instead). */
-  malformed: number;
-  /** Removed block hashes that named no block of that worker (one per hash). */
-  unknownRemoval: number;
-}
 
 export interface IndexerStats {
   /** Indexed (worker, dpRank, block) entries. */

@@ -52,6 +52,45 @@ function keyOf(labelNames: readonly string[], labels: Labels): string {
   return key;
 }
 
+/** What both metrics are made with. */
+interface FamilyOptions {
+  name: string;
+  help: string;
+  labelNames?: readonly string[];
+  registry: Registry;
+}
+
+/** A metric's series by label set, and its unlabelled series when it has no labels. */
+abstract class SeriesFamily<S> implements RegistrableMetric {
+  readonly name: string;
+  protected readonly help: string;
+  private readonly labelNames: readonly string[];
+  protected readonly series = new Map<string, S>();
+  /** The series of an unlabelled metric (present from the start, as prom-client's is). */
+  protected readonly unlabelled?: S;
+
+  constructor(o: FamilyOptions, private readonly make: (labels: Labels) => S) {
+    this.name = o.name;
+    this.help = o.help;
+    this.labelNames = o.labelNames ?? [];
+    if (this.labelNames.length === 0) this.unlabelled = this.labels({});
+    register(o.registry, this);
+  }
+
+  /** The series of a label set (created on first use; resolve it once and keep it). */
+  labels(labels: Labels): S {
+    const key = keyOf(this.labelNames, labels);
+    let s = this.series.get(key);
+    if (!s) {
+      s = this.make({ ...labels });
+      this.series.set(key, s);
+    }
+    return s;
+  }
+
+  abstract get(): Promise<ExportedMetric>;
+}
+
 /** One labelled series of a FastHistogram. */
 export class HistogramSeries {
   /** Per bucket (not cumulative); values above the last bound count only in `count`. */
@@ -83,47 +122,21 @@ export class HistogramSeries {
   }
 }
 
-export interface FastHistogramOptions {
-  name: string;
-  help: string;
-  labelNames?: readonly string[];
+export interface FastHistogramOptions extends FamilyOptions {
   /** Upper bounds, ascending. */
   buckets: readonly number[];
-  registry: Registry;
 }
 
-export class FastHistogram implements RegistrableMetric {
-  readonly name: string;
-  private readonly help: string;
-  private readonly labelNames: readonly string[];
+export class FastHistogram extends SeriesFamily<HistogramSeries> {
   private readonly buckets: readonly number[];
-  private readonly bounds: Float64Array;
-  private readonly series = new Map<string, HistogramSeries>();
-  /** The series of an unlabelled histogram (present from the start, as prom-client's is). */
-  private readonly unlabelled?: HistogramSeries;
 
   constructor(o: FastHistogramOptions) {
-    this.name = o.name;
-    this.help = o.help;
-    this.labelNames = o.labelNames ?? [];
     for (let i = 1; i < o.buckets.length; i++) {
       if (!(o.buckets[i] > o.buckets[i - 1])) throw new RangeError(`histogram ${o.name}: buckets must ascend`);
     }
+    const bounds = Float64Array.from(o.buckets);
+    super(o, (labels) => new HistogramSeries(bounds, labels));
     this.buckets = [...o.buckets];
-    this.bounds = Float64Array.from(o.buckets);
-    if (this.labelNames.length === 0) this.unlabelled = this.labels({});
-    register(o.registry, this);
-  }
-
-  /** The series of a label set (created on first use; resolve it once and keep it). */
-  labels(labels: Labels): HistogramSeries {
-    const key = keyOf(this.labelNames, labels);
-    let s = this.series.get(key);
-    if (!s) {
-      s = new HistogramSeries(this.bounds, { ...labels });
-      this.series.set(key, s);
-    }
-    return s;
   }
 
   /** Observes into the unlabelled series. */
@@ -151,7 +164,7 @@ export class FastHistogram implements RegistrableMetric {
   }
 
   /** The values as prom-client's Histogram.get() gives them (shared labels merged in). */
-  async get(): Promise<ExportedMetric> {
+  override async get(): Promise<ExportedMetric> {
     const m = await this.getForPromString();
     const values = m.values.map((v) => ({ value: v.value, metricName: v.metricName, labels: Object.assign({}, v.labels, v.sharedLabels) }));
     return { name: m.name, help: m.help, type: m.type, values, aggregator: m.aggregator };
@@ -174,36 +187,11 @@ export class CounterSeries {
   }
 }
 
-export interface FastCounterOptions {
-  name: string;
-  help: string;
-  labelNames?: readonly string[];
-  registry: Registry;
-}
+export type FastCounterOptions = FamilyOptions;
 
-export class FastCounter implements RegistrableMetric {
-  readonly name: string;
-  private readonly help: string;
-  private readonly labelNames: readonly string[];
-  private readonly series = new Map<string, CounterSeries>();
-  private readonly unlabelled?: CounterSeries;
-
+export class FastCounter extends SeriesFamily<CounterSeries> {
   constructor(o: FastCounterOptions) {
-    this.name = o.name;
-    this.help = o.help;
-    this.labelNames = o.labelNames ?? [];
-    if (this.labelNames.length === 0) this.unlabelled = this.labels({});
-    register(o.registry, this);
-  }
-
-  labels(labels: Labels): CounterSeries {
-    const key = keyOf(this.labelNames, labels);
-    let s = this.series.get(key);
-    if (!s) {
-      s = new CounterSeries({ ...labels });
-      this.series.set(key, s);
-    }
-    return s;
+    super(o, (labels) => new CounterSeries(labels));
   }
 
   /** Adds to the unlabelled series. */
@@ -212,7 +200,7 @@ export class FastCounter implements RegistrableMetric {
     this.unlabelled.inc(value);
   }
 
-  get(): Promise<ExportedMetric> {
+  override get(): Promise<ExportedMetric> {
     const values: ExportedValue[] = [];
     for (const s of this.series.values()) if (s.used || s === this.unlabelled) values.push({ value: s.value, labels: { ...s.labels } });
     return Promise.resolve({ name: this.name, help: this.help, type: 'counter', values, aggregator: 'sum' });
