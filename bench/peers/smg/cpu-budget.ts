@@ -48,8 +48,9 @@ const pct = (share: number) => `${Math.round(share * 100)}%`;
 
 /** The section's text: a table of the budgets and what they say about the target. */
 export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget: CpuBudget }>, reference: CpuBudget, ratio: number): string {
+  // The reference (SMG) works on threads of its own pool, not its main thread: no main-thread share.
   const rows = budgets.map(({ label, budget: b }) =>
-    `| ${label} | ${formatNumber(b.rps)} | ${formatNumber(b.routerUs)} | ${formatNumber(b.worldUs)} | ${formatNumber(b.restUs)} | ${formatNumber(b.busyUs)} | ${pct(b.idleShare)} | ${pct(b.routerMainThreadShare)} |`,
+    `| ${label} | ${formatNumber(b.rps)} | ${formatNumber(b.routerUs)} | ${formatNumber(b.worldUs)} | ${formatNumber(b.restUs)} | ${formatNumber(b.busyUs)} | ${pct(b.idleShare)} | ${b === reference ? '-' : pct(b.routerMainThreadShare)} |`,
   );
   const kv = budgets.filter(({ budget }) => budget !== reference);
   const bound = routerPlusWorldBound(reference, ratio);
@@ -57,11 +58,12 @@ export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget
     reference.idleShare < SATURATED_IDLE_SHARE
       ? `SMG's rounds left ${pct(reference.idleShare)} of the ${reference.cores} cores idle: the machine was saturated, so ${ratio}x SMG's req/s ` +
         `needs kvroute's router + world CPU per request at most (${formatNumber(reference.routerUs)} + ${formatNumber(reference.worldUs)}) / ${ratio} = **${formatNumber(bound)} us** ` +
-        `(the rest of the machine held as it was); kvroute's: ${kv.map(({ label, budget: b }) => `${formatNumber(b.routerUs + b.worldUs)} us (${label})`).join(', ')}.`
+        `(the rest of the machine held as it was); kvroute's: ${kv.map(({ label, budget: b }) => `${formatNumber(b.routerUs + b.worldUs)} us (${label})`).join(', ')}. ` +
+        `With the world's own CPU per request in kvroute's rounds, that leaves its router at most ${kv.map(({ label, budget: b }) => `${formatNumber(Math.max(0, bound - b.worldUs))} us (${label}, against ${formatNumber(b.routerUs)})`).join(', ')}.`
       : `SMG's rounds left ${pct(reference.idleShare)} of the ${reference.cores} cores idle: the machine's CPU did not bound them.`;
   const threadBound = kv.filter(({ budget: b }) => b.idleShare >= SATURATED_IDLE_SHARE && b.routerMainThreadShare >= 0.9);
   return [
-    `**Where the CPU went in the closed loop** (medians of rounds, per request: the router's process, the world's process with the engines and the load generator, the rest of the machine's busy time, and the share of the router's main thread of one core):`,
+    `**Where the CPU went in the closed loop** (medians of rounds, per request: the router's process, the world's process with the engines and the load generator, the rest of the machine's busy time, and the share of one core kvroute's main thread used, its one JavaScript thread):`,
     '',
     '| router | req/s | router (us) | world (us) | rest of the machine (us) | machine busy (us) | machine idle | router main thread |',
     '|---|---|---|---|---|---|---|---|',

@@ -39,10 +39,12 @@ describe('cpuBudget', () => {
     const smg = cpuBudget([round(5000, 200, 150, 400, 0.02)])!;
     const kv = cpuBudget([round(5500, 150, 140, 320, 0.2, 0.97)])!;
     const md = cpuBudgetMarkdown([{ label: 'SMG', budget: smg }, { label: 'kvroute text', budget: kv }], smg, 1.5);
-    expect(md).toContain('| SMG | 5000 | 200 | 150 | 50 | 400 | 2% | 80% |');
+    expect(md).toContain('| SMG | 5000 | 200 | 150 | 50 | 400 | 2% | - |');
+    expect(md).toContain('| kvroute text | 5500 | 150 | 140 | 30 | 320 | 20% | 97% |');
     expect(md).toContain('the machine was saturated');
     expect(md).toContain('(200 + 150) / 1.5 = **233 us**');
     expect(md).toContain("kvroute's: 290 us (kvroute text)");
+    expect(md).toContain('leaves its router at most 93.3 us (kvroute text, against 150)');
     expect(md).toContain("kvroute text kept the router's main thread busy");
   });
 

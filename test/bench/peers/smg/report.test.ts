@@ -66,7 +66,7 @@ describe('the SMG comparison report', () => {
     const r = smgReport(comparison({ throughput: { [SMG]: withMachine(base[SMG], 140, 0.02), [KV_TEXT]: withMachine(base[KV_TEXT], 130, 0.05), [KV_IDS]: withMachine(base[KV_IDS], 120, 0.15) } }));
     const md = r.sections![0].markdown;
     expect(md).toContain('**Where the CPU went in the closed loop**');
-    expect(md).toContain('| SMG cache_aware, text prompts | 5200 | 160 | 140 | 10 | 310 | 2% | 90% |');
+    expect(md).toContain('| SMG cache_aware, text prompts | 5200 | 160 | 140 | 10 | 310 | 2% | - |');
     expect(md).toContain('(160 + 140) / 1.5 = **200 us**');
     expect((r.data as { routerPlusWorldBoundUs: number }).routerPlusWorldBoundUs).toBe(200);
     expect(smgReport(comparison()).sections![0].markdown).not.toContain('Where the CPU went');
