@@ -44,6 +44,14 @@ export function routerPlusWorldBound(reference: CpuBudget, ratio: number): numbe
   return (reference.routerUs + reference.worldUs) / ratio;
 }
 
+/**
+ * The CPU per request, router and world together, that `ratio` times the reference's req/s leaves
+ * on this machine whatever else holds: its cores' time per second over that many requests.
+ */
+export function capacityBound(reference: CpuBudget, ratio: number): number {
+  return (reference.cores * 1e6) / (ratio * reference.rps);
+}
+
 const pct = (share: number) => `${Math.round(share * 100)}%`;
 
 /** The section's text: a table of the budgets and what they say about the target. */
@@ -61,6 +69,11 @@ export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget
         `(the rest of the machine held as it was); kvroute's: ${kv.map(({ label, budget: b }) => `${formatNumber(b.routerUs + b.worldUs)} us (${label})`).join(', ')}. ` +
         `With the world's own CPU per request in kvroute's rounds, that leaves its router at most ${kv.map(({ label, budget: b }) => `${formatNumber(Math.max(0, bound - b.worldUs))} us (${label}, against ${formatNumber(b.routerUs)})`).join(', ')}.`
       : `SMG's rounds left ${pct(reference.idleShare)} of the ${reference.cores} cores idle: the machine's CPU did not bound them.`;
+  const capacity = capacityBound(reference, ratio);
+  const ceiling =
+    `Whatever bounds the rounds, ${ratio}x SMG's req/s (${formatNumber(ratio * reference.rps)}) leaves at most ${reference.cores} cores / that rate = **${formatNumber(capacity)} us** ` +
+    `of CPU per request for the router and the world together on this machine: with the world's own CPU per request, kvroute's router at most ` +
+    `${kv.map(({ label, budget: b }) => `${formatNumber(Math.max(0, capacity - b.worldUs))} us (${label}, against ${formatNumber(b.routerUs)})`).join(', ')}.`;
   const threadBound = kv.filter(({ budget: b }) => b.idleShare >= SATURATED_IDLE_SHARE && b.routerMainThreadShare >= 0.9);
   return [
     `**Where the CPU went in the closed loop** (medians of rounds, per request: the router's process, the world's process with the engines and the load generator, the rest of the machine's busy time, and the share of one core kvroute's main thread used, its one JavaScript thread):`,
@@ -70,6 +83,8 @@ export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget
     ...rows,
     '',
     verdict,
+    '',
+    ceiling,
     ...(threadBound.length ? ['', `With cores left idle, ${threadBound.map(({ label }) => label).join(' and ')} kept the router's main thread busy (90% of a core or more): one thread bounds its req/s.`] : []),
   ].join('\n');
 }

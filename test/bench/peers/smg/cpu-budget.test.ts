@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ThroughputRound } from '../../../../bench/peers/smg/compare.js';
 import { machineCpuOfRound } from '../../../../bench/peers/smg/compare.js';
-import { cpuBudget, cpuBudgetMarkdown, routerPlusWorldBound } from '../../../../bench/peers/smg/cpu-budget.js';
+import { capacityBound, cpuBudget, cpuBudgetMarkdown, routerPlusWorldBound } from '../../../../bench/peers/smg/cpu-budget.js';
 
 const round = (rps: number, router: number, world: number, busy: number, idleShare: number, mainThread = 0.8): ThroughputRound => ({
   rps,
@@ -33,6 +33,8 @@ describe('cpuBudget', () => {
     expect(b).toEqual({ rps: 5200, routerUs: 200, worldUs: 150, restUs: 50, busyUs: 400, idleShare: 0.03, routerMainThreadShare: 0.8, cores: 2 });
     expect(cpuBudget([{ rps: 1, completed: 1, failed: 0 }])).toBeUndefined();
     expect(routerPlusWorldBound(b, 1.5)).toBeCloseTo(233.33, 2);
+    // 2 cores at 1.5 x 5,200 req/s: 2,000,000 us / 7,800 requests.
+    expect(capacityBound(b, 1.5)).toBeCloseTo(256.41, 2);
   });
 
   it('states the bound when SMG saturated the machine, and a thread bound when kvroute left cores idle', () => {
@@ -53,5 +55,7 @@ describe('cpuBudget', () => {
     const md = cpuBudgetMarkdown([{ label: 'SMG', budget: smg }], smg, 1.5);
     expect(md).toContain("SMG's rounds left 30% of the 2 cores idle: the machine's CPU did not bound them.");
     expect(md).not.toContain('saturated');
+    // 1.5 x 5,000 req/s on 2 cores: 266.7 us per request for router and world together.
+    expect(md).toContain("1.5x SMG's req/s (7500) leaves at most 2 cores / that rate = **267 us**");
   });
 });
