@@ -31,6 +31,11 @@ export function pairedWallRatio(r: ReplayRound): number {
 
 const list = (values: number[]) => values.map(formatNumber).join(', ');
 const range = (values: number[]) => `${formatNumber(Math.min(...values))}-${formatNumber(Math.max(...values))}`;
+/** One value when every round gave it (a deterministic simulation), else the rounds' range. */
+const spread = (values: number[], unit = '') => {
+  const [lo, hi] = [formatNumber(Math.min(...values)), formatNumber(Math.max(...values))];
+  return (lo === hi ? lo : `${lo}-${hi}`) + unit;
+};
 
 function groupFigure(c: ReplayComparison, g: ReplayGroup): Figure {
   const [warm, ...rounds] = g.rounds;
@@ -52,14 +57,14 @@ function groupFigure(c: ReplayComparison, g: ReplayGroup): Figure {
 
 function groupRows(g: ReplayGroup): string[] {
   const [warm, ...rounds] = g.rounds;
-  const last = rounds[rounds.length - 1];
-  const setting = `${g.setting.blockSize} x ${formatCount(g.setting.kvBlocks)}`;
   const paired = rounds.map(pairedWallRatio);
-  const k = last.kvroute;
-  const d = last.dynamo;
+  const k = rounds.map((r) => r.kvroute);
+  const d = rounds.map((r) => r.dynamo);
+  // The Dynamo row's setting is the one its replay echoed (every round's, checked by the peer).
+  const echoed = d[d.length - 1];
   return [
-    `| ${setting} | ${g.policy.kvroute} | kvroute replay | ${formatNumber(median(rounds.map((r) => r.kvroute.wall_s)))} | ${formatNumber(warm.kvroute.wall_s)} | ${formatNumber(k.simulated_s)} | ${formatNumber(median(rounds.map(kvrouteSpeed)))} | ${formatNumber(median(paired))} (${range(paired)}) | ${k.completed} | ${formatNumber(k.hit_rate * 100)}% | ${formatNumber(k.median_ttft_ms)} |`,
-    `| ${d.block_size} x ${formatCount(d.num_gpu_blocks)} | ${g.policy.dynamo} | Dynamo replay | ${formatNumber(median(rounds.map((r) => r.dynamo.wall_time_ms / 1000)))} (call ${formatNumber(median(rounds.map((r) => r.dynamo.call_s)))}) | ${formatNumber(warm.dynamo.wall_time_ms / 1000)} | ${formatNumber(d.duration_ms / 1000)} | ${formatNumber(median(rounds.map(dynamoSpeed)))} | | ${d.completed} | ${formatNumber(d.prefix_cache_reused_ratio * 100)}% | ${formatNumber(d.median_ttft_ms)} |`,
+    `| ${g.setting.blockSize} x ${formatCount(g.setting.kvBlocks)} | ${g.policy.kvroute} | kvroute replay | ${formatNumber(median(k.map((r) => r.wall_s)))} | ${formatNumber(warm.kvroute.wall_s)} | ${spread(k.map((r) => r.simulated_s))} | ${formatNumber(median(rounds.map(kvrouteSpeed)))} | ${formatNumber(median(paired))} (${range(paired)}) | ${spread(k.map((r) => r.completed))} | ${spread(k.map((r) => r.hit_rate * 100), '%')} | ${spread(k.map((r) => r.median_ttft_ms))} |`,
+    `| ${echoed.block_size} x ${formatCount(echoed.num_gpu_blocks)} | ${g.policy.dynamo} | Dynamo replay | ${formatNumber(median(d.map((r) => r.wall_time_ms / 1000)))} (call ${formatNumber(median(d.map((r) => r.call_s)))}) | ${formatNumber(warm.dynamo.wall_time_ms / 1000)} | ${spread(d.map((r) => r.duration_ms / 1000))} | ${formatNumber(median(rounds.map(dynamoSpeed)))} | | ${spread(d.map((r) => r.completed))} | ${spread(d.map((r) => r.prefix_cache_reused_ratio * 100), '%')} | ${spread(d.map((r) => r.median_ttft_ms))} |`,
   ];
 }
 
@@ -74,8 +79,9 @@ export function replayReport(c: ReplayComparison): SuiteResult {
     "cannot be installed here, and the offline replay does not need it), the setting passed as `extra_engine_args` and echoed",
     "back as its config normalizer read it (the Dynamo rows' setting column), logs at warn; its speed uses its own wall_time_ms",
     "(its runtime built and run); the whole Python call is shown in brackets. kvroute: runReplay (what `kvroute replay` runs) on the",
-    "trace already parsed. Hit rate: kvroute's engine-reported cached prompt tokens, Dynamo's prefix_cache_reused_ratio; figures",
-    'of the last round.',
+    "trace already parsed. Hit rate: kvroute's engine-reported cached prompt tokens, Dynamo's prefix_cache_reused_ratio. What each",
+    "simulated is one figure when every measured round gave it, else the rounds' range (Dynamo's kv_router breaks ties between",
+    'equal-cost workers at random, so its routing differs from round to round; kvroute replay is deterministic for a seed).',
     '',
     '| setting (tokens x blocks) | policy | simulator | wall s (median) | warm-up wall s | simulated s | simulated / wall | kvroute / Dynamo wall (median, range) | completed | hit rate | TTFT p50 (ms) |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
