@@ -1,4 +1,4 @@
-// The addon's hand-written entry points (native/src/bindings/fast.rs) called directly with bad
+// The addon's hand-written entry points (native/src/bindings/fast.rs, fast_events.rs) called directly with bad
 // arguments: each is refused with the error class and code of the generated bindings, and a
 // refused call changes nothing.
 import { describe, expect, it } from 'vitest';
@@ -66,6 +66,70 @@ describe('findMatchesFast', () => {
     expect(thrown(typeErrors[1]).message).toMatch(/localHashes has the wrong element type/);
     expect(thrown(typeErrors[4]).message).toMatch(/out has the wrong element type/);
     expect(indexer.stats().blocks).toBe(2);
+  });
+});
+
+describe('applyStoredFast and applyRemovedFast', () => {
+  it('apply events as applyStored and applyRemoved do, and refuse bad arguments with their codes', () => {
+    const { indexer, indexerHandle } = fixture();
+    const twin = new KvIndexer({ blockSize: BS, clock: () => 0 });
+    twin.applyStored(1, 0, null, hashes(10, 11), tokensOf([1, 5]), { loraName: undefined });
+    // A child of block 11 (parent given), a root block on another worker, a refused unknown parent.
+    expect(fast.applyStoredFast(indexerHandle, 1, 0, hashes(12), tokensOf([9]), hashes(11), 0)).toBe(1);
+    expect(twin.applyStored(1, 0, 11n, hashes(12), tokensOf([9]), {})).toBe(true);
+    expect(fast.applyStoredFast(indexerHandle, 2, 3, hashes(20), tokensOf([1]), new BigUint64Array(0), 0)).toBe(1);
+    expect(twin.applyStored(2, 3, null, hashes(20), tokensOf([1]), {})).toBe(true);
+    expect(fast.applyStoredFast(indexerHandle, 1, 0, hashes(30), tokensOf([4]), hashes(99), 0)).toBe(0);
+    expect(twin.applyStored(1, 0, 99n, hashes(30), tokensOf([4]), {})).toBe(false);
+    expect(indexer.findMatches(localOf([1, 5, 9]))).toEqual(twin.findMatches(localOf([1, 5, 9])));
+    expect(indexer.stats()).toEqual(twin.stats());
+    // Removals: one known, one unknown (counted), as the generated binding counts them.
+    expect(fast.applyRemovedFast(indexerHandle, 1, 0, hashes(12, 77), 0)).toBe(twin.applyRemoved(1, 0, hashes(12, 77), {}));
+    expect(indexer.stats()).toEqual(twin.stats());
+    const before = indexer.stats();
+    const typeErrors = [
+      () => fast.applyStoredFast(indexerHandle, 1, 0, [1n] as never, tokensOf([1]), new BigUint64Array(0), 0),
+      () => fast.applyStoredFast(indexerHandle, 1, 0, hashes(40), [1] as never, new BigUint64Array(0), 0),
+      () => fast.applyStoredFast(indexerHandle, 1, 0, hashes(40), tokensOf([1]), null as never, 0),
+      () => fast.applyStoredFast(indexerHandle, '1' as never, 0, hashes(40), tokensOf([1]), new BigUint64Array(0), 0),
+      () => fast.applyStoredFast(indexerHandle, 1, 0, hashes(40), tokensOf([1]), new BigUint64Array(0), '0' as never),
+      () => (fast.applyStoredFast as (...a: unknown[]) => number)(indexerHandle, 1, 0, hashes(40), tokensOf([1])),
+      () => fast.applyRemovedFast(indexerHandle, 1, 0, new BigInt64Array(1) as never, 0),
+      () => (fast.applyRemovedFast as (...a: unknown[]) => number)(indexerHandle, 1, 0, hashes(10)),
+    ];
+    for (const call of typeErrors) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(TypeError);
+      expect(e.code).toBe(NativeErrorCode.invalidType);
+    }
+    const rangeErrors = [
+      // Tokens not blocks x blockSize, a time that is not finite, a rank past 65535, no such handle.
+      () => fast.applyStoredFast(indexerHandle, 1, 0, hashes(40), new Uint32Array(3), new BigUint64Array(0), 0),
+      () => fast.applyStoredFast(indexerHandle, 1, 0, hashes(40), tokensOf([1]), new BigUint64Array(0), Number.NaN),
+      () => fast.applyStoredFast(indexerHandle, 1, 65536, hashes(40), tokensOf([1]), new BigUint64Array(0), 0),
+      () => fast.applyStoredFast(2 ** 31, 1, 0, hashes(40), tokensOf([1]), new BigUint64Array(0), 0),
+      () => fast.applyRemovedFast(indexerHandle, 1, 0, hashes(10), Number.POSITIVE_INFINITY),
+      () => fast.applyRemovedFast(2 ** 31, 1, 0, hashes(10), 0),
+    ];
+    for (const call of rangeErrors) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(RangeError);
+      expect(e.code).toBe(NativeErrorCode.outOfRange);
+    }
+    expect(thrown(rangeErrors[0]).message).toMatch(/tokenIds must hold blockHashes.length x blockSize = 1 x 4 = 4 tokens, got 3/);
+    // Refused calls changed nothing.
+    expect(indexer.stats()).toEqual(before);
+    // An indexer in approximate mode refuses both, as the generated binding does.
+    const approx = new KvIndexer({ blockSize: BS, mode: 'approximate' });
+    const approxHandle = (approx as unknown as { handle: number }).handle;
+    for (const call of [
+      () => fast.applyStoredFast(approxHandle, 1, 0, hashes(40), tokensOf([1]), new BigUint64Array(0), 0),
+      () => fast.applyRemovedFast(approxHandle, 1, 0, hashes(40), 0),
+    ]) {
+      const e = thrown(call);
+      expect(e.message).toMatch(/needs an indexer in 'events' mode/);
+      expect(e.code).toBe(NativeErrorCode.wrongMode);
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { installVenv } from '../cache.js';
 import { LinePeer } from '../line-peer.js';
+import { checkReplaySetting, type ReplaySetting } from './settings.js';
 
 export const DYNAMO_WHEELS = ['ai-dynamo==1.6.1', 'ai-dynamo-runtime==1.6.1', 'typing_extensions==4.15.0'];
 const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
@@ -27,6 +28,9 @@ export async function installDynamoReplay(log: (line: string) => void): Promise<
 export interface DynamoReplayRun {
   type: 'run';
   router_mode: string;
+  /** The engines' KV block size and cache blocks as Dynamo's config normalizer read the command's. */
+  block_size: number;
+  num_gpu_blocks: number;
   /** The whole call, trace reading included. */
   call_s: number;
   /** Dynamo's own replay wall time (its runtime built and run). */
@@ -39,16 +43,36 @@ export interface DynamoReplayRun {
   median_ttft_ms: number;
 }
 
+/** driver.py's command for one replay. */
+export function dynamoRunCommand(routerMode: 'round_robin' | 'kv_router', setting: ReplaySetting): string {
+  if (routerMode !== 'round_robin' && routerMode !== 'kv_router') throw new RangeError(`unknown router mode ${String(routerMode)}`);
+  checkReplaySetting(setting);
+  return `run ${routerMode} ${setting.blockSize} ${setting.kvBlocks}`;
+}
+
+/** The replay ran with the engines it was asked for (a key Dynamo ignored would show here). */
+export function checkEcho(reply: DynamoReplayRun, setting: ReplaySetting): DynamoReplayRun {
+  if (reply.block_size !== setting.blockSize || reply.num_gpu_blocks !== setting.kvBlocks) {
+    throw new Error(`Dynamo's replay ran ${reply.block_size}-token blocks x ${reply.num_gpu_blocks}, not the ${setting.blockSize} x ${setting.kvBlocks} asked for`);
+  }
+  return reply;
+}
+
 export class DynamoReplay {
   private constructor(private readonly peer: LinePeer) {}
 
-  static async start(python: string, trace: string, workers: number): Promise<DynamoReplay> {
+  static async start(python: string, trace: string, workers: number, env: NodeJS.ProcessEnv = process.env): Promise<DynamoReplay> {
     // Its router logs every decision at INFO by default, which would be timed with the replay.
-    const peer = await LinePeer.start("Dynamo's replay", python, [DRIVER, trace, String(workers)], { ...process.env, DYN_LOG: 'warn' });
+    const peer = await LinePeer.start("Dynamo's replay", python, [DRIVER, trace, String(workers)], { ...env, DYN_LOG: 'warn' });
     await peer.next('ready');
     return new DynamoReplay(peer);
   }
 
-  run = (routerMode: 'round_robin' | 'kv_router') => this.peer.command<DynamoReplayRun>(`run ${routerMode}`, 'run');
+  /** One replay with the engines at `setting`; refuses a reply whose echoed config is not that setting. */
+  async run(routerMode: 'round_robin' | 'kv_router', setting: ReplaySetting): Promise<DynamoReplayRun> {
+    const reply = await this.peer.command<DynamoReplayRun>(dynamoRunCommand(routerMode, setting), 'run');
+    return checkEcho(reply, setting);
+  }
+
   close = () => this.peer.close();
 }

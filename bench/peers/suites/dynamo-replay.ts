@@ -1,5 +1,6 @@
 // Peer: Dynamo's offline replay (ai-dynamo 1.6.1 wheels, installed on demand) next to
-// `kvroute replay`, on the synthetic Mooncake trace, per policy, in alternating rounds.
+// `kvroute replay`, on the synthetic Mooncake trace, per engine setting (block size and cache
+// blocks, the same for both) and policy, in alternating rounds.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadTrace } from '../../../src/sim/replay/trace.js';
@@ -8,6 +9,7 @@ import { cachePath } from '../cache.js';
 import { compareReplays, REPLAY_WORKERS } from '../replay/compare.js';
 import { DynamoReplay, installDynamoReplay } from '../replay/peer.js';
 import { replayReport } from '../replay/report.js';
+import { REPLAY_SETTINGS } from '../replay/settings.js';
 
 const TRACE = 'synthetic_trace.jsonl';
 /** The repository's copy of the trace. */
@@ -31,8 +33,8 @@ async function run(ctx: BenchContext, python: unknown): Promise<SuiteResult> {
   }
   const peer = await DynamoReplay.start(python as string, file, REPLAY_WORKERS);
   try {
-    const rounds = await compareReplays(trace, peer, ctx.quick ? 2 : 3, ctx.progress);
-    return replayReport({ trace: ctx.quick ? `the first 300 requests of ${TRACE}` : TRACE, requests: trace.length, rounds });
+    const groups = await compareReplays(trace, peer, REPLAY_SETTINGS, ctx.quick ? 2 : 5, ctx.progress);
+    return replayReport({ trace: ctx.quick ? `the first 300 requests of ${TRACE}` : TRACE, requests: trace.length, groups });
   } finally {
     await peer.close();
   }

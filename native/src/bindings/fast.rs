@@ -26,6 +26,8 @@ struct Registered {
   indexer: super::indexer::SharedIndex,
   /// The last findMatches result (best first) when the caller's buffer was too small for it.
   matches: Vec<(WorkerKey, u32)>,
+  /// Scratch for a stored event's local hashes (fast_events.rs).
+  local: Vec<u64>,
 }
 
 thread_local! {
@@ -60,7 +62,16 @@ pub(super) fn remove<T>(table: &'static std::thread::LocalKey<RefCell<Vec<Option
 
 /// Registers a tree; the handle identifies it in the fast calls of this thread.
 pub fn register(indexer: super::indexer::SharedIndex) -> u32 {
-  REGISTRY.with_borrow_mut(|r| insert(r, Registered { indexer, matches: Vec::new() }))
+  REGISTRY.with_borrow_mut(|r| insert(r, Registered { indexer, matches: Vec::new(), local: Vec::new() }))
+}
+
+/// Runs `f` on the locked index of `handle` and its local-hash scratch.
+pub(super) fn with_registered<R>(handle: u32, f: impl FnOnce(&mut crate::indexer::RadixIndexer, &mut Vec<u64>) -> std::result::Result<R, Fail>) -> std::result::Result<R, Fail> {
+  REGISTRY.with_borrow_mut(|r| {
+    let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
+    let mut indexer = super::indexer::lock(&entry.indexer);
+    f(&mut indexer, &mut entry.local)
+  })
 }
 
 pub fn unregister(handle: u32) {
@@ -304,11 +315,11 @@ unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::
 /// A hand-written Node-API function.
 pub(super) type FastFn = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
-/// Installs the hand-written functions (these and sim_cache.rs's) next to the generated ones.
+/// Installs the hand-written functions (these, sim_cache.rs's and fast_events.rs's) next to the generated ones.
 #[napi(module_exports)]
 pub fn install_fast_calls(exports: Object, env: Env) -> napi::Result<()> {
   let functions: [(&CStr, FastFn); 2] = [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast)];
-  for (name, cb) in functions.into_iter().chain(super::sim_cache::FAST_CALLS) {
+  for (name, cb) in functions.into_iter().chain(super::sim_cache::FAST_CALLS).chain(super::fast_events::FAST_CALLS) {
     let mut f = ptr::null_mut();
     let status =
       unsafe { sys::napi_create_function(env.raw(), name.as_ptr() as *const c_char, name.to_bytes().len() as isize, Some(cb), ptr::null_mut(), &mut f) };

@@ -4,6 +4,7 @@ mod chat;
 mod errors;
 mod events;
 mod fast;
+mod fast_events;
 mod hash;
 mod hash_batch;
 mod indexer;

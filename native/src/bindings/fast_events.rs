@@ -1,0 +1,124 @@
+//! Hand-written N-API entry points for the direct event API's common case (fast.rs explains
+//! why): a BlockStored or BlockRemoved of the device tier, without a LoRA or multimodal content.
+//! A trace replay feeds its index this way, an event per engine step (about 80k per policy of
+//! the synthetic trace), where napi-derive's glue cost about 0.5 us a call. `KvIndexer`
+//! (src/core/indexer.ts) takes this path for such events after its own checks; the calls check
+//! their arguments again, as every fast call does.
+
+use std::ffi::CStr;
+use std::ptr;
+
+use napi::sys;
+
+use super::errors::Code;
+use super::fast::{arg_u32, count_call, type_fail, typed_array, with_registered, Fail, FastFn};
+use super::indexer::MAX_BLOCKS_PER_CALL;
+use crate::hash::{BlockHasher, HASH_SEED};
+use crate::indexer::{IndexerMode, RejectReason, WorkerKey};
+
+pub const FAST_CALLS: [(&CStr, FastFn); 2] = [(c"applyStoredFast", apply_stored_fast), (c"applyRemovedFast", apply_removed_fast)];
+
+unsafe fn arg_f64(env: sys::napi_env, value: sys::napi_value, name: &str) -> Result<f64, Fail> {
+  let mut v = 0f64;
+  match unsafe { sys::napi_get_value_double(env, value, &mut v) } {
+    sys::Status::napi_ok if v.is_finite() => Ok(v),
+    sys::Status::napi_ok => Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {v}"))),
+    _ => Err(type_fail(format!("{name} must be a number"))),
+  }
+}
+
+fn check_blocks(n: usize, name: &str) -> Result<(), Fail> {
+  if n > MAX_BLOCKS_PER_CALL {
+    return Err(Fail(Code::OutOfRange, format!("{name} holds {n} blocks, more than the {MAX_BLOCKS_PER_CALL} accepted per call")));
+  }
+  Ok(())
+}
+
+fn wrong_mode(call: &str, mode: IndexerMode) -> Fail {
+  Fail(Code::WrongMode, format!("{call} needs an indexer in 'events' mode, this one is in '{}' mode", mode.name()))
+}
+
+/// The (worker, dpRank) of arguments `w`, `d`: a worker id below 2^32 and a rank below 2^16.
+unsafe fn arg_key(env: sys::napi_env, w: sys::napi_value, d: sys::napi_value) -> Result<WorkerKey, Fail> {
+  let worker = unsafe { arg_u32(env, w, "worker") }?;
+  let dp_rank = unsafe { arg_u32(env, d, "dpRank") }?;
+  if dp_rank > 65_535 {
+    return Err(Fail(Code::OutOfRange, format!("dpRank must be an integer in [0, 65535], got {dp_rank}")));
+  }
+  Ok(WorkerKey { worker: u64::from(worker), dp_rank })
+}
+
+/// applyStoredFast(handle, worker, dpRank, blockHashes: BigUint64Array, tokenIds: Uint32Array,
+/// parent: BigUint64Array (empty: a root block; else its first entry), nowMs): as
+/// NativeIndexer.applyStored without a LoRA, multimodal content or medium. Returns 1 when
+/// applied, 0 when refused (the reason counted).
+unsafe extern "C" fn apply_stored_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+  unsafe { count_call(env, info, "applyStored", stored_body) }
+}
+
+unsafe fn stored_body(env: sys::napi_env, info: sys::napi_callback_info) -> Result<u32, Fail> {
+  let mut argc = 7usize;
+  let mut argv = [ptr::null_mut(); 7];
+  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+  if argc < 7 {
+    return Err(type_fail("applyStoredFast takes (handle, worker, dpRank, blockHashes, tokenIds, parent, nowMs)"));
+  }
+  let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
+  let key = unsafe { arg_key(env, argv[1], argv[2]) }?;
+  let (hashes, n) = unsafe { typed_array::<u64>(env, argv[3], sys::TypedarrayType::biguint64_array, "blockHashes") }?;
+  let (tokens, t) = unsafe { typed_array::<u32>(env, argv[4], sys::TypedarrayType::uint32_array, "tokenIds") }?;
+  let (parent, p) = unsafe { typed_array::<u64>(env, argv[5], sys::TypedarrayType::biguint64_array, "parent") }?;
+  let now_ms = unsafe { arg_f64(env, argv[6], "nowMs") }?;
+  check_blocks(n, "blockHashes")?;
+  // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while these slices live.
+  let (hashes, tokens) = unsafe { (std::slice::from_raw_parts(hashes, n), std::slice::from_raw_parts(tokens, t)) };
+  // SAFETY: as above; read before anything else runs.
+  let parent = (p > 0).then(|| unsafe { *parent });
+  with_registered(handle, |indexer, local| {
+    if indexer.mode() != IndexerMode::Events {
+      return Err(wrong_mode("applyStored", indexer.mode()));
+    }
+    let bs = indexer.block_size() as usize;
+    let window = indexer.window();
+    let want = window.tokens_for(n, bs);
+    if t != want {
+      let plus = if window.is_eagle() && n > 0 { " + 1 (EAGLE)" } else { "" };
+      return Err(Fail(Code::OutOfRange, format!("tokenIds must hold blockHashes.length x blockSize{plus} = {n} x {bs}{plus} = {want} tokens, got {t}")));
+    }
+    local.clear();
+    BlockHasher::new(bs, HASH_SEED).window(window).hash_extend(tokens, local);
+    match indexer.apply_stored(key, parent, hashes, local, now_ms) {
+      Ok(()) => Ok(1),
+      Err(RejectReason::WrongMode) => Err(wrong_mode("applyStored", indexer.mode())),
+      Err(_) => Ok(0),
+    }
+  })
+}
+
+/// applyRemovedFast(handle, worker, dpRank, blockHashes: BigUint64Array, nowMs): as
+/// NativeIndexer.applyRemoved of the device tier. Returns the number of blocks removed.
+unsafe extern "C" fn apply_removed_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+  unsafe { count_call(env, info, "applyRemoved", removed_body) }
+}
+
+unsafe fn removed_body(env: sys::napi_env, info: sys::napi_callback_info) -> Result<u32, Fail> {
+  let mut argc = 5usize;
+  let mut argv = [ptr::null_mut(); 5];
+  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+  if argc < 5 {
+    return Err(type_fail("applyRemovedFast takes (handle, worker, dpRank, blockHashes, nowMs)"));
+  }
+  let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
+  let key = unsafe { arg_key(env, argv[1], argv[2]) }?;
+  let (hashes, n) = unsafe { typed_array::<u64>(env, argv[3], sys::TypedarrayType::biguint64_array, "blockHashes") }?;
+  let now_ms = unsafe { arg_f64(env, argv[4], "nowMs") }?;
+  check_blocks(n, "blockHashes")?;
+  // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while the slice lives.
+  let hashes = unsafe { std::slice::from_raw_parts(hashes, n) };
+  with_registered(handle, |indexer, _| {
+    if indexer.mode() != IndexerMode::Events {
+      return Err(wrong_mode("applyRemoved", indexer.mode()));
+    }
+    Ok(indexer.apply_removed(key, hashes, now_ms) as u32)
+  })
+}
