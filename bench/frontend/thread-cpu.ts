@@ -19,6 +19,11 @@ export function processCpuMicros(pid: number): number | undefined {
   return cpuMicrosOf(`/proc/${pid}/stat`);
 }
 
+/** The CPU time of a process's main thread alone (its thread id is the process id), or undefined. */
+export function mainThreadCpuMicros(pid: number): number | undefined {
+  return cpuMicrosOf(`/proc/${pid}/task/${pid}/stat`);
+}
+
 function cpuMicrosOf(statFile: string): number | undefined {
   let stat: string;
   try {

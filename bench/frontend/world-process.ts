@@ -10,6 +10,8 @@ import type { LoadOptions, LoadResult } from './loadgen.js';
 import type { WorldReply, WorldRequest } from './world.js';
 
 export interface World {
+  /** The world's process (its CPU time is the engines' and the load generator's). */
+  pid: number;
   /** The first engine. */
   engineUrl: string;
   /** Every instant engine (startWorld's `engines`). */
@@ -53,6 +55,7 @@ export async function startWorld(outputTokens: number, streamTokens = 64, engine
     else p?.resolve(m.result!);
   });
   return {
+    pid: child.pid!,
     engineUrl: engineUrls[0],
     engineUrls,
     streamingEngineUrl,

@@ -4,7 +4,8 @@
 // direct at the same percentile, as bench/frontend/overhead.ts computes it), round after round
 // with the order of the runs rotated.
 import { overheadFromRounds, type OverheadRounds, type RoundLatencies } from '../../frontend/overhead.js';
-import { processCpuMicros } from '../../frontend/thread-cpu.js';
+import { machineCpuMicros, type MachineCpu } from '../../frontend/machine-cpu.js';
+import { mainThreadCpuMicros, processCpuMicros } from '../../frontend/thread-cpu.js';
 import type { LoadResult } from '../../frontend/loadgen.js';
 import type { World } from '../../frontend/world-process.js';
 
@@ -35,9 +36,24 @@ export interface FrontendSizes {
 export interface ThroughputRound {
   rps: number;
   cpuUsPerRequest?: number;
+  /** Where the machine's CPU went during the round (Linux /proc), when it could be read. */
+  machine?: RoundMachineCpu;
   completed: number;
   failed: number;
   firstError?: string;
+}
+
+/** A closed-loop round's CPU, per request unless said: the whole machine, not only the router. */
+export interface RoundMachineCpu {
+  /** The world's process: the engines and the load generator. */
+  worldUsPerRequest: number;
+  /** Every core's busy time: the router, the world, the bench's driver and any other work. */
+  busyUsPerRequest: number;
+  /** Share of the machine's CPU time (all cores) left idle, 0-1. */
+  idleShare: number;
+  /** Share of one core the router's main thread used over the round, 0-1. */
+  routerMainThreadShare: number;
+  cores: number;
 }
 
 export interface AddedLatency extends OverheadRounds {
@@ -66,6 +82,32 @@ async function withCpu(pid: number, run: () => Promise<LoadResult>): Promise<{ r
   return { r, cpuUs: before !== undefined && after !== undefined ? after - before : undefined };
 }
 
+interface CpuSnapshot {
+  at: number;
+  world?: number;
+  machine?: MachineCpu;
+  mainThread?: number;
+}
+
+function cpuSnapshot(worldPid: number, routerPid: number): CpuSnapshot {
+  return { at: performance.now(), world: processCpuMicros(worldPid), machine: machineCpuMicros(), mainThread: mainThreadCpuMicros(routerPid) };
+}
+
+/** The machine's CPU between two snapshots, per request; undefined where /proc could not be read. */
+export function machineCpuOfRound(a: CpuSnapshot, b: CpuSnapshot, requests: number): RoundMachineCpu | undefined {
+  if (requests <= 0 || a.world === undefined || b.world === undefined || !a.machine || !b.machine || a.mainThread === undefined || b.mainThread === undefined) return undefined;
+  const busy = b.machine.busyUs - a.machine.busyUs;
+  const idle = b.machine.idleUs - a.machine.idleUs;
+  const wallUs = (b.at - a.at) * 1000;
+  return {
+    worldUsPerRequest: (b.world - a.world) / requests,
+    busyUsPerRequest: busy / requests,
+    idleShare: busy + idle > 0 ? idle / (busy + idle) : 0,
+    routerMainThreadShare: wallUs > 0 ? (b.mainThread - a.mainThread) / wallUs : 0,
+    cores: b.machine.cores,
+  };
+}
+
 export async function measureThroughput(world: World, contenders: readonly Contender[], s: FrontendSizes, log: (line: string) => void): Promise<Record<string, ThroughputRound[]>> {
   // A request count or a time limit, whichever comes first: a slow router's round stays bounded.
   const closed = (c: Contender, requests: number) => world.load({ url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS }, { ownThread: true });
@@ -73,10 +115,13 @@ export async function measureThroughput(world: World, contenders: readonly Conte
   const out: Record<string, ThroughputRound[]> = Object.fromEntries(contenders.map((c) => [c.name, []]));
   for (let round = 0; round < s.rounds; round++) {
     for (const c of rotated(contenders, round)) {
+      const before = cpuSnapshot(world.pid, c.pid);
       const { r, cpuUs } = await withCpu(c.pid, () => closed(c, s.closedRequests));
-      const t: ThroughputRound = { rps: r.rps, completed: r.completed, failed: r.failed, ...(cpuUs !== undefined && r.completed > 0 ? { cpuUsPerRequest: cpuUs / r.completed } : {}), ...(r.firstError ? { firstError: r.firstError } : {}) };
+      const machine = machineCpuOfRound(before, cpuSnapshot(world.pid, c.pid), r.completed);
+      const t: ThroughputRound = { rps: r.rps, completed: r.completed, failed: r.failed, ...(cpuUs !== undefined && r.completed > 0 ? { cpuUsPerRequest: cpuUs / r.completed } : {}), ...(machine ? { machine } : {}), ...(r.firstError ? { firstError: r.firstError } : {}) };
       out[c.name].push(t);
-      log(`round ${round + 1}/${s.rounds} ${c.name}: ${Math.round(t.rps)} req/s, router CPU ${t.cpuUsPerRequest === undefined ? '?' : Math.round(t.cpuUsPerRequest)} us/request${t.failed ? `, ${t.failed} failed (${t.firstError})` : ''}`);
+      const m = machine ? `, world ${Math.round(machine.worldUsPerRequest)} us, machine busy ${Math.round(machine.busyUsPerRequest)} us/request, idle ${Math.round(machine.idleShare * 100)}%, router main thread ${Math.round(machine.routerMainThreadShare * 100)}% of a core` : '';
+      log(`round ${round + 1}/${s.rounds} ${c.name}: ${Math.round(t.rps)} req/s, router CPU ${t.cpuUsPerRequest === undefined ? '?' : Math.round(t.cpuUsPerRequest)} us/request${m}${t.failed ? `, ${t.failed} failed (${t.firstError})` : ''}`);
     }
   }
   return out;

@@ -5,6 +5,7 @@ import { median } from '../../lib/stats.js';
 import type { Figure, SuiteResult } from '../../lib/suite.js';
 import { barChart } from '../../lib/svg.js';
 import { CONCURRENCY, STEADY_RATE, type AddedLatency, type ThroughputRound } from './compare.js';
+import { cpuBudget, cpuBudgetMarkdown, routerPlusWorldBound } from './cpu-budget.js';
 
 export const SMG = 'smg-text';
 export const KV_TEXT = 'kvroute-text';
@@ -97,6 +98,9 @@ export function smgReport(c: SmgComparison): SuiteResult {
   const saturation = saturated.length
     ? `**Below the offered rate**: ${saturated.map((w) => `${LABEL[w]} served ${formatNumber(t[w].rps)} req/s in the closed loop`).join('; ')}, less than the steady ${STEADY_RATE} req/s: its added latency there is the queue that builds up.`
     : '';
+  const budgets = [SMG, KV_TEXT, KV_IDS].map((w) => ({ label: LABEL[w], budget: cpuBudget(c.throughput[w] ?? []) }));
+  const smgBudget = budgets[0].budget;
+  const budgetText = smgBudget && budgets.every((b) => b.budget) ? cpuBudgetMarkdown(budgets as Array<{ label: string; budget: NonNullable<typeof smgBudget> }>, smgBudget, 1.5) : '';
   const markdown = [
     `SMG ${c.smgVersion} (pip, the Rust router spun out of SGLang) runs \`smg launch --policy cache_aware\` with Qwen2.5's tokenizer folder`,
     'as its model path and no workers; the engines are added with POST /workers (runtime_type vllm, the served model named).',
@@ -117,6 +121,7 @@ export function smgReport(c: SmgComparison): SuiteResult {
     row(SMG),
     row(KV_TEXT),
     row(KV_IDS),
+    ...(budgetText ? ['', budgetText] : []),
   ].join('\n');
   const who = [SMG, KV_TEXT, KV_IDS];
   return {
@@ -144,6 +149,6 @@ export function smgReport(c: SmgComparison): SuiteResult {
         }),
       },
     ],
-    data: { throughput: t, rounds: c.throughput, added: c.added, tokenIdProbe: probe, promptTokens: c.promptTokens, prompts: c.prompts },
+    data: { cpuBudget: Object.fromEntries(budgets.map((b) => [b.label, b.budget])), routerPlusWorldBoundUs: smgBudget ? routerPlusWorldBound(smgBudget, 1.5) : undefined, throughput: t, rounds: c.throughput, added: c.added, tokenIdProbe: probe, promptTokens: c.promptTokens, prompts: c.prompts },
   };
 }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { cpuMicrosFromStat, processCpuMicros, threadCpuMicros } from '../../../bench/frontend/thread-cpu.js';
+import { cpuMicrosFromStat, mainThreadCpuMicros, processCpuMicros, threadCpuMicros } from '../../../bench/frontend/thread-cpu.js';
 
 describe('threadCpuMicros', () => {
   it.runIf(existsSync('/proc/thread-self/stat'))("counts this thread's CPU time, which grows with work done here", () => {
@@ -32,5 +33,13 @@ describe('processCpuMicros', () => {
     const thread = threadCpuMicros()!; // read first: the process's total can only have grown since
     expect(processCpuMicros(process.pid)).toBeGreaterThanOrEqual(thread);
     expect(processCpuMicros(2 ** 22 + 12345)).toBeUndefined();
+  });
+
+  it.runIf(existsSync('/proc/self/task') && isMainThread)("reads a process's main thread alone: at most the whole process, at least this (main) thread", () => {
+    const thread = threadCpuMicros()!;
+    const main = mainThreadCpuMicros(process.pid)!;
+    expect(main).toBeGreaterThanOrEqual(thread);
+    expect(processCpuMicros(process.pid)).toBeGreaterThanOrEqual(main);
+    expect(mainThreadCpuMicros(2 ** 22 + 12345)).toBeUndefined();
   });
 });

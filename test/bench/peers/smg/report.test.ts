@@ -60,6 +60,18 @@ describe('the SMG comparison report', () => {
     expect(md).toContain('**Below the offered rate**: kvroute kv, text prompts served 250 req/s in the closed loop, less than the steady 500 req/s');
   });
 
+  it("adds where the machine's CPU went, and the bound it sets, when the rounds have machine figures", () => {
+    const withMachine = (rs: ThroughputRound[], world: number, idleShare: number) => rs.map((r) => ({ ...r, machine: { worldUsPerRequest: world, busyUsPerRequest: r.cpuUsPerRequest! + world + 10, idleShare, routerMainThreadShare: 0.9, cores: 2 } }));
+    const base = comparison().throughput;
+    const r = smgReport(comparison({ throughput: { [SMG]: withMachine(base[SMG], 140, 0.02), [KV_TEXT]: withMachine(base[KV_TEXT], 130, 0.05), [KV_IDS]: withMachine(base[KV_IDS], 120, 0.15) } }));
+    const md = r.sections![0].markdown;
+    expect(md).toContain('**Where the CPU went in the closed loop**');
+    expect(md).toContain('| SMG cache_aware, text prompts | 5200 | 160 | 140 | 10 | 310 | 2% | - |');
+    expect(md).toContain('(160 + 140) / 1.5 = **200 us**');
+    expect((r.data as { routerPlusWorldBoundUs: number }).routerPlusWorldBoundUs).toBe(200);
+    expect(smgReport(comparison()).sections![0].markdown).not.toContain('Where the CPU went');
+  });
+
   it('summarizes rounds without CPU figures where /proc is absent', () => {
     const s = summarizeThroughput([{ rps: 10, completed: 1, failed: 2 }, { rps: 30, completed: 1, failed: 0 }]);
     expect(s).toMatchObject({ rps: 20, roundsCpu: [], failed: 2 });
