@@ -164,11 +164,13 @@ pub(super) unsafe fn arg_u32(env: sys::napi_env, value: sys::napi_value, name: &
   }
 }
 
-unsafe fn arg_f64(env: sys::napi_env, value: sys::napi_value, name: &str) -> std::result::Result<f64, Fail> {
+/// A clock reading in ms: a finite number (NaN or an infinity would corrupt the LRU ages).
+pub(super) unsafe fn arg_now_ms(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<f64, Fail> {
   let mut v = 0f64;
   match unsafe { sys::napi_get_value_double(env, value, &mut v) } {
-    sys::Status::napi_ok => Ok(v),
-    _ => Err(type_fail(format!("{name} must be a number"))),
+    sys::Status::napi_ok if v.is_finite() => Ok(v),
+    sys::Status::napi_ok => Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {v}"))),
+    _ => Err(type_fail("nowMs must be a number")),
   }
 }
 
@@ -220,7 +222,7 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   let (out, out_len) = unsafe { typed_array::<i32>(env, argv[2], sys::TypedarrayType::int32_array, "out") }?;
   // The common call (events mode, no clock, no options) passes neither: each argument read
   // through Node-API costs a call.
-  let now_ms = if argc > 3 { unsafe { arg_f64(env, argv[3], "nowMs") }? } else { 0.0 };
+  let now_ms = if argc > 3 { unsafe { arg_now_ms(env, argv[3]) }? } else { 0.0 };
   let early_exit = if argc > 4 { unsafe { arg_bool(env, argv[4], "earlyExit") }? } else { false };
   if !now_ms.is_finite() {
     return Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {now_ms}")));
@@ -299,7 +301,7 @@ unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::
   let (tokens, n) = unsafe { typed_array::<u32>(env, argv[1], sys::TypedarrayType::uint32_array, "tokens") }?;
   let (mut inline, mut heap) = ([0u8; INLINE_ID], Vec::new());
   let request_id = unsafe { arg_str(env, argv[2], "requestId", &mut inline, &mut heap) }?;
-  let now_ms = unsafe { arg_f64(env, argv[3], "nowMs") }?;
+  let now_ms = unsafe { arg_now_ms(env, argv[3]) }?;
   let (out, out_len) = unsafe { typed_array::<f64>(env, argv[4], sys::TypedarrayType::float64_array, "out") }?;
   let book = unsafe { arg_bool(env, argv[5], "book") }?;
   // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while these slices

@@ -11,21 +11,12 @@ use std::ptr;
 use napi::sys;
 
 use super::errors::Code;
-use super::fast::{arg_u32, count_call, type_fail, typed_array, with_registered, Fail, FastFn};
+use super::fast::{arg_now_ms, arg_u32, count_call, type_fail, typed_array, with_registered, Fail, FastFn};
 use super::indexer::MAX_BLOCKS_PER_CALL;
 use crate::hash::{BlockHasher, HASH_SEED};
 use crate::indexer::{IndexerMode, RejectReason, WorkerKey};
 
 pub const FAST_CALLS: [(&CStr, FastFn); 2] = [(c"applyStoredFast", apply_stored_fast), (c"applyRemovedFast", apply_removed_fast)];
-
-unsafe fn arg_f64(env: sys::napi_env, value: sys::napi_value, name: &str) -> Result<f64, Fail> {
-  let mut v = 0f64;
-  match unsafe { sys::napi_get_value_double(env, value, &mut v) } {
-    sys::Status::napi_ok if v.is_finite() => Ok(v),
-    sys::Status::napi_ok => Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {v}"))),
-    _ => Err(type_fail(format!("{name} must be a number"))),
-  }
-}
 
 fn check_blocks(n: usize, name: &str) -> Result<(), Fail> {
   if n > MAX_BLOCKS_PER_CALL {
@@ -68,7 +59,7 @@ unsafe fn stored_body(env: sys::napi_env, info: sys::napi_callback_info) -> Resu
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[3], sys::TypedarrayType::biguint64_array, "blockHashes") }?;
   let (tokens, t) = unsafe { typed_array::<u32>(env, argv[4], sys::TypedarrayType::uint32_array, "tokenIds") }?;
   let (parent, p) = unsafe { typed_array::<u64>(env, argv[5], sys::TypedarrayType::biguint64_array, "parent") }?;
-  let now_ms = unsafe { arg_f64(env, argv[6], "nowMs") }?;
+  let now_ms = unsafe { arg_now_ms(env, argv[6]) }?;
   check_blocks(n, "blockHashes")?;
   // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while these slices live.
   let (hashes, tokens) = unsafe { (std::slice::from_raw_parts(hashes, n), std::slice::from_raw_parts(tokens, t)) };
@@ -111,7 +102,7 @@ unsafe fn removed_body(env: sys::napi_env, info: sys::napi_callback_info) -> Res
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let key = unsafe { arg_key(env, argv[1], argv[2]) }?;
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[3], sys::TypedarrayType::biguint64_array, "blockHashes") }?;
-  let now_ms = unsafe { arg_f64(env, argv[4], "nowMs") }?;
+  let now_ms = unsafe { arg_now_ms(env, argv[4]) }?;
   check_blocks(n, "blockHashes")?;
   // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while the slice lives.
   let hashes = unsafe { std::slice::from_raw_parts(hashes, n) };
