@@ -10,12 +10,21 @@ export interface KvrouteRouterOptions {
   tokenizerDir: string;
   model: string;
   workers: readonly string[];
+  /** The router process's node flags (default: npm start's, src/cli/node-flags.ts). */
+  nodeFlags?: readonly string[];
+  /** Count the process's GC pauses (its gcStats() answers them). */
+  gcStats?: boolean;
 }
+
+/** GC pauses since the router started, per perf_hooks GC kind (1 scavenge, 4 mark-compact, ...); maxMs since the previous gcStats(). */
+export type RouterGcStats = Record<string, { count: number; totalMs: number; maxMs: number; over1Ms: number }>;
 
 export interface RunningKvroute {
   url: string;
   pid: number;
   close(): Promise<void>;
+  /** Its GC pauses so far; empty unless started with gcStats. */
+  gcStats(): Promise<RouterGcStats>;
 }
 
 /** The router's configuration (RouterConfigInput) for these engines. */
@@ -36,8 +45,8 @@ export function kvrouteConfig(o: KvrouteRouterOptions): object {
 
 export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvroute> {
   const child = fork(new URL('./kvroute-router-process.mjs', import.meta.url), [], {
-    execArgv: [...ROUTER_NODE_FLAGS],
-    env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)) },
+    execArgv: [...(o.nodeFlags ?? ROUTER_NODE_FLAGS)],
+    env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)), ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -53,5 +62,15 @@ export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvro
     url,
     pid: child.pid!,
     close: () => stopProcess(child, () => child.send('close')),
+    gcStats: () =>
+      new Promise<RouterGcStats>((resolve) => {
+        const answer = (m: { gc?: RouterGcStats }) => {
+          if (!m.gc) return;
+          child.off('message', answer);
+          resolve(m.gc);
+        };
+        child.on('message', answer);
+        child.send('gc');
+      }),
   };
 }

@@ -5,6 +5,8 @@ import { median } from '../../lib/stats.js';
 import type { Figure, SuiteResult } from '../../lib/suite.js';
 import { barChart } from '../../lib/svg.js';
 import { CONCURRENCY, STEADY_RATE, type AddedLatency, type ThroughputRound } from './compare.js';
+import { ROUTER_NODE_FLAGS } from '../../../src/cli/node-flags.js';
+import { ROUTER_FLAGS_ENV } from './router-flags.js';
 import { cpuBudget, cpuBudgetMarkdown, routerPlusWorldBound } from './cpu-budget.js';
 
 export const SMG = 'smg-text';
@@ -17,6 +19,8 @@ export interface SmgComparison {
   promptTokens: number;
   prompts: number;
   outputTokens: number;
+  /** The node flags kvroute's router process ran with. */
+  routerNodeFlags: readonly string[];
   throughput: Record<string, ThroughputRound[]>;
   added: Record<string, AddedLatency>;
   /** What SMG answered to a token-id prompt, and kvroute. */
@@ -40,6 +44,13 @@ export interface ThroughputSummary {
 export function summarizeThroughput(rounds: readonly ThroughputRound[]): ThroughputSummary {
   const cpu = rounds.map((r) => r.cpuUsPerRequest).filter((x): x is number => x !== undefined);
   return { rps: median(rounds.map((r) => r.rps)), cpuUsPerRequest: cpu.length ? median(cpu) : Number.NaN, roundsRps: rounds.map((r) => r.rps), roundsCpu: cpu, failed: rounds.reduce((n, r) => n + r.failed, 0) };
+}
+
+/** How the router's node flags read in the report, saying whether they are npm start's. */
+export function nodeFlagsText(flags: readonly string[]): string {
+  if (flags.length === 0) return 'node without flags, not npm start\'s';
+  const same = flags.length === ROUTER_NODE_FLAGS.length && flags.every((f, i) => f === ROUTER_NODE_FLAGS[i]);
+  return `node ${flags.map((f) => `\`${f}\``).join(' ')}${same ? ", npm start's flags" : `, not npm start's (${ROUTER_FLAGS_ENV})`}`;
 }
 
 export function smgReport(c: SmgComparison): SuiteResult {
@@ -104,7 +115,7 @@ export function smgReport(c: SmgComparison): SuiteResult {
   const markdown = [
     `SMG ${c.smgVersion} (pip, the Rust router spun out of SGLang) runs \`smg launch --policy cache_aware\` with Qwen2.5's tokenizer folder`,
     'as its model path and no workers; the engines are added with POST /workers (runtime_type vllm, the served model named).',
-    "kvroute runs in a process of its own (startServer, as `kvroute serve`, with npm start's node flags), policy kv, the same",
+    `kvroute runs in a process of its own (startServer, as \`kvroute serve\`, ${nodeFlagsText(c.routerNodeFlags)}), policy kv, the same`,
     "tokenizer, and the approximate indexer: the engines publish no KV events, so each router learns from its own decisions.",
     `Both route to the same ${c.engines} instant engines (bench/frontend/instant-engine.ts: ${c.outputTokens} output tokens at once), run with the`,
     'load generator in a process of their own (bench/frontend/world.ts). Prompts: '
@@ -149,6 +160,6 @@ export function smgReport(c: SmgComparison): SuiteResult {
         }),
       },
     ],
-    data: { cpuBudget: Object.fromEntries(budgets.map((b) => [b.label, b.budget])), routerPlusWorldBoundUs: smgBudget ? routerPlusWorldBound(smgBudget, 1.5) : undefined, throughput: t, rounds: c.throughput, added: c.added, tokenIdProbe: probe, promptTokens: c.promptTokens, prompts: c.prompts },
+    data: { routerNodeFlags: c.routerNodeFlags, cpuBudget: Object.fromEntries(budgets.map((b) => [b.label, b.budget])), routerPlusWorldBoundUs: smgBudget ? routerPlusWorldBound(smgBudget, 1.5) : undefined, throughput: t, rounds: c.throughput, added: c.added, tokenIdProbe: probe, promptTokens: c.promptTokens, prompts: c.prompts },
   };
 }

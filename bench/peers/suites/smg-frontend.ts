@@ -9,6 +9,7 @@ import type { BenchContext, BenchSuite, SuiteResult } from '../../lib/suite.js';
 import { measureAddedLatency, measureThroughput, type Contender, type FrontendSizes } from '../smg/compare.js';
 import { installSmg, SMG_VERSION } from '../smg/install.js';
 import { startKvroute } from '../smg/kvroute-router.js';
+import { routerNodeFlags } from '../smg/router-flags.js';
 import { buildPrompts, completionBody } from '../smg/prompts.js';
 import { KV_IDS, KV_TEXT, SMG, smgReport } from '../smg/report.js';
 import { startSmg } from '../smg/smg-router.js';
@@ -46,14 +47,15 @@ async function run(ctx: BenchContext, prepared: unknown): Promise<SuiteResult> {
   const prompts = await buildPrompts(tokenizerDir, sizes.prompts, PROMPT_TOKENS);
   const textBodies = prompts.text.map((p) => completionBody(MODEL, p, OUTPUT_TOKENS));
   const idBodies = prompts.ids.map((p) => completionBody(MODEL, p, OUTPUT_TOKENS));
+  const nodeFlags = routerNodeFlags();
   const world = await startWorld(OUTPUT_TOKENS, 64, ENGINES);
   const closing: Array<() => Promise<void>> = [() => world.close()];
   try {
     const smg = await startSmg({ smg: smgBin, tokenizerDir, model: MODEL, workers: world.engineUrls, log: ctx.progress });
     closing.unshift(() => smg.close());
-    const kv = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls });
+    const kv = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags });
     closing.unshift(() => kv.close());
-    ctx.progress(`kvroute ${kv.url} (pid ${kv.pid}) routes to ${world.engineUrls.join(', ')}`);
+    ctx.progress(`kvroute ${kv.url} (pid ${kv.pid}, node ${nodeFlags.join(' ') || 'without flags'}) routes to ${world.engineUrls.join(', ')}`);
     const tokenIdProbe = { smg: await probe(smg.url, idBodies[0]), kvroute: { status: (await probe(kv.url, idBodies[0])).status } };
     ctx.progress(`a token-id prompt: SMG ${tokenIdProbe.smg.status} (${tokenIdProbe.smg.message}), kvroute ${tokenIdProbe.kvroute.status}`);
     for (const [name, url, body] of [[SMG, smg.url, textBodies[0]], [KV_TEXT, kv.url, textBodies[0]], [KV_IDS, kv.url, idBodies[0]]] as const) {
@@ -71,7 +73,7 @@ async function run(ctx: BenchContext, prepared: unknown): Promise<SuiteResult> {
     ];
     const throughput = await measureThroughput(world, contenders, sizes, ctx.progress);
     const added = await measureAddedLatency(world, contenders, directs, sizes, ctx.progress);
-    return smgReport({ smgVersion: SMG_VERSION, engines: ENGINES, promptTokens: prompts.meanTokens, prompts: sizes.prompts, outputTokens: OUTPUT_TOKENS, throughput, added, tokenIdProbe });
+    return smgReport({ smgVersion: SMG_VERSION, engines: ENGINES, promptTokens: prompts.meanTokens, prompts: sizes.prompts, outputTokens: OUTPUT_TOKENS, routerNodeFlags: nodeFlags, throughput, added, tokenIdProbe });
   } finally {
     for (const close of closing) await close();
   }

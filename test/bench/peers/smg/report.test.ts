@@ -28,6 +28,7 @@ function comparison(extra: Partial<SmgComparison> = {}): SmgComparison {
     promptTokens: 1024,
     prompts: 256,
     outputTokens: 4,
+    routerNodeFlags: ['--max-semi-space-size=8'],
     throughput: { [SMG]: rounds([5000, 5400, 5200], [160, 150, 170]), [KV_TEXT]: rounds([4000, 4200, 4400], [220, 210, 200]), [KV_IDS]: rounds([8000, 9000, 7000], [100, 90, 110]) },
     added: { [SMG]: added(0.3, 0.8), [KV_TEXT]: added(0.5, 1.5), [KV_IDS]: added(0.2, 0.45) },
     tokenIdProbe: { smg: { status: 400, message: 'prompt: data did not match any variant of untagged enum StringOrArray' }, kvroute: { status: 200 } },
@@ -53,6 +54,15 @@ describe('the SMG comparison report', () => {
     expect(md).toContain('**Token-id prompts**: SMG answered 400 (prompt: data did not match any variant of untagged enum StringOrArray); kvroute answered 200.');
     expect(md).toContain('| kvroute kv, token-id prompts | 8000 | 100 | 0.2 / 0.45 | 0.45, 0.9, 0.45 |');
     expect(md).not.toContain('Below the offered rate');
+  });
+
+  it("names the router's node flags, and says when they are not npm start's", () => {
+    expect(smgReport(comparison()).sections![0].markdown).toContain("node `--max-semi-space-size=8`, npm start's flags)");
+    expect(smgReport(comparison({ routerNodeFlags: ['--max-semi-space-size=8', '--single-threaded-gc'] })).sections![0].markdown).toContain(
+      "node `--max-semi-space-size=8` `--single-threaded-gc`, not npm start's (KVROUTE_BENCH_ROUTER_FLAGS))",
+    );
+    expect(smgReport(comparison({ routerNodeFlags: [] })).sections![0].markdown).toContain("node without flags, not npm start's)");
+    expect(smgReport(comparison({ routerNodeFlags: ['--single-threaded-gc'] })).data).toMatchObject({ routerNodeFlags: ['--single-threaded-gc'] });
   });
 
   it('says when a router cannot serve the steady rate, so its added latency is a queue', () => {
