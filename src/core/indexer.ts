@@ -5,8 +5,6 @@
 import { native, type Binding } from './binding.js';
 import { callNative, nativeErrorCode, translateNativeError } from './errors.js';
 import { EventBatchCounts, eventBatchResult, type EventBatchResult, type IndexerRejections } from './event-batch.js';
-
-export type { IndexerRejections };
 import { fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import {
@@ -26,7 +24,7 @@ import { perTierObject, type LowerTier, type PerTier } from './tiers.js';
 import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
 export type { IndexerMode };
-export type { EventBatchResult, EventDecodeError } from './event-batch.js';
+export type { EventBatchResult, EventDecodeError, IndexerRejections } from './event-batch.js';
 
 export interface KvIndexerOptions {
   /** Tokens per KV block; must equal the engines' block size. */
@@ -64,7 +62,6 @@ export interface OverlapMatch {
   /** Leading blocks of the prompt this (worker, dpRank) holds. */
   blocks: number;
 }
-
 
 export interface IndexerStats {
   /** Indexed (worker, dpRank, block) entries. */
@@ -226,11 +223,7 @@ export class KvIndexer {
       let parentArg = NO_PARENT;
       if (parent !== null) (parentArg = this.parentScratch)[0] = parent;
       const now = this.clock();
-      try {
-        return fast.applyStoredFast(this.handle, worker, dpRank, blockHashes, tokenIds, parentArg, now) === 1;
-      } catch (err) {
-        throw translateNativeError(err);
-      }
+      return callNative(() => fast.applyStoredFast(this.handle, worker, dpRank, blockHashes, tokenIds, parentArg, now)) === 1;
     }
     const o = expectObject(opts, 'opts');
     const seed = blockHashSeed(expectOptionalString(o.loraName, 'opts.loraName'));
@@ -251,11 +244,7 @@ export class KvIndexer {
     expectBlocks(blockHashes, 'blockHashes');
     if (opts === undefined && worker <= MAX_U32) {
       const now = this.clock();
-      try {
-        return fast.applyRemovedFast(this.handle, worker, dpRank, blockHashes, now);
-      } catch (err) {
-        throw translateNativeError(err);
-      }
+      return callNative(() => fast.applyRemovedFast(this.handle, worker, dpRank, blockHashes, now));
     }
     const medium = expectOptionalString(expectObject(opts, 'opts').medium, 'opts.medium');
     const now = this.clock();

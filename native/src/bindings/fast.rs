@@ -224,9 +224,6 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
   // through Node-API costs a call.
   let now_ms = if argc > 3 { unsafe { arg_now_ms(env, argv[3]) }? } else { 0.0 };
   let early_exit = if argc > 4 { unsafe { arg_bool(env, argv[4], "earlyExit") }? } else { false };
-  if !now_ms.is_finite() {
-    return Err(Fail(Code::OutOfRange, format!("the clock must return a finite number of ms, got {now_ms}")));
-  }
   if n > super::indexer::MAX_BLOCKS_PER_CALL {
     return Err(Fail(Code::OutOfRange, format!("localHashes holds {n} blocks, more than the {} accepted per call", super::indexer::MAX_BLOCKS_PER_CALL)));
   }

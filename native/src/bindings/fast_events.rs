@@ -14,7 +14,7 @@ use super::errors::Code;
 use super::fast::{arg_now_ms, arg_u32, count_call, type_fail, typed_array, with_registered, Fail, FastFn};
 use super::indexer::MAX_BLOCKS_PER_CALL;
 use crate::hash::{BlockHasher, HASH_SEED};
-use crate::indexer::{IndexerMode, RejectReason, WorkerKey};
+use crate::indexer::{IndexerMode, RadixIndexer, RejectReason, WorkerKey};
 
 pub const FAST_CALLS: [(&CStr, FastFn); 2] = [(c"applyStoredFast", apply_stored_fast), (c"applyRemovedFast", apply_removed_fast)];
 
@@ -27,6 +27,16 @@ fn check_blocks(n: usize, name: &str) -> Result<(), Fail> {
 
 fn wrong_mode(call: &str, mode: IndexerMode) -> Fail {
   Fail(Code::WrongMode, format!("{call} needs an indexer in 'events' mode, this one is in '{}' mode", mode.name()))
+}
+
+/// Runs `f` on the index of `handle` (and its local-hash scratch) once it is in events mode.
+fn with_events_index<R>(handle: u32, call: &str, f: impl FnOnce(&mut RadixIndexer, &mut Vec<u64>) -> Result<R, Fail>) -> Result<R, Fail> {
+  with_registered(handle, |indexer, local| {
+    if indexer.mode() != IndexerMode::Events {
+      return Err(wrong_mode(call, indexer.mode()));
+    }
+    f(indexer, local)
+  })
 }
 
 /// The (worker, dpRank) of arguments `w`, `d`: a worker id below 2^32 and a rank below 2^16.
@@ -65,10 +75,7 @@ unsafe fn stored_body(env: sys::napi_env, info: sys::napi_callback_info) -> Resu
   let (hashes, tokens) = unsafe { (std::slice::from_raw_parts(hashes, n), std::slice::from_raw_parts(tokens, t)) };
   // SAFETY: as above; read before anything else runs.
   let parent = (p > 0).then(|| unsafe { *parent });
-  with_registered(handle, |indexer, local| {
-    if indexer.mode() != IndexerMode::Events {
-      return Err(wrong_mode("applyStored", indexer.mode()));
-    }
+  with_events_index(handle, "applyStored", |indexer, local| {
     let bs = indexer.block_size() as usize;
     let window = indexer.window();
     let want = window.tokens_for(n, bs);
@@ -106,10 +113,7 @@ unsafe fn removed_body(env: sys::napi_env, info: sys::napi_callback_info) -> Res
   check_blocks(n, "blockHashes")?;
   // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while the slice lives.
   let hashes = unsafe { std::slice::from_raw_parts(hashes, n) };
-  with_registered(handle, |indexer, _| {
-    if indexer.mode() != IndexerMode::Events {
-      return Err(wrong_mode("applyRemoved", indexer.mode()));
-    }
+  with_events_index(handle, "applyRemoved", |indexer, _| {
     Ok(indexer.apply_removed(key, hashes, now_ms) as u32)
   })
 }
