@@ -3,7 +3,7 @@
 //! publish them, timed decoded only, and decoded, hashed and applied. Ignored by default:
 //!   cargo test --release --manifest-path native/Cargo.toml events::perf -- --ignored --nocapture
 
-use super::apply::apply_batch;
+use super::apply::{apply_batch, apply_decoded};
 use super::decode::Decoded;
 use super::apply::shape_of;
 use crate::indexer::perf::{bench_engine_name, bench_stored_chunks, BENCH_DOC, BENCH_EVENT, BENCH_SYS};
@@ -170,6 +170,41 @@ fn stored_payloads() {
       ix.stats().blocks
     );
   }
+}
+
+/// The apply alone: every payload decoded (and hashed) once up front, then applied to a fresh
+/// index per round, timed in thread CPU time (`ROUNDS`, default 7). For a profiler too: the
+/// decoding happens once, the applies `ROUNDS` times.
+#[test]
+#[ignore]
+fn stored_apply() {
+  let events = stored_events(34);
+  let batches = payloads(&events);
+  let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
+  let shape = shape_of(&RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events)));
+  let decoded: Vec<(u64, Decoded)> = batches
+    .iter()
+    .map(|(w, bytes)| {
+      let mut d = Decoded::default();
+      d.decode(bytes, shape).unwrap();
+      (*w, d)
+    })
+    .collect();
+  let mut per_event = Vec::new();
+  for _ in 0..rounds {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events));
+    let t = cpu_s();
+    let mut stored = 0;
+    for (w, d) in &decoded {
+      stored += apply_decoded(&mut ix, WorkerKey { worker: *w, dp_rank: 0 }, d).stored;
+    }
+    let s = cpu_s() - t;
+    assert_eq!(stored as usize, events.len());
+    per_event.push(s * 1e9 / events.len() as f64);
+    println!("applied {:.0} events/s per thread CPU second ({:.0} ns per event, {:.1} B/block)", events.len() as f64 / s, s * 1e9 / events.len() as f64, ix.stats().bytes_per_block());
+  }
+  per_event.sort_by(f64::total_cmp);
+  println!("apply median {:.0} ns per stored event of {EV} blocks", per_event[per_event.len() / 2]);
 }
 
 #[test]
