@@ -30,6 +30,12 @@ impl Positions {
     self.chunks.get(b >> CHUNK_BITS)?.get(b & MASK)
   }
 
+  /// The position of block id `b` (< len).
+  #[inline(always)]
+  pub fn at(&self, b: usize) -> (EdgeId, u32) {
+    self.chunks[b >> CHUNK_BITS][b & MASK]
+  }
+
   #[inline(always)]
   pub fn set(&mut self, b: usize, at: (EdgeId, u32)) {
     self.chunks[b >> CHUNK_BITS][b & MASK] = at;

@@ -204,7 +204,7 @@ impl Tree {
   /// The edge and position of a live block.
   #[inline(always)]
   pub fn locate(&self, b: BlockId) -> (EdgeId, u32) {
-    self.at.get(b as usize).copied().expect("a live block id")
+    self.at.at(b as usize)
   }
 
   /// Fetches the position of block `b` ahead of `locate`.
