@@ -12,7 +12,6 @@ use hashbrown::HashTable;
 
 use super::positions::Positions;
 
-
 pub type EdgeId = u32;
 pub type BlockId = u32;
 pub const ROOT: EdgeId = 0;
