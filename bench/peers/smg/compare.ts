@@ -67,6 +67,16 @@ export interface AddedLatency extends OverheadRounds {
 export const CONCURRENCY = 64;
 const CLOSED_MAX_MS = 15_000;
 export const STEADY_RATE = 500;
+/**
+ * Requests at the steady rate sent to a router right before each of its measured steady-rate runs
+ * (2 s). Between its runs a router sits idle while the others run (10-15 s), and V8 shrinks an
+ * idle process's young generation: the first second or two of the next run then scavenged twice
+ * as often (every ~40 ms instead of ~80 at 500 req/s, stage-probe.ts, 2026-11-28). In the fixed
+ * cyclic order of the rounds the same run always came first after the idle time (kvroute's
+ * text prompts, its token-id run right after on a warm router), so the whole "text scavenges
+ * twice as often" difference was the run order's. Every measured run now starts warm.
+ */
+export const STEADY_WARMUP_REQUESTS = 1_000;
 const PATH = '/v1/completions';
 
 /** The i-th rotation of a list: round r starts with item r (mod length). */
@@ -143,6 +153,7 @@ export async function measureAddedLatency(
   const failed: Record<string, number> = Object.fromEntries(contenders.map((c) => [c.name, 0]));
   for (let round = 0; round < s.overheadRounds; round++) {
     for (const p of rotated(runs, round)) {
+      if (p.pid !== undefined) await open(p, STEADY_WARMUP_REQUESTS);
       const { r, cpuUs } = p.pid === undefined ? { r: await open(p, s.overheadRequests), cpuUs: undefined } : await withCpu(p.pid, () => open(p, s.overheadRequests));
       latencies[p.name].push(r.latenciesMs);
       if (p.name in cpu && cpuUs !== undefined) {
