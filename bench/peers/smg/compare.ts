@@ -118,6 +118,12 @@ export function machineCpuOfRound(a: CpuSnapshot, b: CpuSnapshot, requests: numb
   };
 }
 
+/** The steady-rate runs' order in round r: rotated by r, reversed in odd rounds. */
+export function steadyOrder<T>(items: readonly T[], r: number): T[] {
+  const order = rotated(items, r);
+  return r % 2 === 1 ? order.reverse() : order;
+}
+
 export async function measureThroughput(world: World, contenders: readonly Contender[], s: FrontendSizes, log: (line: string) => void): Promise<Record<string, ThroughputRound[]>> {
   // A request count or a time limit, whichever comes first: a slow router's round stays bounded.
   const closed = (c: Contender, requests: number) => world.load({ url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS }, { ownThread: true });
@@ -152,7 +158,9 @@ export async function measureAddedLatency(
   const cpu: Record<string, { us: number; requests: number }> = Object.fromEntries(contenders.map((c) => [c.name, { us: 0, requests: 0 }]));
   const failed: Record<string, number> = Object.fromEntries(contenders.map((c) => [c.name, 0]));
   for (let round = 0; round < s.overheadRounds; round++) {
-    for (const p of rotated(runs, round)) {
+    // Rotated, and reversed every other round: with rotation alone the runs keep one cyclic order,
+    // so the same run always follows the same one (kvroute's token-id run its text run).
+    for (const p of steadyOrder(runs, round)) {
       if (p.pid !== undefined) await open(p, STEADY_WARMUP_REQUESTS);
       const { r, cpuUs } = p.pid === undefined ? { r: await open(p, s.overheadRequests), cpuUs: undefined } : await withCpu(p.pid, () => open(p, s.overheadRequests));
       latencies[p.name].push(r.latenciesMs);

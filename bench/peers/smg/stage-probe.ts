@@ -38,8 +38,9 @@ const bodies = { text: prompts.text.map((p) => completionBody(MODEL, p, 4)), ids
 const world = await startWorld(4, 64, 2);
 const router = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), stages: true });
 type Form = keyof typeof bodies;
-// The suite's order (its rotation keeps the cycle: the routed text run always follows the direct
-// runs, with the router idle, and the routed ids run always follows it); --ids-first swaps the forms.
+// Rotated rounds in one cyclic order, as the suite ran them before steadyOrder (compare.ts): the
+// routed text run always follows the direct runs (the router idle for 10 s) and the routed ids
+// run always follows it; --ids-first swaps the forms, --warmup 0 leaves out the warm-up.
 const forms: Form[] = values['ids-first'] ? ['ids', 'text'] : ['text', 'ids'];
 const runs: Array<{ name: string; form: Form; routed: boolean }> = [
   ...forms.map((form) => ({ name: `direct-${form}`, form, routed: false })),
