@@ -8,7 +8,7 @@
 // handler, the engine leg, router -> client: the kernel, the engine, and waits for a CPU or for
 // the router's event loop). Bench-only: the router runs with the probe's subscribers on.
 //
-//   npx tsx bench/peers/smg/stage-probe.ts [--rounds 6] [--requests 2500] [--ids-first] [--warmup 1000] [--out probe.json]
+//   npx tsx bench/peers/smg/stage-probe.ts [--rounds 6] [--requests 2500] [--fixed-order] [--ids-first] [--warmup 1000] [--out probe.json]
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -16,14 +16,14 @@ import { startWorld } from '../../frontend/world-process.js';
 import { compilePackage } from '../../lib/compiled.js';
 import { realTokenizerDir } from '../../lib/real-tokenizer.js';
 import { percentile, sorted } from '../../lib/stats.js';
-import { STEADY_RATE, STEADY_WARMUP_REQUESTS, rotated } from './compare.js';
+import { STEADY_RATE, STEADY_WARMUP_REQUESTS, rotated, steadyOrder } from './compare.js';
 import { startKvroute, type RouterStages } from './kvroute-router.js';
 import { buildPrompts, completionBody } from './prompts.js';
 import { routerNodeFlags } from './router-flags.js';
 import { attribute, type StageRow } from './stage-split.js';
 
 const MODEL = 'bench';
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '6' }, requests: { type: 'string', default: '2500' }, out: { type: 'string' }, 'ids-first': { type: 'boolean', default: false }, warmup: { type: 'string', default: String(STEADY_WARMUP_REQUESTS) } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '6' }, requests: { type: 'string', default: '2500' }, out: { type: 'string' }, 'ids-first': { type: 'boolean', default: false }, 'fixed-order': { type: 'boolean', default: false }, warmup: { type: 'string', default: String(STEADY_WARMUP_REQUESTS) } } });
 const warmup = Number(values.warmup);
 if (!Number.isInteger(warmup) || warmup < 0) throw new RangeError('--warmup must be a whole number >= 0');
 const rounds = Number(values.rounds);
@@ -38,9 +38,10 @@ const bodies = { text: prompts.text.map((p) => completionBody(MODEL, p, 4)), ids
 const world = await startWorld(4, 64, 2);
 const router = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), stages: true });
 type Form = keyof typeof bodies;
-// Rotated rounds in one cyclic order, as the suite ran them before steadyOrder (compare.ts): the
-// routed text run always follows the direct runs (the router idle for 10 s) and the routed ids
-// run always follows it; --ids-first swaps the forms, --warmup 0 leaves out the warm-up.
+// The suite's order (steadyOrder, compare.ts) unless --fixed-order: rotated rounds in one cyclic
+// order, as the suite ran them before, where the routed text run always follows the direct runs
+// (the router idle for 10 s) and the routed ids run always follows it; --ids-first swaps the
+// forms, --warmup 0 leaves out the warm-up.
 const forms: Form[] = values['ids-first'] ? ['ids', 'text'] : ['text', 'ids'];
 const runs: Array<{ name: string; form: Form; routed: boolean }> = [
   ...forms.map((form) => ({ name: `direct-${form}`, form, routed: false })),
@@ -57,7 +58,7 @@ try {
   for (const r of runs) await open(r.routed ? router.url : world.engineUrl, r.form, 1_000);
   await router.stages();
   for (let round = 0; round < rounds; round++) {
-    for (const r of rotated(runs, round)) {
+    for (const r of values['fixed-order'] ? rotated(runs, round) : steadyOrder(runs, round)) {
       // As the suite: a routed run starts on a router that just served this load (--warmup 0: cold after idle).
       if (r.routed && warmup > 0) {
         await open(router.url, r.form, warmup);
