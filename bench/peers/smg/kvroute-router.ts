@@ -28,6 +28,8 @@ export interface RouterStages {
   gcFields: readonly string[];
   /** GC pauses, gcFields.length entries each: start ns, duration ns, perf_hooks kind and flags, young generation capacity and use and external memory after it (bytes). */
   gc: number[];
+  /** New connections to the engines: flat pairs, connect start and end (ns). */
+  connects: number[];
   /** The process's threads (their names) when asked. */
   threads: string[];
 }

@@ -22,6 +22,10 @@ export function recordStages() {
   const width = STAGE_FIELDS.length;
   const rows = new Float64Array(MAX_ROWS * width).fill(Number.NaN);
   let used = 0;
+  /** @type {number[]} engine connections: flat pairs, the connect's start and its end (ns) */
+  let connects = [];
+  /** @type {WeakMap<object, number>} */
+  const connecting = new WeakMap();
   /** @type {number[]} per pause GC_FIELDS.length entries: start ns, duration ns, kind, flags, then (read when the observer runs, after the pause) the young generation's capacity and use and the external memory, bytes */
   let gc = [];
   /** Row of a request id `<run>.<i>`, or -1. */
@@ -55,6 +59,9 @@ export function recordStages() {
   subscribe('undici:request:bodySent', engine(4));
   subscribe('undici:request:headers', engine(5));
   subscribe('undici:request:trailers', engine(6));
+  // New connections to the engines (a request that finds every kept-alive connection busy waits for one).
+  subscribe('undici:client:beforeConnect', (/** @type {any} */ m) => connecting.set(m.connectParams, Number(process.hrtime.bigint())));
+  subscribe('undici:client:connected', (/** @type {any} */ m) => connects.push(connecting.get(m.connectParams) ?? Number.NaN, Number(process.hrtime.bigint())));
   // performance.now() is ms since the process's time origin: map it onto hrtime once.
   const originNs = Number(process.hrtime.bigint()) - performance.now() * 1e6;
   new PerformanceObserver((list) => {
@@ -68,7 +75,8 @@ export function recordStages() {
   return {
     /** The rows written since the last take (row i: request `<run>.<i>`, STAGE_FIELDS' order), the GC pauses, the threads now. */
     take() {
-      const out = { fields: STAGE_FIELDS, gcFields: GC_FIELDS, rows: Array.from(rows.subarray(0, used * width)), gc, threads: threadNames() };
+      const out = { fields: STAGE_FIELDS, gcFields: GC_FIELDS, rows: Array.from(rows.subarray(0, used * width)), gc, connects, threads: threadNames() };
+      connects = [];
       rows.fill(Number.NaN, 0, used * width);
       used = 0;
       gc = [];

@@ -51,6 +51,7 @@ const open = (url: string, form: Form, n: number, trace?: string) =>
   world.load({ url, path: '/v1/completions', body: bodies[form][0], bodies: bodies[form], concurrency: 32, requests: n, maxMs: n * 2 + 10_000, ratePerS: STEADY_RATE, ...(trace ? { trace } : {}) }, { ownThread: false });
 const rows: Record<string, StageRow[]> = { text: [], ids: [] };
 const gcByForm: Record<string, number[]> = { text: [], ids: [] };
+const connectsByForm: Record<string, number[]> = { text: [], ids: [] };
 const totals: Record<string, Float64Array[]> = Object.fromEntries(runs.map((r) => [r.name, []]));
 let threads: string[] = [];
 let gcFields: readonly string[] = [];
@@ -72,6 +73,7 @@ try {
       threads = seen.threads;
       gcFields = seen.gcFields;
       gcByForm[r.form].push(...seen.gc);
+      connectsByForm[r.form].push(...seen.connects);
       const t = res.trace!;
       const width = seen.fields.length;
       for (let i = 0; i < t.sentNs.length && (i + 1) * width <= seen.rows.length; i++) {
@@ -97,6 +99,10 @@ for (const form of ['text', 'ids'] as const) {
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const s of a.stages) console.log(`| ${s.name} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.p999)} | ${ms(s.tailMean)} | ${ms(s.tailMean - s.p50)} |`);
   console.log(gcSummary(gcByForm[form], gcFields));
+  const slowStart = rows[form].filter((x) => (x.headers - x.create) / 1e6 > 0.2);
+  const c = connectsByForm[form];
+  const duringConnect = slowStart.filter((x) => c.some((t, i) => i % 2 === 1 && t >= x.create && t <= x.headers)).length;
+  console.log(`new engine connections: ${c.length / 2}; requests whose engine call waited > 0.2 ms before its head was built: ${slowStart.length}, ${duringConnect} of them with a new connection made meanwhile`);
   console.log(`slowest 1% (${a.tailCount} requests, total >= ${ms(a.tailFrom)} ms): ${a.tailWithGc} overlap a router GC pause (all requests: ${a.allWithGc} of ${rows[form].length}); router GC pauses ${a.gcCount} (${ms(a.gcTotalMs)} ms, longest ${ms(a.gcMaxMs)} ms)`);
 }
 /** Pauses per perf_hooks kind (1 scavenge, 4 mark-compact, 8 incremental marking step), and the young generation's capacity seen after scavenges. */
@@ -115,4 +121,4 @@ function gcSummary(gc: readonly number[], fields: readonly string[]): string {
   return `router GC by kind: ${Object.entries(kinds).map(([k, v]) => `kind ${k}: ${v.n} (${ms(v.ms)} ms)`).join(', ')}; young generation capacity after scavenges (KB): min ${Math.round(cap[0] ?? 0)}, median ${Math.round(percentile(cap, 50))}, max ${Math.round(cap[cap.length - 1] ?? 0)}`;
 }
 console.log(`\nrouter threads at the end (${threads.length}): ${threads.join(', ')}`);
-if (values.out) writeFileSync(values.out, JSON.stringify({ at: new Date().toISOString(), rounds, requests, rows, gcFields, gcByForm, totals: Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v.map((x) => Array.from(x))])), threads }));
+if (values.out) writeFileSync(values.out, JSON.stringify({ at: new Date().toISOString(), rounds, requests, rows, gcFields, gcByForm, connectsByForm, totals: Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v.map((x) => Array.from(x))])), threads }));
