@@ -3,7 +3,7 @@
 //! publish them, timed decoded only, and decoded, hashed and applied. Ignored by default:
 //!   cargo test --release --manifest-path native/Cargo.toml events::perf -- --ignored --nocapture
 
-use super::apply::apply_batch;
+use super::apply::{apply_batch, apply_decoded};
 use super::decode::Decoded;
 use super::apply::shape_of;
 use crate::indexer::perf::{bench_engine_name, bench_stored_chunks, BENCH_DOC, BENCH_EVENT, BENCH_SYS};
@@ -24,6 +24,28 @@ fn cpu_s() -> f64 {
   // SAFETY: clock_gettime writes the struct it is given.
   unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
   ts.sec as f64 + ts.nsec as f64 * 1e-9
+}
+
+/// Minor page faults of the process so far.
+fn minor_faults() -> i64 {
+  #[repr(C)]
+  struct Rusage {
+    utime: [i64; 2],
+    stime: [i64; 2],
+    maxrss: i64,
+    ixrss: i64,
+    idrss: i64,
+    isrss: i64,
+    minflt: i64,
+    rest: [i64; 9],
+  }
+  extern "C" {
+    fn getrusage(who: i32, usage: *mut Rusage) -> i32;
+  }
+  // SAFETY: getrusage writes the struct it is given (the Linux layout above).
+  let mut u: Rusage = unsafe { std::mem::zeroed() };
+  unsafe { getrusage(0, &mut u) };
+  u.minflt
 }
 
 const BLOCK: usize = 16;
@@ -169,6 +191,51 @@ fn stored_payloads() {
       n / all_s,
       ix.stats().blocks
     );
+  }
+}
+
+/// The apply alone: every payload decoded (and hashed) once up front, then applied to a fresh
+/// index per round, timed in thread CPU time (`ROUNDS`, default 7). For a profiler too: the
+/// decoding happens once, the applies `ROUNDS` times.
+#[test]
+#[ignore]
+fn stored_apply() {
+  let events = stored_events(34);
+  let batches = payloads(&events);
+  let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
+  let shape = shape_of(&RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events)));
+  let decoded: Vec<(u64, Decoded)> = batches
+    .iter()
+    .map(|(w, bytes)| {
+      let mut d = Decoded::default();
+      d.decode(bytes, shape).unwrap();
+      (*w, d)
+    })
+    .collect();
+  let mut per_event = Vec::new();
+  for round in 0..rounds {
+    let mut ix = RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events));
+    let faults = minor_faults();
+    let t = cpu_s();
+    let mut stored = 0;
+    for (w, d) in &decoded {
+      stored += apply_decoded(&mut ix, WorkerKey { worker: *w, dp_rank: 0 }, d).stored;
+    }
+    let s = cpu_s() - t;
+    let faults = minor_faults() - faults;
+    assert_eq!(stored as usize, events.len());
+    let ns = s * 1e9 / events.len() as f64;
+    if round == 0 {
+      // The process's first apply takes its memory fresh from the kernel, as the bench's one pass does.
+      println!("first round {ns:.0} ns per event");
+    } else {
+      per_event.push(ns);
+    }
+    println!("applied {:.0} events/s per thread CPU second ({ns:.0} ns per event, {:.1} B/block, {faults} page faults)", events.len() as f64 / s, ix.stats().bytes_per_block());
+  }
+  per_event.sort_by(f64::total_cmp);
+  if !per_event.is_empty() {
+    println!("apply median {:.0} ns per stored event of {EV} blocks (rounds after the first)", per_event[per_event.len() / 2]);
   }
 }
 

@@ -143,17 +143,53 @@ impl EngineTable {
   /// lookups and inserts were two probes apart, the tree's work between them). A claimed entry
   /// is settled with its block (`settle`) or given back (`remove`) before anything else reads
   /// the table. The caller reserved room (`reserve`): no claim grows the table, so positions hold.
-  #[inline]
+  /// One walk from the key's home both looks for it and notes the first vacancy, where the key
+  /// goes when absent (where `place` would put it: the first vacancy from home).
+  #[inline(always)]
   pub fn claim(&mut self, key: u64) -> Claim {
     debug_assert!((self.len + 1) * 8 <= self.groups.len() * SLOTS * 7, "claim without reserve");
-    if let Some((g, j)) = self.position(key) {
-      return match self.groups[g].block[j] {
-        PENDING => Claim::Repeated,
-        block => Claim::Named(block),
-      };
+    let (lo, hi) = (key as u32, (key >> 32) as u32);
+    let mask = self.groups.len() - 1;
+    let home = self.home(key);
+    let mut g = home;
+    let mut vacant = None;
+    for _ in 0..self.groups.len() {
+      let group = &self.groups[g];
+      if let Some(j) = group.find(lo, hi) {
+        return match group.block[j] {
+          PENDING => Claim::Repeated,
+          block => Claim::Named(block),
+        };
+      }
+      if vacant.is_none() {
+        vacant = group.vacancy().map(|j| (g, j));
+      }
+      if group.overflow == 0 {
+        break;
+      }
+      g = (g + 1) & mask;
     }
+    let (at, j) = match vacant {
+      Some(v) => v,
+      // Every group walked was full: the vacancy is further on (the load limit leaves some).
+      None => loop {
+        g = (g + 1) & mask;
+        if let Some(j) = self.groups[g].vacancy() {
+          break (g, j);
+        }
+      },
+    };
+    let mut p = home;
+    while p != at {
+      self.groups[p].overflow += 1;
+      p = (p + 1) & mask;
+    }
+    let group = &mut self.groups[at];
+    group.lo[j] = lo;
+    group.hi[j] = hi;
+    group.block[j] = PENDING;
     self.len += 1;
-    Claim::Claimed(self.place(key, PENDING) as u32)
+    Claim::Claimed((at * SLOTS + j) as u32)
   }
 
   /// Gives the entry `claim` claimed at `pos` its block.

@@ -106,7 +106,7 @@ impl RadixIndexer {
     }
     match self.check_stored(key, parent, engine_hashes, local_hashes) {
       Ok(parent_block) => {
-        self.store(key, parent_block, engine_hashes);
+        self.store(key, parent_block, engine_hashes, local_hashes);
         self.counters.events_applied += 1;
         self.enforce_cap();
         Ok(())
@@ -118,7 +118,8 @@ impl RadixIndexer {
     }
   }
 
-  /// Validates a stored event. On success `scratch.keys` holds the blocks' tree keys,
+  /// Validates a stored event. On success `scratch.keys` holds the blocks' tree keys (chained
+  /// keying only: local keys are the local hashes themselves, not copied),
   /// `scratch.claims` what the slot's engine table holds for each engine hash (an entry claimed
   /// for each new one, settled by `store`), and the parent block is returned. On a refusal
   /// nothing has changed (claims given back; the table may have grown).
@@ -187,7 +188,13 @@ impl RadixIndexer {
       None => ROOT_BLOCK,
       Some(p) => ev.lookup(slot, p).ok_or(RejectReason::UnknownParent)?,
     };
-    Self::tree_keys_into(tree, keying, parent_block, local, keys);
+    let keys = match keying {
+      super::Keying::Local => local,
+      super::Keying::Chained => {
+        Self::tree_keys_into(tree, keying, parent_block, local, keys);
+        keys.as_slice()
+      }
+    };
     found.clear();
     follow(tree, after(tree, parent_block), keys, found);
     for (i, c) in claims.iter().enumerate() {
@@ -205,12 +212,13 @@ impl RadixIndexer {
   }
 
   /// Applies a stored event `check_stored` accepted.
-  fn store(&mut self, key: WorkerKey, parent_block: BlockId, engine: &[u64]) {
+  fn store(&mut self, key: WorkerKey, parent_block: BlockId, engine: &[u64], local: &[u64]) {
     let slot = self.slots.intern(key);
     let keys = std::mem::take(&mut self.scratch.keys);
     let mut path = std::mem::take(&mut self.scratch.path);
     path.clear();
-    self.hold_path(slot, parent_block, &keys, &mut path);
+    let tree_keys = if self.keying == super::Keying::Local { local } else { &keys };
+    self.hold_path(slot, parent_block, tree_keys, &mut path);
     self.scratch.keys = keys;
     let Self { slots, state, scratch, .. } = self;
     let ModeState::Events(ev) = state else { unreachable!("checked by apply_stored") };

@@ -4,6 +4,7 @@
 //! (`now_ms`). Invariants and design in README.md.
 //!
 //! - tree.rs      edges (runs of block keys), block ids, the children table; split, extend, truncate
+//! - positions.rs where each block id is, in chunks that never move
 //! - holders.rs   who holds which prefix of an edge (full mask, partial cutoffs)
 //! - paths.rs     holding and releasing blocks: coverage, splits at holes, trimming unused blocks
 //! - workers.rs   (worker, dp_rank) slots and their order
@@ -24,6 +25,7 @@ mod holders;
 mod lower;
 mod matches;
 mod paths;
+mod positions;
 mod snapshot;
 mod stats;
 mod tree;

@@ -255,7 +255,7 @@ fn restore_v2(r: &mut Reader) -> Result<RadixIndexer, String> {
   edges.push(ROOT);
   let mut blocks: Vec<BlockId> = Vec::new();
   let mut ids = Vec::new();
-  ix.tree.reserve(n_edges, 0);
+  ix.tree.reserve(n_edges);
   for i in 0..n_edges {
     let parent = r.u32()? as usize;
     if parent > i {
