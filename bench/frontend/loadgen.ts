@@ -23,6 +23,18 @@ export interface LoadOptions {
   /** Open loop: evenly spaced sends (the default) or a Poisson process. */
   arrivals?: ArrivalProcess;
   headers?: Record<string, string>;
+  /**
+   * Trace each request: it is sent with X-Request-Id `${trace}${i}` (i its place in the run) and
+   * the result has its send and done times (stage-probe.ts matches them to the router's).
+   */
+  trace?: string;
+}
+
+/** A traced run's times per request, in send order: process.hrtime (ns, the machine's monotonic clock). */
+export interface LoadTrace {
+  sentNs: Float64Array;
+  /** NaN for a failed request. */
+  doneNs: Float64Array;
 }
 
 export interface LoadResult {
@@ -34,6 +46,7 @@ export interface LoadResult {
   latenciesMs: Float64Array;
   /** A sample failure, if any. */
   firstError?: string;
+  trace?: LoadTrace;
 }
 
 export async function runLoad(o: LoadOptions): Promise<LoadResult> {
@@ -51,10 +64,13 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const headers = { 'content-type': 'application/json', ...o.headers };
 
   const bodyOf = (i: number) => (o.bodies && o.bodies.length > 0 ? o.bodies[i % o.bodies.length] : o.body);
-  const one = async (body: string): Promise<void> => {
+  const trace = o.trace === undefined ? undefined : { sentNs: new Float64Array(o.requests), doneNs: new Float64Array(o.requests).fill(Number.NaN) };
+  const one = async (i: number): Promise<void> => {
+    const body = bodyOf(i);
     const t0 = performance.now();
+    if (trace) trace.sentNs[i] = Number(process.hrtime.bigint());
     try {
-      const res = await pool.request({ method: 'POST', path: o.path, body, headers });
+      const res = await pool.request({ method: 'POST', path: o.path, body, headers: trace ? { ...headers, 'x-request-id': `${o.trace}${i}` } : headers });
       // Read to the end: a streamed answer counts when its last chunk arrived.
       for await (const _chunk of res.body) {
         // drain
@@ -65,6 +81,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
         return;
       }
       latencies.push(performance.now() - t0);
+      if (trace) trace.doneNs[i] = Number(process.hrtime.bigint());
     } catch (err) {
       failed++;
       firstError ??= (err as Error).message;
@@ -75,7 +92,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     if (o.ratePerS === undefined) {
       const worker = async () => {
         while (issued < o.requests && performance.now() < deadline) {
-          await one(bodyOf(issued++));
+          await one(issued++);
         }
       };
       await Promise.all(Array.from({ length: o.concurrency }, worker));
@@ -85,7 +102,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       const offsets = arrivalOffsetsMs(o.requests, o.ratePerS, o.arrivals ?? 'uniform');
       const pacer = pace(offsets, () => {
         if (performance.now() >= deadline) return;
-        const p = one(bodyOf(issued++)).finally(() => inFlight.delete(p));
+        const p = one(issued++).finally(() => inFlight.delete(p));
         inFlight.add(p);
       });
       const timeLimit = setTimeout(() => void pacer.stop(), Math.max(0, deadline - performance.now()));
@@ -99,5 +116,6 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   }
   const elapsedS = (performance.now() - started) / 1000;
   const sorted = Float64Array.from(latencies).sort();
-  return { completed: latencies.length, failed, elapsedS, rps: latencies.length / elapsedS, latenciesMs: sorted, firstError };
+  const traced = trace && { sentNs: trace.sentNs.subarray(0, issued), doneNs: trace.doneNs.subarray(0, issued) };
+  return { completed: latencies.length, failed, elapsedS, rps: latencies.length / elapsedS, latenciesMs: sorted, firstError, ...(traced ? { trace: traced } : {}) };
 }

@@ -67,6 +67,16 @@ export interface AddedLatency extends OverheadRounds {
 export const CONCURRENCY = 64;
 const CLOSED_MAX_MS = 15_000;
 export const STEADY_RATE = 500;
+/**
+ * Requests at the steady rate sent to a router right before each of its measured steady-rate runs
+ * (2 s). Between its runs a router sits idle while the others run (10-15 s), and V8 shrinks an
+ * idle process's young generation: the first second or two of the next run then scavenged twice
+ * as often (every ~40 ms instead of ~80 at 500 req/s, stage-probe.ts, 2026-11-28). In the fixed
+ * cyclic order of the rounds the same run always came first after the idle time (kvroute's
+ * text prompts, its token-id run right after on a warm router), so the whole "text scavenges
+ * twice as often" difference was the run order's. Every measured run now starts warm.
+ */
+export const STEADY_WARMUP_REQUESTS = 1_000;
 const PATH = '/v1/completions';
 
 /** The i-th rotation of a list: round r starts with item r (mod length). */
@@ -108,6 +118,12 @@ export function machineCpuOfRound(a: CpuSnapshot, b: CpuSnapshot, requests: numb
   };
 }
 
+/** The steady-rate runs' order in round r: rotated by r, reversed in odd rounds. */
+export function steadyOrder<T>(items: readonly T[], r: number): T[] {
+  const order = rotated(items, r);
+  return r % 2 === 1 ? order.reverse() : order;
+}
+
 export async function measureThroughput(world: World, contenders: readonly Contender[], s: FrontendSizes, log: (line: string) => void): Promise<Record<string, ThroughputRound[]>> {
   // A request count or a time limit, whichever comes first: a slow router's round stays bounded.
   const closed = (c: Contender, requests: number) => world.load({ url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS }, { ownThread: true });
@@ -142,7 +158,10 @@ export async function measureAddedLatency(
   const cpu: Record<string, { us: number; requests: number }> = Object.fromEntries(contenders.map((c) => [c.name, { us: 0, requests: 0 }]));
   const failed: Record<string, number> = Object.fromEntries(contenders.map((c) => [c.name, 0]));
   for (let round = 0; round < s.overheadRounds; round++) {
-    for (const p of rotated(runs, round)) {
+    // Rotated, and reversed every other round: with rotation alone the runs keep one cyclic order,
+    // so the same run always follows the same one (kvroute's token-id run its text run).
+    for (const p of steadyOrder(runs, round)) {
+      if (p.pid !== undefined) await open(p, STEADY_WARMUP_REQUESTS);
       const { r, cpuUs } = p.pid === undefined ? { r: await open(p, s.overheadRequests), cpuUs: undefined } : await withCpu(p.pid, () => open(p, s.overheadRequests));
       latencies[p.name].push(r.latenciesMs);
       if (p.name in cpu && cpuUs !== undefined) {

@@ -6,12 +6,15 @@
 // measured as SMG's is: the whole process's over a round. Started by kvroute-router.ts, over IPC.
 // With KVROUTE_PEERS_ROUTER_GC_STATS set it also counts its GC pauses (perf_hooks' gc entries)
 // and answers the message 'gc' with them (the longest pause since the previous 'gc') (router-flags-series.ts compares node flag sets by them).
+// With KVROUTE_PEERS_ROUTER_STAGES set it records each request's stage times (router-stages.mjs)
+// and answers the message 'stages' with them (stage-probe.ts).
 // @ts-check
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseRouterConfig, startServer } from '../../../dist/server/index.js';
 
 const input = JSON.parse(process.env.KVROUTE_PEERS_ROUTER_CONFIG ?? '{}');
 const gc = process.env.KVROUTE_PEERS_ROUTER_GC_STATS ? gcStats() : undefined;
+const stages = process.env.KVROUTE_PEERS_ROUTER_STAGES ? (await import('./router-stages.mjs')).recordStages() : undefined;
 const started = await startServer({ config: parseRouterConfig(input) });
 process.on('message', (m) => {
   if (m === 'gc') {
@@ -19,6 +22,7 @@ process.on('message', (m) => {
     process.send?.({ gc: structuredClone(gc ?? {}) });
     for (const k of Object.values(gc ?? {})) k.maxMs = 0;
   }
+  if (m === 'stages') process.send?.({ stages: stages?.take() ?? {} });
   if (m !== 'close') return;
   void started.close().finally(() => process.exit(0));
 });

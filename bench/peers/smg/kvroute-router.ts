@@ -2,7 +2,7 @@
 // engines: the kv policy, the real tokenizer (text prompts are tokenized by kvroute, token-id
 // prompts taken as they are), and the approximate indexer (the engines publish no KV events, so
 // the router learns from its own decisions, as SMG's cache_aware tree does).
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { ROUTER_NODE_FLAGS } from '../../../src/cli/node-flags.js';
 import { stopProcess } from '../../lib/stop-process.js';
 
@@ -14,6 +14,24 @@ export interface KvrouteRouterOptions {
   nodeFlags?: readonly string[];
   /** Count the process's GC pauses (its gcStats() answers them). */
   gcStats?: boolean;
+  /** Record each request's stage times (its stages() answers them; stage-probe.ts). */
+  stages?: boolean;
+}
+
+/** What the router process recorded since the previous stages() (router-stages.mjs). */
+export interface RouterStages {
+  /** The columns of a row: hrtime ns of uWS entry, body complete, engine call created, its head built, its body written, engine head read, engine response done, client response ended. */
+  fields: readonly string[];
+  /** Row i (fields.length entries) for the request with X-Request-Id `<run>.<i>`; null where not recorded. */
+  rows: Array<number | null>;
+  /** The entries per GC pause in gc. */
+  gcFields: readonly string[];
+  /** GC pauses, gcFields.length entries each: start ns, duration ns, perf_hooks kind and flags, young generation capacity and use and external memory after it (bytes). */
+  gc: number[];
+  /** New connections to the engines: flat pairs, connect start and end (ns). */
+  connects: number[];
+  /** The process's threads (their names) when asked. */
+  threads: string[];
 }
 
 /** GC pauses since the router started, per perf_hooks GC kind (1 scavenge, 4 mark-compact, ...); maxMs since the previous gcStats(). */
@@ -25,6 +43,8 @@ export interface RunningKvroute {
   close(): Promise<void>;
   /** Its GC pauses so far; empty unless started with gcStats. */
   gcStats(): Promise<RouterGcStats>;
+  /** Its stage times since the last call; empty unless started with stages. */
+  stages(): Promise<RouterStages>;
 }
 
 /** The router's configuration (RouterConfigInput) for these engines. */
@@ -46,7 +66,7 @@ export function kvrouteConfig(o: KvrouteRouterOptions): object {
 export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvroute> {
   const child = fork(new URL('./kvroute-router-process.mjs', import.meta.url), [], {
     execArgv: [...(o.nodeFlags ?? ROUTER_NODE_FLAGS)],
-    env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)), ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}) },
+    env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)), ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}), ...(o.stages ? { KVROUTE_PEERS_ROUTER_STAGES: '1' } : {}) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -62,15 +82,20 @@ export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvro
     url,
     pid: child.pid!,
     close: () => stopProcess(child, () => child.send('close')),
-    gcStats: () =>
-      new Promise<RouterGcStats>((resolve) => {
-        const answer = (m: { gc?: RouterGcStats }) => {
-          if (!m.gc) return;
-          child.off('message', answer);
-          resolve(m.gc);
-        };
-        child.on('message', answer);
-        child.send('gc');
-      }),
+    gcStats: () => ask<RouterGcStats>(child, 'gc'),
+    stages: () => ask<RouterStages>(child, 'stages'),
   };
+}
+
+/** Sends `question` to the router process and resolves with the `question` field of its answer. */
+function ask<T>(child: ChildProcess, question: 'gc' | 'stages'): Promise<T> {
+  return new Promise<T>((resolve) => {
+    const answer = (m: Record<string, unknown>) => {
+      if (!(question in m)) return;
+      child.off('message', answer);
+      resolve(m[question] as T);
+    };
+    child.on('message', answer);
+    child.send(question);
+  });
 }

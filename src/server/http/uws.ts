@@ -14,6 +14,7 @@ import { errorReply, HttpError, notFound } from '../call/errors.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { BoundedBodyBuffer } from '../call/body.js';
 import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from '../call/call.js';
+import { beginTimes, publishTimes, type PendingTimes } from './request-times.js';
 
 /** What the frontend needs from the router. */
 export interface CallHandler {
@@ -59,6 +60,8 @@ interface ResponseState {
   controller: Cancellation;
   resumeWritable?: () => void;
   stream?: FrameStream;
+  /** Timestamps for a benchmark's probe (request-times.ts); undefined unless it subscribes. */
+  times?: PendingTimes;
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -126,7 +129,7 @@ function runningServer(app: TemplatedApp, token: us_listen_socket, host: string,
 }
 
 function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): void {
-  const state: ResponseState = { aborted: false, ended: false, controller: new Cancellation() };
+  const state: ResponseState = { aborted: false, ended: false, controller: new Cancellation(), times: undefined };
   res.onAborted(() => {
     state.aborted = true;
     state.controller.abort();
@@ -141,6 +144,7 @@ function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): v
   req.forEach((k, v) => {
     headers[k] = v;
   });
+  state.times = beginTimes(headers['x-request-id']);
   const path = req.getUrl();
   const call: HttpCall = {
     method,
@@ -163,6 +167,7 @@ function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): v
     // Over the limit: answer 413 now (the router sees limit + 1 bytes) instead of buffering more.
     if (isLast || !withinLimit) {
       dispatched = true;
+      if (state.times) state.times.bodyNs = process.hrtime.bigint();
       call.body = body.bytes();
       dispatch(handler, call, res, state);
     }
@@ -189,6 +194,7 @@ function send(res: HttpResponse, reply: HttpReply, state: ResponseState): void {
       // A draining router asks for the connection to be closed too (its Connection: close says so).
       res.end(reply.body ?? '', reply.status === 413 || reply.headers.connection === 'close');
     });
+    if (state.times) publishTimes(state.times, reply.status);
     return;
   }
   state.stream = reply.stream;
@@ -216,6 +222,7 @@ async function pump(res: HttpResponse, reply: HttpReply, stream: FrameStream, st
         if (done) {
           state.ended = true;
           res.end(text);
+          if (state.times) publishTimes(state.times, reply.status);
         } else {
           accepted = res.write(text);
         }

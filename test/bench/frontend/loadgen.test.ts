@@ -23,3 +23,31 @@ describe('the load generator', () => {
     expect(seen).toEqual(['a', 'b', 'a', 'b', 'a']);
   });
 });
+
+describe('a traced run', () => {
+  it('tags each request with its place and returns its send and done times', async () => {
+    const ids: string[] = [];
+    server = createServer((req, res) => {
+      ids.push(String(req.headers['x-request-id']));
+      req.resume();
+      req.on('end', () => res.end(ids.length === 2 ? '' : 'ok'));
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const before = Number(process.hrtime.bigint());
+    const r = await runLoad({ url: `http://127.0.0.1:${port}`, path: '/', body: 'b', concurrency: 1, requests: 3, maxMs: 10_000, trace: 'run.' });
+    const after = Number(process.hrtime.bigint());
+    expect(ids).toEqual(['run.0', 'run.1', 'run.2']);
+    expect(r.trace!.sentNs.length).toBe(3);
+    for (let i = 0; i < 3; i++) {
+      expect(r.trace!.sentNs[i]).toBeGreaterThanOrEqual(before);
+      expect(r.trace!.doneNs[i]).toBeGreaterThan(r.trace!.sentNs[i]);
+      expect(r.trace!.doneNs[i]).toBeLessThanOrEqual(after);
+    }
+    // Untraced runs carry no trace and no ids.
+    ids.length = 0;
+    const plain = await runLoad({ url: `http://127.0.0.1:${port}`, path: '/', body: 'b', concurrency: 1, requests: 1, maxMs: 10_000 });
+    expect(plain.trace).toBeUndefined();
+    expect(ids).toEqual(['undefined']);
+  });
+});

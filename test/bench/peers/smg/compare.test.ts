@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rotated } from '../../../../bench/peers/smg/compare.js';
+import { rotated, steadyOrder } from '../../../../bench/peers/smg/compare.js';
 import { kvrouteConfig } from '../../../../bench/peers/smg/kvroute-router.js';
 import { completionBody } from '../../../../bench/peers/smg/prompts.js';
 import { parseRouterConfig } from '../../../../src/server/index.js';
@@ -8,6 +8,14 @@ describe('the SMG comparison', () => {
   it('rotates the order of the runs from round to round', () => {
     expect([0, 1, 2, 3].map((r) => rotated(['a', 'b', 'c'], r).join(''))).toEqual(['abc', 'bca', 'cab', 'abc']);
     expect(rotated([], 3)).toEqual([]);
+  });
+
+  it('puts every steady-rate run after each of the others over the rounds (rotated, every other round reversed)', () => {
+    const orders = [0, 1, 2, 3, 4, 5].map((r) => steadyOrder(['a', 'b', 'c', 'd'], r).join(''));
+    expect(orders).toEqual(['abcd', 'adcb', 'cdab', 'cbad', 'abcd', 'adcb']);
+    const follows = new Set(orders.flatMap((o) => [...o].slice(1).map((x, i) => `${o[i]}${x}`)));
+    expect(follows).toContain('ba');
+    expect(follows).toContain('ab');
   });
 
   it('sends streamed completions with text or token-id prompts', () => {
