@@ -62,18 +62,21 @@ export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget
   );
   const kv = budgets.filter(({ budget }) => budget !== reference);
   const bound = routerPlusWorldBound(reference, ratio);
+  // What a router + world budget leaves each kvroute router, with the world's CPU of its own rounds.
+  const routerLeft = (limit: number) =>
+    kv.map(({ label, budget: b }) => `${formatNumber(Math.max(0, limit - b.worldUs))} us (${label}, against ${formatNumber(b.routerUs)})`).join(', ');
   const verdict =
     reference.idleShare < SATURATED_IDLE_SHARE
       ? `SMG's rounds left ${pct(reference.idleShare)} of the ${reference.cores} cores idle: the machine was saturated, so ${ratio}x SMG's req/s ` +
         `needs kvroute's router + world CPU per request at most (${formatNumber(reference.routerUs)} + ${formatNumber(reference.worldUs)}) / ${ratio} = **${formatNumber(bound)} us** ` +
         `(the rest of the machine held as it was); kvroute's: ${kv.map(({ label, budget: b }) => `${formatNumber(b.routerUs + b.worldUs)} us (${label})`).join(', ')}. ` +
-        `With the world's own CPU per request in kvroute's rounds, that leaves its router at most ${kv.map(({ label, budget: b }) => `${formatNumber(Math.max(0, bound - b.worldUs))} us (${label}, against ${formatNumber(b.routerUs)})`).join(', ')}.`
+        `With the world's own CPU per request in kvroute's rounds, that leaves its router at most ${routerLeft(bound)}.`
       : `SMG's rounds left ${pct(reference.idleShare)} of the ${reference.cores} cores idle: the machine's CPU did not bound them.`;
   const capacity = capacityBound(reference, ratio);
   const ceiling =
     `Whatever bounds the rounds, ${ratio}x SMG's req/s (${formatNumber(ratio * reference.rps)}) leaves at most ${reference.cores} cores / that rate = **${formatNumber(capacity)} us** ` +
     `of CPU per request for the router and the world together on this machine: with the world's own CPU per request, kvroute's router at most ` +
-    `${kv.map(({ label, budget: b }) => `${formatNumber(Math.max(0, capacity - b.worldUs))} us (${label}, against ${formatNumber(b.routerUs)})`).join(', ')}.`;
+    `${routerLeft(capacity)}.`;
   const threadBound = kv.filter(({ budget: b }) => b.idleShare >= SATURATED_IDLE_SHARE && b.routerMainThreadShare >= 0.9);
   return [
     `**Where the CPU went in the closed loop** (medians of rounds, per request: the router's process, the world's process with the engines and the load generator, the rest of the machine's busy time, and the share of one core kvroute's main thread used, its one JavaScript thread):`,

@@ -8,33 +8,29 @@
 //   npx tsx bench/peers/smg/router-drift.ts [both|text|ids] [rounds]
 // KVROUTE_BENCH_ROUTER_FLAGS sets the router's node flags (router-flags.ts).
 import { readFileSync } from 'node:fs';
-import { startWorld } from '../../frontend/world-process.js';
-import { realTokenizerDir } from '../../lib/real-tokenizer.js';
 import { measureThroughput, type Contender } from './compare.js';
 import { startKvroute } from './kvroute-router.js';
 import { routerNodeFlags } from './router-flags.js';
-import { buildPrompts, completionBody } from './prompts.js';
+import { MODEL, stampedLog as log, startScriptWorkload } from './workload.js';
 
 const forms = process.argv[2] ?? 'both';
 if (!['both', 'text', 'ids'].includes(forms)) throw new RangeError(`forms must be both, text or ids, got ${forms}`);
 const rounds = Number(process.argv[3] ?? 8);
 if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`rounds must be a positive integer, got ${process.argv[3]}`);
 
-const tokenizerDir = realTokenizerDir();
-const prompts = await buildPrompts(tokenizerDir, 256, 1024);
-const world = await startWorld(4, 64, 2);
-const kv = await startKvroute({ tokenizerDir, model: 'bench', workers: world.engineUrls, nodeFlags: routerNodeFlags(), gcStats: true });
+const { tokenizerDir, bodies, world } = await startScriptWorkload(log);
+const kv = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), gcStats: true });
 try {
   const contenders: Contender[] = [];
-  if (forms !== 'ids') contenders.push({ name: 'text', url: kv.url, pid: kv.pid, bodies: prompts.text.map((p) => completionBody('bench', p, 4)), direct: 'direct-text' });
-  if (forms !== 'text') contenders.push({ name: 'ids', url: kv.url, pid: kv.pid, bodies: prompts.ids.map((p) => completionBody('bench', p, 4)), direct: 'direct-ids' });
+  if (forms !== 'ids') contenders.push({ name: 'text', url: kv.url, pid: kv.pid, bodies: bodies.text, direct: 'direct-text' });
+  if (forms !== 'text') contenders.push({ name: 'ids', url: kv.url, pid: kv.pid, bodies: bodies.ids, direct: 'direct-ids' });
   const rssKb = () => /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${kv.pid}/status`, 'utf8'))?.[1];
   for (let r = 0; r < rounds; r++) {
     const sizes = { rounds: 1, closedRequests: 10_000, warmupRequests: r === 0 ? 3_000 : 0, overheadRounds: 0, overheadRequests: 0 };
-    await measureThroughput(world, contenders, sizes, (line) => console.log(`pass ${r + 1}: ${line}`));
+    await measureThroughput(world, contenders, sizes, (line) => log(`pass ${r + 1}: ${line}`));
     const gc = await kv.gcStats();
     const kinds = Object.entries(gc).map(([kind, s]) => `kind ${kind}: ${s.count} pauses, ${Math.round(s.totalMs)} ms`);
-    console.log(`pass ${r + 1}: router RSS ${rssKb()} kB; GC so far ${kinds.join('; ')}`);
+    log(`pass ${r + 1}: router RSS ${rssKb()} kB; GC so far ${kinds.join('; ')}`);
   }
 } finally {
   await kv.close();

@@ -9,18 +9,13 @@
 //
 // Each argument after -- is one flag set as written on node's command line ('' runs node's defaults).
 import { writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { startWorld } from '../../frontend/world-process.js';
-import { compilePackage } from '../../lib/compiled.js';
-import { realTokenizerDir } from '../../lib/real-tokenizer.js';
 import { measureAddedLatency, measureThroughput, type Contender } from './compare.js';
 import { startKvroute, type RouterGcStats, type RunningKvroute } from './kvroute-router.js';
-import { buildPrompts, completionBody } from './prompts.js';
 import { summarizeThroughput } from './report.js';
 import { parseNodeFlags } from './router-flags.js';
+import { MODEL, stampedLog as log, startScriptWorkload } from './workload.js';
 
-const MODEL = 'bench';
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
@@ -39,7 +34,6 @@ const sizes = { overheadRounds: count('rounds', values.rounds), overheadRequests
 if (positionals.length === 0) throw new RangeError('name at least one flag set, e.g. --max-semi-space-size=8');
 const flagSets = positionals.map((p) => parseNodeFlags(p));
 const labels = flagSets.map((f, i) => `${String.fromCharCode(65 + i)} [${f.join(' ') || 'no flags'}]`);
-const log = (line: string) => console.log(`${new Date().toISOString().slice(11, 19)} load ${loadavg().map((x) => x.toFixed(2)).join(' ')} | ${line}`);
 
 /** Pauses between two snapshots of a router's GC stats, per kind. */
 function gcDelta(a: RouterGcStats, b: RouterGcStats): RouterGcStats {
@@ -49,12 +43,8 @@ function gcDelta(a: RouterGcStats, b: RouterGcStats): RouterGcStats {
   }));
 }
 
-await compilePackage(log);
-const tokenizerDir = realTokenizerDir();
-const prompts = await buildPrompts(tokenizerDir, 256, 1024);
-const textBodies = prompts.text.map((p) => completionBody(MODEL, p, 4));
-const idBodies = prompts.ids.map((p) => completionBody(MODEL, p, 4));
-const world = await startWorld(4, 64, 2);
+const { tokenizerDir, bodies, world } = await startScriptWorkload(log);
+const { text: textBodies, ids: idBodies } = bodies;
 const routers: RunningKvroute[] = [];
 try {
   for (const nodeFlags of flagSets) routers.push(await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags, gcStats: true }));

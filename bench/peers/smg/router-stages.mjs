@@ -11,10 +11,11 @@ import { subscribe } from 'node:diagnostics_channel';
 import { readdirSync, readFileSync } from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
+import { REQUEST_TIMES_CHANNEL } from '../../../dist/server/http/request-times.js';
 
-/** The columns of a request's row, in order. */
 /** The entries per GC pause in take()'s gc. */
 export const GC_FIELDS = /** @type {const} */ (['startNs', 'durationNs', 'kind', 'flags', 'youngCapacity', 'youngUsed', 'external']);
+/** The columns of a request's row, in order. */
 export const STAGE_FIELDS = /** @type {const} */ (['recv', 'body', 'create', 'headers', 'written', 'head', 'engineDone', 'ended']);
 const MAX_ROWS = 1 << 16;
 
@@ -46,7 +47,7 @@ export function recordStages() {
     for (let i = 0; i + 1 < h.length; i += 2) if (h[i] === 'x-request-id') return h[i + 1];
     return undefined;
   };
-  subscribe('kvroute:http:request-times', (m) => {
+  subscribe(REQUEST_TIMES_CHANNEL, (m) => {
     const t = /** @type {import('../../../src/server/http/request-times.js').RequestTimes} */ (m);
     const row = rowOf(t.requestId);
     set(row, 0, Number(t.receivedNs));

@@ -10,32 +10,22 @@
 //
 //   npx tsx bench/peers/smg/stage-probe.ts [--rounds 6] [--requests 2500] [--fixed-order] [--ids-first] [--warmup 1000] [--out probe.json]
 import { writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { startWorld } from '../../frontend/world-process.js';
-import { compilePackage } from '../../lib/compiled.js';
-import { realTokenizerDir } from '../../lib/real-tokenizer.js';
 import { percentile, sorted } from '../../lib/stats.js';
 import { STEADY_RATE, STEADY_WARMUP_REQUESTS, rotated, steadyOrder } from './compare.js';
 import { startKvroute, type RouterStages } from './kvroute-router.js';
-import { buildPrompts, completionBody } from './prompts.js';
 import { routerNodeFlags } from './router-flags.js';
 import { attribute, type StageRow } from './stage-split.js';
+import { MODEL, stampedLog as log, startScriptWorkload } from './workload.js';
 
-const MODEL = 'bench';
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '6' }, requests: { type: 'string', default: '2500' }, out: { type: 'string' }, 'ids-first': { type: 'boolean', default: false }, 'fixed-order': { type: 'boolean', default: false }, warmup: { type: 'string', default: String(STEADY_WARMUP_REQUESTS) } } });
 const warmup = Number(values.warmup);
 if (!Number.isInteger(warmup) || warmup < 0) throw new RangeError('--warmup must be a whole number >= 0');
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
 if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(requests) || requests < 100) throw new RangeError('--rounds >= 1 and --requests >= 100, whole numbers');
-const log = (line: string) => console.log(`${new Date().toISOString().slice(11, 19)} load ${loadavg().map((x) => x.toFixed(2)).join(' ')} | ${line}`);
 
-await compilePackage(log);
-const tokenizerDir = realTokenizerDir();
-const prompts = await buildPrompts(tokenizerDir, 256, 1024);
-const bodies = { text: prompts.text.map((p) => completionBody(MODEL, p, 4)), ids: prompts.ids.map((p) => completionBody(MODEL, p, 4)) };
-const world = await startWorld(4, 64, 2);
+const { tokenizerDir, bodies, world } = await startScriptWorkload(log);
 const router = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), stages: true });
 type Form = keyof typeof bodies;
 // The suite's order (steadyOrder, compare.ts) unless --fixed-order: rotated rounds in one cyclic

@@ -13,13 +13,9 @@ import { routerNodeFlags } from '../smg/router-flags.js';
 import { buildPrompts, completionBody } from '../smg/prompts.js';
 import { KV_IDS, KV_TEXT, SMG, smgReport } from '../smg/report.js';
 import { startSmg } from '../smg/smg-router.js';
+import { ENGINES, MODEL, OUTPUT_TOKENS, PROMPT_TOKENS, PROMPTS } from '../smg/workload.js';
 
-const MODEL = 'bench';
-const OUTPUT_TOKENS = 4;
-const PROMPT_TOKENS = 1024;
-const ENGINES = 2;
-
-const FULL: FrontendSizes & { prompts: number } = { prompts: 256, rounds: 5, closedRequests: 10_000, warmupRequests: 3_000, overheadRounds: 5, overheadRequests: 2_500 };
+const FULL: FrontendSizes & { prompts: number } = { prompts: PROMPTS, rounds: 5, closedRequests: 10_000, warmupRequests: 3_000, overheadRounds: 5, overheadRequests: 2_500 };
 const QUICK: FrontendSizes & { prompts: number } = { prompts: 64, rounds: 2, closedRequests: 1_500, warmupRequests: 500, overheadRounds: 2, overheadRequests: 500 };
 
 interface Prepared {

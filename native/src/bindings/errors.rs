@@ -85,6 +85,8 @@ pub fn range_error(msg: impl Into<String>) -> CodedError {
 }
 
 /// The codes, for the TypeScript side to check it knows every one (`errorCodes()`).
+// Only the JavaScript side calls it: unused in the crate's own test build.
+#[cfg_attr(test, allow(dead_code))]
 #[napi_derive::napi]
 pub fn error_codes() -> Vec<String> {
   Code::ALL.iter().map(|c| c.as_str().to_string()).collect()

@@ -185,20 +185,20 @@ impl RadixIndexer {
       return;
     }
     let slot = self.slots.intern(key);
-    let mut keys = std::mem::take(&mut self.scratch.keys);
-    Self::tree_keys_into(&self.tree, self.keying, ROOT_BLOCK, local_hashes, &mut keys);
+    let mut chained = std::mem::take(&mut self.scratch.keys);
+    let keys = Self::tree_keys(&self.tree, self.keying, ROOT_BLOCK, local_hashes, &mut chained);
     // Past the id space, only the part of the path that exists is recorded.
     let mut found = std::mem::take(&mut self.scratch.blocks);
     found.clear();
     let mut len = keys.len();
     if !self.tree.has_room(len) {
-      super::paths::follow(&self.tree, super::paths::after(&self.tree, ROOT_BLOCK), &keys, &mut found);
+      super::paths::follow(&self.tree, super::paths::after(&self.tree, ROOT_BLOCK), keys, &mut found);
       len = found.len();
     }
     let mut path = std::mem::take(&mut self.scratch.path);
     path.clear();
     self.hold_path(slot, ROOT_BLOCK, &keys[..len], &mut path);
-    self.scratch.keys = keys;
+    self.scratch.keys = chained;
     self.scratch.blocks = found;
     let Self { slots, state, counters, scratch, .. } = self;
     let ModeState::Approx(ap) = state else { return };

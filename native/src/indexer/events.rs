@@ -188,13 +188,7 @@ impl RadixIndexer {
       None => ROOT_BLOCK,
       Some(p) => ev.lookup(slot, p).ok_or(RejectReason::UnknownParent)?,
     };
-    let keys = match keying {
-      super::Keying::Local => local,
-      super::Keying::Chained => {
-        Self::tree_keys_into(tree, keying, parent_block, local, keys);
-        keys.as_slice()
-      }
-    };
+    let keys = Self::tree_keys(tree, keying, parent_block, local, keys);
     found.clear();
     follow(tree, after(tree, parent_block), keys, found);
     for (i, c) in claims.iter().enumerate() {

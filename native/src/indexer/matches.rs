@@ -7,7 +7,7 @@
 
 use super::tree::{EdgeId, NO_EXTRA, ROOT_BLOCK};
 use super::workers::{Slot, WorkerKey, INLINE_SLOTS};
-use super::{Keying, ModeState, RadixIndexer};
+use super::{ModeState, RadixIndexer};
 use crate::prefix::common_prefix;
 
 /// Candidates that left the walk: `depth` blocks held by the slots of `mask` (< 64).
@@ -140,13 +140,7 @@ impl RadixIndexer {
       self.expire(now_ms);
     }
     let Self { tree, scratch, keying, state, .. } = self;
-    let keys: &[u64] = match keying {
-      Keying::Local => local_hashes,
-      Keying::Chained => {
-        Self::tree_keys_into(tree, *keying, ROOT_BLOCK, local_hashes, &mut scratch.keys);
-        &scratch.keys
-      }
-    };
+    let keys = Self::tree_keys(tree, *keying, ROOT_BLOCK, local_hashes, &mut scratch.keys);
     let w = &mut scratch.walk;
     w.left.clear();
     w.left_high.clear();

@@ -298,18 +298,19 @@ impl RadixIndexer {
     keys
   }
 
-  /// The tree's keys for `local` hashes of blocks following `parent` (ROOT_BLOCK: the root),
-  /// into `out` (cleared first).
-  fn tree_keys_into(tree: &Tree, keying: Keying, parent: BlockId, local: &[u64], out: &mut Vec<u64>) {
-    out.clear();
+  /// The tree's keys for `local` hashes of blocks following `parent` (ROOT_BLOCK: the root):
+  /// the local hashes themselves under local keying (nothing copied), else chained into `out`.
+  fn tree_keys<'a>(tree: &Tree, keying: Keying, parent: BlockId, local: &'a [u64], out: &'a mut Vec<u64>) -> &'a [u64] {
     match keying {
-      Keying::Local => out.extend_from_slice(local),
+      Keying::Local => local,
       Keying::Chained => {
+        out.clear();
         let mut k = if parent == ROOT_BLOCK { tree::ROOT_KEY } else { tree.key_of(parent) };
         out.extend(local.iter().map(|&l| {
           k = tree::chain_key(k, l);
           k
         }));
+        out
       }
     }
   }

@@ -25,26 +25,23 @@ interface Entry {
 export class InFlight {
   private readonly slots: Array<Entry | undefined> = [];
   private readonly freeSlots: number[] = [];
-  private count = 0;
   private waiters: Array<() => void> = [];
 
   get size(): number {
-    return this.count;
+    return this.slots.length - this.freeSlots.length;
   }
 
   begin(): InFlightEntry {
     const slot = this.freeSlots.length > 0 ? this.freeSlots.pop()! : this.slots.length;
     const entry: Entry = { cut: undefined };
     this.slots[slot] = entry;
-    this.count++;
-    let finished = false;
     return {
       done: () => {
-        if (finished) return;
-        finished = true;
+        // Done already: the slot is free, or another request's since.
+        if (this.slots[slot] !== entry) return;
         this.slots[slot] = undefined;
         this.freeSlots.push(slot);
-        if (--this.count === 0) this.wake();
+        if (this.size === 0) this.wake();
       },
       onCut: (cut) => {
         entry.cut = cut;
@@ -54,7 +51,7 @@ export class InFlight {
 
   /** Resolves when nothing is in flight (at once when nothing is). */
   idle(): Promise<void> {
-    if (this.count === 0) return Promise.resolve();
+    if (this.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
