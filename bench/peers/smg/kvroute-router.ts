@@ -16,6 +16,8 @@ export interface KvrouteRouterOptions {
   gcStats?: boolean;
   /** Record each request's stage times (its stages() answers them; stage-probe.ts). */
   stages?: boolean;
+  /** The router process script (default this folder's kvroute-router-process.mjs); router-ab.ts runs a copy beside another build's dist/. */
+  processScript?: URL;
 }
 
 /** What the router process recorded since the previous stages() (router-stages.mjs). */
@@ -64,7 +66,7 @@ export function kvrouteConfig(o: KvrouteRouterOptions): object {
 }
 
 export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvroute> {
-  const child = fork(new URL('./kvroute-router-process.mjs', import.meta.url), [], {
+  const child = fork(o.processScript ?? new URL('./kvroute-router-process.mjs', import.meta.url), [], {
     execArgv: [...(o.nodeFlags ?? ROUTER_NODE_FLAGS)],
     env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)), ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}), ...(o.stages ? { KVROUTE_PEERS_ROUTER_STAGES: '1' } : {}) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
