@@ -210,13 +210,15 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
     return this;
   }
 
-  async next(): Promise<IteratorResult<SseEvent>> {
-    if (this.state.finished !== undefined) return this.afterFinish();
+  // Not async functions: an async function returning the cursor's promise wraps it in one more
+  // promise that takes extra microtask turns to adopt it, on every pull of every stream.
+  next(): Promise<IteratorResult<SseEvent>> {
+    if (this.state.finished !== undefined) return settle(() => this.afterFinish());
     return this.cursor.next();
   }
 
-  async nextBatch(): Promise<readonly SseEvent[] | null> {
-    if (this.state.finished !== undefined) return this.afterFinishBatch();
+  nextBatch(): Promise<readonly SseEvent[] | null> {
+    if (this.state.finished !== undefined) return settle(() => this.afterFinishBatch());
     return this.cursor.nextBatch();
   }
 
@@ -265,6 +267,15 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
       throw new StreamAbandonedError(`the stream was not read for ${this.o.abandonAfterMs} ms and was closed; its booking is freed`);
     }
     return { value: undefined, done: true };
+  }
+}
+
+/** `fn()`'s value as a promise, or its exception as a rejected one (what an async function returns). */
+function settle<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
   }
 }
 
