@@ -11,7 +11,12 @@
 // Here a removed entry's slots are cleared, and the old arrays of a growth are emptied, so an old
 // array never holds a dead entry.
 
+import { randomBytes } from 'node:crypto';
+
 const MIN_CAPACITY = 16;
+// Keys may come from clients (X-Request-Id): a seed of this process's own keeps them from
+// choosing keys that all land in one run of slots.
+const SEED = randomBytes(4).readInt32LE(0);
 
 export class SteadyMap<V> {
   private keys: Array<string | undefined> = new Array<string | undefined>(MIN_CAPACITY).fill(undefined);
@@ -127,9 +132,9 @@ function checkKey(key: string): string {
   return key;
 }
 
-/** FNV-1a over the UTF-16 code units, then mixed so that the low bits (the slot) vary. */
+/** FNV-1a over the UTF-16 code units from a seeded basis, then mixed so that the low bits (the slot) vary. */
 function hash(key: string): number {
-  let h = 0x811c9dc5;
+  let h = 0x811c9dc5 ^ SEED;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
