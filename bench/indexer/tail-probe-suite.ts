@@ -51,11 +51,12 @@ const rest = new Map<string, number[]>(settles.map((s) => [s, []]));
 const HEAD = 2000;
 for (let round = 0; round < ROUNDS; round++) {
   const settle = settles[round % settles.length];
-  if (settle === 'auto') console.log('settled', await gcAndSettle());
+  if (settle === 'auto') await gcAndSettle();
   else {
     gc();
     await new Promise((r) => setTimeout(r, Number(settle)));
   }
+  if (process.env.MARK_ROUNDS) console.log(`round ${round} starts`); // beside --trace-opt / --trace-deopt output
   const ns = sampleCalls((i) => index.findMatches(qs[i % qs.length]), { samples: 15_000, warmup: 500, batch: 1 }).perCallNs;
   const med = pct(sorted(ns), 0.5);
   let headSlow = 0;
