@@ -38,6 +38,9 @@ function minflt(): number {
   return Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')[7]);
 }
 
+/** V8's page size (the young generation's pages hold a little less: their header). */
+const YOUNG_PAGE_BYTES = 256 * 1024;
+const bytesPerCall: Record<string, number> = {};
 const CALLS = quick ? 20_000 : 60_000;
 const BATCH = 1000;
 interface Round {
@@ -47,22 +50,29 @@ interface Round {
   faults: number;
 }
 
+/** Times calls [from, to) into ns / at: a function of its own, compiled during the warm-up (a loop
+ * inside round() would start each round in the interpreter, as sampleCalls once did). */
+function timeCalls(fn: (q: BigUint64Array) => unknown, ns: Float64Array, at: Float64Array, from: number, to: number): void {
+  for (let i = from; i < to; i++) {
+    const q = qs[i % qs.length];
+    const t0 = performance.now();
+    sink = fn(q);
+    const t1 = performance.now();
+    ns[i] = (t1 - t0) * 1e6;
+    at[i] = t0;
+  }
+}
+
 function round(name: string): Round {
   const fn = variants[name];
-  for (let i = 0; i < 500; i++) sink = fn(qs[i % qs.length]);
   const ns = new Float64Array(CALLS);
   const at = new Float64Array(CALLS);
+  const warmUntil = performance.now() + 50;
+  while (performance.now() < warmUntil) timeCalls(fn, ns, at, 0, 256);
   let faults = 0;
   for (let b = 0; b < CALLS; b += BATCH) {
     const f0 = minflt();
-    for (let i = b; i < b + BATCH; i++) {
-      const q = qs[i % qs.length];
-      const t0 = performance.now();
-      sink = fn(q);
-      const t1 = performance.now();
-      ns[i] = (t1 - t0) * 1e6;
-      at[i] = t0;
-    }
+    timeCalls(fn, ns, at, b, b + BATCH);
     faults += minflt() - f0;
   }
   return { name, ns, at, faults };
@@ -93,7 +103,7 @@ function perQuery(name: string, ns: Float64Array): void {
 }
 
 /** The slow calls (over 1.8x their query's median) and the calls between them. */
-function gaps(name: string, ns: Float64Array, inGc: Uint8Array): void {
+function gaps(name: string, ns: Float64Array, inGc: Uint8Array, pageCalls: number): void {
   const meds: number[] = [];
   for (let q = 0; q < qs.length; q++) {
     const xs: number[] = [];
@@ -110,6 +120,10 @@ function gaps(name: string, ns: Float64Array, inGc: Uint8Array): void {
   console.log(`${name}: ${slow.length} slow calls of ${ns.length}; commonest gaps (calls: times) ${top.map(([k, v]) => `${k}:${v}`).join(' ')}`);
   const per = new Array(Math.ceil(ns.length / 1000)).fill(0);
   for (const i of slow) per[Math.floor(i / 1000)]++;
+  // The slow calls one young-generation page after another (bytes per call / ~254 KB apart).
+  const paged = slow.filter((x, k) => k > 0 && Math.abs(x - slow[k - 1] - pageCalls) <= 2);
+  const extra = paged.map((i) => ns[i] - meds[i % qs.length]).sort((a, b) => a - b);
+  if (extra.length > 0) console.log(`  ${paged.length} slow calls one page (~${pageCalls.toFixed(1)} calls) after another: extra ns p25 ${extra[extra.length >> 2].toFixed(0)} p50 ${extra[extra.length >> 1].toFixed(0)} p75 ${extra[(3 * extra.length) >> 2].toFixed(0)}`);
   console.log(`  slow calls per 1000: ${per.join(' ')}`);
   console.log(`  first slow calls: ${slow.slice(0, 30).join(' ')}`);
   console.log(`  their extra ns: ${slow.slice(0, 30).map((i) => (ns[i] - meds[i % qs.length]).toFixed(0)).join(' ')}`);
@@ -121,9 +135,11 @@ async function main(): Promise<void> {
     const v8 = await import('node:v8');
     const used = () => v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')!.space_used_size;
     for (const n of names) {
+      for (let i = 0; i < 3000; i++) sink = variants[n](qs[i % qs.length]); // optimised code's allocation only
       (globalThis as { gc?: () => void }).gc?.();
       const u0 = used();
       for (let i = 0; i < 100; i++) sink = variants[n](qs[i % qs.length]);
+      bytesPerCall[n] = (used() - u0) / 100;
       console.log(`${n}: ~${((used() - u0) / 100).toFixed(0)} bytes allocated per call; new space ${v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')!.space_size} bytes`);
     }
   }
@@ -155,7 +171,7 @@ async function main(): Promise<void> {
       row.faults.push(res.faults);
       row.gcCount.push(gcs.filter((e) => e.start >= res.at[0]).length);
       if (process.env.PERQ && r === rounds - 1) perQuery(name, res.ns);
-      if (process.env.GAPS && r === rounds - 1) gaps(name, res.ns, inGc);
+      if (process.env.GAPS && r === rounds - 1) gaps(name, res.ns, inGc, YOUNG_PAGE_BYTES / bytesPerCall[name]);
     }
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
