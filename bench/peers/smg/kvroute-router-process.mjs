@@ -8,6 +8,7 @@
 // and answers the message 'gc' with them (the longest pause since the previous 'gc') (router-flags-series.ts compares node flag sets by them).
 // With KVROUTE_PEERS_ROUTER_STAGES set it records each request's stage times (router-stages.mjs)
 // and answers the message 'stages' with them (stage-probe.ts).
+// Run with --expose-gc it answers the message 'fullGc' after a full GC (router-drift.ts).
 // @ts-check
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseRouterConfig, startServer } from '../../../dist/server/index.js';
@@ -23,6 +24,11 @@ process.on('message', (m) => {
     for (const k of Object.values(gc ?? {})) k.maxMs = 0;
   }
   if (m === 'stages') process.send?.({ stages: stages?.take() ?? {} });
+  if (m === 'fullGc') {
+    const gcNow = /** @type {{ gc?: () => void }} */ (globalThis).gc;
+    gcNow?.();
+    process.send?.({ fullGc: gcNow !== undefined });
+  }
   if (m !== 'close') return;
   void started.close().finally(() => process.exit(0));
 });

@@ -3,6 +3,7 @@
 // prompts taken as they are), and the approximate indexer (the engines publish no KV events, so
 // the router learns from its own decisions, as SMG's cache_aware tree does).
 import { fork, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { ROUTER_NODE_FLAGS } from '../../../src/cli/node-flags.js';
 import { stopProcess } from '../../lib/stop-process.js';
 
@@ -16,6 +17,12 @@ export interface KvrouteRouterOptions {
   gcStats?: boolean;
   /** Record each request's stage times (its stages() answers them; stage-probe.ts). */
   stages?: boolean;
+  /** Let fullGc() force a full GC in the router (node's --expose-gc). */
+  forcibleGc?: boolean;
+  /** Write the router's --trace-gc-nvp lines (its stdout) to this file (gc-trace.ts reads them). */
+  traceGcFile?: string;
+  /** Merged over the configuration kvrouteConfig() gives (replicas, routerQueue, ...). */
+  config?: Record<string, unknown>;
 }
 
 /** What the router process recorded since the previous stages() (router-stages.mjs). */
@@ -45,6 +52,8 @@ export interface RunningKvroute {
   gcStats(): Promise<RouterGcStats>;
   /** Its stage times since the last call; empty unless started with stages. */
   stages(): Promise<RouterStages>;
+  /** Forces a full (mark-compact) GC in the router; false unless started with forcibleGc. */
+  fullGc(): Promise<boolean>;
 }
 
 /** The router's configuration (RouterConfigInput) for these engines. */
@@ -60,15 +69,20 @@ export function kvrouteConfig(o: KvrouteRouterOptions): object {
     health: { intervalMs: 0 },
     maxBodyBytes: 16 << 20,
     workers: o.workers.map((baseUrl, id) => ({ id, role: 'aggregated', kind: 'vllm', baseUrl })),
+    ...o.config,
   };
 }
 
 export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvroute> {
+  const flags = [...(o.nodeFlags ?? ROUTER_NODE_FLAGS), ...(o.forcibleGc ? ['--expose-gc'] : []), ...(o.traceGcFile ? ['--trace-gc-nvp'] : [])];
+  // The child writes to its own copy of the descriptor; ours is closed once it is spawned.
+  const stdout = o.traceGcFile ? openSync(o.traceGcFile, 'w') : 'ignore';
   const child = fork(new URL('./kvroute-router-process.mjs', import.meta.url), [], {
-    execArgv: [...(o.nodeFlags ?? ROUTER_NODE_FLAGS)],
+    execArgv: flags,
     env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)), ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}), ...(o.stages ? { KVROUTE_PEERS_ROUTER_STAGES: '1' } : {}) },
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    stdio: ['ignore', stdout, 'pipe', 'ipc'],
   });
+  if (typeof stdout === 'number') closeSync(stdout);
   let stderr = '';
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (s: string) => (stderr = (stderr + s).slice(-4000)));
@@ -84,11 +98,12 @@ export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvro
     close: () => stopProcess(child, () => child.send('close')),
     gcStats: () => ask<RouterGcStats>(child, 'gc'),
     stages: () => ask<RouterStages>(child, 'stages'),
+    fullGc: () => ask<boolean>(child, 'fullGc'),
   };
 }
 
 /** Sends `question` to the router process and resolves with the `question` field of its answer. */
-function ask<T>(child: ChildProcess, question: 'gc' | 'stages'): Promise<T> {
+function ask<T>(child: ChildProcess, question: 'gc' | 'stages' | 'fullGc'): Promise<T> {
   return new Promise<T>((resolve) => {
     const answer = (m: Record<string, unknown>) => {
       if (!(question in m)) return;

@@ -10,6 +10,7 @@ import type { RemoteBooking, RemoteBookingStats } from '../../core/routing-core.
 import type { PoolName } from '../../core/vocabulary.js';
 import { POOL_NAMES } from '../../core/vocabulary.js';
 import type { Logger } from '../../util/logger.js';
+import { SteadyMap } from '../../util/steady-map.js';
 import type { ReplicasConfig } from '../config/config.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NatsLink } from './link.js';
@@ -63,7 +64,9 @@ export class ReplicaSync implements ReplicaPort {
   private readonly link: NatsLink;
   private readonly outbox: Outbox;
   private readonly peers: Peers;
-  private readonly held = new Map<string, Held>();
+  // Not a Map: one entry per request in flight, and a churned Map's old tables keep their entries
+  // alive to old-generation GCs once it has been through one (util/steady-map.ts says how).
+  private readonly held = new SteadyMap<Held>();
   private readonly counters = new SyncCounters();
   private readonly log: Logger;
   private readonly cores: Record<PoolName, RemoteBookingCore>;
@@ -163,7 +166,7 @@ export class ReplicaSync implements ReplicaPort {
   sweepStale(staleMs: number): number {
     const cutoff = Date.now() - staleMs;
     let n = 0;
-    for (const h of [...this.held.values()]) {
+    for (const h of this.held.values()) {
       if (h.touchedAt > cutoff) continue;
       this.freed(h.book.pool, h.book.requestId);
       n++;
