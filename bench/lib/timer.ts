@@ -9,6 +9,8 @@ export let blackhole: unknown;
 export interface SampleOptions {
   /** Calls before measuring (JIT warm-up, caches). Default 200. */
   warmup?: number;
+  /** After those calls, go on warming up until this long has passed. Default 50 ms. */
+  warmupMs?: number;
   /** Timed samples wanted. */
   samples: number;
   /** Calls per sample: a number, or 'auto' (default) for enough calls to last >= 2 us. */
@@ -26,6 +28,7 @@ export interface Sampled {
 }
 
 const MIN_SAMPLE_NS = 2_000;
+const DEFAULT_WARMUP_MS = 50;
 let clockOverheadNs: number | undefined;
 
 function now(): bigint {
@@ -66,23 +69,56 @@ function timeCalls(fn: (i: number) => unknown, calls: number): number {
   return Number(now() - t0);
 }
 
-/** Samples the per-call time of a synchronous function; `fn(i)` gets the call's index. */
-export function sampleCalls(fn: (i: number) => unknown, opts: SampleOptions): Sampled {
-  const overheadNs = clockOverhead();
-  const warmup = opts.warmup ?? 200;
-  for (let i = 0; i < warmup; i++) blackhole = fn(i);
-  const batch = opts.batch === undefined || opts.batch === 'auto' ? autoBatch(fn) : Math.max(1, Math.floor(opts.batch));
-  const out = new Float64Array(opts.samples);
-  const deadline = opts.maxMs === undefined ? Infinity : performance.now() + opts.maxMs;
-  let n = 0;
-  let call = warmup;
-  while (n < opts.samples) {
+/** Samples per call of timeChunk: short enough for the deadline to be checked often. */
+const CHUNK = 256;
+
+/**
+ * The timed loop: samples [from, to) of `out`, each `batch` calls of `fn` from call index `call`;
+ * returns the next call index. A function of its own, run for the warm-up as for the samples:
+ * with the loop inside sampleCalls, each sampleCalls call began timing in the interpreter, until
+ * V8 had compiled the loop on a helper thread and entered it (OSR: milliseconds later on a busy
+ * machine, a few thousand samples), and the code left it by a deopt at the loop's end, so every
+ * round's first samples carried the interpreter's clock reads (bench/indexer/tail-probe-suite.ts
+ * with --trace-opt --trace-osr).
+ */
+function timeChunk(fn: (i: number) => unknown, out: Float64Array, from: number, to: number, batch: number, call: number, overheadNs: number): number {
+  for (let n = from; n < to; n++) {
     const t0 = now();
     for (let b = 0; b < batch; b++) blackhole = fn(call++);
     const ns = Number(now() - t0);
-    out[n++] = Math.max(0, ns - overheadNs) / batch;
-    // Checking the deadline every 64 samples keeps its cost out of the loop.
-    if ((n & 63) === 0 && performance.now() > deadline) break;
+    out[n] = Math.max(0, ns - overheadNs) / batch;
+  }
+  return call;
+}
+
+/**
+ * Samples the per-call time of a synchronous function; `fn(i)` gets the call's index. The
+ * warm-up goes through the timed loop too, for `warmup` calls and then until `warmupMs` have
+ * passed, so that the loop and `fn` are compiled before the first sample (the compiler runs on a
+ * helper thread, which a loaded 2-vCPU machine starts late).
+ */
+export function sampleCalls(fn: (i: number) => unknown, opts: SampleOptions): Sampled {
+  const overheadNs = clockOverhead();
+  const warmup = opts.warmup ?? 200;
+  const scratch = new Float64Array(CHUNK);
+  let call = 0;
+  while (call < warmup) call = timeChunk(fn, scratch, 0, Math.min(CHUNK, warmup - call), 1, call, overheadNs);
+  const batch = opts.batch === undefined || opts.batch === 'auto' ? autoBatch(fn) : Math.max(1, Math.floor(opts.batch));
+  // Samples per chunk: up to CHUNK, about a millisecond's worth for slow calls (the deadline and
+  // the warm-up's end are checked between chunks).
+  const t0 = performance.now();
+  call = timeChunk(fn, scratch, 0, 1, batch, call, overheadNs);
+  const chunk = Math.max(1, Math.min(CHUNK, Math.floor(1 / Math.max(1e-6, performance.now() - t0))));
+  const warmUntil = t0 + (opts.warmupMs ?? DEFAULT_WARMUP_MS);
+  while (performance.now() < warmUntil) call = timeChunk(fn, scratch, 0, chunk, batch, call, overheadNs);
+  const out = new Float64Array(opts.samples);
+  const deadline = opts.maxMs === undefined ? Infinity : performance.now() + opts.maxMs;
+  let n = 0;
+  while (n < opts.samples) {
+    const to = Math.min(opts.samples, n + chunk);
+    call = timeChunk(fn, out, n, to, batch, call, overheadNs);
+    n = to;
+    if (performance.now() > deadline) break;
   }
   return { perCallNs: out.subarray(0, n), batch, overheadNs };
 }

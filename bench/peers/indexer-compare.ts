@@ -6,6 +6,7 @@ import { computeBlockHashes } from '../../src/core/hashing.js';
 import { KvIndexer } from '../../src/core/indexer.js';
 import { fast } from '../../src/core/fast-calls.js';
 import { BLOCK_SIZE, documentCount, queryTokens, removedEvents, storedEvents, type RemovedEvent, type StoredEvent } from '../indexer/workload.js';
+import { gcAndSettle } from '../lib/gc-settle.js';
 import { sampleCalls } from '../lib/timer.js';
 import type { DynamoBuilt, DynamoIndexer, DynamoReady, DynamoRemoved } from './dynamo-indexer.js';
 import { measureApplyEventBatch, type EventBatchFigures } from './event-batch.js';
@@ -148,10 +149,18 @@ export async function compareIndexers(
       scoreChecks.push(...checkScores(ours.index, w, await peer.scores(), 'after the stored events', log));
       const bare = bareFindMatches(ours.index);
       for (let r = 0; r < sizes.latencyRounds; r++) {
-        const measureKvroute = () => {
-          gc();
-          latencyNs.kvroutePublic.push(Array.from(sampleCalls((i) => ours.index.findMatches(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs));
-          latencyNs.kvrouteBare.push(Array.from(sampleCalls((i) => bare(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs));
+        // Each after a settled GC (bench/lib/gc-settle.ts), the public call and the bare one in
+        // turn first: the public call always ran right after gc(), inside its helper threads' work.
+        const measureKvroute = async () => {
+          const timePublic = async () => {
+            await gcAndSettle();
+            latencyNs.kvroutePublic.push(Array.from(sampleCalls((i) => ours.index.findMatches(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs));
+          };
+          const timeBare = async () => {
+            await gcAndSettle();
+            latencyNs.kvrouteBare.push(Array.from(sampleCalls((i) => bare(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs));
+          };
+          for (const time of r % 2 === 0 ? [timePublic, timeBare] : [timeBare, timePublic]) await time();
         };
         const measureDynamo = async () => {
           const l = await peer.latency(sizes.latencySamples, r);
@@ -159,11 +168,11 @@ export async function compareIndexers(
           latencyNs.dynamoPool.push(l.pool_ns);
         };
         if (r % 2 === 0) {
-          measureKvroute();
+          await measureKvroute();
           await measureDynamo();
         } else {
           await measureDynamo();
-          measureKvroute();
+          await measureKvroute();
         }
         log(`find_matches round ${r + 1}/${sizes.latencyRounds} done`);
       }

@@ -27,6 +27,7 @@ import { formatCount, formatNumber } from '../lib/format.js';
 import { median, summarize, type Summary } from '../lib/stats.js';
 import type { BenchContext, BenchSuite, Figure, SuiteResult } from '../lib/suite.js';
 import { barChart, cdfChart } from '../lib/svg.js';
+import { gcAndSettle } from '../lib/gc-settle.js';
 import { sampleCalls } from '../lib/timer.js';
 import { chainPayload, decodeOrThrow, EVENTS_PER_BATCH, removedPayloads, storedPayloads, worstStallMs, type Payload } from '../indexer/payloads.js';
 import { ReferenceIndexer } from '../reference/indexer.js';
@@ -120,18 +121,19 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   ctx.progress(`findMatches latency, ${QUERIES} prompts of 8k tokens`);
   const nativeNs: Float64Array[] = [];
   const refNs: Float64Array[] = [];
-  // Two alternating rounds each, so both see the same background noise.
+  // Two alternating rounds each, so both see the same background noise; each starts once the
+  // GC's helper threads have finished sweeping the reference's heap (bench/lib/gc-settle.ts).
   for (let round = 0; round < 2; round++) {
-    gc();
+    await gcAndSettle();
     nativeNs.push(latency(native, qs, sizes.nativeSamples / 2));
-    gc();
+    await gcAndSettle();
     refNs.push(latency(reference, qs, sizes.referenceSamples / 2));
   }
   const natUs = Float64Array.from([...nativeNs[0], ...nativeNs[1]]).map((x) => x / 1000);
   const refUs = Float64Array.from([...refNs[0], ...refNs[1]]).map((x) => x / 1000);
   const nat = summarize(natUs);
   const ref = summarize(refUs);
-  gc();
+  await gcAndSettle();
   const earlyUs = sampleCalls((i) => native.findMatches(qs[i % qs.length], { earlyExit: true }), { samples: sizes.nativeSamples / 2, batch: 1 }).perCallNs.map(
     (x) => x / 1000,
   );

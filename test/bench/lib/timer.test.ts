@@ -11,11 +11,22 @@ describe('timer', () => {
 
   it('samples every call index once, in order, after the warm-up', () => {
     const seen: number[] = [];
-    const r = sampleCalls((i) => seen.push(i), { samples: 50, warmup: 5, batch: 3 });
+    const r = sampleCalls((i) => seen.push(i), { samples: 50, warmup: 5, warmupMs: 0, batch: 3 });
     expect(r.batch).toBe(3);
     expect(r.perCallNs).toHaveLength(50);
-    expect(seen).toEqual(Array.from({ length: 5 + 150 }, (_, i) => i));
+    // The 5 warm-up calls, one batch that sizes the chunks, then the 50 batches timed.
+    expect(seen).toEqual(Array.from({ length: 5 + 3 + 150 }, (_, i) => i));
     for (const ns of r.perCallNs) expect(ns).toBeGreaterThanOrEqual(0);
+  });
+
+  it('warms up through the timed loop for warmupMs before the first sample', () => {
+    const at: number[] = [];
+    const r = sampleCalls(() => at.push(performance.now()), { samples: 10, warmup: 2, warmupMs: 30, batch: 1 });
+    expect(r.perCallNs).toHaveLength(10);
+    // The samples are the last 10 calls; the warm-up's calls went on for 30 ms before them.
+    const firstSampled = at[at.length - 10];
+    expect(firstSampled - at[0]).toBeGreaterThanOrEqual(30);
+    expect(at.length).toBeGreaterThan(2 + 10);
   });
 
   it('batches tiny calls automatically and stops at maxMs', () => {
