@@ -108,7 +108,7 @@ export class EngineClient {
    */
   async postStream(route: string, body: Record<string, unknown>, call: EngineCallOptions): Promise<EngineStream> {
     const res = await this.send(route, body, call, 'text/event-stream');
-    const type = String(res.headers['content-type'] ?? '');
+    const type = res.header('content-type') ?? '';
     if (type.startsWith('application/json')) {
       // A 2xx JSON answer to a stream request is not a stream: report what the engine said.
       const text = await this.readText(res.body, MAX_ERROR_BODY_BYTES, call.signal);

@@ -91,7 +91,7 @@ class StreamState {
 
   constructor(
     private readonly o: GuardedStreamOptions,
-    /** The stream's key in `unfinished` and its finalization registration (see GuardedStream). */
+    /** The stream's slot in `unfinished`, its finalization registration's holdings (see GuardedStream). */
     readonly key: number,
     readonly unregisterToken: object,
   ) {}
@@ -106,7 +106,7 @@ class StreamState {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.o.signal?.removeEventListener('abort', this.onAbort);
-    unfinished.delete(this.key);
+    releaseSlot(this.key);
     collected.unregister(this.unregisterToken);
     const closing = reason === 'end' ? undefined : this.o.cancel();
     if (closing instanceof Promise) {
@@ -153,11 +153,26 @@ class StreamState {
 // the old generation, and a scavenge cannot tell that a cell is dead, so holdings referenced from
 // it survived every young collection with the whole request behind them (about 25 KB promoted per
 // request, full GCs every ~1.5 s at 1,000 req/s). The state is found through `unfinished` instead,
-// whose entry is deleted the moment the stream finishes. The registered target is likewise a tiny
+// whose slot is freed the moment the stream finishes. The registered target is likewise a tiny
 // empty object owned by the stream (not the stream and what it references).
-const unfinished = new Map<number, StreamState>();
-let nextKey = 0;
-const collected = new FinalizationRegistry<number>((key) => unfinished.get(key)?.finish('collected'));
+//
+// Slots with a free list, not a Map: a Map whose entries come and go is shrunk and rehashed into
+// new tables as it churns (a cost per request in the profile), and V8 leaves an old table pointing
+// to the new one and the entries it held (src/server/app/inflight.ts says what that did to the
+// GC). A slot is reused only after its stream finished, which also unregistered it: no callback of
+// the registry can find another stream's state there.
+const unfinished: Array<StreamState | undefined> = [];
+const freeSlots: number[] = [];
+const collected = new FinalizationRegistry<number>((slot) => unfinished[slot]?.finish('collected'));
+
+function takeSlot(): number {
+  return freeSlots.length > 0 ? freeSlots.pop()! : unfinished.length;
+}
+
+function releaseSlot(slot: number): void {
+  unfinished[slot] = undefined;
+  freeSlots.push(slot);
+}
 
 export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent>, EventBatchSource {
   private readonly state: StreamState;
@@ -172,9 +187,9 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
     if (!Number.isFinite(o.abandonAfterMs) || o.abandonAfterMs <= 0) throw new RangeError(`abandonAfterMs must be a positive number, got ${o.abandonAfterMs}`);
     this.o = o;
     this.source = batchesOf(o.source);
-    const state = new StreamState(o, nextKey++, {});
+    const state = new StreamState(o, takeSlot(), {});
     this.state = state;
-    unfinished.set(state.key, state);
+    unfinished[state.key] = state;
     collected.register(this.lifetime, state.key, state.unregisterToken);
     if (o.signal?.aborted) {
       state.finish('abort');
@@ -195,13 +210,15 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
     return this;
   }
 
-  async next(): Promise<IteratorResult<SseEvent>> {
-    if (this.state.finished !== undefined) return this.afterFinish();
+  // Not async functions: an async function returning the cursor's promise wraps it in one more
+  // promise that takes extra microtask turns to adopt it, on every pull of every stream.
+  next(): Promise<IteratorResult<SseEvent>> {
+    if (this.state.finished !== undefined) return settle(() => this.afterFinish());
     return this.cursor.next();
   }
 
-  async nextBatch(): Promise<readonly SseEvent[] | null> {
-    if (this.state.finished !== undefined) return this.afterFinishBatch();
+  nextBatch(): Promise<readonly SseEvent[] | null> {
+    if (this.state.finished !== undefined) return settle(() => this.afterFinishBatch());
     return this.cursor.nextBatch();
   }
 
@@ -250,6 +267,15 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
       throw new StreamAbandonedError(`the stream was not read for ${this.o.abandonAfterMs} ms and was closed; its booking is freed`);
     }
     return { value: undefined, done: true };
+  }
+}
+
+/** `fn()`'s value as a promise, or its exception as a rejected one (what an async function returns). */
+function settle<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
   }
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Dispatcher } from 'undici';
-import { ResponseBody } from '../../src/engines/engine-response.js';
+import { ResponseBody, ResponseHead } from '../../src/engines/engine-response.js';
 
 class FakeController {
   paused = false;
@@ -89,5 +89,27 @@ describe('ResponseBody', () => {
     await expect(b.read()).rejects.toThrow(TypeError);
     b.end();
     expect(await first).toBeNull();
+  });
+});
+
+describe('ResponseHead', () => {
+  const raw = (...pairs: string[]) => pairs.map((p) => Buffer.from(p, 'latin1'));
+  const head = (...pairs: string[]) => new ResponseHead(200, raw(...pairs), body().b);
+
+  it('reads one header case-insensitively without parsing the rest, the first of a repeated one', () => {
+    const h = head('Content-Type', 'text/event-stream', 'Set-Cookie', 'a=1', 'set-cookie', 'b=2');
+    expect(h.header('content-type')).toBe('text/event-stream');
+    expect(h.header('set-cookie')).toBe('a=1');
+    expect(h.header('x-missing')).toBeUndefined();
+  });
+
+  it('parses every header on demand as undici did: lower-case names, latin1 values, repeats in an array', () => {
+    const h = head('Content-Type', 'text/plain; charset=\xe9', 'X-A', '1', 'x-a', '2', 'x-a', '3', '__proto__', 'p');
+    expect(h.headers['content-type']).toBe('text/plain; charset=\xe9');
+    expect(h.headers['x-a']).toEqual(['1', '2', '3']);
+    expect(h.headers['__proto__']).toBe('p'); // a header, not the object's prototype
+    expect(Object.keys(h.headers)).toEqual(['content-type', 'x-a', '__proto__']);
+    expect(h.header('x-a')).toBe('1'); // from the parsed headers now
+    expect(h.headers).toBe(h.headers); // parsed once
   });
 });

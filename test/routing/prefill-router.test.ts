@@ -45,7 +45,8 @@ describe('aggregated serving (no prefill workers)', () => {
     expect(events[0].data).toBe(JSON.stringify(events[0].json));
     expect(f.router.stats()).toMatchObject({ requests: 1, aggregated: 1, disaggregated: 0 });
     expect(f.done).toHaveLength(1);
-    expect(f.done[0]).toMatchObject({ mode: 'aggregated', outcome: 'end', summary: { requestId: 'agg-1', outputTokens: 3 } });
+    // The engine's usage chunk (0 of 16 prompt tokens cached on a decode-role engine) is the request's.
+    expect(f.done[0]).toMatchObject({ mode: 'aggregated', outcome: 'end', summary: { requestId: 'agg-1', outputTokens: 3, engineKvHitRate: 0 } });
     await drained(f);
   });
 

@@ -17,6 +17,8 @@ export interface KvrouteRouterOptions {
   gcStats?: boolean;
   /** Record each request's stage times (its stages() answers them; stage-probe.ts). */
   stages?: boolean;
+  /** The router process script (default this folder's kvroute-router-process.mjs); router-ab.ts runs a copy beside another build's dist/. */
+  processScript?: URL;
   /** Let fullGc() force a full GC in the router (node's --expose-gc). */
   forcibleGc?: boolean;
   /** Write the router's --trace-gc-nvp lines (its stdout) to this file (gc-trace.ts reads them). */
@@ -77,7 +79,7 @@ export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvro
   const flags = [...(o.nodeFlags ?? ROUTER_NODE_FLAGS), ...(o.forcibleGc ? ['--expose-gc'] : []), ...(o.traceGcFile ? ['--trace-gc-nvp'] : [])];
   // The child writes to its own copy of the descriptor; ours is closed once it is spawned.
   const stdout = o.traceGcFile ? openSync(o.traceGcFile, 'w') : 'ignore';
-  const child = fork(new URL('./kvroute-router-process.mjs', import.meta.url), [], {
+  const child = fork(o.processScript ?? new URL('./kvroute-router-process.mjs', import.meta.url), [], {
     execArgv: flags,
     env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)), ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}), ...(o.stages ? { KVROUTE_PEERS_ROUTER_STAGES: '1' } : {}) },
     stdio: ['ignore', stdout, 'pipe', 'ipc'],

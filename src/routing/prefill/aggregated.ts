@@ -24,12 +24,13 @@ export async function serveAggregated(ctx: RequestContext, mode: 'aggregated' | 
     permit.release();
   }
   if (mode === 'aggregated') ctx.env.report.aggregated();
-  const opts = ctx.legOptions(mode, false);
   if (ctx.stream) {
-    const stream = await decode.stream(booking, req.route, req.body, opts);
-    return ctx.respond(mode, undefined, booking, { stream: ctx.relay(stream, () => undefined) });
+    // Nothing to inject into the usage chunk: the leg's stream goes out as it is (its events are
+    // seen by onEvent, usage included), without a mapped stream's layer of promises per pull.
+    const stream = await decode.stream(booking, req.route, req.body, ctx.legOptions(mode, false, undefined, true));
+    return ctx.respond(mode, undefined, booking, { stream });
   }
-  return ctx.answer(mode, undefined, booking, await decode.json(booking, req.route, req.body, opts));
+  return ctx.answer(mode, undefined, booking, await decode.json(booking, req.route, req.body, ctx.legOptions(mode, false)));
 }
 
 /** A failed prefill leg: aggregated serving when allowed and the failure is not the request's fault. */

@@ -130,17 +130,25 @@ export class RequestContext {
     return routingPriority(this.env.forwardPriority, this.req.hints);
   }
 
-  /** Leg options that feed the tracker and report the request's end. */
-  legOptions(mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = this.req.signal): LegOptions {
+  /**
+   * Leg options that feed the tracker and report the request's end. `recordsUsage`: the leg's own
+   * usage chunk is the request's (an aggregated leg, relayed without a relay() around it).
+   */
+  legOptions(mode: ServeMode, holdUntilFirstEvent: boolean, signal: SignalLike = this.req.signal, recordsUsage = false): LegOptions {
     this.openLegs++;
     return {
       requestId: this.req.requestId,
       signal,
       holdUntilFirstEvent,
       enginePriority: this.enginePriority,
-      onEvent: (ev) => {
-        if (carriesToken(ev)) this.tracker.recordTokens(1);
-      },
+      onEvent: recordsUsage
+        ? (ev) => {
+            if (carriesToken(ev)) this.tracker.recordTokens(1);
+            this.recordUsage(eventUsage(ev));
+          }
+        : (ev) => {
+            if (carriesToken(ev)) this.tracker.recordTokens(1);
+          },
       onFinish: (reason) => this.done(mode, reason),
       // A failover may have moved the leg: record the worker it went out on.
       onSent: (b) => this.recordRouting(mode === 'disaggregated' ? 'decode' : 'aggregated', b),

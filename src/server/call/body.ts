@@ -1,5 +1,6 @@
 // Request bodies, bounded: a body is read up to its limit and no further, so an oversized upload
 // costs at most limit + 1 bytes of memory before it is refused with 413.
+import { writeBytes } from '../../core/result-slab.js';
 import { payloadTooLarge } from './errors.js';
 
 export type BodySource = Uint8Array | AsyncIterable<Uint8Array | string> | null | undefined;
@@ -40,11 +41,19 @@ export class BoundedBodyBuffer {
 
   constructor(private readonly limit: number) {}
 
-  /** Copies a chunk in; false once the body is over the limit (stop feeding it). */
+  /**
+   * Copies a chunk in; false once the body is over the limit (stop feeding it). Chunks up to 16 KB
+   * are copied into the shared body slab (core/result-slab.ts): a request body of a few KB had a
+   * backing store of its own, malloc'd and later swept and freed, on every request.
+   */
   push(chunk: ArrayBuffer): boolean {
     if (this.total > this.limit) return false;
     const room = this.limit + 1 - this.total;
-    const bytes = Buffer.from(new Uint8Array(chunk, 0, Math.min(chunk.byteLength, room)));
+    const src = new Uint8Array(chunk, 0, Math.min(chunk.byteLength, room));
+    const bytes = writeBytes(src.byteLength, (out) => {
+      out.set(src);
+      return src.byteLength;
+    });
     this.chunks.push(bytes);
     this.total += chunk.byteLength;
     return this.total <= this.limit;

@@ -249,11 +249,20 @@ async function pump(res: HttpResponse, reply: HttpReply, stream: FrameStream, st
   }
 }
 
+/** Status lines by status code, built once each (the same few are written on every response). */
+const statusLines = new Map<number, string>();
+
 function writeHead(res: HttpResponse, reply: HttpReply): void {
-  res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
-  for (const [k, v] of Object.entries(reply.headers)) {
+  let line = statusLines.get(reply.status);
+  if (line === undefined) {
+    line = `${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`;
+    if (STATUS_CODES[reply.status] !== undefined) statusLines.set(reply.status, line); // bounded: the known codes
+  }
+  res.writeStatus(line);
+  const headers = reply.headers;
+  for (const k in headers) {
     // uWS computes content-length itself on end(); a duplicate would corrupt the response.
-    if (k !== 'content-length') res.writeHeader(k, v);
+    if (k !== 'content-length' && Object.hasOwn(headers, k)) res.writeHeader(k, headers[k]);
   }
 }
 

@@ -39,4 +39,20 @@ describe('BoundedBodyBuffer', () => {
     expect(b.push(ab)).toBe(false);
     expect(b.bytes().byteLength).toBe(5);
   });
+
+  it('keeps its own copy: the chunk reused by the frontend, other bodies copied after it, large bodies too', () => {
+    const chunk = new Uint8Array(6000).fill(7);
+    const a = new BoundedBodyBuffer(1 << 20);
+    a.push(chunk.buffer);
+    chunk.fill(9); // uWS hands out the same memory for the next chunk
+    const b = new BoundedBodyBuffer(1 << 20);
+    b.push(chunk.buffer);
+    b.push(new Uint8Array(40_000).fill(3).buffer); // over the slab's pooled size: a buffer of its own
+    expect(a.bytes().every((x) => x === 7)).toBe(true);
+    expect(a.bytes().byteLength).toBe(6000);
+    const bb = b.bytes();
+    expect(bb.byteLength).toBe(46_000);
+    expect(bb.subarray(0, 6000).every((x) => x === 9) && bb.subarray(6000).every((x) => x === 3)).toBe(true);
+    expect(a.bytes().every((x) => x === 7)).toBe(true); // b's copies did not land on a's bytes
+  });
 });
