@@ -20,7 +20,12 @@ export interface EngineClientOptions {
   firstByteTimeoutMs?: number;
   /** Longest silence inside a response body. Default 300 s. */
   idleTimeoutMs?: number;
-  /** How long an idle keep-alive connection stays open. Default 30 s. */
+  /**
+   * How long an idle keep-alive connection stays open. Default 4 s: under the 5 s after which
+   * uvicorn, the server of vLLM's and SGLang's OpenAI APIs, closes an idle connection itself.
+   * Held longer, a request written just as the engine closes the connection is lost after it was
+   * sent; the router cannot know the engine did not run it, so it answers 502 instead of failing over.
+   */
   keepAliveTimeoutMs?: number;
   /** Connections per engine (each stream holds one); null for no limit (the default). */
   connections?: number | null;
@@ -41,6 +46,8 @@ export interface EngineCallOptions {
 
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const DAY_MS = 86_400_000;
+/** Below uvicorn's default timeout_keep_alive (5 s), which the engines' OpenAI servers run with. */
+const DEFAULT_KEEP_ALIVE_MS = 4_000;
 
 interface ResolvedOptions {
   connectTimeoutMs: number;
@@ -58,7 +65,7 @@ export function resolveClientOptions(opts: EngineClientOptions | undefined): Res
     connectTimeoutMs: ms(o.connectTimeoutMs, 'connectTimeoutMs', 5_000),
     firstByteTimeoutMs: ms(o.firstByteTimeoutMs, 'firstByteTimeoutMs', 300_000),
     idleTimeoutMs: ms(o.idleTimeoutMs, 'idleTimeoutMs', 300_000),
-    keepAliveTimeoutMs: ms(o.keepAliveTimeoutMs, 'keepAliveTimeoutMs', 30_000),
+    keepAliveTimeoutMs: ms(o.keepAliveTimeoutMs, 'keepAliveTimeoutMs', DEFAULT_KEEP_ALIVE_MS),
     connections: o.connections === undefined || o.connections === null ? null : expectInteger(o.connections, 'connections', 1, 1 << 20),
     maxResponseBytes: o.maxResponseBytes === undefined ? 64 << 20 : expectInteger(o.maxResponseBytes, 'maxResponseBytes', 1, 2 ** 31 - 1),
   };

@@ -335,6 +335,28 @@ describe('options and errors', () => {
     expect(() => new EngineClients({ idleTimeoutMs: -1 })).toThrow(RangeError);
   });
 
+  it('closes an idle connection itself before the 5 s after which uvicorn engines close theirs', async () => {
+    const s = await serve((_req, _body, res) => res.end('{}'));
+    // No idle limit on the engine's side and no Keep-Alive hint (as uvicorn sends none): only the
+    // client can close the connection.
+    s.server.keepAliveTimeout = 0;
+    let closedByClient = 0;
+    s.server.on('connection', (sock: Socket) => sock.on('end', () => closedByClient++));
+    const c = client(s.url);
+    await c.postJson('/v1/completions', {}, { requestId: 'r1' });
+    await until(() => closedByClient === 1, 'the client closing its idle connection', 5_000);
+  }, 10_000);
+
+  it('keeps an idle connection for keepAliveTimeoutMs', async () => {
+    const s = await serve((_req, _body, res) => res.end('{}'));
+    s.server.keepAliveTimeout = 0;
+    const c = client(s.url, { keepAliveTimeoutMs: 3_000 });
+    await c.postJson('/v1/completions', {}, { requestId: 'r1' });
+    await new Promise((r) => setTimeout(r, 1_000));
+    await c.postJson('/v1/completions', {}, { requestId: 'r2' });
+    expect(s.connections).toBe(1);
+  });
+
   it('maps undici failure codes', () => {
     const e = (code: string) => Object.assign(new Error(code), { code });
     expect(translateUndiciError(e('UND_ERR_CONNECT_TIMEOUT'), undefined, 'u', false)).toMatchObject({ status: 504, failure: 'engine_connect_timeout' });
