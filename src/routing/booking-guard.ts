@@ -7,6 +7,7 @@ import type { SignalLike } from '../util/cancellation.js';
 import { abortError } from '../engines/errors.js';
 import { batchesOf, EventCursor, type EventBatchSource } from '../engines/event-batch.js';
 import type { SseEvent } from '../engines/types.js';
+import { SlotTable } from '../util/slot-table.js';
 
 export type FreeReason =
   | 'end' // the engine ended the stream / answered
@@ -89,12 +90,15 @@ class StreamState {
   private pulling = false;
   private idleSince = 0;
 
+  /** The stream's slot in `unfinished`, its finalization registration's holdings (see GuardedStream). */
+  readonly key: number;
+
   constructor(
     private readonly o: GuardedStreamOptions,
-    /** The stream's slot in `unfinished`, its finalization registration's holdings (see GuardedStream). */
-    readonly key: number,
     readonly unregisterToken: object,
-  ) {}
+  ) {
+    this.key = unfinished.add(this);
+  }
 
   readonly onAbort = (): void => {
     this.finish('abort');
@@ -106,7 +110,7 @@ class StreamState {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.o.signal?.removeEventListener('abort', this.onAbort);
-    releaseSlot(this.key);
+    unfinished.release(this.key, this);
     collected.unregister(this.unregisterToken);
     const closing = reason === 'end' ? undefined : this.o.cancel();
     if (closing instanceof Promise) {
@@ -156,23 +160,12 @@ class StreamState {
 // whose slot is freed the moment the stream finishes. The registered target is likewise a tiny
 // empty object owned by the stream (not the stream and what it references).
 //
-// Slots with a free list, not a Map: a Map whose entries come and go is shrunk and rehashed into
-// new tables as it churns (a cost per request in the profile), and V8 leaves an old table pointing
-// to the new one and the entries it held (src/server/app/inflight.ts says what that did to the
-// GC). A slot is reused only after its stream finished, which also unregistered it: no callback of
-// the registry can find another stream's state there.
-const unfinished: Array<StreamState | undefined> = [];
-const freeSlots: number[] = [];
-const collected = new FinalizationRegistry<number>((slot) => unfinished[slot]?.finish('collected'));
-
-function takeSlot(): number {
-  return freeSlots.length > 0 ? freeSlots.pop()! : unfinished.length;
-}
-
-function releaseSlot(slot: number): void {
-  unfinished[slot] = undefined;
-  freeSlots.push(slot);
-}
+// A SlotTable, not a Map: a Map whose entries come and go is shrunk and rehashed into new tables
+// as it churns (a cost per request in the profile), and its old tables can keep requests alive
+// (src/util/slot-table.ts). A slot is reused only after its stream finished, which also
+// unregistered it: no callback of the registry can find another stream's state there.
+const unfinished = new SlotTable<StreamState>();
+const collected = new FinalizationRegistry<number>((slot) => unfinished.get(slot)?.finish('collected'));
 
 export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<SseEvent>, EventBatchSource {
   private readonly state: StreamState;
@@ -187,9 +180,8 @@ export class GuardedStream implements AsyncIterable<SseEvent>, AsyncIterator<Sse
     if (!Number.isFinite(o.abandonAfterMs) || o.abandonAfterMs <= 0) throw new RangeError(`abandonAfterMs must be a positive number, got ${o.abandonAfterMs}`);
     this.o = o;
     this.source = batchesOf(o.source);
-    const state = new StreamState(o, takeSlot(), {});
+    const state = new StreamState(o, {});
     this.state = state;
-    unfinished[state.key] = state;
     collected.register(this.lifetime, state.key, state.unregisterToken);
     if (o.signal?.aborted) {
       state.finish('abort');

@@ -3,11 +3,8 @@
 // after a hole back (no tombstones), so nothing is ever rehashed while the number of entries holds
 // steady; the arrays only double when the entries outgrow them, and never shrink.
 //
-// Why not a Map: a Map whose entries come and go is rehashed into a new table every few dozen
-// operations, and V8 leaves the old table pointing to the new one and to the entries it held.
-// Once a full GC has moved the live table to the old generation, every later table (and every
-// entry it held) is reachable from a dead old table: each survives its scavenges and is promoted,
-// for good (bench/PERFORMANCE.md, "The router after its first full GC"; InFlight was the first).
+// Why not a Map: a churned Map's old hash tables keep the entries they held reachable once a full
+// GC has run (src/util/slot-table.ts says how; SlotTable serves numbered slots, this, string keys).
 // Here a removed entry's slots are cleared, and the old arrays of a growth are emptied, so an old
 // array never holds a dead entry.
 

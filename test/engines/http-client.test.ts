@@ -336,7 +336,9 @@ describe('options and errors', () => {
   });
 
   it('closes an idle connection itself before the 5 s after which uvicorn engines close theirs', async () => {
-    const s = await serve((_req, _body, res) => res.end('{}'));
+    const s = await serve((_req, _body, res) => {
+      res.end('{}');
+    });
     // No idle limit on the engine's side and no Keep-Alive hint (as uvicorn sends none): only the
     // client can close the connection.
     s.server.keepAliveTimeout = 0;
@@ -348,7 +350,9 @@ describe('options and errors', () => {
   }, 10_000);
 
   it('keeps an idle connection for keepAliveTimeoutMs', async () => {
-    const s = await serve((_req, _body, res) => res.end('{}'));
+    const s = await serve((_req, _body, res) => {
+      res.end('{}');
+    });
     s.server.keepAliveTimeout = 0;
     const c = client(s.url, { keepAliveTimeoutMs: 3_000 });
     await c.postJson('/v1/completions', {}, { requestId: 'r1' });

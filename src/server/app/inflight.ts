@@ -3,13 +3,10 @@
 // is left; when its time runs out it cuts those still running (each knows how to end itself:
 // an error frame for a stream, a 503 for a request still waiting for its engine).
 //
-// The entries live in an array of slots with a free list, not in a Set. A Set whose entries come
-// and go is rehashed into a new table every few dozen requests, and V8 leaves the old table
-// pointing to the new one and to the entries it held. Once a full GC had moved the live table to
-// the old generation, every later table (and the whole request behind each entry) was reachable
-// from a dead old table, so each scavenge promoted ~1.6 MB instead of ~0.5: +30-50 us of router
-// CPU per request for good, and a mark-compact every few seconds (2026-11-28; bench/PERFORMANCE.md,
-// "The router after its first full GC").
+// The entries live in a SlotTable, not a Set: a churned Set's old hash tables kept every request
+// alive through its scavenges once a full GC had run (src/util/slot-table.ts says how).
+
+import { SlotTable } from '../../util/slot-table.js';
 
 export interface InFlightEntry {
   /** The request's answer is complete. Idempotent. */
@@ -23,24 +20,20 @@ interface Entry {
 }
 
 export class InFlight {
-  private readonly slots: Array<Entry | undefined> = [];
-  private readonly freeSlots: number[] = [];
+  private readonly entries = new SlotTable<Entry>();
   private waiters: Array<() => void> = [];
 
   get size(): number {
-    return this.slots.length - this.freeSlots.length;
+    return this.entries.size;
   }
 
   begin(): InFlightEntry {
-    const slot = this.freeSlots.length > 0 ? this.freeSlots.pop()! : this.slots.length;
     const entry: Entry = { cut: undefined };
-    this.slots[slot] = entry;
+    const slot = this.entries.add(entry);
     return {
       done: () => {
         // Done already: the slot is free, or another request's since.
-        if (this.slots[slot] !== entry) return;
-        this.slots[slot] = undefined;
-        this.freeSlots.push(slot);
+        if (!this.entries.release(slot, entry)) return;
         if (this.size === 0) this.wake();
       },
       onCut: (cut) => {
@@ -57,7 +50,7 @@ export class InFlight {
 
   /** Ends every request still in flight; returns how many there were. */
   cutAll(): number {
-    const entries = this.slots.filter((e): e is Entry => e !== undefined);
+    const entries = this.entries.values();
     for (const e of entries) e.cut?.();
     return entries.length;
   }
