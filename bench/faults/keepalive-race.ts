@@ -14,6 +14,7 @@
 // --engine-lag-ms blocks the engine's event loop that long right after each burst's answers (an
 // engine busy elsewhere, as on a loaded machine): its idle timers then fire late, next to reads
 // that wait on the same loop.
+import { subscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
@@ -25,13 +26,15 @@ interface Engine {
   url: string;
   /** Request ids whose head the engine parsed. */
   seen: Set<string>;
+  /** Requests whose head it parsed a second time (run twice). */
+  parsedTwice: number;
   connections: number;
   /** Connections the engine closed for idleness. */
   idleCloses: number;
 }
 
 function startEngine(idleMs: number, lagMs: number): Promise<Engine> {
-  const engine: Engine = { server: undefined as unknown as Server, url: '', seen: new Set(), connections: 0, idleCloses: 0 };
+  const engine: Engine = { server: undefined as unknown as Server, url: '', seen: new Set(), parsedTwice: 0, connections: 0, idleCloses: 0 };
   // The engine's idle close, uvicorn's way: a timer started when an answer is finished, cancelled
   // by the next request, closing the connection when it fires. (node's own keepAliveTimeout is off:
   // node 20.20 closes after keepAliveTimeout + 1 s, measured, and would say "Keep-Alive: timeout=N".)
@@ -39,7 +42,9 @@ function startEngine(idleMs: number, lagMs: number): Promise<Engine> {
   let answered = 0;
   const server = createServer((req, res) => {
     clearTimeout(idleTimers.get(req.socket));
-    engine.seen.add(String(req.headers['x-request-id']));
+    const id = String(req.headers['x-request-id']);
+    if (engine.seen.has(id)) engine.parsedTwice++;
+    engine.seen.add(id);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -110,6 +115,13 @@ async function burst(client: EngineClient, engine: Engine, tally: Tally, width: 
   );
 }
 
+/** Writes per request id, from undici's own channel: a request written twice was sent again. */
+const writes = new Map<string, number>();
+subscribe('undici:client:sendHeaders', (message) => {
+  const id = /x-request-id: ([^\r]+)/.exec((message as { headers: string }).headers)?.[1];
+  if (id !== undefined) writes.set(id, (writes.get(id) ?? 0) + 1);
+});
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
@@ -152,9 +164,11 @@ async function main(): Promise<void> {
   );
   for (const r of runs) {
     const failed = r.tally.sent - r.tally.ok;
+    let again = 0;
+    for (const [id, n] of writes) if (id.startsWith(`${r.name}-`) && n > 1) again++;
     console.log(
       `\n${r.name}: client keepAliveTimeoutMs ${r.keepAliveTimeoutMs} (engine ${idleMs}): ${r.tally.sent} sent, ${r.tally.ok} ok, ${failed} failed; ` +
-        `engine: ${r.engine.connections} connections opened, ${r.engine.idleCloses} closed by its idle timeout`,
+        `${again} written twice (sent again after a reset); engine: ${r.engine.connections} connections opened, ${r.engine.idleCloses} closed by its idle timeout, ${r.engine.parsedTwice} requests it parsed twice`,
     );
     for (const [key, n] of [...r.tally.failures].sort((a, b) => b[1] - a[1])) console.log(`  ${n}  ${key}`);
   }
