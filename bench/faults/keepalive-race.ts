@@ -9,11 +9,7 @@
 // whether the engine ever parsed the request's head (it never ran a request it did not parse).
 //
 //   npx tsx bench/faults/keepalive-race.ts [--rounds 120] [--width 16] [--engine-idle-ms 1000]
-//     [--jitter-ms 4] [--engine-lag-ms 0]
-//
-// --engine-lag-ms blocks the engine's event loop that long right after each burst's answers (an
-// engine busy elsewhere, as on a loaded machine): its idle timers then fire late, next to reads
-// that wait on the same loop.
+//     [--jitter-ms 4]
 import { subscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -33,13 +29,12 @@ interface Engine {
   idleCloses: number;
 }
 
-function startEngine(idleMs: number, lagMs: number): Promise<Engine> {
+function startEngine(idleMs: number): Promise<Engine> {
   const engine: Engine = { server: undefined as unknown as Server, url: '', seen: new Set(), parsedTwice: 0, connections: 0, idleCloses: 0 };
   // The engine's idle close, uvicorn's way: a timer started when an answer is finished, cancelled
   // by the next request, closing the connection when it fires. (node's own keepAliveTimeout is off:
   // node 20.20 closes after keepAliveTimeout + 1 s, measured, and would say "Keep-Alive: timeout=N".)
   const idleTimers = new WeakMap<Socket, NodeJS.Timeout>();
-  let answered = 0;
   const server = createServer((req, res) => {
     clearTimeout(idleTimers.get(req.socket));
     const id = String(req.headers['x-request-id']);
@@ -52,7 +47,6 @@ function startEngine(idleMs: number, lagMs: number): Promise<Engine> {
       // so the client cannot learn the engine's idle timeout from the answer.
       res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive' });
       res.end(JSON.stringify({ id: req.headers['x-request-id'], object: 'text_completion', choices: [{ index: 0, text: 'ok', finish_reason: 'stop' }] }));
-      if (lagMs > 0 && ++answered % 8 === 0) setImmediate(() => blockFor(lagMs));
     });
     res.on('finish', () => {
       const socket = req.socket;
@@ -77,13 +71,6 @@ function startEngine(idleMs: number, lagMs: number): Promise<Engine> {
       resolve(engine);
     });
   });
-}
-
-function blockFor(ms: number): void {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
-    // busy: the engine's event loop is held
-  }
 }
 
 interface Tally {
@@ -131,14 +118,12 @@ async function main(): Promise<void> {
       width: { type: 'string', default: '16' },
       'engine-idle-ms': { type: 'string', default: '1000' },
       'jitter-ms': { type: 'string', default: '4' },
-      'engine-lag-ms': { type: 'string', default: '0' },
     },
   });
   const rounds = Number(values.rounds);
   const width = Number(values.width);
   const idleMs = Number(values['engine-idle-ms']);
   const jitterMs = Number(values['jitter-ms']);
-  const lagMs = Number(values['engine-lag-ms']);
   // The two relations, scaled to the engine's timeout: 30 s and 4 s against uvicorn's 5 s.
   const setups = [
     { name: 'longer', keepAliveTimeoutMs: Math.round(idleMs * 6) },
@@ -146,7 +131,7 @@ async function main(): Promise<void> {
   ];
   const runs = await Promise.all(
     setups.map(async (s) => {
-      const engine = await startEngine(idleMs, lagMs);
+      const engine = await startEngine(idleMs);
       return { ...s, engine, client: new EngineClient(engine.url, { keepAliveTimeoutMs: s.keepAliveTimeoutMs }), tally: { sent: 0, ok: 0, failures: new Map() } as Tally };
     }),
   );
@@ -160,7 +145,7 @@ async function main(): Promise<void> {
   const seconds = (Date.now() - started) / 1000;
   console.log(
     `keep-alive race: ${rounds} rounds of ${width} concurrent requests per client, idle gaps ${idleMs} ms ± ${jitterMs} ms (uniform), ` +
-      `engine idle timeout ${idleMs} ms, engine loop blocked ${lagMs} ms every 8 answers; ${seconds.toFixed(0)} s, load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      `engine idle timeout ${idleMs} ms; ${seconds.toFixed(0)} s, load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`,
   );
   for (const r of runs) {
     const failed = r.tally.sent - r.tally.ok;

@@ -223,8 +223,8 @@ export function translateUndiciError(err: unknown, signal: SignalLike | undefine
  * EPIPE when the write itself met it) comes from a peer that closed its socket with data unread or
  * arriving after the close, so the engine's process never read the whole request and cannot have
  * run it. (An orderly close, UND_ERR_SOCKET "other side closed", may follow a request the engine
- * read: that one stays possibly accepted.) The exception is a peer that resets after reading
- * (SO_LINGER 0, an abortive close), which uvicorn's idle close is not.
+ * read: that one stays possibly accepted.) The exceptions, a peer that resets after reading (an
+ * abortive close, SO_LINGER 0) or a middlebox's reset, are not how uvicorn closes an idle connection.
  */
 export function isResetBeforeAnswer(err: unknown): boolean {
   if (err instanceof RequestNotSentError) return false;
