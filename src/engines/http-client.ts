@@ -2,7 +2,7 @@
 // non-streamed answers) and an SSE call whose events are pulled (a batch per socket read), so a
 // consumer that stops pulling stops the socket read (engine-response.ts pauses the connection).
 // Every failure becomes an EngineError (or an AbortError when the caller's signal fired).
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import type { SignalLike } from '../util/cancellation.js';
 import { expectInteger, expectObject } from '../util/validate.js';
 import { EngineError, abortError, transportError } from './errors.js';
@@ -131,23 +131,30 @@ export class EngineClient {
   private async send(route: string, body: Record<string, unknown>, call: EngineCallOptions, accept: string): Promise<ResponseHead> {
     const signal = call.signal;
     if (signal?.aborted) throw abortError(signal);
+    const opts: Dispatcher.DispatchOptions = {
+      path: this.prefix + route,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept, 'x-request-id': call.requestId, ...call.headers },
+      body: engineBody(body),
+      headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
+      bodyTimeout: this.opts.idleTimeoutMs,
+    };
+    let onSent = call.onSent;
     let res: ResponseHead;
-    try {
-      res = await dispatchRequest(
-        this.pool,
-        {
-          path: this.prefix + route,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept, 'x-request-id': call.requestId, ...call.headers },
-          body: engineBody(body),
-          headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
-          bodyTimeout: this.opts.idleTimeoutMs,
-        },
-        signal,
-        call.onSent,
-      );
-    } catch (err) {
-      throw this.translate(err, signal, false);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        res = await dispatchRequest(this.pool, opts, signal, onSent);
+        break;
+      } catch (err) {
+        // Once: an engine that closes an idle kept-alive connection as a request arrives resets it
+        // with the request unread (bench/faults/keepalive-race.ts); it never ran it, and a new
+        // connection reaches it. onSent was called for the first write, not again.
+        if (attempt === 1 && isResetBeforeAnswer(err) && !signal?.aborted) {
+          onSent = undefined;
+          continue;
+        }
+        throw this.translate(err, signal, false);
+      }
     }
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const text = await this.readText(res.body, MAX_ERROR_BODY_BYTES, signal).catch(() => '');
@@ -209,6 +216,20 @@ export function translateUndiciError(err: unknown, signal: SignalLike | undefine
       if (cause instanceof Error && (cause.name === 'AbortError' || code === 'UND_ERR_ABORTED')) return abortError(signal);
       return transportError(inBody ? 'engine_stream_broken' : 'engine_unreachable', engine, detail, sent);
   }
+}
+
+/**
+ * A written request whose connection the engine reset before any answer: a TCP reset (ECONNRESET;
+ * EPIPE when the write itself met it) comes from a peer that closed its socket with data unread or
+ * arriving after the close, so the engine's process never read the whole request and cannot have
+ * run it. (An orderly close, UND_ERR_SOCKET "other side closed", may follow a request the engine
+ * read: that one stays possibly accepted.) The exceptions, a peer that resets after reading (an
+ * abortive close, SO_LINGER 0) or a middlebox's reset, are not how uvicorn closes an idle connection.
+ */
+export function isResetBeforeAnswer(err: unknown): boolean {
+  if (err instanceof RequestNotSentError) return false;
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ECONNRESET' || code === 'EPIPE';
 }
 
 /**

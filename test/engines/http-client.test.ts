@@ -3,7 +3,7 @@ import { type AddressInfo, type Socket, createServer as createNetServer } from '
 import { afterEach, describe, expect, it } from 'vitest';
 import { EngineError, isAbortError } from '../../src/engines/errors.js';
 import { RequestNotSentError } from '../../src/engines/engine-response.js';
-import { EngineClient, EngineClients, translateUndiciError } from '../../src/engines/http-client.js';
+import { EngineClient, EngineClients, isResetBeforeAnswer, translateUndiciError } from '../../src/engines/http-client.js';
 import type { SseEvent } from '../../src/engines/types.js';
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void | Promise<void>;
@@ -320,6 +320,97 @@ describe('EngineClient.postStream', () => {
     const stream = await client(s.url).postStream('/v1/completions', {}, { requestId: 'x' });
     await expect(collect(stream)).rejects.toMatchObject({ failure: 'engine_bad_response' });
     await until(() => s.closes === 1, 'the close');
+  });
+});
+
+/**
+ * A raw engine that never reads its first `resets` connections and resets each (a close with the
+ * request unread: what an idle close meeting a request does) once `reset()` is called; later
+ * connections are answered with a JSON body per request it read.
+ */
+async function resettingEngine(resets: number) {
+  const held: Socket[] = [];
+  const e = { url: '', connections: 0, requestsRead: 0, reset: () => setImmediate(() => held.splice(0).forEach((s) => s.destroy())) };
+  const server = createNetServer({ pauseOnConnect: true }, (sock) => {
+    if (++e.connections <= resets) {
+      held.push(sock); // paused: the request stays unread in the kernel's queue
+      return;
+    }
+    let buf = Buffer.alloc(0);
+    sock.on('data', (c: Buffer) => {
+      buf = Buffer.concat([buf, c]);
+      const end = buf.indexOf('\r\n\r\n');
+      const length = Number(/content-length: *(\d+)/i.exec(buf.subarray(0, end).toString('latin1'))?.[1] ?? 0);
+      if (end < 0 || buf.length < end + 4 + length) return;
+      buf = buf.subarray(end + 4 + length);
+      e.requestsRead++;
+      const answer = '{"ok":true}';
+      sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\n\r\n${answer}`);
+    });
+    sock.resume();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  e.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  open.push({
+    close: () => {
+      held.forEach((s) => s.destroy());
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  });
+  return e;
+}
+
+describe('a connection the engine resets before answering', () => {
+  it('sends the request again once, on a new connection, when the engine reset it unread', async () => {
+    const engine = await resettingEngine(1);
+    let sent = 0;
+    const answer = await client(engine.url).postJson('/v1/completions', { prompt: 'p' }, {
+      requestId: 'r',
+      onSent: () => {
+        sent++;
+        engine.reset();
+      },
+    });
+    expect(answer).toEqual({ ok: true });
+    expect({ connections: engine.connections, requestsRead: engine.requestsRead, sent }).toEqual({ connections: 2, requestsRead: 1, sent: 1 });
+  });
+
+  it('a second reset is a 502 that may have been accepted, with no third attempt', async () => {
+    const engine = await resettingEngine(Infinity);
+    let sent = 0;
+    const call = client(engine.url).postStream('/v1/completions', {}, {
+      requestId: 'r',
+      onSent: () => {
+        sent++;
+        engine.reset();
+      },
+    });
+    // The retry's onSent is not called (the first write's was): close the retry's connection once
+    // it is there. Reset or orderly close (if its request had not arrived yet), it is not retried.
+    await until(() => engine.connections === 2, 'the retry connecting');
+    engine.reset();
+    await expect(call).rejects.toMatchObject({ status: 502, failure: 'engine_unreachable', mayHaveAccepted: true });
+    expect({ connections: engine.connections, sent }).toEqual({ connections: 2, sent: 1 });
+  });
+
+  it('an engine that read the request and closed the connection is not sent it again', async () => {
+    let read = 0;
+    const dropping = await serve((req) => {
+      read++;
+      req.socket.destroy();
+    });
+    await expect(client(dropping.url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 502, mayHaveAccepted: true });
+    expect({ read, connections: dropping.connections }).toEqual({ read: 1, connections: 1 });
+  });
+
+  it('tells a reset from an orderly close and from a request never written', () => {
+    const e = (code: string) => Object.assign(new Error(code), { code });
+    expect(isResetBeforeAnswer(e('ECONNRESET'))).toBe(true);
+    expect(isResetBeforeAnswer(e('EPIPE'))).toBe(true);
+    expect(isResetBeforeAnswer(e('UND_ERR_SOCKET'))).toBe(false);
+    expect(isResetBeforeAnswer(e('UND_ERR_HEADERS_TIMEOUT'))).toBe(false);
+    expect(isResetBeforeAnswer(new RequestNotSentError(e('ECONNRESET')))).toBe(false);
+    expect(isResetBeforeAnswer(undefined)).toBe(false);
   });
 });
 
