@@ -305,7 +305,7 @@ unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::
   // live. `out` is the wrapper's own buffer (src/core/routing-core.ts), never the tokens' memory.
   let tokens = unsafe { std::slice::from_raw_parts(tokens, n) };
   let out = unsafe { std::slice::from_raw_parts_mut(out, out_len) };
-  let core = CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
+  let core = registered_core(handle)?;
   let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
   let mode = if book { Mode::Book } else { Mode::Query };
   state.decide(tokens, request_id, now_ms, out, None, None, mode).map_err(|e: CodedError| Fail(e.status, e.reason))
@@ -338,7 +338,7 @@ unsafe fn booking_body(env: sys::napi_env, info: sys::napi_callback_info) -> std
     return Err(type_fail("nowMs must be a number"));
   }
   let op = unsafe { arg_u32(env, argv[3], "op") }?;
-  let core = CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
+  let core = registered_core(handle)?;
   let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
   let changed = match op {
     MARK_PREFILL_COMPLETED => state.core.mark_prefill_completed(request_id, now_ms),
@@ -346,6 +346,11 @@ unsafe fn booking_body(env: sys::napi_env, info: sys::napi_callback_info) -> std
     _ => return Err(Fail(Code::OutOfRange, format!("op must be 0 (markPrefillCompleted) or 1 (free), got {op}"))),
   };
   Ok(changed as u32)
+}
+
+/// The routing core registered under `handle`.
+fn registered_core(handle: u32) -> std::result::Result<SharedCore, Fail> {
+  CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))
 }
 
 /// A hand-written Node-API function.
