@@ -13,6 +13,9 @@ export interface FastCalls {
    * seed or options; the decision into `out` (bindings/routing.rs). Returns the candidates
    * explained. */
   routeFast(handle: number, tokens: Uint32Array, requestId: string, nowMs: number, out: Float64Array, book: boolean): number;
+  /** NativeRoutingCore `handle`'s markPrefillCompleted (op BOOKING_MARK_PREFILL_COMPLETED) or
+   * free (op BOOKING_FREE): 1 when it changed the booking, else 0. */
+  bookingFast(handle: number, requestId: string, nowMs: number, op: number): number;
   /** KvIndexer.applyStored of the device tier without a LoRA or multimodal content, on the tree
    * `handle` (bindings/fast_events.rs): `parent` empty for a root block, else its first entry;
    * worker below 2^32. Returns 1 when applied, 0 when refused. */
@@ -22,3 +25,7 @@ export interface FastCalls {
 }
 
 export const fast = native as unknown as FastCalls;
+
+/** bookingFast's operations (native/src/bindings/fast.rs). */
+export const BOOKING_MARK_PREFILL_COMPLETED = 0;
+export const BOOKING_FREE = 1;

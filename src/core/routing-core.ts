@@ -4,7 +4,7 @@
 // through a reused Float64Array so that nothing but the result objects is allocated per call.
 import { native, type Binding } from './binding.js';
 import { callNative, translateNativeError } from './errors.js';
-import { fast } from './fast-calls.js';
+import { BOOKING_FREE, BOOKING_MARK_PREFILL_COMPLETED, fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import type { KvIndexer } from './indexer.js';
 import { smallInt } from './small-int.js';
@@ -244,7 +244,8 @@ export class RoutingCore {
 
   /** The request's first token arrived: its prefill tokens leave the queue. True the first time. */
   markPrefillCompleted(requestId: string): boolean {
-    return this.core.markPrefillCompleted(expectId(requestId), this.now());
+    // Through the hand-written entry: no napi-derive glue, no String for the id (fast-calls.ts).
+    return fast.bookingFast(this.handle, expectId(requestId), this.now(), BOOKING_MARK_PREFILL_COMPLETED) === 1;
   }
 
   /** Output-block growth: `tokens` more generated tokens (implies prefill completed). */
@@ -256,7 +257,7 @@ export class RoutingCore {
 
   /** Releases the request's booking. Idempotent: false when unknown or already freed. */
   free(requestId: string): boolean {
-    return this.core.free(expectId(requestId), this.now());
+    return fast.bookingFast(this.handle, expectId(requestId), this.now(), BOOKING_FREE) === 1;
   }
 
   /** Frees bookings untouched for staleBookingMs; returns how many. */

@@ -134,7 +134,7 @@ export class EngineClient {
     const opts: Dispatcher.DispatchOptions = {
       path: this.prefix + route,
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept, 'x-request-id': call.requestId, ...call.headers },
+      headers: requestHeaders(accept, call),
       body: engineBody(body),
       headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
       bodyTimeout: this.opts.idleTimeoutMs,
@@ -308,6 +308,24 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
     this.cursor.clear();
     this.body.destroy();
   }
+}
+
+/**
+ * The request's headers as undici's flat [name, value, ...] array, the form its Request reads
+ * without Object.keys() and an iterator check; a call's own header replaces a default of the
+ * same name (as `{ ...defaults, ...call.headers }` did), any other is added.
+ */
+export function requestHeaders(accept: string, call: EngineCallOptions): string[] {
+  const headers = ['content-type', 'application/json', 'accept', accept, 'x-request-id', call.requestId];
+  const extra = call.headers;
+  if (extra === undefined) return headers;
+  for (const name in extra) {
+    if (!Object.hasOwn(extra, name)) continue;
+    const at = name === 'content-type' ? 0 : name === 'accept' ? 2 : name === 'x-request-id' ? 4 : -1;
+    if (at >= 0) headers[at + 1] = extra[name];
+    else headers.push(name, extra[name]);
+  }
+  return headers;
 }
 
 function parseMaybeJson(text: string): unknown {

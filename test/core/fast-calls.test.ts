@@ -191,3 +191,50 @@ describe('routeFast', () => {
     expect(thrown(() => fast.routeFast(coreHandle, tokensOf([1]), 'b', 0, out, true)).code).toBe(NativeErrorCode.noEligibleWorker);
   });
 });
+
+describe('bookingFast', () => {
+  it('marks the first token and frees as the booking calls do: true the first time, by the exact id', () => {
+    const { core, coreHandle } = fixture();
+    const out = new Float64Array(DECISION_LEN);
+    const long = `req-${'é'.repeat(200)}-${'😀'.repeat(30)}`; // past the inline buffer
+    for (const id of ['a', long]) fast.routeFast(coreHandle, tokensOf([1, 5, 9]), id, 0, out, true);
+    expect(core.totals().prefillTokens).toBeGreaterThan(0);
+    expect(fast.bookingFast(coreHandle, 'a', 0, 0)).toBe(1);
+    expect(fast.bookingFast(coreHandle, 'a', 0, 0)).toBe(0);
+    expect(fast.bookingFast(coreHandle, long, 0, 0)).toBe(1);
+    expect(core.totals().prefillTokens).toBe(0);
+    expect(fast.bookingFast(coreHandle, 'A', 0, 1)).toBe(0); // ids are exact
+    expect(fast.bookingFast(coreHandle, 'a', 0, 1)).toBe(1);
+    expect(fast.bookingFast(coreHandle, 'a', 0, 1)).toBe(0);
+    expect(core.free(long)).toBe(true);
+    expect(core.markPrefillCompleted(long)).toBe(false);
+    expect(core.stats()).toMatchObject({ booked: 2, freed: 2, active: 0 });
+  });
+
+  it('refuses bad arguments with their codes and changes no booking', () => {
+    const { core, coreHandle } = fixture();
+    fast.routeFast(coreHandle, tokensOf([1]), 'a', 0, new Float64Array(DECISION_LEN), true);
+    const typeErrors = [
+      () => fast.bookingFast(coreHandle, 5 as never, 0, 1),
+      () => fast.bookingFast(coreHandle, 'a', '0' as never, 1),
+      () => fast.bookingFast(coreHandle, 'a', 0, '1' as never),
+      () => fast.bookingFast('0' as never, 'a', 0, 1),
+      () => (fast.bookingFast as (...a: unknown[]) => number)(coreHandle, 'a', 0),
+    ];
+    for (const call of typeErrors) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(TypeError);
+      expect(e.code).toBe(NativeErrorCode.invalidType);
+    }
+    for (const call of [() => fast.bookingFast(coreHandle, 'a', 0, 2), () => fast.bookingFast(2 ** 31, 'a', 0, 1)]) {
+      const e = thrown(call);
+      expect(e).toBeInstanceOf(RangeError);
+      expect(e.code).toBe(NativeErrorCode.outOfRange);
+    }
+    expect(core.stats()).toMatchObject({ booked: 1, freed: 0, active: 1 });
+    // The wrapper still refuses a non-string id with a TypeError before the addon sees it.
+    expect(() => core.free(7 as never)).toThrow(TypeError);
+    expect(() => core.markPrefillCompleted(undefined as never)).toThrow(TypeError);
+    expect(core.free('a')).toBe(true);
+  });
+});

@@ -85,6 +85,42 @@ describe('EngineClient.postJson', () => {
     expect(s.connections).toBeLessThanOrEqual(2);
   });
 
+  it('sends its headers once each, a call header replacing a default of the same name and the others added', async () => {
+    const raw: string[][] = [];
+    const s = await serve((req, _body, res) => {
+      raw.push(req.rawHeaders);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    const c = client(s.url);
+    await c.postJson('/v1/completions', {}, { requestId: 'r-1' });
+    await c.postJson('/v1/completions', {}, { requestId: 'r-2', headers: { 'x-data-parallel-rank': '3', accept: 'application/x-ndjson', 'x-request-id': 'own' } });
+    const pairs = (h: string[]) => h.flatMap((v, i) => (i % 2 === 0 ? [[v.toLowerCase(), h[i + 1]]] : [])).filter(([n]) => n !== 'host' && n !== 'connection' && n !== 'content-length');
+    expect(pairs(raw[0])).toEqual([
+      ['content-type', 'application/json'],
+      ['accept', 'application/json'],
+      ['x-request-id', 'r-1'],
+    ]);
+    expect(pairs(raw[1])).toEqual([
+      ['content-type', 'application/json'],
+      ['accept', 'application/x-ndjson'],
+      ['x-request-id', 'own'],
+      ['x-data-parallel-rank', '3'],
+    ]);
+  });
+
+  it('refuses a header value undici cannot send (a newline in the request id) without sending anything', async () => {
+    let requests = 0;
+    const s = await serve((_req, _body, res) => {
+      requests++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    const c = client(s.url);
+    await expect(c.postJson('/v1/completions', {}, { requestId: 'a\r\nx-evil: 1' })).rejects.toMatchObject({ status: 502, mayHaveAccepted: false });
+    await expect(c.postJson('/v1/completions', {}, { requestId: 'ok', headers: { 'x-data-parallel-rank': '1\n' } })).rejects.toMatchObject({ status: 502, mayHaveAccepted: false });
+    expect(await c.postJson('/v1/completions', {}, { requestId: 'ok' })).toEqual({});
+    expect(requests).toBe(1);
+  });
+
   it('turns a non-2xx answer into EngineError with the status and the parsed body', async () => {
     const s = await serve((_req, _body, res) => {
       res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"prompt too long","type":"invalid_request_error","code":"too_long"}}');

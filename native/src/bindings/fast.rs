@@ -305,10 +305,52 @@ unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::
   // live. `out` is the wrapper's own buffer (src/core/routing-core.ts), never the tokens' memory.
   let tokens = unsafe { std::slice::from_raw_parts(tokens, n) };
   let out = unsafe { std::slice::from_raw_parts_mut(out, out_len) };
-  let core = CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
+  let core = registered_core(handle)?;
   let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
   let mode = if book { Mode::Book } else { Mode::Query };
   state.decide(tokens, request_id, now_ms, out, None, None, mode).map_err(|e: CodedError| Fail(e.status, e.reason))
+}
+
+/// bookingFast(handle, requestId: string, nowMs, op): NativeRoutingCore.markPrefillCompleted
+/// (op 0) or free (op 1), the two booking calls every request makes; 1 when it changed the
+/// booking (the first time), else 0. The id is read into a stack buffer, not a String, and `nowMs`
+/// as the generated methods read it (any number).
+unsafe extern "C" fn booking_fast(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+  unsafe { count_call(env, info, "booking", booking_body) }
+}
+
+/// bookingFast's operations.
+const MARK_PREFILL_COMPLETED: u32 = 0;
+const FREE: u32 = 1;
+
+unsafe fn booking_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::result::Result<u32, Fail> {
+  let mut argc = 4usize;
+  let mut argv = [ptr::null_mut(); 4];
+  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+  if argc < 4 {
+    return Err(type_fail("bookingFast takes (handle, requestId, nowMs, op)"));
+  }
+  let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
+  let (mut inline, mut heap) = ([0u8; INLINE_ID], Vec::new());
+  let request_id = unsafe { arg_str(env, argv[1], "requestId", &mut inline, &mut heap) }?;
+  let mut now_ms = 0f64;
+  if unsafe { sys::napi_get_value_double(env, argv[2], &mut now_ms) } != sys::Status::napi_ok {
+    return Err(type_fail("nowMs must be a number"));
+  }
+  let op = unsafe { arg_u32(env, argv[3], "op") }?;
+  let core = registered_core(handle)?;
+  let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
+  let changed = match op {
+    MARK_PREFILL_COMPLETED => state.core.mark_prefill_completed(request_id, now_ms),
+    FREE => state.core.free(request_id, now_ms),
+    _ => return Err(Fail(Code::OutOfRange, format!("op must be 0 (markPrefillCompleted) or 1 (free), got {op}"))),
+  };
+  Ok(changed as u32)
+}
+
+/// The routing core registered under `handle`.
+fn registered_core(handle: u32) -> std::result::Result<SharedCore, Fail> {
+  CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))
 }
 
 /// A hand-written Node-API function.
@@ -317,7 +359,7 @@ pub(super) type FastFn = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_
 /// Installs the hand-written functions (these, sim_cache.rs's and fast_events.rs's) next to the generated ones.
 #[napi(module_exports)]
 pub fn install_fast_calls(exports: Object, env: Env) -> napi::Result<()> {
-  let functions: [(&CStr, FastFn); 2] = [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast)];
+  let functions: [(&CStr, FastFn); 3] = [(c"findMatchesFast", find_matches_fast), (c"routeFast", route_fast), (c"bookingFast", booking_fast)];
   for (name, cb) in functions.into_iter().chain(super::sim_cache::FAST_CALLS).chain(super::fast_events::FAST_CALLS) {
     let mut f = ptr::null_mut();
     let status =

@@ -148,7 +148,7 @@ pub struct NativeReplicaBookings {
 /// A routing core and what its calls share.
 pub struct CoreState {
   indexer: SharedIndex,
-  core: RoutingCore,
+  pub(super) core: RoutingCore,
   /// Reused for the allowed-worker ids of a request.
   allowed: Vec<u64>,
   /// The retry hint of the last backpressure refusal (ms).
