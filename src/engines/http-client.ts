@@ -139,21 +139,18 @@ export class EngineClient {
       headersTimeout: call.firstByteTimeoutMs ?? this.opts.firstByteTimeoutMs,
       bodyTimeout: this.opts.idleTimeoutMs,
     };
-    let onSent = call.onSent;
     let res: ResponseHead;
-    for (let attempt = 1; ; attempt++) {
+    try {
+      res = await dispatchRequest(this.pool, opts, signal, call.onSent);
+    } catch (err) {
+      if (!isResetBeforeAnswer(err) || signal?.aborted) throw this.translate(err, signal, false);
+      // Once more: an engine that closes an idle kept-alive connection as a request arrives resets
+      // it with the request unread (bench/faults/keepalive-race.ts); it never ran it, and a new
+      // connection reaches it. onSent was called for the first write, not again.
       try {
-        res = await dispatchRequest(this.pool, opts, signal, onSent);
-        break;
-      } catch (err) {
-        // Once: an engine that closes an idle kept-alive connection as a request arrives resets it
-        // with the request unread (bench/faults/keepalive-race.ts); it never ran it, and a new
-        // connection reaches it. onSent was called for the first write, not again.
-        if (attempt === 1 && isResetBeforeAnswer(err) && !signal?.aborted) {
-          onSent = undefined;
-          continue;
-        }
-        throw this.translate(err, signal, false);
+        res = await dispatchRequest(this.pool, opts, signal);
+      } catch (again) {
+        throw this.translate(again, signal, false);
       }
     }
     if (res.statusCode < 200 || res.statusCode >= 300) {

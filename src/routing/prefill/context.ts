@@ -141,14 +141,10 @@ export class RequestContext {
       signal,
       holdUntilFirstEvent,
       enginePriority: this.enginePriority,
-      onEvent: recordsUsage
-        ? (ev) => {
-            if (carriesToken(ev)) this.tracker.recordTokens(1);
-            this.recordUsage(eventUsage(ev));
-          }
-        : (ev) => {
-            if (carriesToken(ev)) this.tracker.recordTokens(1);
-          },
+      onEvent: (ev) => {
+        if (carriesToken(ev)) this.tracker.recordTokens(1);
+        if (recordsUsage) this.recordUsage(eventUsage(ev));
+      },
       onFinish: (reason) => this.done(mode, reason),
       // A failover may have moved the leg: record the worker it went out on.
       onSent: (b) => this.recordRouting(mode === 'disaggregated' ? 'decode' : 'aggregated', b),
