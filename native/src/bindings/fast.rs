@@ -132,6 +132,15 @@ unsafe fn throw(env: sys::napi_env, fail: Fail) -> sys::napi_value {
   ptr::null_mut()
 }
 
+/// The call's first `N` arguments (those not passed read as undefined), or None when fewer than
+/// `required` were passed: every hand-written function's prologue.
+pub(super) unsafe fn call_args<const N: usize>(env: sys::napi_env, info: sys::napi_callback_info, required: usize) -> Option<[sys::napi_value; N]> {
+  let mut argc = N;
+  let mut argv = [ptr::null_mut(); N];
+  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+  (argc >= required).then_some(argv)
+}
+
 pub(super) fn type_fail(msg: impl Into<String>) -> Fail {
   Fail(Code::InvalidType, msg.into())
 }
@@ -211,6 +220,7 @@ pub(super) unsafe fn count_call(
 }
 
 unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::result::Result<u32, Fail> {
+  // Its own prologue: the count of arguments passed says which optional ones came.
   let mut argc = 5usize;
   let mut argv = [ptr::null_mut(); 5];
   unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
@@ -288,12 +298,7 @@ unsafe extern "C" fn route_fast(env: sys::napi_env, info: sys::napi_callback_inf
 }
 
 unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::result::Result<u32, Fail> {
-  let mut argc = 6usize;
-  let mut argv = [ptr::null_mut(); 6];
-  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < 6 {
-    return Err(type_fail("routeFast takes (handle, tokens, requestId, nowMs, out, book)"));
-  }
+  let argv = unsafe { call_args::<6>(env, info, 6) }.ok_or_else(|| type_fail("routeFast takes (handle, tokens, requestId, nowMs, out, book)"))?;
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let (tokens, n) = unsafe { typed_array::<u32>(env, argv[1], sys::TypedarrayType::uint32_array, "tokens") }?;
   let (mut inline, mut heap) = ([0u8; INLINE_ID], Vec::new());
@@ -324,12 +329,7 @@ const MARK_PREFILL_COMPLETED: u32 = 0;
 const FREE: u32 = 1;
 
 unsafe fn booking_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::result::Result<u32, Fail> {
-  let mut argc = 4usize;
-  let mut argv = [ptr::null_mut(); 4];
-  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < 4 {
-    return Err(type_fail("bookingFast takes (handle, requestId, nowMs, op)"));
-  }
+  let argv = unsafe { call_args::<4>(env, info, 4) }.ok_or_else(|| type_fail("bookingFast takes (handle, requestId, nowMs, op)"))?;
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let (mut inline, mut heap) = ([0u8; INLINE_ID], Vec::new());
   let request_id = unsafe { arg_str(env, argv[1], "requestId", &mut inline, &mut heap) }?;

@@ -6,12 +6,11 @@
 //! their arguments again, as every fast call does.
 
 use std::ffi::CStr;
-use std::ptr;
 
 use napi::sys;
 
 use super::errors::Code;
-use super::fast::{arg_now_ms, arg_u32, count_call, type_fail, typed_array, with_registered, Fail, FastFn};
+use super::fast::{arg_now_ms, arg_u32, call_args, count_call, type_fail, typed_array, with_registered, Fail, FastFn};
 use super::indexer::MAX_BLOCKS_PER_CALL;
 use crate::hash::{BlockHasher, HASH_SEED};
 use crate::indexer::{IndexerMode, RadixIndexer, RejectReason, WorkerKey};
@@ -58,12 +57,7 @@ unsafe extern "C" fn apply_stored_fast(env: sys::napi_env, info: sys::napi_callb
 }
 
 unsafe fn stored_body(env: sys::napi_env, info: sys::napi_callback_info) -> Result<u32, Fail> {
-  let mut argc = 7usize;
-  let mut argv = [ptr::null_mut(); 7];
-  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < 7 {
-    return Err(type_fail("applyStoredFast takes (handle, worker, dpRank, blockHashes, tokenIds, parent, nowMs)"));
-  }
+  let argv = unsafe { call_args::<7>(env, info, 7) }.ok_or_else(|| type_fail("applyStoredFast takes (handle, worker, dpRank, blockHashes, tokenIds, parent, nowMs)"))?;
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let key = unsafe { arg_key(env, argv[1], argv[2]) }?;
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[3], sys::TypedarrayType::biguint64_array, "blockHashes") }?;
@@ -100,12 +94,7 @@ unsafe extern "C" fn apply_removed_fast(env: sys::napi_env, info: sys::napi_call
 }
 
 unsafe fn removed_body(env: sys::napi_env, info: sys::napi_callback_info) -> Result<u32, Fail> {
-  let mut argc = 5usize;
-  let mut argv = [ptr::null_mut(); 5];
-  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < 5 {
-    return Err(type_fail("applyRemovedFast takes (handle, worker, dpRank, blockHashes, nowMs)"));
-  }
+  let argv = unsafe { call_args::<5>(env, info, 5) }.ok_or_else(|| type_fail("applyRemovedFast takes (handle, worker, dpRank, blockHashes, nowMs)"))?;
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let key = unsafe { arg_key(env, argv[1], argv[2]) }?;
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[3], sys::TypedarrayType::biguint64_array, "blockHashes") }?;

@@ -9,14 +9,13 @@
 
 use std::cell::RefCell;
 use std::ffi::CStr;
-use std::ptr;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
 use super::errors::{range_error, Code, Result};
-use super::fast::{arg_u32, count_call, insert, remove, type_fail, typed_array, Fail, FastFn};
+use super::fast::{arg_u32, call_args, count_call, insert, remove, type_fail, typed_array, Fail, FastFn};
 use crate::sim_cache::{CacheError, SimKvCache};
 
 const STATS_LEN: usize = 5;
@@ -54,13 +53,7 @@ fn with_cache<T>(handle: u32, stats: &mut [f64], f: impl FnOnce(&mut SimKvCache)
 
 /// The arguments of a fast call, `N` of them at least.
 unsafe fn args<const N: usize>(env: sys::napi_env, info: sys::napi_callback_info, usage: &str) -> std::result::Result<[sys::napi_value; N], Fail> {
-  let mut argc = N;
-  let mut argv = [ptr::null_mut(); N];
-  unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-  if argc < N {
-    return Err(type_fail(format!("{usage} takes {N} arguments")));
-  }
-  Ok(argv)
+  unsafe { call_args::<N>(env, info, N) }.ok_or_else(|| type_fail(format!("{usage} takes {N} arguments")))
 }
 
 /// (handle, stats) of a fast call: its first two arguments.
