@@ -139,12 +139,17 @@ fn payloads(events: &[Stored]) -> Vec<(u64, Vec<u8>)> {
   out
 }
 
+/// `ROUNDS` from the environment, else `default`.
+fn rounds_from_env(default: usize) -> usize {
+  std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(default)
+}
+
 #[test]
 #[ignore]
 fn stored_payloads() {
   let events = stored_events(34);
   let batches = payloads(&events);
-  let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+  let rounds = rounds_from_env(3);
   // APPLY_ONLY=1: only the whole path (decode, hash, apply), for a profiler.
   if std::env::var("APPLY_ONLY").is_ok() {
     for _ in 0..rounds {
@@ -202,7 +207,7 @@ fn stored_payloads() {
 fn stored_apply() {
   let events = stored_events(34);
   let batches = payloads(&events);
-  let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
+  let rounds = rounds_from_env(7);
   let shape = shape_of(&RadixIndexer::new(IndexerConfig::new(BLOCK as u32, IndexerMode::Events)));
   let decoded: Vec<(u64, Decoded)> = batches
     .iter()
