@@ -82,11 +82,17 @@ function threadBudget(rounds: readonly ThroughputRound[]): { threads: ThreadBudg
 /** What bounded a contender's rounds: a thread with work all the round, the machine's cores, or neither. */
 export type RoundsBound = { kind: 'thread'; thread: string; busy: number } | { kind: 'machine' } | { kind: 'latency' };
 
-/** The thread with the most work (on a core or waiting for one) when it had work SATURATED_THREAD of the rounds or more; else the machine when it was saturated; else latency x concurrency. */
+/**
+ * With cores left idle, the thread with the most work (on a core or waiting for one) when that is
+ * SATURATED_THREAD of the rounds or more, else latency x concurrency. On a saturated machine every
+ * runnable thread waits for a core, so there a thread counts only when it was on a core that long
+ * itself; else the machine's cores bound the rounds.
+ */
 export function roundsBound(b: CpuBudget): RoundsBound | undefined {
   const t = b.threads;
   if (!t) return undefined;
-  const busy = (r: RoleShare) => r.busiest + (r.busiestWaiting ?? 0);
+  const saturated = b.idleShare < SATURATED_IDLE_SHARE;
+  const busy = (r: RoleShare) => r.busiest + (saturated ? 0 : (r.busiestWaiting ?? 0));
   const candidates: Array<[string, RoleShare]> = [
     ["the router's main thread", t.routerMain],
     ["the router's busiest other thread", t.routerOther],
@@ -95,14 +101,14 @@ export function roundsBound(b: CpuBudget): RoundsBound | undefined {
   ];
   const [thread, role] = candidates.reduce((a, c) => (busy(c[1]) > busy(a[1]) ? c : a));
   if (busy(role) >= SATURATED_THREAD) return { kind: 'thread', thread, busy: busy(role) };
-  return b.idleShare < SATURATED_IDLE_SHARE ? { kind: 'machine' } : { kind: 'latency' };
+  return saturated ? { kind: 'machine' } : { kind: 'latency' };
 }
 
 function boundText(b: CpuBudget): string {
   const bound = roundsBound(b);
   if (!bound) return 'n/a';
-  if (bound.kind === 'thread') return `${bound.thread} (work ${pct(bound.busy)} of the round)${b.idleShare < SATURATED_IDLE_SHARE ? ', on a saturated machine' : ''}`;
-  if (bound.kind === 'machine') return `the machine's cores (${pct(b.idleShare)} idle), no thread full`;
+  if (bound.kind === 'thread') return b.idleShare < SATURATED_IDLE_SHARE ? `${bound.thread} (on a core ${pct(bound.busy)} of the round), on a saturated machine` : `${bound.thread} (work ${pct(bound.busy)} of the round)`;
+  if (bound.kind === 'machine') return `the machine's cores (${pct(b.idleShare)} idle), no thread on a core ${pct(SATURATED_THREAD)} of the round`;
   return 'latency x concurrency: no thread full, cores idle';
 }
 
@@ -154,7 +160,23 @@ export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget
     verdict,
     '',
     ceiling,
+    ...mainThreadBound(kv, reference, ratio),
   ].join('\n');
+}
+
+/** For a router its main thread bounds: the CPU per request on that thread, against what one core gives `ratio` times the reference's req/s. */
+function mainThreadBound(kv: ReadonlyArray<{ label: string; budget: CpuBudget }>, reference: CpuBudget, ratio: number): string[] {
+  const bound = kv.filter(({ budget }) => {
+    const r = roundsBound(budget);
+    return r?.kind === 'thread' && r.thread === "the router's main thread";
+  });
+  if (bound.length === 0) return [];
+  const perRequest = (b: CpuBudget) => (b.threads!.routerMain.share * 1e6) / b.rps;
+  return [
+    '',
+    `Where the router's main thread bounds the rounds, ${ratio}x SMG's req/s needs at most one core / that rate = **${formatNumber(1e6 / (ratio * reference.rps))} us** per request on that thread ` +
+      `(and a core of its own all the time); it took ${bound.map(({ label, budget: b }) => `${formatNumber(perRequest(b))} us (${label})`).join(', ')}.`,
+  ];
 }
 
 /** The thread table and what bounded each router's rounds; nothing when the rounds have no thread figures. */
@@ -167,7 +189,7 @@ function threadsMarkdown(budgets: ReadonlyArray<{ label: string; budget: CpuBudg
   });
   return [
     '',
-    `**Thread by thread** (medians of rounds, shares of one core over the round: on a core, + waiting for one, from /proc/<pid>/task/*/schedstat; the world's two engines share its main thread or have threads of their own, its closed-loop load generator has a thread of its own; a thread with work ${pct(SATURATED_THREAD)} of the round or more bounds it):`,
+    `**Thread by thread** (medians of rounds, shares of one core over the round: on a core, + waiting for one, from /proc/<pid>/task/*/schedstat; the world's two engines share its main thread or have threads of their own, its closed-loop load generator has a thread of its own; a thread with work ${pct(SATURATED_THREAD)} of the round or more bounds it; on a saturated machine, where every thread waits, one on a core that long):`,
     '',
     "| router | world engines | world load generator | world other threads | router main thread | router other threads | what bounded the rounds |",
     '|---|---|---|---|---|---|---|',

@@ -81,7 +81,9 @@ describe('the rounds thread by thread', () => {
     expect(roundsBound(budget(0.18, threads({ main: 0.88, mainWait: 0.07 })))).toEqual({ kind: 'thread', thread: "the router's main thread", busy: 0.95 });
     // The world's load generator full: the world bounds the rounds, whatever the router.
     expect(roundsBound(budget(0.18, threads({ load: 0.85 })))).toMatchObject({ kind: 'thread', thread: "the world's load-generator thread" });
-    expect(roundsBound(budget(0.04, threads({ routerOther: 0.65 })))).toEqual({ kind: 'machine' });
+    // On a saturated machine every thread waits: a pool thread at 65% + 30% waiting is not the bound, the cores are.
+    expect(roundsBound(budget(0.04, { ...threads({}), router: { main: one(0), other: { ...one(0.65, 0.3), threads: 10 } } }))).toEqual({ kind: 'machine' });
+    expect(roundsBound(budget(0.04, threads({ main: 0.93, mainWait: 0.05 })))).toEqual({ kind: 'thread', thread: "the router's main thread", busy: 0.93 });
     expect(roundsBound(budget(0.3, threads({})))).toEqual({ kind: 'latency' });
     expect(roundsBound(cpuBudget([round(5000, 150, 90, 250, 0.3)])!)).toBeUndefined();
   });
@@ -91,7 +93,9 @@ describe('the rounds thread by thread', () => {
     const kv = cpuBudget([round(7000, 135, 90, 230, 0.17, threads({ main: 0.9, mainWait: 0.06 }))])!;
     const md = cpuBudgetMarkdown([{ label: 'SMG', budget: smg }, { label: 'kvroute text', budget: kv }], smg, 1.5);
     expect(md).toContain('**Thread by thread**');
-    expect(md).toContain("| SMG | 30% +10% waiting | 30% +10% waiting | 5% +0% waiting | 0% +0% waiting | 64% +0% waiting (busiest 64%) | the machine's cores (4% idle), no thread full |");
+    expect(md).toContain("| SMG | 30% +10% waiting | 30% +10% waiting | 5% +0% waiting | 0% +0% waiting | 64% +0% waiting (busiest 64%) | the machine's cores (4% idle), no thread on a core 90% of the round |");
     expect(md).toContain("| kvroute text | 30% +10% waiting | 30% +10% waiting | 5% +0% waiting | 90% +6% waiting | 5% +0% waiting (busiest 5%) | the router's main thread (work 96% of the round) |");
+    // 0.9 of a core at 7,000 req/s: 129 us per request on the main thread, against 1,000,000 / (1.5 x 6,000) = 111 us.
+    expect(md).toContain("1.5x SMG's req/s needs at most one core / that rate = **111 us** per request on that thread (and a core of its own all the time); it took 129 us (kvroute text).");
   });
 });
