@@ -13,8 +13,8 @@ export type { WorldLayout } from './world.js';
 
 /**
  * The engines on the main thread (on threads of their own they only waited longer for the 2 cores,
- * no round got faster) and undici's dispatch in the closed loop (8-11 us less load-generator CPU
- * per request than request(), world-ab.ts, 2026-11-28).
+ * no round got faster) and undici's dispatch in the closed loop (2-11 us less load-generator CPU
+ * per request than request() in two runs of world-ab.ts, 2026-11-28).
  */
 export const DEFAULT_WORLD_LAYOUT: WorldLayout = { engineThreads: false, loadClient: 'dispatch' };
 
