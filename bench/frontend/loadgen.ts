@@ -1,7 +1,7 @@
 // A loopback HTTP load generator for the frontend benchmark: closed loop (N requests in flight,
 // as fast as the server answers) or open loop (a fixed arrival rate), always bounded by a request
 // count and a time limit. Latency is measured from send to the last byte of the response.
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { arrivalOffsetsMs, type ArrivalProcess } from './arrivals.js';
 import { pace } from './pacer.js';
 
@@ -28,7 +28,11 @@ export interface LoadOptions {
    * the result has its send and done times (stage-probe.ts matches them to the router's).
    */
   trace?: string;
+  /** The HTTP client: undici's `Pool.request` (the default) or its dispatch handler API (cheaper, see send()). */
+  client?: LoadClient;
 }
+
+export type LoadClient = 'request' | 'dispatch';
 
 /** A traced run's times per request, in send order: process.hrtime (ns, the machine's monotonic clock). */
 export interface LoadTrace {
@@ -55,6 +59,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     throw new RangeError(`the load generator runs on loopback only, got ${o.url}`);
   }
   const pool = new Pool(u.origin, { connections: o.concurrency, pipelining: 1, keepAliveTimeout: 30_000 });
+  const send = o.client === 'dispatch' ? sendDispatched : sendRequest;
   const latencies: number[] = [];
   let failed = 0;
   let firstError: string | undefined;
@@ -70,14 +75,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     const t0 = performance.now();
     if (trace) trace.sentNs[i] = Number(process.hrtime.bigint());
     try {
-      const res = await pool.request({ method: 'POST', path: o.path, body, headers: trace ? { ...headers, 'x-request-id': `${o.trace}${i}` } : headers });
-      // Read to the end: a streamed answer counts when its last chunk arrived.
-      for await (const _chunk of res.body) {
-        // drain
-      }
-      if (res.statusCode !== 200) {
+      const status = await send(pool, { method: 'POST', path: o.path, body, headers: trace ? { ...headers, 'x-request-id': `${o.trace}${i}` } : headers });
+      if (status !== 200) {
         failed++;
-        firstError ??= `status ${res.statusCode}`;
+        firstError ??= `status ${status}`;
         return;
       }
       latencies.push(performance.now() - t0);
@@ -119,3 +120,41 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const traced = trace && { sentNs: trace.sentNs.subarray(0, issued), doneNs: trace.doneNs.subarray(0, issued) };
   return { completed: latencies.length, failed, elapsedS, rps: latencies.length / elapsedS, latenciesMs: sorted, firstError, ...(traced ? { trace: traced } : {}) };
 }
+
+type Send = (pool: Pool, opts: Dispatcher.DispatchOptions) => Promise<number>;
+
+/** undici's request(): resolves with the status once the body was read to its end. */
+const sendRequest: Send = async (pool, opts) => {
+  const res = await pool.request(opts);
+  // Read to the end: a streamed answer counts when its last chunk arrived.
+  for await (const _chunk of res.body) {
+    // drain
+  }
+  return res.statusCode;
+};
+
+/**
+ * undici's dispatch with a plain handler of its onConnect / onHeaders / onData / onComplete /
+ * onError API (the one the router's engine client speaks, src/engines/engine-response.ts): no
+ * Readable body, async iterator or abort bookkeeping per request. Resolves with the status once
+ * the last byte arrived (onComplete), rejects with the transport's error.
+ */
+const sendDispatched: Send = (pool, opts) =>
+  new Promise((resolve, reject) => {
+    let status = 0;
+    const handler = {
+      onConnect() {},
+      onHeaders(statusCode: number) {
+        status = statusCode; // a 1xx head is followed by the real one
+        return true;
+      },
+      onData() {
+        return true; // every chunk is read and dropped
+      },
+      onComplete() {
+        resolve(status);
+      },
+      onError: reject,
+    };
+    pool.dispatch(opts, handler as unknown as Dispatcher.DispatchHandler);
+  });

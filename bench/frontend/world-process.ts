@@ -7,7 +7,16 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { stopProcess } from '../lib/stop-process.js';
 import type { LoadOptions, LoadResult } from './loadgen.js';
-import type { WorldReply, WorldRequest } from './world.js';
+import type { WorldLayout, WorldReply, WorldRequest, WorldThreads } from './world.js';
+
+export type { WorldLayout } from './world.js';
+
+/**
+ * The engines on the main thread (on threads of their own they only waited longer for the 2 cores,
+ * no round got faster) and undici's dispatch in the closed loop (2-11 us less load-generator CPU
+ * per request than request() in two runs of world-ab.ts, 2026-11-28).
+ */
+export const DEFAULT_WORLD_LAYOUT: WorldLayout = { engineThreads: false, loadClient: 'dispatch' };
 
 export interface World {
   /** The world's process (its CPU time is the engines' and the load generator's). */
@@ -18,6 +27,9 @@ export interface World {
   engineUrls: string[];
   /** An engine that streams `streamTokens` tokens a write per token, 1 ms apart. */
   streamingEngineUrl: string;
+  /** Thread ids of the engines and of the closed-loop load generator (per-thread CPU, thread-shares.ts). */
+  threads: WorldThreads;
+  layout: WorldLayout;
   /**
    * Runs a load. `ownThread`: the load generator gets its own thread (closed loop: as fast as
    * possible); otherwise it shares the engine's.
@@ -26,17 +38,16 @@ export interface World {
   close(): Promise<void>;
 }
 
-export async function startWorld(outputTokens: number, streamTokens = 64, engines = 1): Promise<World> {
-  const child = fork(new URL('./world.ts', import.meta.url), [], {
+export async function startWorld(outputTokens: number, streamTokens = 64, engines = 1, layout: WorldLayout = DEFAULT_WORLD_LAYOUT): Promise<World> {
+  const child = fork(new URL('./world.ts', import.meta.url), [JSON.stringify({ outputTokens, streamTokens, engines, layout })], {
     execArgv: ['--import', 'tsx', '--no-allocation-site-pretenuring'],
-    env: { ...process.env, KVROUTE_BENCH_OUTPUT_TOKENS: String(outputTokens), KVROUTE_BENCH_STREAM_TOKENS: String(streamTokens), KVROUTE_BENCH_ENGINES: String(engines) },
     serialization: 'advanced', // the latency arrays cross as Float64Arrays
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let exited: Error | undefined;
-  const { engineUrls, streamingEngineUrl } = await new Promise<{ engineUrls: string[]; streamingEngineUrl: string }>((resolve, reject) => {
+  const { engineUrls, streamingEngineUrl, threads } = await new Promise<{ engineUrls: string[]; streamingEngineUrl: string; threads: WorldThreads }>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`the bench world exited with code ${code} before it was ready`)));
     child.once('message', (m: WorldReply) => (m.op === 'ready' ? resolve(m) : reject(new Error(`unexpected ${m.op}`))));
@@ -59,6 +70,8 @@ export async function startWorld(outputTokens: number, streamTokens = 64, engine
     engineUrl: engineUrls[0],
     engineUrls,
     streamingEngineUrl,
+    threads,
+    layout,
     load(load, o) {
       if (exited) return Promise.reject(exited);
       const id = nextId++;

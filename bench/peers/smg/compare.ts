@@ -5,7 +5,8 @@
 // with the order of the runs rotated.
 import { overheadFromRounds, type OverheadRounds, type RoundLatencies } from '../../frontend/overhead.js';
 import { machineCpuMicros, type MachineCpu } from '../../frontend/machine-cpu.js';
-import { mainThreadCpuMicros, processCpuMicros } from '../../frontend/thread-cpu.js';
+import { processCpuMicros } from '../../frontend/thread-cpu.js';
+import { shareText, snapshotThreads, threadShares, type ThreadShares, type ThreadsSnapshot } from '../../frontend/thread-shares.js';
 import type { LoadResult } from '../../frontend/loadgen.js';
 import type { World } from '../../frontend/world-process.js';
 
@@ -17,6 +18,8 @@ export interface Contender {
   bodies: readonly string[];
   /** Which direct run (straight to an engine, same bodies) its added latency is measured against. */
   direct: string;
+  /** The world it is driven from, when not the one measureThroughput is given (world-ab.ts compares worlds). */
+  world?: World;
 }
 
 export interface DirectPath {
@@ -38,6 +41,8 @@ export interface ThroughputRound {
   cpuUsPerRequest?: number;
   /** Where the machine's CPU went during the round (Linux /proc), when it could be read. */
   machine?: RoundMachineCpu;
+  /** Where the world's and the router's CPU went thread by thread, when /proc could be read. */
+  threads?: RoundThreads;
   completed: number;
   failed: number;
   firstError?: string;
@@ -51,9 +56,15 @@ export interface RoundMachineCpu {
   busyUsPerRequest: number;
   /** Share of the machine's CPU time (all cores) left idle, 0-1. */
   idleShare: number;
-  /** Share of one core the router's main thread used over the round, 0-1. */
-  routerMainThreadShare: number;
   cores: number;
+}
+
+/** A closed-loop round's threads, in shares of one core over the round (thread-shares.ts). */
+export interface RoundThreads {
+  /** The world's process: roles `engine` (the instant engines' threads), `load` (the load generator's), and `other`. */
+  world: ThreadShares;
+  /** The router's process: role `main` (its main thread) and `other` (a Rust router's pool, GC and libuv helpers). */
+  router: ThreadShares;
 }
 
 export interface AddedLatency extends OverheadRounds {
@@ -93,29 +104,48 @@ async function withCpu(pid: number, run: () => Promise<LoadResult>): Promise<{ r
 }
 
 interface CpuSnapshot {
-  at: number;
   world?: number;
   machine?: MachineCpu;
-  mainThread?: number;
+  worldThreads?: ThreadsSnapshot;
+  routerThreads?: ThreadsSnapshot;
 }
 
-function cpuSnapshot(worldPid: number, routerPid: number): CpuSnapshot {
-  return { at: performance.now(), world: processCpuMicros(worldPid), machine: machineCpuMicros(), mainThread: mainThreadCpuMicros(routerPid) };
+function cpuSnapshot(world: World, routerPid: number): CpuSnapshot {
+  return {
+    world: processCpuMicros(world.pid),
+    machine: machineCpuMicros(),
+    worldThreads: snapshotThreads(world.pid),
+    routerThreads: snapshotThreads(routerPid),
+  };
+}
+
+/** The world's and the router's threads between two snapshots; undefined where /proc could not be read. */
+export function threadsOfRound(a: CpuSnapshot, b: CpuSnapshot, world: Pick<World, 'threads'>, routerPid: number): RoundThreads | undefined {
+  if (!a.worldThreads || !b.worldThreads || !a.routerThreads || !b.routerThreads) return undefined;
+  const w = threadShares(a.worldThreads, b.worldThreads, { engine: world.threads.engine, load: world.threads.load });
+  const r = threadShares(a.routerThreads, b.routerThreads, { main: [routerPid] });
+  return w && r ? { world: w, router: r } : undefined;
 }
 
 /** The machine's CPU between two snapshots, per request; undefined where /proc could not be read. */
 export function machineCpuOfRound(a: CpuSnapshot, b: CpuSnapshot, requests: number): RoundMachineCpu | undefined {
-  if (requests <= 0 || a.world === undefined || b.world === undefined || !a.machine || !b.machine || a.mainThread === undefined || b.mainThread === undefined) return undefined;
+  if (requests <= 0 || a.world === undefined || b.world === undefined || !a.machine || !b.machine) return undefined;
   const busy = b.machine.busyUs - a.machine.busyUs;
   const idle = b.machine.idleUs - a.machine.idleUs;
-  const wallUs = (b.at - a.at) * 1000;
   return {
     worldUsPerRequest: (b.world - a.world) / requests,
     busyUsPerRequest: busy / requests,
     idleShare: busy + idle > 0 ? idle / (busy + idle) : 0,
-    routerMainThreadShare: wallUs > 0 ? (b.mainThread - a.mainThread) / wallUs : 0,
     cores: b.machine.cores,
   };
+}
+
+const pctOf = (share: number) => `${Math.round(share * 100)}%`;
+
+/** A round's threads in a progress line: shares of a core. */
+export function threadsLine(t: RoundThreads): string {
+  const w = t.world;
+  return `world engines ${shareText(w.engine)}${w.engine.threads > 1 ? ` (busiest ${pctOf(w.engine.busiest)})` : ''}, load ${shareText(w.load)}, other ${pctOf(w.other.share)}; router main ${shareText(t.router.main)}, other ${pctOf(t.router.other.share)} (busiest ${pctOf(t.router.other.busiest)})`;
 }
 
 /** The steady-rate runs' order in round r: rotated by r, reversed in odd rounds. */
@@ -126,18 +156,21 @@ export function steadyOrder<T>(items: readonly T[], r: number): T[] {
 
 export async function measureThroughput(world: World, contenders: readonly Contender[], s: FrontendSizes, log: (line: string) => void): Promise<Record<string, ThroughputRound[]>> {
   // A request count or a time limit, whichever comes first: a slow router's round stays bounded.
-  const closed = (c: Contender, requests: number) => world.load({ url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS }, { ownThread: true });
+  const closed = (c: Contender, requests: number) => (c.world ?? world).load({ url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS }, { ownThread: true });
   for (const c of contenders) await closed(c, s.warmupRequests);
   const out: Record<string, ThroughputRound[]> = Object.fromEntries(contenders.map((c) => [c.name, []]));
   for (let round = 0; round < s.rounds; round++) {
     for (const c of rotated(contenders, round)) {
-      const before = cpuSnapshot(world.pid, c.pid);
+      const w = c.world ?? world;
+      const before = cpuSnapshot(w, c.pid);
       const { r, cpuUs } = await withCpu(c.pid, () => closed(c, s.closedRequests));
-      const machine = machineCpuOfRound(before, cpuSnapshot(world.pid, c.pid), r.completed);
-      const t: ThroughputRound = { rps: r.rps, completed: r.completed, failed: r.failed, ...(cpuUs !== undefined && r.completed > 0 ? { cpuUsPerRequest: cpuUs / r.completed } : {}), ...(machine ? { machine } : {}), ...(r.firstError ? { firstError: r.firstError } : {}) };
+      const after = cpuSnapshot(w, c.pid);
+      const machine = machineCpuOfRound(before, after, r.completed);
+      const threads = threadsOfRound(before, after, w, c.pid);
+      const t: ThroughputRound = { rps: r.rps, completed: r.completed, failed: r.failed, ...(cpuUs !== undefined && r.completed > 0 ? { cpuUsPerRequest: cpuUs / r.completed } : {}), ...(machine ? { machine } : {}), ...(threads ? { threads } : {}), ...(r.firstError ? { firstError: r.firstError } : {}) };
       out[c.name].push(t);
-      const m = machine ? `, world ${Math.round(machine.worldUsPerRequest)} us, machine busy ${Math.round(machine.busyUsPerRequest)} us/request, idle ${Math.round(machine.idleShare * 100)}%, router main thread ${Math.round(machine.routerMainThreadShare * 100)}% of a core` : '';
-      log(`round ${round + 1}/${s.rounds} ${c.name}: ${Math.round(t.rps)} req/s, router CPU ${t.cpuUsPerRequest === undefined ? '?' : Math.round(t.cpuUsPerRequest)} us/request${m}${t.failed ? `, ${t.failed} failed (${t.firstError})` : ''}`);
+      const m = machine ? `, world ${Math.round(machine.worldUsPerRequest)} us, machine busy ${Math.round(machine.busyUsPerRequest)} us/request, idle ${Math.round(machine.idleShare * 100)}%` : '';
+      log(`round ${round + 1}/${s.rounds} ${c.name}: ${Math.round(t.rps)} req/s, router CPU ${t.cpuUsPerRequest === undefined ? '?' : Math.round(t.cpuUsPerRequest)} us/request${m}${threads ? `; ${threadsLine(threads)}` : ''}${t.failed ? `, ${t.failed} failed (${t.firstError})` : ''}`);
     }
   }
   return out;

@@ -118,7 +118,7 @@ export function smgReport(c: SmgComparison): SuiteResult {
     `kvroute runs in a process of its own (startServer, as \`kvroute serve\`, ${nodeFlagsText(c.routerNodeFlags)}), policy kv, the same`,
     "tokenizer, and the approximate indexer: the engines publish no KV events, so each router learns from its own decisions.",
     `Both route to the same ${c.engines} instant engines (bench/frontend/instant-engine.ts: ${c.outputTokens} output tokens at once), run with the`,
-    'load generator in a process of their own (bench/frontend/world.ts). Prompts: '
+    'load generator in a process of their own (bench/frontend/world.ts: the engines on its main thread, the closed-loop load generator on a thread kept for the run with undici\'s dispatch, the open loop on the main thread with its request()). Prompts: '
       + `${c.prompts} texts of ${formatNumber(c.promptTokens)} tokens (8 shared 512-token openings, then a passage of their own), sent in turn;`,
     'kvroute also gets the token ids of the same texts. Throughput: closed loop, the runs of one round in rotating order; CPU: the',
     "router process's user + system time over the run (all its threads) / requests. Added latency: open loop at a steady",

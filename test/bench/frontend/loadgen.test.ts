@@ -51,3 +51,36 @@ describe('a traced run', () => {
     expect(ids).toEqual(['undefined']);
   });
 });
+
+describe.each(['request', 'dispatch'] as const)('the %s client', (client) => {
+  it('reads every response to its end, and counts non-200 answers and transport errors as failures', async () => {
+    let n = 0;
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const i = n++;
+        if (i % 3 === 2) {
+          res.statusCode = 503;
+          res.end('busy');
+          return;
+        }
+        // A body in two writes 30 ms apart: the request is done only at the second.
+        res.write('first part ');
+        setTimeout(() => res.end('last part'), 30);
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const r = await runLoad({ url: `http://127.0.0.1:${port}`, path: '/', body: 'b', concurrency: 2, requests: 6, maxMs: 10_000, client });
+    expect(r).toMatchObject({ completed: 4, failed: 2, firstError: 'status 503' });
+    expect(r.latenciesMs.length).toBe(4);
+    expect(r.latenciesMs[0]).toBeGreaterThanOrEqual(29); // the last write's delay, not the head's arrival
+
+    // Nothing listening: every request fails with the transport's error, none is lost.
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    server = undefined;
+    const refused = await runLoad({ url: `http://127.0.0.1:${port}`, path: '/', body: 'b', concurrency: 2, requests: 4, maxMs: 10_000, client });
+    expect(refused).toMatchObject({ completed: 0, failed: 4 });
+    expect(refused.firstError).toMatch(/ECONNREFUSED|connect/);
+  });
+});

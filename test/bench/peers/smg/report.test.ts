@@ -71,12 +71,12 @@ describe('the SMG comparison report', () => {
   });
 
   it("adds where the machine's CPU went, and the bound it sets, when the rounds have machine figures", () => {
-    const withMachine = (rs: ThroughputRound[], world: number, idleShare: number) => rs.map((r) => ({ ...r, machine: { worldUsPerRequest: world, busyUsPerRequest: r.cpuUsPerRequest! + world + 10, idleShare, routerMainThreadShare: 0.9, cores: 2 } }));
+    const withMachine = (rs: ThroughputRound[], world: number, idleShare: number) => rs.map((r) => ({ ...r, machine: { worldUsPerRequest: world, busyUsPerRequest: r.cpuUsPerRequest! + world + 10, idleShare, cores: 2 } }));
     const base = comparison().throughput;
     const r = smgReport(comparison({ throughput: { [SMG]: withMachine(base[SMG], 140, 0.02), [KV_TEXT]: withMachine(base[KV_TEXT], 130, 0.05), [KV_IDS]: withMachine(base[KV_IDS], 120, 0.15) } }));
     const md = r.sections![0].markdown;
     expect(md).toContain('**Where the CPU went in the closed loop**');
-    expect(md).toContain('| SMG cache_aware, text prompts | 5200 | 160 | 140 | 10 | 310 | 2% | - |');
+    expect(md).toContain('| SMG cache_aware, text prompts | 5200 | 160 | 140 | 10 | 310 | 2% |');
     expect(md).toContain('(160 + 140) / 1.5 = **200 us**');
     expect((r.data as { routerPlusWorldBoundUs: number }).routerPlusWorldBoundUs).toBe(200);
     expect(smgReport(comparison()).sections![0].markdown).not.toContain('Where the CPU went');
