@@ -60,54 +60,63 @@ export function threadShares(a: ThreadsSnapshot, b: ThreadsSnapshot, roles: Read
     const start = a.threads.has(tid) ? a.threads.get(tid)!.waitUs : 0;
     return end === undefined || start === undefined ? undefined : Math.max(0, end - start);
   };
+  const share = (t: Tally, us = t.us): RoleShare => ({
+    share: us / wallUs,
+    ...(t.waitUs === undefined ? {} : { waiting: t.waitUs / wallUs }),
+    busiest: t.busiestUs / wallUs,
+    ...(t.busiestWaitUs === undefined ? {} : { busiestWaiting: t.busiestWaitUs / wallUs }),
+    threads: t.seen,
+  });
   const out: ThreadShares = {};
   const named = new Set<number>();
   let namedUs = 0;
   for (const [role, tids] of Object.entries(roles)) {
     if (role === OTHER) throw new RangeError(`"${OTHER}" is the rest of the process, not a role to name`);
-    let sum = 0;
-    let wait: number | undefined = 0;
-    let busiest = 0;
-    let busiestWait: number | undefined;
-    let seen = 0;
-    for (const tid of new Set(tids)) {
+    const own = new Set(tids);
+    for (const tid of own) {
       if (named.has(tid)) throw new RangeError(`thread ${tid} is named by two roles`);
       named.add(tid);
-      const us = used(tid);
-      if (us === undefined) continue;
-      seen++;
-      sum += us;
-      const w = waited(tid);
-      wait = wait === undefined || w === undefined ? undefined : wait + w;
-      if (seen === 1 || us > busiest) [busiest, busiestWait] = [us, w];
     }
-    namedUs += sum;
-    out[role] = { share: sum / wallUs, ...(wait === undefined ? {} : { waiting: wait / wallUs }), ...roleBusiest(busiest, busiestWait, wallUs), threads: seen };
+    const t = tally(own, used, waited);
+    namedUs += t.us;
+    out[role] = share(t);
   }
-  let busiestOther = 0;
-  let busiestOtherWait: number | undefined;
-  let others = 0;
-  let otherWait: number | undefined = 0;
-  for (const tid of b.threads.keys()) {
-    if (named.has(tid)) continue;
-    others++;
-    const us = used(tid)!;
-    const w = waited(tid);
-    if (others === 1 || us > busiestOther) [busiestOther, busiestOtherWait] = [us, w];
-    otherWait = otherWait === undefined || w === undefined ? undefined : otherWait + w;
-  }
+  const rest = tally([...b.threads.keys()].filter((tid) => !named.has(tid)), used, waited);
   // The process's time comes in 10 ms ticks: the rest is at least what its live threads show.
-  const otherUs = Math.max(b.processUs - a.processUs - namedUs, [...b.threads.keys()].filter((t) => !named.has(t)).reduce((n, t) => n + used(t)!, 0));
-  out[OTHER] = { share: otherUs / wallUs, ...(otherWait === undefined ? {} : { waiting: otherWait / wallUs }), ...roleBusiest(busiestOther, busiestOtherWait, wallUs), threads: others };
+  out[OTHER] = share(rest, Math.max(b.processUs - a.processUs - namedUs, rest.us));
   return out;
 }
 
-function roleBusiest(us: number, waitUs: number | undefined, wallUs: number): Pick<RoleShare, 'busiest' | 'busiestWaiting'> {
-  return { busiest: us / wallUs, ...(waitUs === undefined ? {} : { busiestWaiting: waitUs / wallUs }) };
+/** Threads' CPU time summed, their wait (undefined when any thread's is unknown) and the busiest of them. */
+interface Tally {
+  us: number;
+  waitUs: number | undefined;
+  busiestUs: number;
+  busiestWaitUs: number | undefined;
+  /** Threads with a CPU time at the interval's end. */
+  seen: number;
+}
+
+function tally(tids: Iterable<number>, used: (tid: number) => number | undefined, waited: (tid: number) => number | undefined): Tally {
+  const t: Tally = { us: 0, waitUs: 0, busiestUs: 0, busiestWaitUs: undefined, seen: 0 };
+  for (const tid of tids) {
+    const us = used(tid);
+    if (us === undefined) continue;
+    const w = waited(tid);
+    t.seen++;
+    t.us += us;
+    t.waitUs = t.waitUs === undefined || w === undefined ? undefined : t.waitUs + w;
+    if (t.seen === 1 || us > t.busiestUs) [t.busiestUs, t.busiestWaitUs] = [us, w];
+  }
+  return t;
+}
+
+/** A share of a core as a whole percentage: "83%". */
+export function percentOf(share: number): string {
+  return `${Math.round(share * 100)}%`;
 }
 
 /** A role's share of a core, with its wait for one where known: "83% +9% waiting". */
 export function shareText(r: RoleShare): string {
-  const pct = (x: number) => `${Math.round(x * 100)}%`;
-  return `${pct(r.share)}${r.waiting === undefined ? '' : ` +${pct(r.waiting)} waiting`}`;
+  return `${percentOf(r.share)}${r.waiting === undefined ? '' : ` +${percentOf(r.waiting)} waiting`}`;
 }

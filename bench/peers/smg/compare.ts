@@ -6,7 +6,7 @@
 import { overheadFromRounds, type OverheadRounds, type RoundLatencies } from '../../frontend/overhead.js';
 import { machineCpuMicros, type MachineCpu } from '../../frontend/machine-cpu.js';
 import { processCpuMicros } from '../../frontend/thread-cpu.js';
-import { shareText, snapshotThreads, threadShares, type ThreadShares, type ThreadsSnapshot } from '../../frontend/thread-shares.js';
+import { percentOf, shareText, snapshotThreads, threadShares, type ThreadShares, type ThreadsSnapshot } from '../../frontend/thread-shares.js';
 import type { LoadResult } from '../../frontend/loadgen.js';
 import type { World } from '../../frontend/world-process.js';
 
@@ -140,12 +140,10 @@ export function machineCpuOfRound(a: CpuSnapshot, b: CpuSnapshot, requests: numb
   };
 }
 
-const pctOf = (share: number) => `${Math.round(share * 100)}%`;
-
 /** A round's threads in a progress line: shares of a core. */
 export function threadsLine(t: RoundThreads): string {
   const w = t.world;
-  return `world engines ${shareText(w.engine)}${w.engine.threads > 1 ? ` (busiest ${pctOf(w.engine.busiest)})` : ''}, load ${shareText(w.load)}, other ${pctOf(w.other.share)}; router main ${shareText(t.router.main)}, other ${pctOf(t.router.other.share)} (busiest ${pctOf(t.router.other.busiest)})`;
+  return `world engines ${shareText(w.engine)}${w.engine.threads > 1 ? ` (busiest ${percentOf(w.engine.busiest)})` : ''}, load ${shareText(w.load)}, other ${percentOf(w.other.share)}; router main ${shareText(t.router.main)}, other ${percentOf(t.router.other.share)} (busiest ${percentOf(t.router.other.busiest)})`;
 }
 
 /** The steady-rate runs' order in round r: rotated by r, reversed in odd rounds. */

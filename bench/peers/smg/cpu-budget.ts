@@ -5,7 +5,7 @@
 // Thread by thread (the world's engines and load generator, the router's main thread and the rest)
 // the rounds show which of these bounds each router: a thread that had work all the round (on a
 // core or waiting for one), the machine's cores, or neither (latency x concurrency).
-import { shareText, type RoleShare } from '../../frontend/thread-shares.js';
+import { percentOf, shareText, type RoleShare } from '../../frontend/thread-shares.js';
 import { formatNumber } from '../../lib/format.js';
 import { median } from '../../lib/stats.js';
 import type { RoundThreads, ThroughputRound } from './compare.js';
@@ -107,8 +107,8 @@ export function roundsBound(b: CpuBudget): RoundsBound | undefined {
 function boundText(b: CpuBudget): string {
   const bound = roundsBound(b);
   if (!bound) return 'n/a';
-  if (bound.kind === 'thread') return b.idleShare < SATURATED_IDLE_SHARE ? `${bound.thread} (on a core ${pct(bound.busy)} of the round), on a saturated machine` : `${bound.thread} (work ${pct(bound.busy)} of the round)`;
-  if (bound.kind === 'machine') return `the machine's cores (${pct(b.idleShare)} idle), no thread on a core ${pct(SATURATED_THREAD)} of the round`;
+  if (bound.kind === 'thread') return b.idleShare < SATURATED_IDLE_SHARE ? `${bound.thread} (on a core ${percentOf(bound.busy)} of the round), on a saturated machine` : `${bound.thread} (work ${percentOf(bound.busy)} of the round)`;
+  if (bound.kind === 'machine') return `the machine's cores (${percentOf(b.idleShare)} idle), no thread on a core ${percentOf(SATURATED_THREAD)} of the round`;
   return 'latency x concurrency: no thread full, cores idle';
 }
 
@@ -125,12 +125,10 @@ export function capacityBound(reference: CpuBudget, ratio: number): number {
   return (reference.cores * 1e6) / (ratio * reference.rps);
 }
 
-const pct = (share: number) => `${Math.round(share * 100)}%`;
-
 /** The section's text: a table of the budgets and what they say about the target. */
 export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget: CpuBudget }>, reference: CpuBudget, ratio: number): string {
   const rows = budgets.map(({ label, budget: b }) =>
-    `| ${label} | ${formatNumber(b.rps)} | ${formatNumber(b.routerUs)} | ${formatNumber(b.worldUs)} | ${formatNumber(b.restUs)} | ${formatNumber(b.busyUs)} | ${pct(b.idleShare)} |`,
+    `| ${label} | ${formatNumber(b.rps)} | ${formatNumber(b.routerUs)} | ${formatNumber(b.worldUs)} | ${formatNumber(b.restUs)} | ${formatNumber(b.busyUs)} | ${percentOf(b.idleShare)} |`,
   );
   const kv = budgets.filter(({ budget }) => budget !== reference);
   const bound = routerPlusWorldBound(reference, ratio);
@@ -139,11 +137,11 @@ export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget
     kv.map(({ label, budget: b }) => `${formatNumber(Math.max(0, limit - b.worldUs))} us (${label}, against ${formatNumber(b.routerUs)})`).join(', ');
   const verdict =
     reference.idleShare < SATURATED_IDLE_SHARE
-      ? `SMG's rounds left ${pct(reference.idleShare)} of the ${reference.cores} cores idle: the machine was saturated, so ${ratio}x SMG's req/s ` +
+      ? `SMG's rounds left ${percentOf(reference.idleShare)} of the ${reference.cores} cores idle: the machine was saturated, so ${ratio}x SMG's req/s ` +
         `needs kvroute's router + world CPU per request at most (${formatNumber(reference.routerUs)} + ${formatNumber(reference.worldUs)}) / ${ratio} = **${formatNumber(bound)} us** ` +
         `(the rest of the machine held as it was); kvroute's: ${kv.map(({ label, budget: b }) => `${formatNumber(b.routerUs + b.worldUs)} us (${label})`).join(', ')}. ` +
         `With the world's own CPU per request in kvroute's rounds, that leaves its router at most ${routerLeft(bound)}.`
-      : `SMG's rounds left ${pct(reference.idleShare)} of the ${reference.cores} cores idle: the machine's CPU did not bound them.`;
+      : `SMG's rounds left ${percentOf(reference.idleShare)} of the ${reference.cores} cores idle: the machine's CPU did not bound them.`;
   const capacity = capacityBound(reference, ratio);
   const ceiling =
     `Whatever bounds the rounds, ${ratio}x SMG's req/s (${formatNumber(ratio * reference.rps)}) leaves at most ${reference.cores} cores / that rate = **${formatNumber(capacity)} us** ` +
@@ -182,14 +180,14 @@ function mainThreadBound(kv: ReadonlyArray<{ label: string; budget: CpuBudget }>
 /** The thread table and what bounded each router's rounds; nothing when the rounds have no thread figures. */
 function threadsMarkdown(budgets: ReadonlyArray<{ label: string; budget: CpuBudget }>): string[] {
   if (!budgets.every(({ budget }) => budget.threads)) return [];
-  const busiest = (r: RoleShare) => (r.threads > 1 ? ` (busiest ${pct(r.busiest)})` : '');
+  const busiest = (r: RoleShare) => (r.threads > 1 ? ` (busiest ${percentOf(r.busiest)})` : '');
   const rows = budgets.map(({ label, budget: b }) => {
     const t = b.threads!;
     return `| ${label} | ${shareText(t.worldEngines)}${busiest(t.worldEngines)} | ${shareText(t.worldLoad)} | ${shareText(t.worldOther)} | ${shareText(t.routerMain)} | ${shareText(t.routerOther)}${busiest(t.routerOther)} | ${boundText(b)} |`;
   });
   return [
     '',
-    `**Thread by thread** (medians of rounds, shares of one core over the round: on a core, + waiting for one, from /proc/<pid>/task/*/schedstat; the world's two engines share its main thread or have threads of their own, its closed-loop load generator has a thread of its own; a thread with work ${pct(SATURATED_THREAD)} of the round or more bounds it; on a saturated machine, where every thread waits, one on a core that long):`,
+    `**Thread by thread** (medians of rounds, shares of one core over the round: on a core, + waiting for one, from /proc/<pid>/task/*/schedstat; the world's two engines share its main thread or have threads of their own, its closed-loop load generator has a thread of its own; a thread with work ${percentOf(SATURATED_THREAD)} of the round or more bounds it; on a saturated machine, where every thread waits, one on a core that long):`,
     '',
     "| router | world engines | world load generator | world other threads | router main thread | router other threads | what bounded the rounds |",
     '|---|---|---|---|---|---|---|',
