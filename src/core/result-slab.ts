@@ -2,8 +2,9 @@
 // ArrayBuffer: allocating a fresh backing store costs about 1 us in V8 here, as much as hashing a
 // 1k-token prompt. As with Node's Buffer pool, a result's `.buffer` is the slab (its neighbours'
 // bytes are other results), and a live result keeps its slab (SLAB_BYTES) alive. Engine request
-// bodies written natively come from a slab of their own (BODY_SLAB_BYTES): a string per body
-// (5 KB for a 1k-token prompt's ids) drove the router's scavenges.
+// bodies written natively, and the clients' request bodies copied in, come from a slab of their own
+// (BODY_SLAB_BYTES): a string or a backing store per body (5 KB for a 1k-token prompt's ids) drove
+// the router's scavenges.
 
 const SLAB_BYTES = 64 * 1024;
 /** Results up to this size (2k token ids) share a slab; larger ones get their own buffer. */
@@ -57,12 +58,29 @@ export function writeBytes(maxBytes: number, write: (out: Buffer) => number): Bu
     const own = Buffer.allocUnsafe(maxBytes);
     return own.subarray(0, write(own));
   }
+  const at = bodyRoom(maxBytes);
+  return bodyTaken(at, write(bodySlab.subarray(at, at + maxBytes)));
+}
+
+/** A copy of `src`, in the body slab when it is small (a request body's chunk). */
+export function copyBytes(src: Uint8Array): Buffer {
+  if (src.byteLength > MAX_POOLED_BODY_BYTES) return Buffer.from(src);
+  const at = bodyRoom(src.byteLength);
+  bodySlab.set(src, at);
+  return bodyTaken(at, src.byteLength);
+}
+
+/** Where `maxBytes` fit in the body slab (a new slab when the current one is full). */
+function bodyRoom(maxBytes: number): number {
   if (bodyUsed + maxBytes > BODY_SLAB_BYTES) {
     bodySlab = Buffer.allocUnsafeSlow(BODY_SLAB_BYTES);
     bodyUsed = 0;
   }
-  const at = bodyUsed;
-  const length = write(bodySlab.subarray(at, at + maxBytes));
-  bodyUsed += (length + 7) & ~7;
+  return bodyUsed;
+}
+
+/** The `length` bytes written at `at`, kept (8-byte aligned, as carve). */
+function bodyTaken(at: number, length: number): Buffer {
+  bodyUsed = at + ((length + 7) & ~7);
   return bodySlab.subarray(at, at + length);
 }

@@ -162,9 +162,7 @@ export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.Dispatc
     try {
       dispatcher.dispatch(opts, request as unknown as Dispatcher.DispatchHandler);
     } catch (err) {
-      request.stopListening();
-      request.settled = true;
-      reject(new RequestNotSentError(err));
+      request.notDispatched(err);
     }
   });
 }
@@ -178,7 +176,7 @@ export function dispatchRequest(dispatcher: Dispatcher, opts: Dispatcher.Dispatc
  * router CPU per request). The head's headers are parsed when asked (ResponseHead.headers).
  */
 class EngineRequest implements BodyConnection {
-  settled = false;
+  private settled = false;
   paused = false;
   // Set once undici hands the request to a connected socket: for a body in memory (ours always
   // are) it writes headers and body in the same synchronous call.
@@ -203,7 +201,14 @@ class EngineRequest implements BodyConnection {
     }
   };
 
-  stopListening(): void {
+  /** undici refused the request before it took it: nothing was sent. */
+  notDispatched(err: unknown): void {
+    this.stopListening();
+    this.settled = true;
+    this.reject(new RequestNotSentError(err));
+  }
+
+  private stopListening(): void {
     this.signal?.removeEventListener('abort', this.onAbort);
   }
 

@@ -1,6 +1,6 @@
 // Request bodies, bounded: a body is read up to its limit and no further, so an oversized upload
 // costs at most limit + 1 bytes of memory before it is refused with 413.
-import { writeBytes } from '../../core/result-slab.js';
+import { copyBytes } from '../../core/result-slab.js';
 import { payloadTooLarge } from './errors.js';
 
 export type BodySource = Uint8Array | AsyncIterable<Uint8Array | string> | null | undefined;
@@ -49,12 +49,7 @@ export class BoundedBodyBuffer {
   push(chunk: ArrayBuffer): boolean {
     if (this.total > this.limit) return false;
     const room = this.limit + 1 - this.total;
-    const src = new Uint8Array(chunk, 0, Math.min(chunk.byteLength, room));
-    const bytes = writeBytes(src.byteLength, (out) => {
-      out.set(src);
-      return src.byteLength;
-    });
-    this.chunks.push(bytes);
+    this.chunks.push(copyBytes(new Uint8Array(chunk, 0, Math.min(chunk.byteLength, room))));
     this.total += chunk.byteLength;
     return this.total <= this.limit;
   }
