@@ -310,10 +310,8 @@ unsafe fn route_body(env: sys::napi_env, info: sys::napi_callback_info) -> std::
   // live. `out` is the wrapper's own buffer (src/core/routing-core.ts), never the tokens' memory.
   let tokens = unsafe { std::slice::from_raw_parts(tokens, n) };
   let out = unsafe { std::slice::from_raw_parts_mut(out, out_len) };
-  let core = registered_core(handle)?;
-  let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
   let mode = if book { Mode::Book } else { Mode::Query };
-  state.decide(tokens, request_id, now_ms, out, None, None, mode).map_err(|e: CodedError| Fail(e.status, e.reason))
+  with_core(handle, |state| state.decide(tokens, request_id, now_ms, out, None, None, mode).map_err(|e: CodedError| Fail(e.status, e.reason)))
 }
 
 /// bookingFast(handle, requestId: string, nowMs, op): NativeRoutingCore.markPrefillCompleted
@@ -338,19 +336,21 @@ unsafe fn booking_body(env: sys::napi_env, info: sys::napi_callback_info) -> std
     return Err(type_fail("nowMs must be a number"));
   }
   let op = unsafe { arg_u32(env, argv[3], "op") }?;
-  let core = registered_core(handle)?;
-  let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
-  let changed = match op {
-    MARK_PREFILL_COMPLETED => state.core.mark_prefill_completed(request_id, now_ms),
-    FREE => state.core.free(request_id, now_ms),
-    _ => return Err(Fail(Code::OutOfRange, format!("op must be 0 (markPrefillCompleted) or 1 (free), got {op}"))),
-  };
-  Ok(changed as u32)
+  with_core(handle, |state| {
+    let changed = match op {
+      MARK_PREFILL_COMPLETED => state.core.mark_prefill_completed(request_id, now_ms),
+      FREE => state.core.free(request_id, now_ms),
+      _ => return Err(Fail(Code::OutOfRange, format!("op must be 0 (markPrefillCompleted) or 1 (free), got {op}"))),
+    };
+    Ok(changed as u32)
+  })
 }
 
-/// The routing core registered under `handle`.
-fn registered_core(handle: u32) -> std::result::Result<SharedCore, Fail> {
-  CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))
+/// Runs `f` on the routing core registered under `handle`, borrowed for the call.
+fn with_core<R>(handle: u32, f: impl FnOnce(&mut super::routing::CoreState) -> std::result::Result<R, Fail>) -> std::result::Result<R, Fail> {
+  let core = CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
+  let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
+  f(&mut state)
 }
 
 /// A hand-written Node-API function.
