@@ -6,7 +6,7 @@
 // inside src/server and src/sim. Each folder's README states its place.
 
 /** src/<folder>: the layers of the package. */
-const SRC_LAYERS = [
+export const SRC_LAYERS = [
   ['util'], // no imports from src
   ['core'], // the addon's typed wrappers, the routing vocabulary
   ['engines', 'events', 'preprocess', 'hash-pool'],
@@ -17,7 +17,7 @@ const SRC_LAYERS = [
 ];
 
 /** src/server/<folder>: the server's own layers (all of them inside the `server` layer above). */
-const SERVER_LAYERS = [
+export const SERVER_LAYERS = [
   ['call', 'config'], // the neutral HTTP call, bodies and error replies; the configuration schema
   ['observability'],
   ['http', 'openai', 'fleet', 'access'], // frontends; the OpenAI protocol; workers at runtime; who may call
@@ -26,7 +26,7 @@ const SERVER_LAYERS = [
 ];
 
 /** src/sim/<folder>. */
-const SIM_LAYERS = [
+export const SIM_LAYERS = [
   ['engine'], // the pure engine model
   ['worker', 'replay'], // the model behind real protocols; the model in virtual time
 ];

@@ -41,7 +41,7 @@ ${helpEntries(SETTING_FLAGS, 'Routing').join('\n')}
 Access:
 ${helpEntries(SETTING_FLAGS, 'Access').join('\n')}
 
-Replicas (several routers acting as one; see README "Router replicas"):
+Replicas (several routers acting as one; see docs/replicas.md):
 ${helpEntries(SETTING_FLAGS, 'Replicas').join('\n')}
 
 Operations:
