@@ -2,13 +2,15 @@
 # Checks the kvroute chart (`npm run check:deploy`): helm lint --strict, then helm template with
 # each values file of deploy/helm/ci/, every rendered manifest validated by kubeconform (strict:
 # unknown fields are errors) against the Kubernetes JSON schemas of the oldest and newest
-# Kubernetes versions checked, and the ServiceMonitor against prometheus-operator's CRD schema.
+# Kubernetes versions checked, the ServiceMonitor against prometheus-operator's CRD schema, and the
+# config file the ConfigMap holds against kvroute's own (schema/config.schema.json).
 #
 # Tools, fetched from registries into deploy/helm/.cache/ on first use (pinned here):
 #   helm and kubeconform   go install (Go module proxy)
 #   the Kubernetes schemas PyPI's kubernetes-validate wheel, which ships them for each release
 #                          (their $refs point at /api/_definitions.json: rewritten to the local file)
-#   the ServiceMonitor's   npm ci in deploy/helm/tools (@kubernetes-models/prometheus-operator)
+#   the ServiceMonitor's   npm ci in deploy/helm/tools (@kubernetes-models/prometheus-operator; ajv
+#                          and yaml for the config file)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 chart="$here/kvroute"
@@ -79,7 +81,8 @@ for values in "$here"/ci/*.yaml; do
       -schema-location "$schemas/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
       "$rendered/$name.yaml"
   done
-  echo "== $name.yaml: custom resources"
+  echo "== $name.yaml: custom resources, config file"
   node "$here/tools/validate-crds.mjs" < "$rendered/$name.yaml"
+  node "$here/tools/validate-config.mjs" < "$rendered/$name.yaml"
 done
 echo "chart checks passed"
