@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the built image as a user would and checks it: `kvroute serve --embedded` (no engines
-# needed) on 127.0.0.1 (host network), /live and /health, a completion and a streamed chat
-# completion, the HEALTHCHECK, then SIGTERM during a stream: /health turns 503 draining, the
-# stream still ends with [DONE], and the container exits 0 with no booking left.
+# needed) on 127.0.0.1 (host network) with a read-only root filesystem, /live and /health, a
+# completion and a streamed chat completion, the HEALTHCHECK, then SIGTERM during a stream: the
+# stream still ends with [DONE], and the container exits 0 with nothing cut and no booking left.
 #   deploy/image/smoke.sh [TAG] [PORT]   (defaults: localhost/kvroute:<package version>, 18080)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -30,7 +30,8 @@ node_version="$(podman run --rm --network host --entrypoint node "$tag" --versio
 case "$node_version" in v20.*) ok "Node.js $node_version, no toolchain (cargo, rustc, gcc, cc, npm absent)";; *) fail "Node.js $node_version";; esac
 
 echo "== kvroute serve --embedded on $base"
-podman run -d --name "$name" --network host "$tag" --embedded --host 127.0.0.1 --port "$port" >/dev/null
+# Read-only root filesystem, as the Helm chart runs it (podman mounts a tmpfs on /tmp).
+podman run -d --name "$name" --network host --read-only "$tag" --embedded --host 127.0.0.1 --port "$port" >/dev/null
 for _ in $(seq 1 120); do
   curl -fsS "$base/live" >/dev/null 2>&1 && break
   sleep 0.5
