@@ -31,7 +31,8 @@ case "$node_version" in v20.*) ok "Node.js $node_version, no toolchain (cargo, r
 
 echo "== kvroute serve --embedded on $base"
 # Read-only root filesystem, as the Helm chart runs it (podman mounts a tmpfs on /tmp).
-podman run -d --name "$name" --network host --read-only "$tag" --embedded --host 127.0.0.1 --port "$port" >/dev/null
+# PORT, not --port: the HEALTHCHECK reads it.
+podman run -d --name "$name" --network host --read-only -e PORT="$port" "$tag" --embedded --host 127.0.0.1 >/dev/null
 for _ in $(seq 1 120); do
   curl -fsS "$base/live" >/dev/null 2>&1 && break
   sleep 0.5
