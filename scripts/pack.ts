@@ -6,6 +6,8 @@
 // package as an exact-version optional dependency, as napi-rs's `napi pre-publish` does. The
 // repository's own package.json cannot list them: they are not on the registry before the release
 // that publishes them, and `npm ci` refuses a lockfile without them ("Missing: ... from lock file").
+// The staged manifest has no scripts: `prepare` (the clone's build) would be an install script to
+// npm, and the others name files the package does not ship. Every tarball carries LICENSE.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -51,12 +53,13 @@ function npmPack(args: string[], cwd: string): NpmPackEntry[] {
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
 
-/** The main package's manifest as published: the repository's plus the platform packages. */
+/** The main package's manifest as published: the repository's plus the platform packages, less its scripts. */
 export function publishedManifest(root: Record<string, unknown>): Record<string, unknown> {
   const version = root.version as string;
   const optionalDependencies: Record<string, string> = {};
   for (const platform of PREBUILT_PLATFORMS) optionalDependencies[prebuiltPackageName(platform)] = version;
-  return { ...root, optionalDependencies };
+  const { scripts: _scripts, ...published } = root;
+  return { ...published, optionalDependencies };
 }
 
 /** Every platform package must carry the main package's version and its loader's name. */
@@ -80,13 +83,27 @@ function packTo(stage: string, outDir: string): PackedTarball {
   };
 }
 
+/** `npm run build`: the addon (cargo) and the TypeScript. */
+export function buildPackage(): void {
+  execFileSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
 export function packAll(opts: PackOptions): { main: PackedTarball; platforms: PackedTarball[] } {
   const platforms = opts.platforms ?? PREBUILT_PLATFORMS;
   const unknown = platforms.filter((p) => !PREBUILT_PLATFORMS.includes(p));
   if (unknown.length > 0) throw new Error(`unknown platform(s) ${unknown.join(', ')}; prebuilt: ${PREBUILT_PLATFORMS.join(', ')}`);
+  // Every binary first: a missing one fails before anything is packed.
+  const binaries: Record<string, string> = {};
+  for (const platform of platforms) {
+    const binary = opts.binaries?.[platform] ?? platformBinaryPath(platform);
+    if (!existsSync(binary)) {
+      throw new Error(`no binary for ${platform} at ${binary}: run \`npm run build:prebuilt\` first, or pack this machine's own build with --local-build`);
+    }
+    binaries[platform] = binary;
+  }
   const root = readJson(join(REPO_ROOT, 'package.json'));
   checkPlatformManifests(root.version as string);
-  if (opts.build !== false) execFileSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (opts.build !== false) buildPackage();
 
   mkdirSync(opts.outDir, { recursive: true });
   const stageRoot = mkdtempSync(join(opts.outDir, '.stage-'));
@@ -102,11 +119,11 @@ export function packAll(opts: PackOptions): { main: PackedTarball; platforms: Pa
     const main = packTo(mainStage, opts.outDir);
 
     const packed = platforms.map((platform) => {
-      const binary = opts.binaries?.[platform] ?? platformBinaryPath(platform);
-      if (!existsSync(binary)) throw new Error(`no binary for ${platform} at ${binary}: run \`npm run build:prebuilt\` first`);
+      const binary = binaries[platform];
       const stage = join(stageRoot, platform);
       cpSync(platformDir(platform), stage, { recursive: true, filter: (src) => !src.endsWith('.node') });
       copyFileSync(binary, join(stage, readPlatformManifest(platform).main));
+      copyFileSync(join(REPO_ROOT, 'LICENSE'), join(stage, 'LICENSE'));
       return packTo(stage, opts.outDir);
     });
     return { main, platforms: packed };
