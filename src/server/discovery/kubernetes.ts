@@ -20,9 +20,6 @@ export interface KubernetesDiscoveryDeps {
   fleet: DiscoveryFleetPort;
   models: readonly string[];
   log: Logger;
-  env?: NodeJS.ProcessEnv;
-  /** Where the service account's files are (tests point it elsewhere). */
-  serviceAccountDir?: string;
 }
 
 /** The API server, how it was found, and the namespace to watch. */
@@ -38,7 +35,7 @@ export class DiscoveryConfigError extends Error {
 }
 
 export async function startKubernetesDiscovery(s: KubernetesDiscoveryConfig, deps: KubernetesDiscoveryDeps): Promise<Discovery> {
-  const d = new KubernetesDiscovery(s, deps, findTarget(s, deps.env ?? process.env, deps.serviceAccountDir ?? SERVICE_ACCOUNT_DIR));
+  const d = new KubernetesDiscovery(s, deps, findTarget(s, process.env));
   try {
     await d.start();
   } catch (err) {
@@ -207,7 +204,7 @@ class ObservedWatch extends Watch {
 }
 
 /** Where the credentials come from: the setting, $KUBECONFIG, the pod's service account, ~/.kube/config. */
-function findTarget(s: KubernetesDiscoveryConfig, env: NodeJS.ProcessEnv, saDir: string): Target {
+function findTarget(s: KubernetesDiscoveryConfig, env: NodeJS.ProcessEnv): Target {
   const kc = new KubeConfig();
   let from: string;
   let namespace: string | undefined;
@@ -226,10 +223,10 @@ function findTarget(s: KubernetesDiscoveryConfig, env: NodeJS.ProcessEnv, saDir:
         other.loadFromFile(f);
         kc.mergeConfig(other);
       }
-    } else if (env.KUBERNETES_SERVICE_HOST && existsSync(join(saDir, 'token'))) {
+    } else if (env.KUBERNETES_SERVICE_HOST && existsSync(join(SERVICE_ACCOUNT_DIR, 'token'))) {
       from = 'the service account of this pod';
-      kc.loadFromCluster(saDir.replace(/\/var\/run\/secrets\/kubernetes\.io\/serviceaccount$/, ''));
-      namespace = readFileSync(join(saDir, 'namespace'), 'utf8').trim();
+      kc.loadFromCluster();
+      namespace = readFileSync(join(SERVICE_ACCOUNT_DIR, 'namespace'), 'utf8').trim();
     } else if (existsSync(home)) {
       from = `kubeconfig ${home}`;
       kc.loadFromFile(home);
