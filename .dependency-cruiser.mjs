@@ -21,7 +21,7 @@ export const SERVER_LAYERS = [
   ['call', 'config'], // the neutral HTTP call, bodies and error replies; the configuration schema
   ['observability'],
   ['http', 'openai', 'fleet', 'access'], // frontends; the OpenAI protocol; workers at runtime; who may call
-  ['replicas'], // router replicas acting as one over NATS
+  ['replicas', 'discovery'], // router replicas acting as one over NATS; workers discovered from Kubernetes
   ['app'], // the composition root
 ];
 

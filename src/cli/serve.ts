@@ -92,9 +92,11 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
       throw new UsageError((err as Error).message);
     }
   }
-  const embedded = values.embedded || config.workers.length === 0;
+  // Workers that arrive later (discovery) are a fleet too: no simulated one beside them.
+  const embedded = values.embedded || (config.workers.length === 0 && config.discovery?.kubernetes === undefined);
   if (!embedded) return out;
   if (config.workers.length > 0) throw new UsageError("--embedded serves its own simulated fleet: drop --worker and the config's workers");
+  if (config.discovery?.kubernetes) throw new UsageError('--embedded serves its own simulated fleet: drop --discovery');
   out.embedded = Value.Default(EmbeddedFleetSchema, fleet) as Pick<EmbeddedFleetOptions, 'prefill' | 'decode' | 'style' | 'speedup' | 'offloadBlocks'>;
   return out;
 }

@@ -59,6 +59,7 @@ export async function applyFlags(settings: Record<string, unknown>, flags: reado
 }
 
 async function valueOf(f: DeclaredFlag, given: unknown, name: string, current: unknown): Promise<unknown> {
+  if (f.cli.turnsOn) return turnedOn(f.schema, given as string, name, current);
   if (!f.cli.arg) return f.cli.value ?? true;
   if (f.cli.repeatable) {
     const items = (given as string[]).filter((v) => v !== '');
@@ -74,6 +75,15 @@ async function valueOf(f: DeclaredFlag, given: unknown, name: string, current: u
     }
   }
   return checked(f.schema, fromText(raw, f.schema, name), name, raw);
+}
+
+/** `--discovery kubernetes`: the object setting with the named property on, the rest kept. */
+function turnedOn(schema: TSchema, raw: string, name: string, current: unknown): Record<string, unknown> {
+  const names = Object.keys(((schema as Schema).properties as object | undefined) ?? {});
+  if (!names.includes(raw)) throw new UsageError(`${name} must be one of ${names.join(', ')}, got '${raw}'`);
+  const out: Record<string, unknown> = typeof current === 'object' && current !== null ? Object.assign({}, current as Record<string, unknown>) : {};
+  out[raw] ??= {};
+  return out;
 }
 
 /** A flag's text as the value its declaration takes. */

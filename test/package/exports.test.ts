@@ -37,7 +37,7 @@ function summarize(files: string[]): { packages: string[]; sources: string[] } {
   return { packages: [...packages].sort(), sources: [...sources].sort() };
 }
 
-const HEAVY = ['uWebSockets.js', 'zeromq', 'piscina', 'undici', 'prom-client', 'msgpackr', '@huggingface/jinja', '@huggingface/tokenizers'];
+const HEAVY = ['uWebSockets.js', 'zeromq', 'piscina', 'undici', 'prom-client', 'msgpackr', '@huggingface/jinja', '@huggingface/tokenizers', '@kubernetes/client-node'];
 
 // What each subpath is for (a package it must load, so the check cannot pass by seeing nothing)
 // and the stacks of the others it must leave alone.
@@ -46,7 +46,8 @@ const EXPECTED: Record<string, { loads: string[]; never: string[] }> = {
   './hash-pool': { loads: ['piscina'], never: HEAVY.filter((p) => p !== 'piscina') },
   './routing': { loads: ['undici'], never: ['uWebSockets.js', 'zeromq', 'piscina', 'prom-client', 'msgpackr'] },
   './events': { loads: ['zeromq', 'msgpackr'], never: ['uWebSockets.js', 'undici', 'piscina', 'prom-client'] },
-  './server': { loads: ['uWebSockets.js', 'prom-client'], never: ['piscina'] },
+  // The Kubernetes client loads only when discovery is configured.
+  './server': { loads: ['uWebSockets.js', 'prom-client'], never: ['piscina', '@kubernetes/client-node'] },
   './sim': { loads: ['zeromq'], never: ['piscina'] },
 };
 

@@ -28,6 +28,7 @@ import type { ApiKey } from '../access/api-keys.js';
 import { loadAccess } from '../access/load.js';
 import { FailureLog } from './failure-log.js';
 import { InFlight } from './inflight.js';
+import type { Discovery } from '../discovery/discovery.js';
 
 export interface CreateRouterOptions {
   /** Tokenizer overriding config.tokenizer (e.g. an already loaded one). */
@@ -107,7 +108,19 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
   const { createBackend } = await import('./wiring.js');
   const backend = await createBackend(config, { metrics, clock: opts.clock, log });
   const pre: Preprocessor = { tokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
-  return new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock });
+  const router = new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock });
+  const kubernetes = config.discovery?.kubernetes;
+  if (kubernetes) {
+    try {
+      // Loaded only when configured: the Kubernetes client is large.
+      const { startKubernetesDiscovery } = await import('../discovery/kubernetes.js');
+      router.attachDiscovery(await startKubernetesDiscovery(kubernetes, { fleet: router.registry, models: config.models, log: log.child({ component: 'discovery' }) }));
+    } catch (err) {
+      await router.close();
+      throw err;
+    }
+  }
+  return router;
 }
 
 async function loadPreprocessing(config: RouterConfig, opts: CreateRouterOptions): Promise<{ tokenizer: TextTokenizer; chatTemplate: ChatTemplate }> {
@@ -156,6 +169,7 @@ export class RouterImpl implements Router {
   private readonly workerOf: WorkerOf;
   private isDraining = false;
   private closed = false;
+  private discovery?: Discovery;
 
   constructor(p: RouterParts) {
     const { config, metrics, backend, clock } = p;
@@ -178,6 +192,7 @@ export class RouterImpl implements Router {
     metrics.attach({
       ...backend.metricsSources,
       workerStates: () => this.registry.list().map((w) => ({ worker: w.id, role: w.role, state: w.state })),
+      discoveryStats: () => this.discovery?.stats(),
     });
     for (const w of config.workers) this.registry.add(w);
     // From here on the replicas' shared fleet applies (and the configured workers are not news).
@@ -194,6 +209,11 @@ export class RouterImpl implements Router {
       config.health.timeoutMs,
     );
     this.health.start();
+  }
+
+  /** Workers discovered from now on join the fleet; /health and /metrics report the discovery. */
+  attachDiscovery(discovery: Discovery): void {
+    this.discovery = discovery;
   }
 
   serves(method: string, path: string): boolean {
@@ -404,10 +424,13 @@ export class RouterImpl implements Router {
       healthy: count((w) => w.state === 'healthy'),
       unhealthy: count((w) => w.state === 'unhealthy'),
       draining: count((w) => w.state === 'draining'),
+      not_ready: count((w) => w.state === 'not_ready'),
       selectable: { prefill: this.registry.selectable('prefill').length, decode: this.registry.selectable('decode').length },
       // Degraded, not down: a replica cut off from NATS still serves, on its own view.
       replicas: this.backend.replicas?.status(),
       warm_start: this.backend.warmStart?.status(),
+      // Degraded, not down: discovery cut off from the API server keeps the last known fleet.
+      discovery: this.discovery?.status(),
     };
     return json(summary.status === 'ready' ? 200 : 503, summary);
   }
@@ -462,6 +485,7 @@ export class RouterImpl implements Router {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.discovery?.close();
     await this.health.close();
     await this.backend.close();
   }

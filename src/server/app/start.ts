@@ -113,7 +113,8 @@ function startupFields(router: Router, url: string, adminUrl: string | undefined
     rate_limit: c.rateLimit,
     tls: c.tls !== undefined,
     reuse_port: c.reusePort,
-    fleet: fleet ? fleet.describe() : `${router.registry.list().length} configured workers`,
+    fleet: fleet ? fleet.describe() : `${router.registry.list().length} workers`,
+    discovery: c.discovery?.kubernetes ? { source: 'kubernetes', selector: c.discovery.kubernetes.selector } : false,
     models: c.models,
     tokenizer: c.tokenizer.type === 'byte' ? 'byte' : c.tokenizer.path,
     block_size: c.blockSize,
@@ -134,7 +135,8 @@ function startupFields(router: Router, url: string, adminUrl: string | undefined
 function banner(url: string, adminUrl: string, router: Router, fleet: EmbeddedFleet | undefined): string {
   const model = router.config.models[0];
   const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Tell me about KV caches.' }], max_tokens: 48, stream: true });
-  const fleetLine = fleet ? fleet.describe() : `${router.registry.list().length} workers from the configuration`;
+  const kube = router.config.discovery?.kubernetes;
+  const fleetLine = fleet ? fleet.describe() : `${router.registry.list().length} workers${kube ? `, more discovered from the pods matching '${kube.selector}'` : ' from the configuration'}`;
   return [
     `kvroute listening on ${url}`,
     `  fleet    ${fleetLine}`,

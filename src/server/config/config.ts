@@ -10,7 +10,8 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { ConditionalDisaggSchema, HealthSchema, OutlierDetectionSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { ConditionalDisaggSchema, HealthSchema, KubernetesDiscoverySchema, OutlierDetectionSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { checkLabelSelector } from './label-selector.js';
 
 export type { EngineKind, PolicyName, WorkerRole };
 
@@ -26,6 +27,7 @@ export type SessionAffinityConfig = Resolved<typeof SessionAffinitySchema.proper
 export type RouterQueueConfig = Resolved<typeof RouterQueueSchema.properties>;
 export type ConditionalDisaggConfig = Resolved<typeof ConditionalDisaggSchema.properties>;
 export type ReplicasConfig = Resolved<typeof ReplicasSchema.properties>;
+export type KubernetesDiscoveryConfig = Resolved<typeof KubernetesDiscoverySchema.properties>;
 export type TokenizerConfig = Exclude<Static<typeof RouterConfigSchema.properties.tokenizer>, string>;
 
 /** One engine worker as the registry knows it: its event endpoints listed per dp rank. */
@@ -40,7 +42,7 @@ export type WorkerConfig = Omit<Resolved<typeof WorkerSchema.properties>, 'kvEve
 const RESHAPED = ['$schema', 'model', 'models', 'tokenizer', 'routing', 'prefillRouting', 'sessionAffinity', 'adminToken', 'workers'] as const;
 type Reshaped = (typeof RESHAPED)[number];
 
-export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg' | 'replicas'> & {
+export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg' | 'replicas' | 'discovery'> & {
   /** The router queue of each pool (off without a threshold). */
   routerQueue: RouterQueueConfig;
   conditionalDisagg: ConditionalDisaggConfig;
@@ -59,6 +61,8 @@ export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, 
   /** Off when absent (the schema's defaults applied inside). */
   replicas?: ReplicasConfig;
   workers: WorkerConfig[];
+  /** Workers discovered at runtime (the schema's defaults applied inside); off when absent. */
+  discovery?: { kubernetes?: KubernetesDiscoveryConfig };
 };
 
 /** Loads and validates a JSON config file. */
@@ -103,6 +107,11 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   }
   if (replicas !== undefined && replicas.snapshotIntervalMs > 0 && replicas.snapshotIntervalMs < 1000) {
     throw new RangeError(`replicas.snapshotIntervalMs must be 0 (never) or at least 1000, got ${replicas.snapshotIntervalMs}: each snapshot dumps the whole index`);
+  }
+  const kube = config.discovery?.kubernetes;
+  if (kube !== undefined) {
+    checkLabelSelector(kube.selector, 'discovery.kubernetes.selector');
+    if (kube.retryMaxMs < kube.retryBaseMs) throw new RangeError(`discovery.kubernetes.retryMaxMs (${kube.retryMaxMs}) must be at least discovery.kubernetes.retryBaseMs (${kube.retryBaseMs})`);
   }
   config.workers = c.workers.map((w, i) => normaliseWorker(w as Resolved<typeof WorkerSchema.properties>, `workers[${i}]`));
   checkUniqueIds(config.workers);

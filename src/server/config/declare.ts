@@ -19,6 +19,8 @@ export interface FlagAnnotation {
   env?: string;
   /** The flag names a file; its contents are the value. */
   readsFile?: boolean;
+  /** On an object setting: the argument names one of its properties, which it turns on (`{}` unless already set). */
+  turnsOn?: boolean;
   /** Repeatable: each use adds one item to the array setting. */
   repeatable?: boolean;
   /** --help text when the setting's description does not suit a flag. */

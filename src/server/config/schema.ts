@@ -12,10 +12,12 @@ import { cli, text } from './schema-common.js';
 import { WorkerSchema } from './worker-schema.js';
 import { PoolRoutingSchema, PrefillRoutingSchema, SessionAffinitySchema, RouterQueueSchema, ConditionalDisaggSchema } from './routing-schema.js';
 import { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, TlsSchema } from './operations-schema.js';
+import { DiscoverySchema } from './discovery-schema.js';
 
 export { WorkerSchema } from './worker-schema.js';
 export { TtftModelSchema, PoolRoutingSchema, PrefillRoutingSchema, SessionAffinitySchema, RouterQueueSchema, ConditionalDisaggSchema } from './routing-schema.js';
 export { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, TlsSchema } from './operations-schema.js';
+export { DiscoverySchema, KubernetesDiscoverySchema } from './discovery-schema.js';
 
 /** The router's configuration: a JSON file (`kvroute serve --config`), or what a library user passes to createRouter. */
 export const RouterConfigSchema = Type.Object(
@@ -236,6 +238,7 @@ export const RouterConfigSchema = Type.Object(
         ...cli({ flag: 'worker', arg: 'SPEC', repeatable: true, group: 'Fleet', help: 'add a worker (repeatable), e.g. id=1,role=prefill,kind=vllm,url=http://h:8000,events=tcp://h:5557' }),
       }),
     ),
+    discovery: Type.Optional(DiscoverySchema),
   },
   { additionalProperties: false, title: 'kvroute router configuration' },
 );

@@ -7,7 +7,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { parseWorkerConfig } from '../config/config.js';
 import { HttpError, notFound } from '../call/errors.js';
 import { isLoopback, type HttpCall, type HttpReply } from '../call/call.js';
-import { UnknownWorkerError, WorkerExistsError, type WorkerRegistry } from './registry.js';
+import { DiscoveredWorkerError, UnknownWorkerError, WorkerExistsError, type WorkerRegistry } from './registry.js';
 import { handleScheduling, SCHEDULING_PATHS, type SchedulingPort } from './scheduling.js';
 
 export interface AdminDeps {
@@ -76,6 +76,7 @@ export async function handleAdmin(call: HttpCall, path: string, deps: AdminDeps)
   } catch (err) {
     if (err instanceof UnknownWorkerError) throw notFound(err.message, 'unknown_worker');
     if (err instanceof WorkerExistsError) throw new HttpError(409, 'invalid_request_error', 'worker_exists', err.message);
+    if (err instanceof DiscoveredWorkerError) throw new HttpError(409, 'invalid_request_error', 'worker_discovered', err.message);
     throw err;
   }
 }

@@ -1,7 +1,9 @@
 // The worker registry: which workers exist, their state, and the one place that moves a worker in
 // and out of the parts that use it: the routing pool of its role (selection), the KV event ingest
 // (its index), and health checking. Admin calls (add, drain, activate, remove) and health verdicts
-// both come through here, so the pools never disagree with the registry.
+// both come through here, so the pools never disagree with the registry. Workers discovery added
+// (src/server/discovery) are its own: only it removes them, and their changes are never shared
+// with router replicas (each replica discovers for itself).
 import type { WorkerConfig, WorkerRole } from '../config/config.js';
 import { checkUniqueIds } from '../config/config.js';
 import { HealthTracker } from './health.js';
@@ -10,7 +12,13 @@ import { redactUrl, silentLogger, type Logger } from '../../util/logger.js';
 import type { PoolName } from '../../core/vocabulary.js';
 
 export type { PoolName };
-export type WorkerState = 'healthy' | 'unhealthy' | 'draining';
+export type WorkerState = 'healthy' | 'unhealthy' | 'draining' | 'not_ready';
+
+/** What a discovered worker stands for: the Kubernetes pod (namespace/name) it runs in. */
+export interface Discovered {
+  source: 'kubernetes';
+  pod: string;
+}
 
 /** A routing pool as the registry drives it (the wiring adapts E's routers to this). */
 export interface PoolPort {
@@ -62,11 +70,13 @@ export interface WorkerStatus {
   /** Present once the worker was ejected at least once. */
   ejection?: Omit<Ejection, 'ejected'>;
   activeRequests: number;
+  /** Present for a worker that discovery added (and alone removes). */
+  discovered?: Discovered;
   lastHealthError?: string;
   unhealthySince?: number;
 }
 
-/** A change to the fleet made through the registry (the admin API): what router replicas share. */
+/** A change to the fleet made through the registry (the admin API; never discovery's): what router replicas share. */
 export interface FleetChange {
   op: 'add' | 'drain' | 'activate' | 'remove';
   worker: WorkerConfig;
@@ -86,13 +96,27 @@ export interface RegistryOptions {
 interface Entry {
   config: WorkerConfig;
   draining: boolean;
+  /** False while discovery says its pod is not Ready. */
+  ready: boolean;
   inSelection: boolean;
+  discovered?: Discovered;
 }
 
 export class UnknownWorkerError extends Error {
   override name = 'UnknownWorkerError';
   constructor(readonly worker: number) {
     super(`no worker with id ${worker}`);
+  }
+}
+
+/** Discovery owns the worker: the admin API may drain it, not remove it. */
+export class DiscoveredWorkerError extends Error {
+  override name = 'DiscoveredWorkerError';
+  constructor(
+    readonly worker: number,
+    readonly pod: string,
+  ) {
+    super(`worker ${worker} was discovered from the pod ${pod}: it leaves with the pod (drain it to stop sending it requests)`);
   }
 }
 
@@ -123,12 +147,14 @@ export class WorkerRegistry {
   /**
    * Registers a worker: healthy until a check says otherwise, in selection, events subscribed. All
    * or nothing: when a part refuses it (its event endpoints, the pool), everything done for it is
-   * undone before the error is thrown, so a refused worker never lingers.
+   * undone before the error is thrown, so a refused worker never lingers. `discovered`: discovery
+   * adds it (then it alone removes it, and the change is not shared with replicas).
    */
-  add(config: WorkerConfig): void {
+  add(config: WorkerConfig, discovered?: Discovered): void {
     if (this.entries.has(config.id)) throw new WorkerExistsError(config.id);
     checkUniqueIds([...[...this.entries.values()].map((e) => e.config), config]);
-    const entry: Entry = { config, draining: false, inSelection: false };
+    const entry: Entry = { config, draining: false, ready: true, inSelection: false };
+    if (discovered) entry.discovered = discovered;
     const pool = this.opts.pools[poolOf(config.role)];
     let subscribed = false;
     try {
@@ -145,8 +171,8 @@ export class WorkerRegistry {
       pool.remove(config.id);
       throw err;
     }
-    this.log.info({ worker: config.id, role: config.role, kind: config.kind, url: redactUrl(config.baseUrl), dp_size: config.dpSize, kv_events: config.kvEvents.length > 0 }, 'worker added');
-    this.opts.onChange?.({ op: 'add', worker: config });
+    this.log.info({ worker: config.id, role: config.role, kind: config.kind, url: redactUrl(config.baseUrl), dp_size: config.dpSize, kv_events: config.kvEvents.length > 0, pod: discovered?.pod }, 'worker added');
+    this.shared(entry, 'add');
   }
 
   /** Stops new requests from going to the worker; requests in flight finish. */
@@ -155,7 +181,7 @@ export class WorkerRegistry {
     entry.draining = true;
     this.sync(entry);
     this.log.info({ worker: id, active_requests: this.opts.pools[poolOf(entry.config.role)].activeRequests(id) }, 'worker draining (admin API)');
-    this.opts.onChange?.({ op: 'drain', worker: entry.config });
+    this.shared(entry, 'drain');
     return this.status(entry);
   }
 
@@ -165,13 +191,39 @@ export class WorkerRegistry {
     entry.draining = false;
     this.sync(entry);
     this.log.info({ worker: id, state: this.stateOf(entry) }, 'worker activated (admin API)');
-    this.opts.onChange?.({ op: 'activate', worker: entry.config });
+    this.shared(entry, 'activate');
     return this.status(entry);
   }
 
-  /** Forgets the worker: out of selection, events unsubscribed, its blocks dropped from the index. */
+  /**
+   * Forgets the worker: out of selection, events unsubscribed, its blocks dropped from the index.
+   * Bookings of requests still in flight on it are released as those end. A discovered worker is
+   * refused (DiscoveredWorkerError): it leaves with its pod (removeDiscovered).
+   */
   remove(id: number): WorkerStatus {
     const entry = this.get(id);
+    if (entry.discovered) throw new DiscoveredWorkerError(id, entry.discovered.pod);
+    return this.forget(entry);
+  }
+
+  /** Discovery's remove: its pod was deleted, or replaced by one the worker no longer describes. */
+  removeDiscovered(id: number): WorkerStatus {
+    const entry = this.get(id);
+    if (!entry.discovered) throw new TypeError(`worker ${id} was not discovered: discovery never removes it`);
+    return this.forget(entry);
+  }
+
+  /** Discovery's word on the worker's pod: not Ready leaves selection (requests in flight finish), Ready comes back. */
+  setReady(id: number, ready: boolean): void {
+    const entry = this.get(id);
+    if (entry.ready === ready) return;
+    entry.ready = ready;
+    this.sync(entry);
+    this.log.info({ worker: id, pod: entry.discovered?.pod, state: this.stateOf(entry), in_selection: entry.inSelection }, ready ? 'worker ready again (its pod)' : 'worker not ready (its pod): out of selection, requests in flight finish');
+  }
+
+  private forget(entry: Entry): WorkerStatus {
+    const id = entry.config.id;
     const status = this.status(entry);
     entry.draining = true;
     this.sync(entry);
@@ -181,9 +233,14 @@ export class WorkerRegistry {
     pool.remove(id);
     this.health.remove(id);
     this.entries.delete(id);
-    this.log.info({ worker: id }, 'worker removed');
-    this.opts.onChange?.({ op: 'remove', worker: entry.config });
+    this.log.info({ worker: id, pod: entry.discovered?.pod }, 'worker removed');
+    this.shared(entry, 'remove');
     return withFields(status, { state: 'draining' as const, inSelection: false });
+  }
+
+  /** Tells the replicas of a change, unless discovery owns the worker (each replica discovers for itself). */
+  private shared(entry: Entry, op: FleetChange['op']): void {
+    if (!entry.discovered) this.opts.onChange?.({ op, worker: entry.config });
   }
 
   /** A health check result: unhealthy leaves selection at once, healthy comes back. */
@@ -258,6 +315,7 @@ export class WorkerRegistry {
 
   private stateOf(entry: Entry): WorkerState {
     if (entry.draining) return 'draining';
+    if (!entry.ready) return 'not_ready';
     return this.health.isHealthy(entry.config.id) ? 'healthy' : 'unhealthy';
   }
 
@@ -278,6 +336,7 @@ export class WorkerRegistry {
       ejected,
       ...(e && e.ejections > 0 ? { ejection: ejectionOf(e) } : {}),
       activeRequests: pool.activeRequests(c.id),
+      ...(entry.discovered ? { discovered: entry.discovered } : {}),
       ...(h?.lastError ? { lastHealthError: h.lastError } : {}),
       ...(h?.unhealthySince !== undefined ? { unhealthySince: h.unhealthySince } : {}),
     };

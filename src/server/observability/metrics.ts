@@ -8,6 +8,7 @@ import type { QueueEvent, QueueStats } from '../../routing/queue/admission-queue
 import { ChildCache, FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } from './fast-metrics.js';
 import { registerReplicaMetrics, type ReplicaStatsSample } from './replica-metrics.js';
 import { registerWarmStartMetrics, type WarmStartSample } from './warm-metrics.js';
+import { registerDiscoveryMetrics, type DiscoveryStatsSample } from './discovery-metrics.js';
 
 export interface WorkerLoadSample {
   pool: string;
@@ -45,6 +46,8 @@ export interface MetricsSources {
   replicaStats?(): ReplicaStatsSample | undefined;
   /** The warm start and snapshot publishing, when router replicas share state. */
   warmStartStats?(): WarmStartSample | undefined;
+  /** Worker discovery, when it is configured. */
+  discoveryStats?(): DiscoveryStatsSample | undefined;
   /** Workers out of selection now after consecutive failures (outlier detection). */
   ejectedWorkers?(): Array<{ pool: string; worker: number }>;
   /** The router queue of each pool. */
@@ -187,6 +190,7 @@ export class RouterMetrics {
     const self = this;
     this.replicaSyncLag = registerReplicaMetrics(this.registry, () => self.sources?.replicaStats?.());
     registerWarmStartMetrics(this.registry, () => self.sources?.warmStartStats?.());
+    registerDiscoveryMetrics(this.registry, () => self.sources?.discoveryStats?.());
     const perWorker = (name: string, help: string, pick: (s: WorkerLoadSample) => number) =>
       new Gauge({
         name,

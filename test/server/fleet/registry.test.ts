@@ -183,4 +183,32 @@ describe('WorkerRegistry', () => {
     expect(registry.list().find((w) => w.id === 8)?.baseUrl).toBe('http://***@127.0.0.1:9008');
     expect(registry.workerWithUrl('http://127.0.0.1:1')).toBeUndefined();
   });
+
+  it('keeps discovered workers apart: out of selection while not ready, removed only by discovery, never shared with replicas', () => {
+    const changes: FleetChange[] = [];
+    const { registry, pools, subscribed } = setup(1000, (c) => changes.push(c));
+    const pod = { source: 'kubernetes' as const, pod: 'llm/vllm-0' };
+    registry.add(worker(7, 'decode'), pod);
+    expect(registry.list()[0]).toMatchObject({ id: 7, state: 'healthy', inSelection: true, discovered: pod });
+    registry.setReady(7, false);
+    expect(registry.list()[0]).toMatchObject({ state: 'not_ready', inSelection: false });
+    expect(pools.decode.selected.has(7)).toBe(false);
+    expect(pools.decode.dropped).toEqual([]);
+    registry.setReady(7, true);
+    expect(pools.decode.selected.has(7)).toBe(true);
+    // An admin drain holds while the pod comes and goes.
+    registry.drain(7);
+    registry.setReady(7, false);
+    registry.setReady(7, true);
+    expect(registry.list()[0].state).toBe('draining');
+    expect(() => registry.remove(7)).toThrow(/discovered from the pod llm\/vllm-0/);
+    expect(registry.has(7)).toBe(true);
+    registry.add(worker(8, 'decode'));
+    expect(() => registry.removeDiscovered(8)).toThrow(TypeError);
+    registry.removeDiscovered(7);
+    expect(registry.has(7)).toBe(false);
+    expect(subscribed.has(7)).toBe(false);
+    expect(pools.decode.dropped).toEqual([7]);
+    expect(changes.map((c) => [c.op, c.worker.id])).toEqual([['add', 8]]);
+  });
 });
