@@ -264,4 +264,3 @@ impl NativeIndexer {
     AsyncTask::new(RestoreTask { bytes: bytes.to_vec() })
   }
 }
-

@@ -66,7 +66,10 @@ pub fn register(indexer: super::indexer::SharedIndex) -> u32 {
 }
 
 /// Runs `f` on the locked index of `handle` and its local-hash scratch.
-pub(super) fn with_registered<R>(handle: u32, f: impl FnOnce(&mut crate::indexer::RadixIndexer, &mut Vec<u64>) -> std::result::Result<R, Fail>) -> std::result::Result<R, Fail> {
+pub(super) fn with_registered<R>(
+  handle: u32,
+  f: impl FnOnce(&mut crate::indexer::RadixIndexer, &mut Vec<u64>) -> std::result::Result<R, Fail>,
+) -> std::result::Result<R, Fail> {
   REGISTRY.with_borrow_mut(|r| {
     let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
     let mut indexer = super::indexer::lock(&entry.indexer);
@@ -268,7 +271,13 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
 const INLINE_ID: usize = 256;
 
 /// A string argument, read into `inline` when it fits, else into `heap`.
-unsafe fn arg_str<'b>(env: sys::napi_env, value: sys::napi_value, name: &str, inline: &'b mut [u8; INLINE_ID], heap: &'b mut Vec<u8>) -> std::result::Result<&'b str, Fail> {
+unsafe fn arg_str<'b>(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  name: &str,
+  inline: &'b mut [u8; INLINE_ID],
+  heap: &'b mut Vec<u8>,
+) -> std::result::Result<&'b str, Fail> {
   let not_string = || type_fail(format!("{name} must be a string"));
   let mut len = 0usize;
   let status = unsafe { sys::napi_get_value_string_utf8(env, value, inline.as_mut_ptr() as *mut c_char, INLINE_ID, &mut len) };
@@ -348,7 +357,9 @@ unsafe fn booking_body(env: sys::napi_env, info: sys::napi_callback_info) -> std
 
 /// Runs `f` on the routing core registered under `handle`, borrowed for the call.
 fn with_core<R>(handle: u32, f: impl FnOnce(&mut super::routing::CoreState) -> std::result::Result<R, Fail>) -> std::result::Result<R, Fail> {
-  let core = CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
+  let core = CORES
+    .with_borrow(|r| r.get(handle as usize).and_then(Option::clone))
+    .ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
   let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
   f(&mut state)
 }

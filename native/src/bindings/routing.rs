@@ -16,8 +16,8 @@ use std::rc::Rc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::fast;
 use super::errors::{coded, range_error, type_error, Code, CodedError, Result};
+use super::fast;
 use super::indexer::{lock, NativeIndexer, SharedIndex};
 use crate::indexer::RadixIndexer;
 use crate::load::WorkerKey;
@@ -183,8 +183,8 @@ impl NativeRoutingCore {
     if config.block_size != index_block_size {
       return Err(range_error(format!("blockSize {} differs from the indexer's {}", config.block_size, index_block_size)));
     }
-    let policy = Policy::parse(&config.policy)
-      .ok_or_else(|| range_error(format!("policy must be one of {}, got '{}'", Policy::NAMES.join(", "), config.policy)))?;
+    let policy =
+      Policy::parse(&config.policy).ok_or_else(|| range_error(format!("policy must be one of {}, got '{}'", Policy::NAMES.join(", "), config.policy)))?;
     let cfg = select::RoutingConfig {
       block_size: config.block_size,
       policy,

@@ -335,7 +335,13 @@ mod tests {
   fn insert_get_remove_with_overflow_growth_and_retain() {
     let mut rng = fastrand::Rng::with_seed(3);
     // Small keys and random ones; keys differing only in their high half.
-    let keys: Vec<u64> = (0..3000u64).map(|i| match i % 3 { 0 => i, 1 => rng.u64(..), _ => i << 32 }).collect();
+    let keys: Vec<u64> = (0..3000u64)
+      .map(|i| match i % 3 {
+        0 => i,
+        1 => rng.u64(..),
+        _ => i << 32,
+      })
+      .collect();
     let mut t = EngineTable::default();
     assert_eq!(t.get(5), None);
     assert_eq!(t.remove(5), None);
