@@ -142,7 +142,7 @@ impl NativeIndexer {
   /// unknown medium, or a lower tier this index does not keep, is refused with a RangeError.
   /// False when refused (counted by reason).
   #[napi]
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "a JavaScript method's parameters, as the TypeScript wrapper passes them")]
   pub fn apply_stored(
     &self,
     worker: f64,

@@ -357,7 +357,7 @@ impl NativeRoutingCore {
   /// Books what another router replica booked (`hashes`: its prompt's local block hashes as
   /// little-endian u64 bytes). False when that replica already has the request booked here.
   #[napi]
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "a JavaScript method's parameters, as the TypeScript wrapper passes them")]
   pub fn apply_remote_booking(
     &mut self,
     origin: String,
@@ -427,7 +427,7 @@ impl NativeRoutingCore {
 
 impl CoreState {
   /// A decision into `out` (see the module comment); the number of candidates explained.
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "route's and query's parameters, shared by the napi and the hand-written entries")]
   pub fn decide(
     &mut self,
     tokens: &[u32],

@@ -316,7 +316,7 @@ impl Decoded {
   }
 
   /// A stored event whose fields decoded: checked against the shape, its tokens hashed.
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "the fields of a stored event as decoded, one argument each, on the decode path")]
   fn stored(
     &mut self,
     engine_at: usize,

@@ -6,6 +6,9 @@ use super::apply::{apply_batch, apply_record, shape_of, BatchOutcome};
 use super::decode::{Decoded, Record};
 use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, WorkerKey};
 
+/// Writes one field's value of a generated event.
+type FieldWriter = Box<dyn Fn(&mut G)>;
+
 struct G {
   rng: fastrand::Rng,
   out: Vec<u8>,
@@ -108,7 +111,7 @@ impl G {
       (0..n).map(|_| if self.rng.u8(..4) == 0 && !known.is_empty() { known[self.rng.usize(..known.len())] } else { self.rng.u64(1..60) }).collect();
     let bs = if self.rng.u8(..15) == 0 { 8 } else { 4 };
     let tokens = if self.rng.u8(..15) == 0 { n * 4 + 1 } else { n * 4 };
-    let mut fields: Vec<(&str, Box<dyn Fn(&mut G)>)> = Vec::new();
+    let mut fields: Vec<(&str, FieldWriter)> = Vec::new();
     let hs = hashes.clone();
     fields.push((
       "block_hashes",

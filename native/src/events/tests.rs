@@ -12,7 +12,7 @@ fn bytes(spec: &str) -> Vec<u8> {
     rest = rest.trim_start();
     if let Some(r) = rest.strip_prefix('"') {
       let end = r.find('"').unwrap();
-      out.extend_from_slice(r[..end].as_bytes());
+      out.extend_from_slice(&r.as_bytes()[..end]);
       rest = &r[end + 1..];
     } else {
       let end = rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len());

@@ -91,7 +91,7 @@ impl EngineTable {
   /// group g's keys to groups 2g and 2g + 1 and a resize writes the new table front to back.
   #[inline(always)]
   fn home(&self, key: u64) -> usize {
-    ((table_hash(key) >> 32) * self.groups.len() as u64 >> 32) as usize
+    (((table_hash(key) >> 32) * self.groups.len() as u64) >> 32) as usize
   }
 
   /// Asks the CPU to fetch the line `key` would be in.

@@ -259,7 +259,7 @@ fn backpressure_refuses_past_the_queue_cap_with_a_retry_hint() {
   let RouteError::Backpressure { retry_after_ms, message } = err else { panic!("{err:?}") };
   assert!(message.contains("maxQueuedPrefillTokens 100"), "{message}");
   // 150 tokens drained over the last ~600 ms; 20 tokens over the cap.
-  assert!(retry_after_ms >= 10.0 && retry_after_ms < 1000.0, "{retry_after_ms}");
+  assert!((10.0..1000.0).contains(&retry_after_ms), "{retry_after_ms}");
   // A cached prefix books fewer tokens and may fit.
   cache(&mut index, 0, &tokens(2000, 60), 15);
   assert!(core.route(&mut index, &RouteRequest::new("b", &tokens(2000, 60)), 600.0, Mode::Book).is_ok());
