@@ -18,6 +18,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::errors::{Code, CodedError};
+use super::layout::matched;
 use super::routing::SharedCore;
 use crate::indexer::WorkerKey;
 use crate::select::Mode;
@@ -104,19 +105,17 @@ pub fn copy_matches(handle: u32, out: &mut [i32]) -> bool {
   })
 }
 
-/// Int32s per match in a findMatchesFast result: [worker low 32 bits, worker high bits, dpRank,
-/// blocks]. Int32s, not doubles: V8 stores each as a small integer straight away (a double is
-/// checked and converted per field): about a fifth of the cost of building the result's objects.
-pub const MATCH_INTS: usize = 4;
+/// Int32s per match in a findMatchesFast result (layout.rs's `matched`).
+pub const MATCH_INTS: usize = matched::LEN;
 
-/// Writes match `i` into `out` (which has room for it).
+/// Writes match `i` into `out` (which has room for it), as layout.rs lays it out.
 #[inline(always)]
-fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
+pub(super) fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
   let m = &mut out[i * MATCH_INTS..i * MATCH_INTS + MATCH_INTS];
-  m[0] = key.worker as u32 as i32;
-  m[1] = (key.worker >> 32) as i32;
-  m[2] = key.dp_rank as i32;
-  m[3] = blocks as i32;
+  m[matched::WORKER_LOW] = key.worker as u32 as i32;
+  m[matched::WORKER_HIGH] = (key.worker >> 32) as i32;
+  m[matched::DP_RANK] = key.dp_rank as i32;
+  m[matched::BLOCKS] = blocks as i32;
 }
 
 /// A failure to throw: its class (TypeError or RangeError, else Error) and code.
