@@ -21,7 +21,7 @@ import {
   expectUint32Array,
   expectWorkerId,
 } from '../util/validate.js';
-import { perTierObject, type LowerTier, type PerTier } from './tiers.js';
+import { perTierObject, type PerTier } from './tiers.js';
 import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
 export type { IndexerMode };

@@ -16,7 +16,6 @@ import {
   checkRouteRequest,
   resolveRoutingConfig,
   toNativeSpec,
-  type PolicyName,
   type ResolvedRoutingConfig,
   type RoutingConfig,
   type WorkerSpec,

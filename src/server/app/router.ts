@@ -196,7 +196,7 @@ export class RouterImpl implements Router {
     this.health.start();
   }
 
-  serves(method: string, path: string): boolean {
+  serves(_method: string, path: string): boolean {
     return ROUTES[path] !== undefined || path === '/admin' || path.startsWith('/admin/');
   }
 
