@@ -98,7 +98,7 @@ export class ReferenceIndexer {
   /** Drops nodes nobody holds and nothing hangs from, walking up. */
   #prune(start: RefNode): void {
     let node: RefNode | null = start;
-    while (node && node.parent && node.holders.size === 0 && node.children.size === 0) {
+    while (node?.parent && node.holders.size === 0 && node.children.size === 0) {
       node.parent.children.delete(node.local);
       this.#nodes--;
       node = node.parent;

@@ -163,7 +163,7 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
 
   const sections: Section[] = [
     { title: 'kv weight sweep against ttft (TTFT p90 ms, hit rate)', markdown: sweepTable(cells, weights) },
-    { title: 'Hit rate against both bounds (x1)', markdown: bounds.join('\n') + '\n' },
+    { title: 'Hit rate against both bounds (x1)', markdown: `${bounds.join('\n')}\n` },
     {
       title: `The floor: TTFT p90 with empty queues (x${FLOOR_LOAD})`,
       markdown: `At a tenth of the trace's rate a request hardly ever waits: its TTFT is its own prefill, which no routing removes except by a cache hit (the conversation trace's timestamps are whole seconds, so its requests of one second still arrive together and queue). Where a target lies below this floor, no policy reaches it on that trace.\n\n${floors.join('\n')}\n`,
@@ -190,13 +190,13 @@ function sweepTable(cells: Cell[], weights: readonly number[]): string {
     });
     return `| ${c.trace} x${c.load} | ${kvCells.join(' | ')} | w${bw} | ${Math.round(p90(c.ttft))} (${pct(c.ttft.hit_rate)}) | ${(p90(c.ttft) / p90(b)).toFixed(2)} | ${(p90(c.ttft) / p90(c.kv.get(1)!)).toFixed(2)} |`;
   });
-  return [head, `|---|${weights.map(() => '---:').join('|')}|---|---:|---:|---:|`, ...rows].join('\n') + '\n';
+  return `${[head, `|---|${weights.map(() => '---:').join('|')}|---|---:|---:|---:|`, ...rows].join('\n')}\n`;
 }
 
 function loadTable(r: ReplayReport): string {
   const names = ['kv', 'kv_ttft', 'ttft'];
   const rows = (r.sweep ?? []).map((pt) => `| x${pt.scale} (${pt.offered_rps} req/s) | ${names.map((n) => (pt.policies[n] ? `${Math.round(pt.policies[n].ttft_p90_ms)}${pt.policies[n].saturated ? ' (saturated)' : ''}` : '')).join(' | ')} |`);
-  return [`| load | ${names.join(' | ')} |`, '|---|---:|---:|---:|', ...rows].join('\n') + '\n';
+  return `${[`| load | ${names.join(' | ')} |`, '|---|---:|---:|---:|', ...rows].join('\n')}\n`;
 }
 
 function charts(cells: Cell[], sweep: ReplayReport): Chart[] {

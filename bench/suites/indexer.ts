@@ -1,11 +1,4 @@
-// The KV indexer: findMatches latency for 8k-token prompts over an index of ~1M blocks held by
-// 64 workers, KV events applied per second from their payload bytes (msgpack, as engines publish
-// them) and bytes per indexed block, each next to the plain TypeScript reference indexer
-// (bench/reference/indexer.ts, fed by the TypeScript decoder) measured in the same run; and the
-// event loop's worst stall while one 100k-event batch applies.
-// Targets (issues 2, 14): findMatches p50 <= 1 us, p99 < 2.4 us; stored events from bytes >= 935k/s
-// (1.5x Dynamo's RadixTree), removed >= 525k/s; <= 42.5 bytes per indexed block; stall < 5 ms.
-import { computeBlockHashes } from '../../src/core/hashing.js';
+
 import { KvIndexer } from '../../src/core/indexer.js';
 import {
   BLOCK_SIZE,

@@ -55,8 +55,8 @@ async function replay(ctx: BenchContext, name: string, trace: TraceRequest[], po
 async function run(ctx: BenchContext): Promise<SuiteResult> {
   const limit = ctx.quick ? 300 : Infinity;
   const policies: readonly ReplayPolicy[] = ctx.quick ? ['round_robin', 'kv', 'kv_ttft'] : REPLAY_POLICIES;
-  const synthetic = (await loadTrace(TRACES + 'synthetic_trace.jsonl')).slice(0, limit);
-  const conversation = (await loadTrace(TRACES + 'conversation_trace.first-half.jsonl')).slice(0, limit);
+  const synthetic = (await loadTrace(`${TRACES}synthetic_trace.jsonl`)).slice(0, limit);
+  const conversation = (await loadTrace(`${TRACES}conversation_trace.first-half.jsonl`)).slice(0, limit);
 
   const syn = await replay(ctx, 'synthetic_trace.jsonl', synthetic, policies, { sweep: sweepLoads(1, ctx.quick ? 4 : 8) });
   const conv = await replay(ctx, 'conversation_trace.first-half.jsonl', conversation, policies);

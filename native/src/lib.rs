@@ -12,9 +12,9 @@ pub mod prefix;
 pub mod prompt;
 pub mod select;
 pub mod sim_cache;
+pub mod sim_hash;
 pub mod sim_pages;
 pub mod sim_prompt;
-pub mod sim_hash;
 pub mod tiers;
 pub mod tokenize;
 

@@ -100,7 +100,7 @@ export async function runOnline(argv: string[]): Promise<number> {
       `${fmt(summary.hit_rate * 100)}% | ${fmt(report.hit_rate_bound * 100)}% | ${fmt(summary.throughput_rps, 2)} |`,
     '',
   ].join('\n');
-  if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');
+  if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
   if (values.md) await writeFile(values.md, md);
   console.log(md);
   if (run.firstError) console.error(`first error: ${run.firstError}`);

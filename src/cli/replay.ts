@@ -132,7 +132,7 @@ export async function run(argv: string[]): Promise<number> {
   });
   progress.end();
   const md = replayMarkdown(report);
-  if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');
+  if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
   if (values.md) await writeFile(values.md, md);
   console.log(md);
   return 0;

@@ -54,11 +54,11 @@ export async function applyFlags(settings: Record<string, unknown>, flags: reado
       name = f.cli.env;
     }
     if (given === undefined || given === '' || given === false) continue;
-    setAt(settings, f.path, await valueOf(f, given, name, getAt(settings, f.path)));
+    setAt(settings, f.path, await flagValue(f, given, name, getAt(settings, f.path)));
   }
 }
 
-async function valueOf(f: DeclaredFlag, given: unknown, name: string, current: unknown): Promise<unknown> {
+async function flagValue(f: DeclaredFlag, given: unknown, name: string, current: unknown): Promise<unknown> {
   if (f.cli.turnsOn) return turnedOn(f.schema, given as string, name, current);
   if (!f.cli.arg) return f.cli.value ?? true;
   if (f.cli.repeatable) {

@@ -1,9 +1,11 @@
 // What one KV event batch did (KvIndexer.applyEventBatch). The addon writes a batch's counts into
-// a Float64Array the indexer keeps (positions: native/src/bindings/events.rs, BATCH_COUNTS) and
+// a Float64Array the indexer keeps (positions: generated/layout.ts's BatchCounts, from
+// native/src/bindings/layout.rs) and
 // returns an object only for what counts cannot say (lower tiers, other media, errors): a result
 // object built property by property through Node-API cost about as much as applying a few events.
 // The object users get is built here, in JavaScript, where a literal of fixed shape is cheap, for
 // the sync and the async call alike (the async one resolves to its own counts array).
+import { BatchCounts as At } from './generated/layout.js';
 import type { LowerTier } from './tiers.js';
 
 /** Where a payload fails to be a KV event batch (or an event's field has the wrong type). */
@@ -72,12 +74,9 @@ interface BatchExtras {
   invalidEvent?: EventDecodeError;
 }
 
-/** Entries of the counts array, in the order the addon writes them. */
-const BATCH_COUNTS = 18;
-
 /** One indexer's counts array, and the result read from it after a call. */
 export class EventBatchCounts {
-  readonly array = new Float64Array(BATCH_COUNTS);
+  readonly array = new Float64Array(At.LEN);
 
   /** The result of the call that just wrote `array` and returned `extras`. */
   result(extras: BatchExtras | null | undefined): EventBatchResult {
@@ -88,30 +87,31 @@ export class EventBatchCounts {
 /** The result object of a batch from its counts (as the addon writes them) and extras: the same for the sync and the async call. */
 export function eventBatchResult(c: Float64Array, extras: BatchExtras | null | undefined, cancelled: boolean): EventBatchResult {
   const result: EventBatchResult = {
-    events: c[0],
-    stored: c[1],
-    removed: c[2],
-    cleared: c[3],
+    events: c[At.EVENTS],
+    stored: c[At.STORED],
+    removed: c[At.REMOVED],
+    cleared: c[At.CLEARED],
     refused: {
-      blockSize: c[4],
-      tokenCount: c[5],
-      unknownParent: c[6],
-      duplicateHash: c[7],
-      selfParent: c[8],
-      hashCollision: c[9],
-      indexFull: c[10],
-      malformed: c[11],
-      invalid: c[12],
-      unknownRemoval: c[13],
+      blockSize: c[At.REFUSED_BLOCK_SIZE],
+      tokenCount: c[At.REFUSED_TOKEN_COUNT],
+      unknownParent: c[At.REFUSED_UNKNOWN_PARENT],
+      duplicateHash: c[At.REFUSED_DUPLICATE_HASH],
+      selfParent: c[At.REFUSED_SELF_PARENT],
+      hashCollision: c[At.REFUSED_HASH_COLLISION],
+      indexFull: c[At.REFUSED_INDEX_FULL],
+      malformed: c[At.REFUSED_MALFORMED],
+      invalid: c[At.REFUSED_INVALID],
+      unknownRemoval: c[At.REFUSED_UNKNOWN_REMOVAL],
     },
-    unknownTypes: c[14],
-    otherGroups: c[15],
+    unknownTypes: c[At.UNKNOWN_TYPES],
+    otherGroups: c[At.OTHER_GROUPS],
     lowerTiers: extras ? (extras.lowerTiers as EventBatchResult['lowerTiers']) : [],
     otherMedia: extras ? extras.otherMedia : [],
-    ts: c[16],
+    ts: c[At.TS],
     cancelled,
   };
-  if (c[17] >= 0) result.dpRank = c[17];
+  const dpRank = c[At.DP_RANK];
+  if (dpRank >= 0) result.dpRank = dpRank;
   if (extras?.decodeError) result.decodeError = extras.decodeError;
   if (extras?.invalidEvent) result.invalidEvent = extras.invalidEvent;
   return result;

@@ -6,6 +6,7 @@ import { native, type Binding } from './binding.js';
 import { callNative, nativeErrorCode, translateNativeError } from './errors.js';
 import { EventBatchCounts, eventBatchResult, type EventBatchResult, type IndexerRejections } from './event-batch.js';
 import { fast } from './fast-calls.js';
+import { copyMatchTriples, MATCH_INTS, readMatches, type OverlapMatch } from './match-buffer.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import {
   describe,
@@ -20,11 +21,12 @@ import {
   expectUint32Array,
   expectWorkerId,
 } from '../util/validate.js';
-import { perTierObject, type LowerTier, type PerTier } from './tiers.js';
+import { perTierObject, type PerTier } from './tiers.js';
 import { INDEXER_MODES, type IndexerMode } from './vocabulary.js';
 
 export type { IndexerMode };
 export type { EventBatchResult, EventDecodeError, IndexerRejections } from './event-batch.js';
+export type { OverlapMatch } from './match-buffer.js';
 
 export interface KvIndexerOptions {
   /** Tokens per KV block; must equal the engines' block size. */
@@ -54,13 +56,6 @@ export interface KvIndexerOptions {
   lowerTiers?: boolean;
   /** Milliseconds now (Date.now by default; the offline simulator passes a virtual clock). */
   clock?: () => number;
-}
-
-export interface OverlapMatch {
-  worker: number;
-  dpRank: number;
-  /** Leading blocks of the prompt this (worker, dpRank) holds. */
-  blocks: number;
 }
 
 export interface IndexerStats {
@@ -101,33 +96,10 @@ export interface RemovedOptions {
   medium?: string;
 }
 
-/**
- * An OverlapMatch as findMatches builds it: constructed by a class (plain assignments, one hidden
- * class) from the int32s the addon wrote, so that its fields stay small integers (a field V8 once
- * saw a double in is boxed: a heap number per value of every later match).
- */
-class Match implements OverlapMatch {
-  declare worker: number;
-  declare dpRank: number;
-  declare blocks: number;
-  constructor(worker: number, dpRank: number, blocks: number) {
-    this.worker = worker;
-    this.dpRank = dpRank;
-    this.blocks = blocks;
-  }
-}
-
-/** Int32s per match in the addon's result: [worker low 32 bits, worker high bits, dpRank, blocks]. */
-const MATCH_INTS = 4;
 /** Worker ids the fast event calls take (the addon reads them as u32). */
 const MAX_U32 = 0xffff_ffff;
 /** The parent of a root block, as applyStoredFast reads it. */
 const NO_PARENT = new BigUint64Array(0);
-
-/** The worker id of the match at `j` (any id up to 2^53). */
-function workerAt(out: Int32Array, j: number): number {
-  return out[j + 1] * 2 ** 32 + (out[j] >>> 0);
-}
 
 /** Blocks accepted per call (events, prompts): a 16M-token prompt at block size 16. */
 export const MAX_BLOCKS_PER_CALL = 2 ** 20;
@@ -314,17 +286,8 @@ export class KvIndexer {
    * its full overlap.
    */
   findMatches(localHashes: BigUint64Array, opts?: { earlyExit?: boolean }): OverlapMatch[] {
-    const r = this.match(localHashes, opts);
-    const n = r >>> 1;
-    const out = this.out;
-    const matches: OverlapMatch[] = new Array(n);
-    if ((r & 1) === 0) {
-      // Every worker id below 2^31: its low int is the id, and ints are stored as they are.
-      for (let i = 0, j = 0; i < n; i++, j += MATCH_INTS) matches[i] = new Match(out[j], out[j + 2], out[j + 3]);
-    } else {
-      for (let i = 0, j = 0; i < n; i++, j += MATCH_INTS) matches[i] = new Match(workerAt(out, j), out[j + 2], out[j + 3]);
-    }
-    return matches;
+    const r = this.match(localHashes, opts); // may grow this.out: read it after
+    return readMatches(this.out, r);
   }
 
   /**
@@ -335,13 +298,7 @@ export class KvIndexer {
   findMatchesInto(localHashes: BigUint64Array, out: Float64Array, opts?: { earlyExit?: boolean }): number {
     if (!(out instanceof Float64Array)) throw new TypeError(`out must be a Float64Array, got ${describe(out)}`);
     const n = this.match(localHashes, opts) >>> 1;
-    const src = this.out;
-    const fit = Math.min(n, Math.floor(out.length / 3));
-    for (let i = 0, j = 0, k = 0; i < fit; i++, j += MATCH_INTS, k += 3) {
-      out[k] = workerAt(src, j);
-      out[k + 1] = src[j + 2];
-      out[k + 2] = src[j + 3];
-    }
+    copyMatchTriples(this.out, Math.min(n, Math.floor(out.length / 3)), out);
     return n;
   }
 

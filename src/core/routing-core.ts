@@ -1,20 +1,21 @@
 // RoutingCore: load booking and worker selection for one worker pool, over the native core.
 // route() is ONE native call (hash + match + select + book), through the addon's hand-written
 // entry (fast-calls.ts) when the request has no seed and no options; the decision comes back
-// through a reused Float64Array so that nothing but the result objects is allocated per call.
+// through a reused Float64Array (decision-buffer.ts reads it) so that nothing but the result
+// objects is allocated per call.
 import { native, type Binding } from './binding.js';
 import { callNative, translateNativeError } from './errors.js';
 import { BOOKING_FREE, BOOKING_MARK_PREFILL_COMPLETED, fast } from './fast-calls.js';
 import { blockHashSeed, encodeMultimodal, type HashOptions } from './hashing.js';
 import type { KvIndexer } from './indexer.js';
-import { smallInt } from './small-int.js';
-import { perTierArray, perTierBlocksAt, perTierObject, type PerTier } from './tiers.js';
+import { readDecision, type RoutingDecision } from './decision-buffer.js';
+import { DECISION_LEN } from './generated/layout.js';
+import { perTierArray, perTierObject } from './tiers.js';
 import { nativeTtftModel } from './ttft-model.js';
 import {
   checkRouteRequest,
   resolveRoutingConfig,
   toNativeSpec,
-  type PolicyName,
   type ResolvedRoutingConfig,
   type RoutingConfig,
   type WorkerSpec,
@@ -23,6 +24,7 @@ import { translateRoutingError } from './routing-errors.js';
 import { describe, expectDpRank, expectInteger, expectObject, expectUint8Array, expectWorkerId } from '../util/validate.js';
 
 export { POLICY_NAMES, type PolicyName, type RoutingConfig, type WorkerSpec } from './routing-config.js';
+export type { CandidateCost, RoutingDecision } from './decision-buffer.js';
 
 export interface RouteRequest {
   requestId: string;
@@ -47,43 +49,6 @@ export interface RouteRequest {
 }
 
 export type QueryRequest = Omit<RouteRequest, 'requestId'> & { requestId?: string };
-
-export interface CandidateCost {
-  worker: number;
-  dpRank: number;
-  /** Leading prompt blocks in the worker's device (GPU) cache. */
-  overlapBlocks: number;
-  /** The blocks after those it can reload from each lower tier (each block once, at its nearest tier). */
-  lowerTierBlocks: PerTier;
-  /** (booked prefill tokens + this prompt's tokens) / block size. */
-  prefillBlocks: number;
-  /** Booked decode blocks (with decay) + this request's blocks not yet active there. */
-  decodeBlocks: number;
-  /** The policy's score, lower is better (the KV cost; for ttft the predicted TTFT plus the worker's time on this request's own prefill, ms; booked load for least_loaded). */
-  cost: number;
-}
-
-export interface RoutingDecision {
-  requestId: string;
-  worker: number;
-  dpRank: number;
-  /** Leading prompt blocks in the chosen worker's device cache. */
-  overlapBlocks: number;
-  /** The blocks after those it can reload from lower tiers. */
-  lowerTierBlocks: PerTier;
-  promptTokens: number;
-  /** (overlapBlocks + lower-tier blocks) x blockSize, at most promptTokens. */
-  cachedTokens: number;
-  /** Prefill tokens booked: promptTokens - cachedTokens. */
-  prefillTokens: number;
-  /** The ttft policy's predicted time to first token on the chosen worker, ms (undefined for other policies). */
-  predictedTtftMs?: number;
-  policy: PolicyName;
-  /** Best first, at most 8; the chosen worker is always listed. */
-  candidates: CandidateCost[];
-  /** Measured inside the native call, in microseconds. */
-  timingsUs: { hash: number; match: number; select: number; total: number };
-}
 
 export interface WorkerLoad {
   worker: number;
@@ -133,31 +98,6 @@ export interface RemoteBookingStats {
   replicas: Array<{ replica: string; requests: number }>;
 }
 
-/** A CandidateCost as decide() builds it: a class (one hidden class, plain assignments), which V8
- * allocates faster than object literals filled from a Float64Array. */
-class Candidate implements CandidateCost {
-  declare worker: number;
-  declare dpRank: number;
-  declare overlapBlocks: number;
-  declare lowerTierBlocks: PerTier;
-  declare prefillBlocks: number;
-  declare decodeBlocks: number;
-  declare cost: number;
-  constructor(worker: number, dpRank: number, overlapBlocks: number, lowerTierBlocks: PerTier, prefillBlocks: number, decodeBlocks: number, cost: number) {
-    this.worker = worker;
-    this.dpRank = dpRank;
-    this.overlapBlocks = overlapBlocks;
-    this.lowerTierBlocks = lowerTierBlocks;
-    this.prefillBlocks = prefillBlocks;
-    this.decodeBlocks = decodeBlocks;
-    this.cost = cost;
-  }
-}
-
-// Layout of the decision buffer the addon fills (see native/src/bindings/routing.rs).
-const HEADER = 15;
-const PER_CANDIDATE = 9;
-const MAX_CANDIDATES = 8;
 const MAX_OUTPUT_TOKENS = 2 ** 32 - 1;
 
 export class RoutingCore {
@@ -167,7 +107,7 @@ export class RoutingCore {
   /** The core's handle for the addon's fast calls. */
   private readonly handle: number;
   private readonly clock: () => number;
-  private readonly out = new Float64Array(HEADER + PER_CANDIDATE * MAX_CANDIDATES);
+  private readonly out = new Float64Array(DECISION_LEN);
 
   constructor(indexer: KvIndexer, config: RoutingConfig) {
     this.config = Object.freeze(resolveRoutingConfig(indexer, config));
@@ -339,25 +279,7 @@ export class RoutingCore {
     } else {
       n = this.native(() => (book ? this.core.route(tokens, id, now, out, seed, extra) : this.core.query(tokens, id, now, out, seed, extra)));
     }
-    const candidates: CandidateCost[] = new Array(n);
-    for (let i = 0, o = HEADER; i < n; i++, o += PER_CANDIDATE) {
-      // Ids and counts as Smis (small-int.ts); the loads and the cost stay doubles.
-      candidates[i] = new Candidate(smallInt(out[o]), smallInt(out[o + 1]), smallInt(out[o + 2]), perTierBlocksAt(out, o + 3), out[o + 6], out[o + 7], out[o + 8]);
-    }
-    return {
-      requestId: id,
-      worker: smallInt(out[0]),
-      dpRank: smallInt(out[1]),
-      overlapBlocks: smallInt(out[2]),
-      lowerTierBlocks: perTierBlocksAt(out, 10),
-      promptTokens: smallInt(out[3]),
-      cachedTokens: smallInt(out[4]),
-      prefillTokens: smallInt(out[5]),
-      predictedTtftMs: Number.isNaN(out[13]) ? undefined : out[13],
-      policy: this.config.policy,
-      candidates,
-      timingsUs: { hash: out[6], match: out[7], select: out[8], total: out[9] },
-    };
+    return readDecision(out, n, id, this.config.policy);
   }
 
   private now(): number {

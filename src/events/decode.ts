@@ -208,7 +208,7 @@ function readEvent(raw: unknown, path: string): KvCacheEvent | typeof UNKNOWN | 
  */
 function isSecondaryGroup(groupIdx: unknown, specKind: unknown): boolean {
   if (typeof specKind === 'string' && SECONDARY_SPEC_KINDS.has(specKind)) return true;
-  if (typeof groupIdx === 'number' || typeof groupIdx === 'bigint') return groupIdx != 0;
+  if (typeof groupIdx === 'number' || typeof groupIdx === 'bigint') return groupIdx !== 0;
   return false;
 }
 

@@ -6,7 +6,7 @@ import { BatchApplier, type IndexerPort } from './apply.js';
 import { addCounters, newCounters, type IngestCounters } from './counters.js';
 import { EventSubscriber, type SubscriberState } from './subscriber.js';
 import type { IngestIncident } from './incidents.js';
-import { describe, expectDpRank, expectInteger, expectWorkerId } from '../util/validate.js';
+import { describe, expectBlockSize, expectDpRank, expectInteger, expectWorkerId } from '../util/validate.js';
 
 export interface EventIngestOptions {
   /** The index events are applied to (a KvIndexer in 'events' mode). */
@@ -106,7 +106,7 @@ export class EventIngest {
     const topic = spec.topic ?? '';
     if (typeof topic !== 'string') throw new TypeError(`spec.topic must be a string, got ${describe(topic)}`);
     if (spec.blockSize !== undefined) {
-      const blockSize = expectInteger(spec.blockSize, 'spec.blockSize', 1, 2 ** 32 - 1);
+      const blockSize = expectBlockSize(spec.blockSize, 'spec.blockSize');
       if (blockSize !== this.applier.indexer.blockSize) {
         throw new RangeError(`worker ${worker} uses block size ${blockSize} but the index uses ${this.applier.indexer.blockSize}: they must be equal`);
       }

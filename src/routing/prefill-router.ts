@@ -13,7 +13,7 @@
 // (queue/) holds requests until a worker of the pool that computes their prompt has room: the
 // prefill pool for a disaggregated request, the decode pool for an aggregated one.
 import type { RoutingDecision } from '../core/routing-core.js';
-import type { ServeMode } from '../core/vocabulary.js';
+import type { PoolName, ServeMode } from '../core/vocabulary.js';
 import { describe } from '../util/validate.js';
 import { MissingRoutingHintError, RoutingError } from '../core/routing-errors.js';
 import { abortError } from '../engines/errors.js';
@@ -86,7 +86,7 @@ export interface PrefillRouterOptions {
   sessionControl?: SessionControlOptions;
 }
 
-export type PoolName = 'prefill' | 'decode';
+export type { PoolName };
 
 export type PrefillRouterEvent =
   | { type: 'deactivated' }

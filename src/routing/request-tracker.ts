@@ -4,7 +4,7 @@
 // bootstrap path hands the prefill's permit to its background task, which releases it once the
 // prefill worker is routed and recorded, and only then can the decode phase begin.
 import type { SignalLike } from '../util/cancellation.js';
-import { Permit, Semaphore } from './semaphore.js';
+import { type Permit, Semaphore } from './semaphore.js';
 import type { WorkerRole } from '../core/vocabulary.js';
 
 /** A request's phase is named by the role of the worker that serves it. */

@@ -161,7 +161,8 @@ export class WorkerPool {
   isSelectable(id: number): boolean {
     this.liftExpired();
     const e = this.entries.get(id);
-    return e !== undefined && e.healthy && !e.draining && !e.ejected;
+    if (e === undefined) return false;
+    return e.healthy && !e.draining && !e.ejected;
   }
 
   /** Ids of the selectable workers, ascending. */

@@ -25,7 +25,8 @@ function assignOwn(target: object, source: object): object {
   // one); spread, like JSON.parse, makes it an own property and leaves the prototype alone.
   if (Object.hasOwn(source, '__proto__')) {
     if (Object.getPrototypeOf(target) !== Object.prototype) Object.setPrototypeOf(target, Object.prototype);
-    Object.defineProperty(target, '__proto__', { value: (source as { ['__proto__']: unknown })['__proto__'], enumerable: true, writable: true, configurable: true });
+    const value: unknown = Object.getOwnPropertyDescriptor(source, '__proto__')?.value;
+    Object.defineProperty(target, '__proto__', { value, enumerable: true, writable: true, configurable: true });
   }
   return target;
 }

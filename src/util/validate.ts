@@ -39,8 +39,9 @@ export function expectInteger(value: unknown, name: string, min: number, max: nu
   return value;
 }
 
-export function expectBlockSize(value: unknown): number {
-  return expectInteger(value, 'blockSize', 1, MAX_BLOCK_SIZE);
+/** A block size in tokens: the one check of every public edge that takes one. */
+export function expectBlockSize(value: unknown, name = 'blockSize'): number {
+  return expectInteger(value, name, 1, MAX_BLOCK_SIZE);
 }
 
 /** Worker ids are integers below 2^53 (exact in a double). */

@@ -132,7 +132,7 @@ describe('kvroute replay --handoff', () => {
     dir = await mkdtemp(join(tmpdir(), 'kvroute-replay-'));
     small = join(dir, 'trace.jsonl');
     const lines = [0, 200, 400, 600].map((t, i) => JSON.stringify({ timestamp: t, input_length: 700, output_length: 4, hash_ids: [1, 2 + i] }));
-    await writeFile(small, lines.join('\n') + '\n');
+    await writeFile(small, `${lines.join('\n')}\n`);
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -162,7 +162,7 @@ describe('kvroute replay, scheduling flags', () => {
     small = join(dir, 'trace.jsonl');
     // Four requests at once on one worker: the router queue holds three of them.
     const lines = [0, 1, 2, 3].map((i) => JSON.stringify({ timestamp: 0, input_length: 700, output_length: 4, hash_ids: [1, 10 + i], priority: i === 3 ? 1 : 0 }));
-    await writeFile(small, lines.join('\n') + '\n');
+    await writeFile(small, `${lines.join('\n')}\n`);
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -213,7 +213,7 @@ describe('kvroute replay, a CPU offload tier', () => {
     // One worker of 80 blocks: the second prompt pushes the first out of the GPU, the third is the first again.
     const ids = [[1, 2], [3, 4], [1, 2]];
     const lines = ids.map((hashIds, i) => JSON.stringify({ timestamp: i * 2000, input_length: 1024, output_length: 4, hash_ids: hashIds }));
-    await writeFile(small, lines.join('\n') + '\n');
+    await writeFile(small, `${lines.join('\n')}\n`);
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { native } from '../../src/core/binding.js';
 import { NativeErrorCode, callNative, nativeErrorCode, translateNativeError } from '../../src/core/errors.js';
 import { KvIndexer } from '../../src/core/indexer.js';
-import { BackpressureError, DuplicateRequestError, RoutingError, translateRoutingError } from '../../src/core/routing-errors.js';
+import { BackpressureError, DuplicateRequestError, type RoutingError, translateRoutingError } from '../../src/core/routing-errors.js';
 
 const coded = (message: string, code: string) => Object.assign(new Error(message), { code });
 

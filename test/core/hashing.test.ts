@@ -34,7 +34,7 @@ describe('computeBlockHashes', () => {
   });
 
   it('appends sorted multimodal hashes to their block', () => {
-    const digest = '00000000000000ff' + 'ab'.repeat(24);
+    const digest = `00000000000000ff${'ab'.repeat(24)}`;
     const t = Uint32Array.of(1, 2, 3, 4, 5, 6, 7, 8);
     const hashes = computeBlockHashes(t, 4, { mmHashes: [['image-1', digest]] });
     expect(hashes[0]).toBe(14844992798462243241n);
@@ -98,7 +98,7 @@ async function outcome<T>(call: () => T | Promise<T>): Promise<{ value: T } | { 
   }
 }
 
-const digest = '00000000000000ff' + 'ab'.repeat(24);
+const digest = `00000000000000ff${'ab'.repeat(24)}`;
 
 describe('computeBlockHashesAsync', () => {
   it('matches the protocol test vector and returns a promise', async () => {

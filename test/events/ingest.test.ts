@@ -107,6 +107,8 @@ describe('EventIngest: configuration errors', () => {
     expect(() => ingest.addWorker({ ...ok, replayEndpoints: ['tcp://a:1', 'tcp://a:2'] })).toThrow(/2 endpoints for 1 dp ranks/);
     expect(() => ingest.addWorker({ ...ok, topic: 7 as never })).toThrow(TypeError);
     expect(() => ingest.addWorker({ ...ok, blockSize: 16 })).toThrow(/block size 16 but the index uses 4/);
+    expect(() => ingest.addWorker({ ...ok, blockSize: 0 })).toThrow(/spec.blockSize must be an integer in \[1, /);
+    expect(() => ingest.addWorker({ ...ok, blockSize: '4' as never })).toThrow(TypeError);
     expect(ingest.stats()).toEqual([]);
     ingest.addWorker(ok);
     expect(() => ingest.addWorker(ok)).toThrow(/already subscribed/);

@@ -271,7 +271,7 @@ describe('GuardedStream frees exactly once on every path', () => {
 describe('MappedStream', () => {
   it('maps events and forwards return() at once', async () => {
     const { core, source, stream } = setup();
-    const mapped = new MappedStream(stream, async (e) => ({ data: e.data + '!' }));
+    const mapped = new MappedStream(stream, async (e) => ({ data: `${e.data}!` }));
     source.push(ev(1));
     expect(await mapped.next()).toEqual({ value: { data: '{"i":1}!' }, done: false });
     const pending = mapped.next();

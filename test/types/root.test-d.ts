@@ -2,11 +2,11 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import * as kvroute from 'kvroute';
 import {
-  BackpressureError,
+  type BackpressureError,
   KvIndexer,
   POLICY_NAMES,
   RoutingCore,
-  RoutingError,
+  type RoutingError,
   computeBlockHashes,
   computeBlockHashesAsync,
   computeBlockHashesBatch,

@@ -1,9 +1,9 @@
 //! `NativeChatTemplate`: a compiled chat template (crate::chat) behind src/core/chat-template.ts.
 //! Conversions and checks only.
 
+use minijinja::Value;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use minijinja::Value;
 
 use super::errors::{coded, type_error, Code, Result};
 use super::tokenize::{write_span, NativeTokenizer, Stage, StageTimer};
@@ -35,7 +35,8 @@ impl NativeChatTemplate {
   /// `chat_template_kwargs`, `add_generation_prompt`), messages checked as in a request.
   #[napi]
   pub fn render_json(&self, input: &[u8]) -> Result<String> {
-    let req = read_chat_request(input).ok_or_else(|| type_error("not a chat request: messages must be a non-empty array of messages with a role and text content"))?;
+    let req =
+      read_chat_request(input).ok_or_else(|| type_error("not a chat request: messages must be a non-empty array of messages with a role and text content"))?;
     self.inner.render(&req.input()).map_err(|e| coded(Code::ChatTemplate, e))
   }
 
@@ -53,7 +54,14 @@ impl NativeChatTemplate {
   /// gives them, `span` set to where `messages` stand, the microseconds of each stage in
   /// `timings` (read, render, tokenize); -1 when the body is not the plain case.
   #[napi]
-  pub fn encode_body(&self, tokenizer: &mut NativeTokenizer, body: &[u8], out: Uint32ArraySlice, span: Uint32ArraySlice, timings: Float64ArraySlice) -> Result<i64> {
+  pub fn encode_body(
+    &self,
+    tokenizer: &mut NativeTokenizer,
+    body: &[u8],
+    out: Uint32ArraySlice,
+    span: Uint32ArraySlice,
+    timings: Float64ArraySlice,
+  ) -> Result<i64> {
     let mut timer = StageTimer::start();
     let Some(req) = read_chat_request(body) else { return Ok(-1) };
     timer.lap(Stage::Read);

@@ -13,6 +13,7 @@ use napi_derive::napi;
 
 use super::errors::{coded, range_error, Code, Result};
 use super::indexer::{borrow_in, lock, to_key, NativeIndexer, SharedIndex};
+use super::layout::batch_counts;
 use crate::events::apply::{apply_decoded, apply_record, shape_of, BatchOutcome};
 use crate::events::decode::{DecodeError, Decoded, Shape};
 use crate::indexer::{IndexerMode, RadixIndexer, WorkerKey};
@@ -59,36 +60,35 @@ pub struct NativeEventBatchAsync {
   pub cancelled: bool,
 }
 
-/// Entries of applyEventBatchInto's `counts`, in this order: events, stored, removed, cleared,
-/// the ten refusal counts in EventBatchResult.refused's order, unknownTypes, otherGroups, ts,
-/// dpRank (-1: none). src/core/event-batch.ts reads them by these positions.
-pub const BATCH_COUNTS: usize = 18;
+/// Entries of applyEventBatchInto's `counts` (layout.rs's `batch_counts`).
+pub const BATCH_COUNTS: usize = batch_counts::LEN;
 
-fn write_counts(o: &BatchOutcome, out: &mut [f64]) {
+/// `o`'s counts into `out` (BATCH_COUNTS entries), as layout.rs lays them out.
+pub(super) fn write_counts(o: &BatchOutcome, out: &mut [f64]) {
+  use batch_counts as at;
   let r = &o.refused;
-  let counts = [
-    o.events,
-    o.stored,
-    o.removed,
-    o.cleared,
-    r.block_size,
-    r.token_count,
-    r.unknown_parent,
-    r.duplicate_hash,
-    r.self_parent,
-    r.hash_collision,
-    r.index_full,
-    r.malformed,
-    r.invalid,
-    r.unknown_removal,
-    o.unknown_types,
-    o.other_groups,
-  ];
-  for (dst, &n) in out.iter_mut().zip(&counts) {
-    *dst = f64::from(n);
+  for (field, n) in [
+    (at::EVENTS, o.events),
+    (at::STORED, o.stored),
+    (at::REMOVED, o.removed),
+    (at::CLEARED, o.cleared),
+    (at::REFUSED_BLOCK_SIZE, r.block_size),
+    (at::REFUSED_TOKEN_COUNT, r.token_count),
+    (at::REFUSED_UNKNOWN_PARENT, r.unknown_parent),
+    (at::REFUSED_DUPLICATE_HASH, r.duplicate_hash),
+    (at::REFUSED_SELF_PARENT, r.self_parent),
+    (at::REFUSED_HASH_COLLISION, r.hash_collision),
+    (at::REFUSED_INDEX_FULL, r.index_full),
+    (at::REFUSED_MALFORMED, r.malformed),
+    (at::REFUSED_INVALID, r.invalid),
+    (at::REFUSED_UNKNOWN_REMOVAL, r.unknown_removal),
+    (at::UNKNOWN_TYPES, o.unknown_types),
+    (at::OTHER_GROUPS, o.other_groups),
+  ] {
+    out[field] = f64::from(n);
   }
-  out[16] = o.ts;
-  out[17] = o.dp_rank.map_or(-1.0, f64::from);
+  out[at::TS] = o.ts;
+  out[at::DP_RANK] = o.dp_rank.map_or(-1.0, f64::from);
 }
 
 fn lower_tier_counts(o: &BatchOutcome) -> Vec<NativeTierCount> {
@@ -264,4 +264,3 @@ impl NativeIndexer {
     AsyncTask::new(RestoreTask { bytes: bytes.to_vec() })
   }
 }
-

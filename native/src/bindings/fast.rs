@@ -18,6 +18,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::errors::{Code, CodedError};
+use super::layout::matched;
 use super::routing::SharedCore;
 use crate::indexer::WorkerKey;
 use crate::select::Mode;
@@ -66,7 +67,10 @@ pub fn register(indexer: super::indexer::SharedIndex) -> u32 {
 }
 
 /// Runs `f` on the locked index of `handle` and its local-hash scratch.
-pub(super) fn with_registered<R>(handle: u32, f: impl FnOnce(&mut crate::indexer::RadixIndexer, &mut Vec<u64>) -> std::result::Result<R, Fail>) -> std::result::Result<R, Fail> {
+pub(super) fn with_registered<R>(
+  handle: u32,
+  f: impl FnOnce(&mut crate::indexer::RadixIndexer, &mut Vec<u64>) -> std::result::Result<R, Fail>,
+) -> std::result::Result<R, Fail> {
   REGISTRY.with_borrow_mut(|r| {
     let entry = r.get_mut(handle as usize).and_then(Option::as_mut).ok_or_else(|| Fail(Code::OutOfRange, format!("no indexer has handle {handle}")))?;
     let mut indexer = super::indexer::lock(&entry.indexer);
@@ -101,19 +105,17 @@ pub fn copy_matches(handle: u32, out: &mut [i32]) -> bool {
   })
 }
 
-/// Int32s per match in a findMatchesFast result: [worker low 32 bits, worker high bits, dpRank,
-/// blocks]. Int32s, not doubles: V8 stores each as a small integer straight away (a double is
-/// checked and converted per field): about a fifth of the cost of building the result's objects.
-pub const MATCH_INTS: usize = 4;
+/// Int32s per match in a findMatchesFast result (layout.rs's `matched`).
+pub const MATCH_INTS: usize = matched::LEN;
 
-/// Writes match `i` into `out` (which has room for it).
+/// Writes match `i` into `out` (which has room for it), as layout.rs lays it out.
 #[inline(always)]
-fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
+pub(super) fn put_match(out: &mut [i32], i: usize, key: WorkerKey, blocks: u32) {
   let m = &mut out[i * MATCH_INTS..i * MATCH_INTS + MATCH_INTS];
-  m[0] = key.worker as u32 as i32;
-  m[1] = (key.worker >> 32) as i32;
-  m[2] = key.dp_rank as i32;
-  m[3] = blocks as i32;
+  m[matched::WORKER_LOW] = key.worker as u32 as i32;
+  m[matched::WORKER_HIGH] = (key.worker >> 32) as i32;
+  m[matched::DP_RANK] = key.dp_rank as i32;
+  m[matched::BLOCKS] = blocks as i32;
 }
 
 /// A failure to throw: its class (TypeError or RangeError, else Error) and code.
@@ -268,7 +270,13 @@ unsafe fn find_matches_body(env: sys::napi_env, info: sys::napi_callback_info) -
 const INLINE_ID: usize = 256;
 
 /// A string argument, read into `inline` when it fits, else into `heap`.
-unsafe fn arg_str<'b>(env: sys::napi_env, value: sys::napi_value, name: &str, inline: &'b mut [u8; INLINE_ID], heap: &'b mut Vec<u8>) -> std::result::Result<&'b str, Fail> {
+unsafe fn arg_str<'b>(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  name: &str,
+  inline: &'b mut [u8; INLINE_ID],
+  heap: &'b mut Vec<u8>,
+) -> std::result::Result<&'b str, Fail> {
   let not_string = || type_fail(format!("{name} must be a string"));
   let mut len = 0usize;
   let status = unsafe { sys::napi_get_value_string_utf8(env, value, inline.as_mut_ptr() as *mut c_char, INLINE_ID, &mut len) };
@@ -348,7 +356,9 @@ unsafe fn booking_body(env: sys::napi_env, info: sys::napi_callback_info) -> std
 
 /// Runs `f` on the routing core registered under `handle`, borrowed for the call.
 fn with_core<R>(handle: u32, f: impl FnOnce(&mut super::routing::CoreState) -> std::result::Result<R, Fail>) -> std::result::Result<R, Fail> {
-  let core = CORES.with_borrow(|r| r.get(handle as usize).and_then(Option::clone)).ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
+  let core = CORES
+    .with_borrow(|r| r.get(handle as usize).and_then(Option::clone))
+    .ok_or_else(|| Fail(Code::OutOfRange, format!("no routing core has handle {handle}")))?;
   let mut state = core.try_borrow_mut().map_err(|_| Fail(Code::Busy, "the routing core is in use".into()))?;
   f(&mut state)
 }

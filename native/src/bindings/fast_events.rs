@@ -57,7 +57,8 @@ unsafe extern "C" fn apply_stored_fast(env: sys::napi_env, info: sys::napi_callb
 }
 
 unsafe fn stored_body(env: sys::napi_env, info: sys::napi_callback_info) -> Result<u32, Fail> {
-  let argv = unsafe { call_args::<7>(env, info, 7) }.ok_or_else(|| type_fail("applyStoredFast takes (handle, worker, dpRank, blockHashes, tokenIds, parent, nowMs)"))?;
+  let argv =
+    unsafe { call_args::<7>(env, info, 7) }.ok_or_else(|| type_fail("applyStoredFast takes (handle, worker, dpRank, blockHashes, tokenIds, parent, nowMs)"))?;
   let handle = unsafe { arg_u32(env, argv[0], "handle") }?;
   let key = unsafe { arg_key(env, argv[1], argv[2]) }?;
   let (hashes, n) = unsafe { typed_array::<u64>(env, argv[3], sys::TypedarrayType::biguint64_array, "blockHashes") }?;
@@ -102,7 +103,5 @@ unsafe fn removed_body(env: sys::napi_env, info: sys::napi_callback_info) -> Res
   check_blocks(n, "blockHashes")?;
   // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while the slice lives.
   let hashes = unsafe { std::slice::from_raw_parts(hashes, n) };
-  with_events_index(handle, "applyRemoved", |indexer, _| {
-    Ok(indexer.apply_removed(key, hashes, now_ms) as u32)
-  })
+  with_events_index(handle, "applyRemoved", |indexer, _| Ok(indexer.apply_removed(key, hashes, now_ms) as u32))
 }

@@ -52,7 +52,15 @@ struct BlockHashJob {
 }
 
 impl BlockHashJob {
-  fn new(tokens: &[u32], block_size: u32, seed: &BigInt, mm_offsets: Option<&[u32]>, mm_hashes: Option<&[u64]>, out: &[u64], eagle: Option<bool>) -> Result<Self> {
+  fn new(
+    tokens: &[u32],
+    block_size: u32,
+    seed: &BigInt,
+    mm_offsets: Option<&[u32]>,
+    mm_hashes: Option<&[u64]>,
+    out: &[u64],
+    eagle: Option<bool>,
+  ) -> Result<Self> {
     let job = Self { block_size: check_block_size(block_size)?, seed: to_u64(seed, "seed")?, window: Window::from_eagle(eagle == Some(true)) };
     let blocks = job.hasher(mm_blocks(mm_offsets, mm_hashes)?).blocks_in(tokens.len());
     if out.len() < blocks {

@@ -27,15 +27,7 @@ struct BatchJob {
 }
 
 impl BatchJob {
-  fn new(
-    tokens: &[u32],
-    offsets: &[u32],
-    block_size: u32,
-    seed: &BigInt,
-    hashes: &[u64],
-    hash_offsets: &[u32],
-    sequence: Option<&[u64]>,
-  ) -> Result<Self> {
+  fn new(tokens: &[u32], offsets: &[u32], block_size: u32, seed: &BigInt, hashes: &[u64], hash_offsets: &[u32], sequence: Option<&[u64]>) -> Result<Self> {
     let bs = check_block_size(block_size)?;
     let seed = to_u64(seed, "seed")?;
     if offsets.is_empty() {

@@ -91,8 +91,7 @@ impl NativeIndexer {
   #[napi(constructor)]
   pub fn new(config: NativeIndexerConfig) -> Result<Self> {
     check_block_size(config.block_size)?;
-    let mode = IndexerMode::parse(&config.mode)
-      .ok_or_else(|| range_error(format!("mode must be 'events' or 'approximate', got '{}'", config.mode)))?;
+    let mode = IndexerMode::parse(&config.mode).ok_or_else(|| range_error(format!("mode must be 'events' or 'approximate', got '{}'", config.mode)))?;
     let cfg = IndexerConfig {
       block_size: config.block_size,
       mode,
@@ -143,7 +142,7 @@ impl NativeIndexer {
   /// unknown medium, or a lower tier this index does not keep, is refused with a RangeError.
   /// False when refused (counted by reason).
   #[napi]
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "a JavaScript method's parameters, as the TypeScript wrapper passes them")]
   pub fn apply_stored(
     &self,
     worker: f64,
@@ -322,7 +321,6 @@ impl NativeIndexer {
   pub(crate) fn shared(&self) -> SharedIndex {
     Arc::clone(&self.inner)
   }
-
 }
 
 /// The index, shared by the indexer, its routing cores and the tasks working on it off-thread.
@@ -340,11 +338,7 @@ fn borrow(inner: &SharedIndex) -> Result<MutexGuard<'_, RadixIndexer>> {
 pub fn borrow_in<'a>(inner: &'a SharedIndex, mode: IndexerMode, call: &str) -> Result<MutexGuard<'a, RadixIndexer>> {
   let indexer = lock(inner);
   if indexer.mode() != mode {
-    return Err(coded(Code::WrongMode, format!(
-      "{call} needs an indexer in '{}' mode, this one is in '{}' mode",
-      mode.name(),
-      indexer.mode().name()
-    )));
+    return Err(coded(Code::WrongMode, format!("{call} needs an indexer in '{}' mode, this one is in '{}' mode", mode.name(), indexer.mode().name())));
   }
   Ok(indexer)
 }
@@ -358,7 +352,9 @@ fn tier_of(indexer: &RadixIndexer, medium: Option<&str>) -> Result<Option<LowerT
   match medium_tier(medium) {
     Medium::Device => Ok(None),
     Medium::Lower(t) if indexer.lower_tiers_enabled() => Ok(Some(t)),
-    Medium::Lower(t) => Err(range_error(format!("this indexer does not keep lower tiers (medium '{}' is on the {} tier)", medium.unwrap_or_default(), t.name()))),
+    Medium::Lower(t) => {
+      Err(range_error(format!("this indexer does not keep lower tiers (medium '{}' is on the {} tier)", medium.unwrap_or_default(), t.name())))
+    }
     Medium::Unknown => Err(range_error(format!("unknown medium '{}'", medium.unwrap_or_default()))),
   }
 }

@@ -12,6 +12,8 @@ mod fast_events;
 mod hash;
 mod hash_batch;
 mod indexer;
+mod layout;
+mod layout_probe;
 mod prompt;
 mod routing;
 mod sim_cache;

@@ -4,11 +4,9 @@
 //! The state lives behind an `Rc<RefCell<..>>` registered under a handle, so the hand-written
 //! `routeFast` (bindings/fast.rs) reaches the same core without napi-derive's per-call glue.
 //!
-//! route()/query() write the decision into a Float64Array the caller owns and reuses:
-//! [0] worker [1] dpRank [2] overlapBlocks [3] promptTokens [4] cachedTokens [5] prefillTokens
-//! [6] hashUs [7] matchUs [8] selectUs [9] totalUs [10..13] host, disk, external blocks
-//! [13] candidates n, then n x 9: worker, dpRank, overlapBlocks, host, disk, external blocks,
-//! prefillBlocks, decodeBlocks, cost. Returns n.
+//! route()/query() write the decision into a Float64Array the caller owns and reuses, as
+//! layout.rs's `decision` and `candidate` lay it out (`write_decision`); they return the number of
+//! candidates.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -16,17 +14,17 @@ use std::rc::Rc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::fast;
 use super::errors::{coded, range_error, type_error, Code, CodedError, Result};
+use super::fast;
 use super::indexer::{lock, NativeIndexer, SharedIndex};
+use super::layout::{candidate, decision, DECISION_LEN};
 use crate::indexer::RadixIndexer;
 use crate::load::WorkerKey;
-use crate::select::{self, Mode, Multimodal, Policy, PrefixIndex, RemoteBooking, RouteError, RouteRequest, RoutingCore, TtftModel, WorkerSpec, MAX_EXPLAINED};
+use crate::select::{
+  self, CandidateCost, Decision, Mode, Multimodal, Policy, PrefixIndex, RemoteBooking, RouteError, RouteRequest, RoutingCore, TtftModel, WorkerSpec,
+};
 use crate::tiers::{TierExtension, LOWER_TIERS};
 
-const HEADER: usize = 15;
-const PER_CANDIDATE: usize = 9;
-pub const DECISION_LEN: usize = HEADER + PER_CANDIDATE * MAX_EXPLAINED;
 const MAX_ID: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
 
 impl PrefixIndex for RadixIndexer {
@@ -183,8 +181,8 @@ impl NativeRoutingCore {
     if config.block_size != index_block_size {
       return Err(range_error(format!("blockSize {} differs from the indexer's {}", config.block_size, index_block_size)));
     }
-    let policy = Policy::parse(&config.policy)
-      .ok_or_else(|| range_error(format!("policy must be one of {}, got '{}'", Policy::NAMES.join(", "), config.policy)))?;
+    let policy =
+      Policy::parse(&config.policy).ok_or_else(|| range_error(format!("policy must be one of {}, got '{}'", Policy::NAMES.join(", "), config.policy)))?;
     let cfg = select::RoutingConfig {
       block_size: config.block_size,
       policy,
@@ -357,7 +355,7 @@ impl NativeRoutingCore {
   /// Books what another router replica booked (`hashes`: its prompt's local block hashes as
   /// little-endian u64 bytes). False when that replica already has the request booked here.
   #[napi]
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "a JavaScript method's parameters, as the TypeScript wrapper passes them")]
   pub fn apply_remote_booking(
     &mut self,
     origin: String,
@@ -427,7 +425,7 @@ impl NativeRoutingCore {
 
 impl CoreState {
   /// A decision into `out` (see the module comment); the number of candidates explained.
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "route's and query's parameters, shared by the napi and the hand-written entries")]
   pub fn decide(
     &mut self,
     tokens: &[u32],
@@ -489,41 +487,44 @@ impl CoreState {
         return Err(refusal(e));
       }
     };
-    let buf = out;
-    let head = [
-      d.key.worker as f64,
-      d.key.dp_rank as f64,
-      d.overlap_blocks as f64,
-      d.prompt_tokens as f64,
-      d.cached_tokens as f64,
-      d.prefill_tokens as f64,
-      d.timings.hash_us,
-      d.timings.match_us,
-      d.timings.select_us,
-      d.timings.total_us,
-      d.lower.blocks[0] as f64,
-      d.lower.blocks[1] as f64,
-      d.lower.blocks[2] as f64,
-      d.predicted_ttft_ms,
-    ];
-    buf[..HEADER - 1].copy_from_slice(&head);
     let explained = self.core.explanation();
-    buf[HEADER - 1] = explained.len() as f64;
-    for (i, c) in explained.iter().enumerate() {
-      let o = HEADER + i * PER_CANDIDATE;
-      buf[o..o + PER_CANDIDATE].copy_from_slice(&[
-        c.key.worker as f64,
-        c.key.dp_rank as f64,
-        c.overlap_blocks as f64,
-        c.lower.blocks[0] as f64,
-        c.lower.blocks[1] as f64,
-        c.lower.blocks[2] as f64,
-        c.prefill_blocks,
-        c.decode_blocks,
-        c.cost,
-      ]);
-    }
+    write_decision(&d, explained, out);
     Ok(explained.len() as u32)
+  }
+}
+
+/// `d` and its candidates into `out` (DECISION_LEN entries), as layout.rs lays them out.
+pub(super) fn write_decision(d: &Decision, explained: &[CandidateCost], out: &mut [f64]) {
+  use decision as at;
+  out[at::WORKER] = d.key.worker as f64;
+  out[at::DP_RANK] = d.key.dp_rank as f64;
+  out[at::OVERLAP_BLOCKS] = d.overlap_blocks as f64;
+  out[at::PROMPT_TOKENS] = d.prompt_tokens as f64;
+  out[at::CACHED_TOKENS] = d.cached_tokens as f64;
+  out[at::PREFILL_TOKENS] = d.prefill_tokens as f64;
+  out[at::HASH_US] = d.timings.hash_us;
+  out[at::MATCH_US] = d.timings.match_us;
+  out[at::SELECT_US] = d.timings.select_us;
+  out[at::TOTAL_US] = d.timings.total_us;
+  write_tiers(&mut out[at::LOWER_TIER_BLOCKS..], &d.lower);
+  out[at::PREDICTED_TTFT_MS] = d.predicted_ttft_ms;
+  out[at::CANDIDATES] = explained.len() as f64;
+  for (i, c) in explained.iter().enumerate() {
+    let o = &mut out[decision::LEN + i * candidate::LEN..][..candidate::LEN];
+    o[candidate::WORKER] = c.key.worker as f64;
+    o[candidate::DP_RANK] = c.key.dp_rank as f64;
+    o[candidate::OVERLAP_BLOCKS] = c.overlap_blocks as f64;
+    write_tiers(&mut o[candidate::LOWER_TIER_BLOCKS..], &c.lower);
+    o[candidate::PREFILL_BLOCKS] = c.prefill_blocks;
+    o[candidate::DECODE_BLOCKS] = c.decode_blocks;
+    o[candidate::COST] = c.cost;
+  }
+}
+
+/// A field of width LOWER_TIERS: host, disk, external.
+fn write_tiers(out: &mut [f64], t: &TierExtension) {
+  for (dst, &n) in out[..LOWER_TIERS].iter_mut().zip(&t.blocks) {
+    *dst = f64::from(n);
   }
 }
 

@@ -128,13 +128,7 @@ unsafe fn each_block(env: sys::napi_env, info: sys::napi_callback_info, usage: &
   let to = unsafe { arg_u32(env, argv[4], "to") }?;
   let blocks = unsafe { block_range(env, argv[2], from, to) }?;
   with_cache(handle, stats, |c| {
-    if release {
-      blocks.iter().rev().try_for_each(|b| c.release(*b))
-    } else {
-      blocks.iter().try_for_each(|b| c.acquire(*b))
-    }
-    .map(|()| (0, 0))
-    .map_err(fail)
+    if release { blocks.iter().rev().try_for_each(|b| c.release(*b)) } else { blocks.iter().try_for_each(|b| c.acquire(*b)) }.map(|()| (0, 0)).map_err(fail)
   })
 }
 

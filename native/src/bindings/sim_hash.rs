@@ -8,7 +8,7 @@ use crate::sim_hash;
 /// `from`, chained (the first to the hash with halves (parentHi, parentLo)), into
 /// `out[at, at + count)` as u64s (hi << 32 | lo).
 #[napi]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "a JavaScript function's parameters, as the TypeScript wrapper passes them")]
 pub fn sim_engine_hash_blocks(
   tokens: &[u32],
   from: u32,

@@ -9,7 +9,8 @@ fn render(source: &str, body: &str) -> Result<String, String> {
   t.render(&req.input())
 }
 
-const CHATML: &str = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+const CHATML: &str =
+  "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
 #[test]
 fn renders_messages_with_the_generation_prompt_unless_it_is_false() {
@@ -103,8 +104,11 @@ fn finds_the_span_of_the_messages() {
 fn tojson_writes_what_python_json_dumps_writes() {
   let t = r#"{{ x | tojson }}|{{ x | tojson(indent=2) }}|{{ x | tojson(separators=(',', ':'), sort_keys=true) }}|{{ '<é>' | tojson(ensure_ascii=true) }}"#;
   let env_t = ChatTemplate::new(t, vec![]).unwrap();
-  let x: Value = serde_json::from_str(r#"{"b": [1, 2.0, 1e16, 1.5e-7, -0.0001, 123.456], "a": {"s": "q\"\\\n\u0001<>&'/"}, "e": [], "o": {}, "n": null, "t": true}"#).unwrap();
-  let out = env_t.render(&ChatInput { messages: &Value::from(()), add_generation_prompt: false, tools: None, kwargs: Some(&Value::from_pairs([("x", x)])) }).unwrap();
+  let x: Value =
+    serde_json::from_str(r#"{"b": [1, 2.0, 1e16, 1.5e-7, -0.0001, 123.456], "a": {"s": "q\"\\\n\u0001<>&'/"}, "e": [], "o": {}, "n": null, "t": true}"#)
+      .unwrap();
+  let out =
+    env_t.render(&ChatInput { messages: &Value::from(()), add_generation_prompt: false, tools: None, kwargs: Some(&Value::from_pairs([("x", x)])) }).unwrap();
   let parts: Vec<&str> = out.split('|').collect();
   assert_eq!(parts[0], r#"{"b": [1, 2.0, 1e+16, 1.5e-07, -0.0001, 123.456], "a": {"s": "q\"\\\n\u0001<>&'/"}, "e": [], "o": {}, "n": null, "t": true}"#);
   assert_eq!(parts[1], "{\n  \"b\": [\n    1,\n    2.0,\n    1e+16,\n    1.5e-07,\n    -0.0001,\n    123.456\n  ],\n  \"a\": {\n    \"s\": \"q\\\"\\\\\\n\\u0001<>&'/\"\n  },\n  \"e\": [],\n  \"o\": {},\n  \"n\": null,\n  \"t\": true\n}");
@@ -114,7 +118,21 @@ fn tojson_writes_what_python_json_dumps_writes() {
 
 #[test]
 fn python_float_repr() {
-  let cases = [(0.0, "0.0"), (-0.0, "-0.0"), (1.0, "1.0"), (0.1, "0.1"), (1e15, "1000000000000000.0"), (1e16, "1e+16"), (1.5e-5, "1.5e-05"), (0.0001, "0.0001"), (123456.789, "123456.789"), (f64::NAN, "NaN"), (f64::NEG_INFINITY, "-Infinity"), (1.7976931348623157e308, "1.7976931348623157e+308"), (5e-324, "5e-324")];
+  let cases = [
+    (0.0, "0.0"),
+    (-0.0, "-0.0"),
+    (1.0, "1.0"),
+    (0.1, "0.1"),
+    (1e15, "1000000000000000.0"),
+    (1e16, "1e+16"),
+    (1.5e-5, "1.5e-05"),
+    (0.0001, "0.0001"),
+    (123456.789, "123456.789"),
+    (f64::NAN, "NaN"),
+    (f64::NEG_INFINITY, "-Infinity"),
+    (1.7976931348623157e308, "1.7976931348623157e+308"),
+    (5e-324, "5e-324"),
+  ];
   for (f, want) in cases {
     let mut s = String::new();
     write_py_float(&mut s, f);
@@ -124,6 +142,9 @@ fn python_float_repr() {
 
 #[test]
 fn generation_blocks_render_their_body() {
-  assert_eq!(without_generation_tags("a{%- generation -%} b {%+ endgeneration %}c{% if x %}{%generation%}"), "a{%- if true -%} b {%+ endif %}c{% if x %}{%if true%}");
+  assert_eq!(
+    without_generation_tags("a{%- generation -%} b {%+ endgeneration %}c{% if x %}{%generation%}"),
+    "a{%- if true -%} b {%+ endif %}c{% if x %}{%if true%}"
+  );
   assert_eq!(without_generation_tags("{{ generation }}{% set generation = 1 %}{% generations %}"), "{{ generation }}{% set generation = 1 %}{% generations %}");
 }

@@ -12,10 +12,12 @@
 //! event whose fields have the wrong types becomes an `Invalid` record alone, with the path of
 //! the offending field.
 
-use crate::tiers::{medium_tier, LowerTier, Medium};
-use super::fields::{hash_list, read_block_size, read_extra_keys, read_hash_list, read_optional_hash, read_optional_str, read_tokens, token_list, FieldError, Multimodal};
+use super::fields::{
+  hash_list, read_block_size, read_extra_keys, read_hash_list, read_optional_hash, read_optional_str, read_tokens, token_list, FieldError, Multimodal,
+};
 use super::msgpack::Reader;
 use crate::hash::{block_seed, BlockHasher, MmBlocks, Window};
+use crate::tiers::{medium_tier, LowerTier, Medium};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodeError {
@@ -74,15 +76,26 @@ pub enum Record {
   /// Blocks `engine` (engine hashes) with local hashes `local[local_at..]`, the first the child
   /// of `parent`.
   /// `tier`: the lower tier the blocks are on (None: the device).
-  Stored { parent: Option<u64>, engine: Span, local_at: u32, tier: Option<LowerTier> },
-  Removed { engine: Span, tier: Option<LowerTier> },
+  Stored {
+    parent: Option<u64>,
+    engine: Span,
+    local_at: u32,
+    tier: Option<LowerTier>,
+  },
+  Removed {
+    engine: Span,
+    tier: Option<LowerTier>,
+  },
   Cleared,
   /// A type this decoder does not know: skipped.
   Unknown,
   /// An event of a secondary KV cache group (hybrid models): skipped.
   OtherGroup,
   /// About blocks on a medium not indexed (`Decoded::media[medium]`): not applied.
-  OtherMedium { medium: u32, stored: bool },
+  OtherMedium {
+    medium: u32,
+    stored: bool,
+  },
   /// A stored event with another block size than the index's: refused.
   BlockSize,
   /// A stored event whose token count is not what hashing its blocks reads: refused.
@@ -90,7 +103,9 @@ pub enum Record {
   /// A stored event of no blocks: nothing to do.
   Empty,
   /// Fields of the wrong type: refused alone (the first such event's error is `first_invalid`).
-  Invalid { first: bool },
+  Invalid {
+    first: bool,
+  },
 }
 
 /// Buffers one event's decoding reuses.
@@ -301,8 +316,17 @@ impl Decoded {
   }
 
   /// A stored event whose fields decoded: checked against the shape, its tokens hashed.
-  #[allow(clippy::too_many_arguments)]
-  fn stored(&mut self, engine_at: usize, parent: Option<u64>, block_size: u64, lora_name: Option<&str>, multimodal: bool, shape: Shape, tier: Option<LowerTier>) -> Record {
+  #[allow(clippy::too_many_arguments, reason = "the fields of a stored event as decoded, one argument each, on the decode path")]
+  fn stored(
+    &mut self,
+    engine_at: usize,
+    parent: Option<u64>,
+    block_size: u64,
+    lora_name: Option<&str>,
+    multimodal: bool,
+    shape: Shape,
+    tier: Option<LowerTier>,
+  ) -> Record {
     let n = self.engine.len() - engine_at;
     let bs = shape.block_size as usize;
     if block_size != bs as u64 {
@@ -392,7 +416,8 @@ const STORED_POSITIONS: [usize; 10] = [BLOCK_HASHES, PARENT, TOKEN_IDS, BLOCK_SI
 const REMOVED_POSITIONS: [usize; 4] = [BLOCK_HASHES, MEDIUM, GROUP_IDX, SPEC_KIND];
 
 /// KV cache spec kinds of a model's secondary groups: their blocks are not prefix-cache blocks.
-const SECONDARY_SPEC_KINDS: [&str; 6] = ["sliding_window", "sliding_window_mla", "mamba", "chunked_local_attention", "encoder_only_attention", "cross_attention"];
+const SECONDARY_SPEC_KINDS: [&str; 6] =
+  ["sliding_window", "sliding_window_mla", "mamba", "chunked_local_attention", "encoder_only_attention", "cross_attention"];
 
 /// Where an event's known fields are, and which of the bulky ones were read while walking it.
 struct FieldTable {

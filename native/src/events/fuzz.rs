@@ -6,6 +6,9 @@ use super::apply::{apply_batch, apply_record, shape_of, BatchOutcome};
 use super::decode::{Decoded, Record};
 use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, WorkerKey};
 
+/// Writes one field's value of a generated event.
+type FieldWriter = Box<dyn Fn(&mut G)>;
+
 struct G {
   rng: fastrand::Rng,
   out: Vec<u8>,
@@ -104,79 +107,128 @@ impl G {
       return;
     }
     let n = self.rng.usize(0..4);
-    let hashes: Vec<u64> = (0..n).map(|_| if self.rng.u8(..4) == 0 && !known.is_empty() { known[self.rng.usize(..known.len())] } else { self.rng.u64(1..60) }).collect();
+    let hashes: Vec<u64> =
+      (0..n).map(|_| if self.rng.u8(..4) == 0 && !known.is_empty() { known[self.rng.usize(..known.len())] } else { self.rng.u64(1..60) }).collect();
     let bs = if self.rng.u8(..15) == 0 { 8 } else { 4 };
     let tokens = if self.rng.u8(..15) == 0 { n * 4 + 1 } else { n * 4 };
-    let mut fields: Vec<(&str, Box<dyn Fn(&mut G)>)> = Vec::new();
+    let mut fields: Vec<(&str, FieldWriter)> = Vec::new();
     let hs = hashes.clone();
-    fields.push(("block_hashes", Box::new(move |g: &mut G| {
-      if g.bad() {
-        g.junk();
-        return;
-      }
-      g.arr(hs.len());
-      for &h in &hs {
-        g.hash(h);
-      }
-    })));
-    let parent = if self.rng.bool() && !known.is_empty() { Some(known[self.rng.usize(..known.len())]) } else { None };
-    fields.push(("parent_block_hash", Box::new(move |g: &mut G| match parent {
-      _ if g.bad() => g.junk(),
-      Some(p) => g.hash(p),
-      None => g.out.push(0xc0),
-    })));
-    fields.push(("token_ids", Box::new(move |g: &mut G| {
-      if g.bad() {
-        g.junk();
-        return;
-      }
-      g.arr(tokens);
-      for _ in 0..tokens {
-        if g.rng.u16(..300) == 0 {
+    fields.push((
+      "block_hashes",
+      Box::new(move |g: &mut G| {
+        if g.bad() {
           g.junk();
-        } else {
-          let v = g.rng.u64(0..4);
-          g.uint(v);
+          return;
         }
-      }
-    })));
+        g.arr(hs.len());
+        for &h in &hs {
+          g.hash(h);
+        }
+      }),
+    ));
+    let parent = if self.rng.bool() && !known.is_empty() { Some(known[self.rng.usize(..known.len())]) } else { None };
+    fields.push((
+      "parent_block_hash",
+      Box::new(move |g: &mut G| match parent {
+        _ if g.bad() => g.junk(),
+        Some(p) => g.hash(p),
+        None => g.out.push(0xc0),
+      }),
+    ));
+    fields.push((
+      "token_ids",
+      Box::new(move |g: &mut G| {
+        if g.bad() {
+          g.junk();
+          return;
+        }
+        g.arr(tokens);
+        for _ in 0..tokens {
+          if g.rng.u16(..300) == 0 {
+            g.junk();
+          } else {
+            let v = g.rng.u64(0..4);
+            g.uint(v);
+          }
+        }
+      }),
+    ));
     fields.push(("block_size", Box::new(move |g: &mut G| if g.bad() { g.junk() } else { g.uint(bs) })));
     fields.push(("lora_id", Box::new(|g: &mut G| if g.bad() { g.junk() } else { g.out.push(0xc0) })));
     let medium = ["GPU", "gpu", "CPU", "device", "disk"][self.rng.usize(0..5).min(if self.rng.u8(..4) == 0 { 4 } else { 0 })];
-    fields.push(("medium", Box::new(move |g: &mut G| if g.bad() { g.junk() } else if g.rng.u8(..10) == 0 { g.out.push(0xc0) } else { g.str(medium) })));
-    fields.push(("lora_name", Box::new(|g: &mut G| match g.rng.u8(..10) {
-      0 => g.str("L"),
-      1 => g.str(""),
-      2 if g.bad() => g.junk(),
-      _ => g.out.push(0xc0),
-    })));
+    fields.push((
+      "medium",
+      Box::new(move |g: &mut G| {
+        if g.bad() {
+          g.junk()
+        } else if g.rng.u8(..10) == 0 {
+          g.out.push(0xc0)
+        } else {
+          g.str(medium)
+        }
+      }),
+    ));
+    fields.push((
+      "lora_name",
+      Box::new(|g: &mut G| match g.rng.u8(..10) {
+        0 => g.str("L"),
+        1 => g.str(""),
+        2 if g.bad() => g.junk(),
+        _ => g.out.push(0xc0),
+      }),
+    ));
     let digest = "00000000000000ff".to_string() + &"a".repeat(48);
-    fields.push(("extra_keys", Box::new(move |g: &mut G| match g.rng.u8(..6) {
-      0 => {
-        g.arr(n);
-        for _ in 0..n {
-          match g.rng.u8(..4) {
-            0 => g.out.push(0xc0),
-            1 => {
-              g.arr(1);
-              g.str(&digest);
+    fields.push((
+      "extra_keys",
+      Box::new(move |g: &mut G| match g.rng.u8(..6) {
+        0 => {
+          g.arr(n);
+          for _ in 0..n {
+            match g.rng.u8(..4) {
+              0 => g.out.push(0xc0),
+              1 => {
+                g.arr(1);
+                g.str(&digest);
+              }
+              2 => {
+                g.arr(2);
+                g.arr(2);
+                g.str(&digest);
+                g.uint(3);
+                g.str("salt");
+              }
+              _ => g.junk(),
             }
-            2 => {
-              g.arr(2);
-              g.arr(2);
-              g.str(&digest);
-              g.uint(3);
-              g.str("salt");
-            }
-            _ => g.junk(),
           }
         }
-      }
-      1 if g.bad() => g.junk(),
-      _ => g.out.push(0xc0),
-    })));
-    fields.push(("group_idx", Box::new(|g: &mut G| if g.rng.u8(..8) == 0 { g.uint(1) } else if g.bad() { g.junk() } else { g.uint(0) })));
-    fields.push(("kv_cache_spec_kind", Box::new(|g: &mut G| if g.rng.u8(..8) == 0 { g.str("mamba") } else if g.bad() { g.junk() } else { g.str("full_attention") })));
+        1 if g.bad() => g.junk(),
+        _ => g.out.push(0xc0),
+      }),
+    ));
+    fields.push((
+      "group_idx",
+      Box::new(|g: &mut G| {
+        if g.rng.u8(..8) == 0 {
+          g.uint(1)
+        } else if g.bad() {
+          g.junk()
+        } else {
+          g.uint(0)
+        }
+      }),
+    ));
+    fields.push((
+      "kv_cache_spec_kind",
+      Box::new(|g: &mut G| {
+        if g.rng.u8(..8) == 0 {
+          g.str("mamba")
+        } else if g.bad() {
+          g.junk()
+        } else {
+          g.str("full_attention")
+        }
+      }),
+    ));
     if kind <= 5 {
       known.extend_from_slice(&hashes);
     }
@@ -331,7 +383,8 @@ fn a_batch_applies_whole_or_not_at_all() {
           let empty = d.records.iter().filter(|r| matches!(r, Record::Empty)).count() as u32;
           let r = out.refused;
           let media: u32 = out.other_media.iter().map(|m| m.stored + m.removed).sum();
-          let refused_events = r.block_size + r.token_count + r.unknown_parent + r.duplicate_hash + r.self_parent + r.hash_collision + r.index_full + r.malformed + r.invalid;
+          let refused_events =
+            r.block_size + r.token_count + r.unknown_parent + r.duplicate_hash + r.self_parent + r.hash_collision + r.index_full + r.malformed + r.invalid;
           assert_eq!(out.applied() + out.unknown_types + out.other_groups + media + refused_events + empty, out.events, "every event is counted once");
           assert_eq!(out.first_invalid.is_some(), r.invalid > 0);
           let mut each = BatchOutcome::of(&d);

@@ -11,13 +11,13 @@
 pub mod apply;
 pub mod decode;
 mod fields;
-mod msgpack;
-mod token_lengths;
-mod token_windows;
 #[cfg(test)]
 mod fuzz;
+mod msgpack;
 #[cfg(test)]
 mod perf;
+mod token_lengths;
+mod token_windows;
 
 #[cfg(test)]
 mod tests;

@@ -3,9 +3,9 @@
 //! publish them, timed decoded only, and decoded, hashed and applied. Ignored by default:
 //!   cargo test --release --manifest-path native/Cargo.toml events::perf -- --ignored --nocapture
 
+use super::apply::shape_of;
 use super::apply::{apply_batch, apply_decoded};
 use super::decode::Decoded;
-use super::apply::shape_of;
 use crate::indexer::perf::{bench_engine_name, bench_stored_chunks, BENCH_DOC, BENCH_EVENT, BENCH_SYS};
 use crate::indexer::{IndexerConfig, IndexerMode, RadixIndexer, WorkerKey};
 
@@ -236,7 +236,11 @@ fn stored_apply() {
     } else {
       per_event.push(ns);
     }
-    println!("applied {:.0} events/s per thread CPU second ({ns:.0} ns per event, {:.1} B/block, {faults} page faults)", events.len() as f64 / s, ix.stats().bytes_per_block());
+    println!(
+      "applied {:.0} events/s per thread CPU second ({ns:.0} ns per event, {:.1} B/block, {faults} page faults)",
+      events.len() as f64 / s,
+      ix.stats().bytes_per_block()
+    );
   }
   per_event.sort_by(f64::total_cmp);
   if !per_event.is_empty() {

@@ -12,7 +12,7 @@ fn bytes(spec: &str) -> Vec<u8> {
     rest = rest.trim_start();
     if let Some(r) = rest.strip_prefix('"') {
       let end = r.find('"').unwrap();
-      out.extend_from_slice(r[..end].as_bytes());
+      out.extend_from_slice(&r.as_bytes()[..end]);
       rest = &r[end + 1..];
     } else {
       let end = rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len());
@@ -119,7 +119,8 @@ fn malformed_payloads_are_refused_whole_and_bad_events_alone() {
 fn extra_keys_give_the_multimodal_digests_per_block() {
   let digest = "00000000000000ff".to_string() + &"a".repeat(48);
   // extra_keys: [[digest, "lora-x"], nil, [[digest, 3]]]
-  let spec = format!(r#"92 01 91 99 ab"BlockStored" 93 01 02 03 c0 9c {} 04 c0 c0 c0 93 92 d940"{digest}" a6"lora-x" c0 91 92 d940"{digest}" 03"#, "01 ".repeat(12));
+  let spec =
+    format!(r#"92 01 91 99 ab"BlockStored" 93 01 02 03 c0 9c {} 04 c0 c0 c0 93 92 d940"{digest}" a6"lora-x" c0 91 92 d940"{digest}" 03"#, "01 ".repeat(12));
   let payload = bytes(&spec);
   let d = decode(&payload).unwrap();
   assert!(matches!(d.records[0], Record::Stored { .. }));
@@ -138,14 +139,16 @@ fn a_batch_applies_with_counts_per_outcome_and_medium() {
   let mut ix = RadixIndexer::new(IndexerConfig::new(4, IndexerMode::Events));
   // stored [1,2,3,4] as 10; stored on CPU; stored on TAPE (unknown); removed 10 and unknown 99;
   // stored with block size 8; stored with 3 tokens for a block of 4.
-  let payload = bytes(r#"93 01 96
+  let payload = bytes(
+    r#"93 01 96
      95 ab"BlockStored" 91 0a c0 94 01020304 04
      97 ab"BlockStored" 91 0b c0 94 05060708 04 c0 a3"CPU"
      97 ab"BlockStored" 91 0e c0 94 05060708 04 c0 a4"TAPE"
      93 ac"BlockRemoved" 92 0a 63 a3"gpu"
      95 ab"BlockStored" 91 0c c0 94 01020304 08
      95 ab"BlockStored" 91 0d c0 93 010203 04
-     02"#);
+     02"#,
+  );
   let out = apply_batch(&mut ix, key(1), &payload, &mut Decoded::default()).unwrap();
   let mut lower_tiers = [super::apply::TierCount::default(); crate::tiers::LOWER_TIERS];
   lower_tiers[crate::tiers::LowerTier::Host as usize].stored = 1;
@@ -187,11 +190,23 @@ fn offload_events_leave_the_device_view_as_it_was() {
   // Blocks 10, 11 on the GPU; block 11 copied to the CPU under the same engine hash (vLLM's
   // offload keeps it), then dropped from the CPU: the GPU still serves both.
   apply_batch(&mut ix, key(1), &bytes(r#"93 01 91 95 ab"BlockStored" 92 0a 0b c0 98 0102030405060708 04 c0"#), &mut Decoded::default()).unwrap();
-  apply_batch(&mut ix, key(1), &bytes(r#"93 01 92 97 ab"BlockStored" 91 0b 0a 94 05060708 04 c0 a3"CPU" 93 ac"BlockRemoved" 91 0b a3"cpu" 02"#), &mut Decoded::default()).unwrap();
+  apply_batch(
+    &mut ix,
+    key(1),
+    &bytes(r#"93 01 92 97 ab"BlockStored" 91 0b 0a 94 05060708 04 c0 a3"CPU" 93 ac"BlockRemoved" 91 0b a3"cpu" 02"#),
+    &mut Decoded::default(),
+  )
+  .unwrap();
   assert_eq!(matches(&mut ix), vec![(key(1), 2)]);
   assert_eq!(ix.lower_tiers().held(), [0, 0, 0]);
   // Offloaded again, then evicted from the GPU: the device view loses it, the host keeps it.
-  let out = apply_batch(&mut ix, key(1), &bytes(r#"93 01 92 97 ab"BlockStored" 91 0b 0a 94 05060708 04 c0 a3"CPU" 93 ac"BlockRemoved" 91 0b a3"GPU" 02"#), &mut Decoded::default()).unwrap();
+  let out = apply_batch(
+    &mut ix,
+    key(1),
+    &bytes(r#"93 01 92 97 ab"BlockStored" 91 0b 0a 94 05060708 04 c0 a3"CPU" 93 ac"BlockRemoved" 91 0b a3"GPU" 02"#),
+    &mut Decoded::default(),
+  )
+  .unwrap();
   assert_eq!((out.lower_tiers[0].stored, out.removed), (1, 1));
   assert_eq!(matches(&mut ix), vec![(key(1), 1)]);
   let seq = crate::hash::sequence_hashes(&local);
@@ -280,12 +295,12 @@ fn a_batch_that_goes_wrong_after_its_events_applies_none_of_them() {
   let mut ix = RadixIndexer::new(IndexerConfig::new(4, IndexerMode::Events));
   let mut d = Decoded::default();
   for bad in [
-    format!("93 01 91 {stored} 00 00"),                     // a byte after the batch
-    format!("93 01 91 {stored} cd 00"),                     // cut in the dp rank
-    format!("93 01 92 {stored} 95"),                        // cut in the second event
-    format!(r#"82 a6"events" 91 {stored} a2"ts" a1"x""#),   // the timestamp after the events is bad
+    format!("93 01 91 {stored} 00 00"),                                      // a byte after the batch
+    format!("93 01 91 {stored} cd 00"),                                      // cut in the dp rank
+    format!("93 01 92 {stored} 95"),                                         // cut in the second event
+    format!(r#"82 a6"events" 91 {stored} a2"ts" a1"x""#),                    // the timestamp after the events is bad
     format!(r#"83 a6"events" 91 {stored} a2"ts" 01 a7"dp_rank" cd ffff00"#), // a bad rank, then a byte
-    format!("93 01 91 {stored} ce 00010000"),              // a rank out of range
+    format!("93 01 91 {stored} ce 00010000"),                                // a rank out of range
   ] {
     assert!(apply_batch(&mut ix, key(1), &bytes(&bad), &mut d).is_err(), "{bad}");
     assert_eq!((ix.stats().blocks, ix.stats().counters.events_applied), (0, 0), "{bad}");
@@ -299,7 +314,10 @@ fn invalid_fields_are_reported_with_their_paths_in_both_event_forms() {
   assert_eq!(invalid_path(&bytes(r#"92 01 91 95 ab"BlockStored" 92 01 a1"x" c0 94 01020304 04"#)), "events[0].block_hashes[1]");
   assert_eq!(invalid_path(&bytes(r#"92 01 91 95 ab"BlockStored" 91 01 c0 94 01020304 00"#)), "events[0].block_size");
   // As maps: token ids that are not a list, a removal without hashes, a parent of the wrong type.
-  assert_eq!(invalid_path(&bytes(r#"92 01 92 91 b0"AllBlocksCleared" 84 a4"type" ab"BlockStored" ac"block_hashes" 91 01 a9"token_ids" a1"x" aa"block_size" 04"#)), "events[1].token_ids");
+  assert_eq!(
+    invalid_path(&bytes(r#"92 01 92 91 b0"AllBlocksCleared" 84 a4"type" ab"BlockStored" ac"block_hashes" 91 01 a9"token_ids" a1"x" aa"block_size" 04"#)),
+    "events[1].token_ids"
+  );
   assert_eq!(invalid_path(&bytes(r#"92 01 91 81 a4"type" ac"BlockRemoved""#)), "events[0].block_hashes");
   let parent = bytes(r#"92 01 91 85 a4"type" ab"BlockStored" ac"block_hashes" 91 01 b1"parent_block_hash" c3 a9"token_ids" 94 01020304 aa"block_size" 04"#);
   assert_eq!(invalid_path(&parent), "events[0].parent_block_hash");

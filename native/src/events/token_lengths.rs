@@ -6,7 +6,7 @@
 /// 1 (positive fixint), 2 (uint8), 3 (uint16), 5 (uint32); 0 for anything else.
 #[inline(always)]
 fn token_length(b: u8) -> u8 {
-  ((b < 0x80) as u8) | ((b == 0xcc) as u8) * 2 | ((b == 0xcd) as u8) * 3 | ((b == 0xce) as u8) * 5
+  ((b < 0x80) as u8) | (((b == 0xcc) as u8) * 2) | (((b == 0xcd) as u8) * 3) | (((b == 0xce) as u8) * 5)
 }
 
 /// `token_length` of every byte of `src` into `dst` (at least as long).

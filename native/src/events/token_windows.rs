@@ -101,7 +101,8 @@ pub unsafe fn blocks(src: *const u8, len: usize, dst: *mut u32, room: usize) -> 
   /// Positions past the block (120..127) map to themselves.
   const PAST_LANES: u64 = 0xFF00_0000_0000_0000;
   // Lanes of the starts register taking the power 2^k of the map: those whose index has bit k.
-  const BITS: [u64; 6] = [0xAAAA_AAAA_AAAA_AAAA, 0xCCCC_CCCC_CCCC_CCCC, 0xF0F0_F0F0_F0F0_F0F0, 0xFF00_FF00_FF00_FF00, 0xFFFF_0000_FFFF_0000, 0xFFFF_FFFF_0000_0000];
+  const BITS: [u64; 6] =
+    [0xAAAA_AAAA_AAAA_AAAA, 0xCCCC_CCCC_CCCC_CCCC, 0xF0F0_F0F0_F0F0_F0F0, 0xFF00_FF00_FF00_FF00, 0xFFFF_0000_FFFF_0000, 0xFFFF_FFFF_0000_0000];
   // SAFETY: the caller's promises (features, `len` readable bytes, `room` u32 in `dst`); every
   // block loads 128 bytes from a base with base + 128 <= len; constant tables are 64 bytes.
   unsafe {

@@ -95,10 +95,7 @@ pub(super) struct Due {
 
 impl Ord for Due {
   fn cmp(&self, other: &Self) -> Ordering {
-    (self.time.total_cmp(&other.time))
-      .then(other.depth.cmp(&self.depth))
-      .then(self.slot.cmp(&other.slot))
-      .then(self.node.cmp(&other.node))
+    (self.time.total_cmp(&other.time)).then(other.depth.cmp(&self.depth)).then(self.slot.cmp(&other.slot)).then(self.node.cmp(&other.node))
   }
 }
 impl PartialOrd for Due {

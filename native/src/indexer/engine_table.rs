@@ -91,7 +91,7 @@ impl EngineTable {
   /// group g's keys to groups 2g and 2g + 1 and a resize writes the new table front to back.
   #[inline(always)]
   fn home(&self, key: u64) -> usize {
-    ((table_hash(key) >> 32) * self.groups.len() as u64 >> 32) as usize
+    (((table_hash(key) >> 32) * self.groups.len() as u64) >> 32) as usize
   }
 
   /// Asks the CPU to fetch the line `key` would be in.
@@ -335,7 +335,13 @@ mod tests {
   fn insert_get_remove_with_overflow_growth_and_retain() {
     let mut rng = fastrand::Rng::with_seed(3);
     // Small keys and random ones; keys differing only in their high half.
-    let keys: Vec<u64> = (0..3000u64).map(|i| match i % 3 { 0 => i, 1 => rng.u64(..), _ => i << 32 }).collect();
+    let keys: Vec<u64> = (0..3000u64)
+      .map(|i| match i % 3 {
+        0 => i,
+        1 => rng.u64(..),
+        _ => i << 32,
+      })
+      .collect();
     let mut t = EngineTable::default();
     assert_eq!(t.get(5), None);
     assert_eq!(t.remove(5), None);

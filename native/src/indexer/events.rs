@@ -93,14 +93,7 @@ impl RadixIndexer {
   /// A BlockStored event: `engine_hashes[i]` is the engine's name of the block whose router
   /// local hash is `local_hashes[i]`, each block the child of the previous one, the first the
   /// child of `parent` (an engine hash of this worker; None = the root). All or nothing.
-  pub fn apply_stored(
-    &mut self,
-    key: WorkerKey,
-    parent: Option<u64>,
-    engine_hashes: &[u64],
-    local_hashes: &[u64],
-    _now_ms: f64,
-  ) -> Result<(), RejectReason> {
+  pub fn apply_stored(&mut self, key: WorkerKey, parent: Option<u64>, engine_hashes: &[u64], local_hashes: &[u64], _now_ms: f64) -> Result<(), RejectReason> {
     if self.events().is_none() {
       return Err(RejectReason::WrongMode);
     }
@@ -171,7 +164,7 @@ impl RadixIndexer {
 
   /// The rest of `check_stored`, the hashes claimed: the parent is known, no hash names a block
   /// other than the one it would name, the new blocks fit.
-  #[allow(clippy::too_many_arguments)]
+  #[allow(clippy::too_many_arguments, reason = "the checks read the event's fields one by one; a struct for them would be built per event on the apply path")]
   fn check_path(
     tree: &super::tree::Tree,
     keying: super::Keying,

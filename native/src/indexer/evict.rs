@@ -78,10 +78,8 @@ impl Lru {
     if self.heap.len() <= 2 * tree.len() + 1024 {
       return;
     }
-    let leaves: Vec<_> = (0..tree.block_bound() as BlockId)
-      .filter(|&n| tree.is_live_block(n) && tree.is_leaf_block(n))
-      .map(|n| Reverse((self.stamp(n), n)))
-      .collect();
+    let leaves: Vec<_> =
+      (0..tree.block_bound() as BlockId).filter(|&n| tree.is_live_block(n) && tree.is_leaf_block(n)).map(|n| Reverse((self.stamp(n), n))).collect();
     self.heap = BinaryHeap::from(leaves);
   }
 
@@ -261,7 +259,7 @@ mod tests {
     ix.apply_stored(key(2), None, &[20, 21], &[1, 2], 0.0).unwrap();
     assert_eq!(blocks(&mut ix, &[1, 2, 3]), vec![(key(1), 3), (key(2), 2)]);
     ix.apply_stored(key(3), None, &[30], &[9], 0.0).unwrap(); // 6 > 5: evict the LRU leaf
-    // [9] is the newest; the walk stamped [1, 2, 3] after both stores: block [1, 2, 3] goes.
+                                                              // [9] is the newest; the walk stamped [1, 2, 3] after both stores: block [1, 2, 3] goes.
     assert_eq!(blocks(&mut ix, &[1, 2, 3]), vec![(key(1), 2), (key(2), 2)]);
     assert_eq!(ix.apply_removed(key(1), &[12], 0.0), 0, "its engine key went with it");
     ix.check();

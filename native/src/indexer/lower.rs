@@ -29,20 +29,21 @@ impl RadixIndexer {
 
   /// A stored event on a lower tier (see `apply_stored` for the arguments). All or nothing;
   /// refusals are counted as the device's are.
-  pub fn apply_lower_stored(&mut self, key: WorkerKey, tier: LowerTier, parent: Option<u64>, engine_hashes: &[u64], local_hashes: &[u64]) -> Result<(), RejectReason> {
+  pub fn apply_lower_stored(
+    &mut self,
+    key: WorkerKey,
+    tier: LowerTier,
+    parent: Option<u64>,
+    engine_hashes: &[u64],
+    local_hashes: &[u64],
+  ) -> Result<(), RejectReason> {
     if !self.lower_enabled {
       return Err(RejectReason::WrongMode);
     }
     let outcome = self.check_lower(parent, engine_hashes).and_then(|()| {
       let parent_seq = match parent {
         None => None,
-        Some(p) => Some(
-          self
-            .lower
-            .sequence_hash_of(key, p)
-            .or_else(|| self.device_sequence_hash(key, p))
-            .ok_or(RejectReason::UnknownParent)?,
-        ),
+        Some(p) => Some(self.lower.sequence_hash_of(key, p).or_else(|| self.device_sequence_hash(key, p)).ok_or(RejectReason::UnknownParent)?),
       };
       self.lower.store(key, tier, parent_seq, engine_hashes, local_hashes)
     });

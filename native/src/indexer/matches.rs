@@ -88,7 +88,7 @@ impl RadixIndexer {
       // Every slot number is below 64, and so is every rank: per depth, the leavers' ranks as a
       // bit mask come out in (worker, dp_rank) order without a sort.
       // With slots in rank order (workers listed in order), a slot mask is its rank mask.
-      w.left.sort_unstable_by(|a, b| b.depth.cmp(&a.depth));
+      w.left.sort_unstable_by_key(|l| std::cmp::Reverse(l.depth));
       let (ranks, order, in_order) = (slots.ranks(), slots.by_rank(), slots.slots_in_order());
       let mut i = 0;
       while i < w.left.len() {

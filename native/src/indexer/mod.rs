@@ -43,9 +43,9 @@ pub use workers::WorkerKey;
 use crate::hash::Window;
 use approx::ApproxState;
 use events::EventsState;
-use tree::{BlockId, Tree, ROOT_BLOCK};
 #[cfg(test)]
 use tree::EdgeId;
+use tree::{BlockId, Tree, ROOT_BLOCK};
 use workers::{Slot, Slots};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -77,7 +77,8 @@ impl Positions {
 
   /// Allocated bytes.
   pub fn bytes(&self) -> usize {
-    self.chunks.iter().map(|c| c.capacity() * std::mem::size_of::<(EdgeId, u32)>()).sum::<usize>() + self.chunks.capacity() * std::mem::size_of::<Vec<(EdgeId, u32)>>()
+    self.chunks.iter().map(|c| c.capacity() * std::mem::size_of::<(EdgeId, u32)>()).sum::<usize>()
+      + self.chunks.capacity() * std::mem::size_of::<Vec<(EdgeId, u32)>>()
   }
 }
 

@@ -91,11 +91,19 @@ pub struct IndexerStats {
 impl IndexerStats {
   /// Bytes per distinct block (0 when empty).
   pub fn bytes_per_node(&self) -> f64 {
-    if self.nodes == 0 { 0.0 } else { self.approx_bytes as f64 / self.nodes as f64 }
+    if self.nodes == 0 {
+      0.0
+    } else {
+      self.approx_bytes as f64 / self.nodes as f64
+    }
   }
 
   /// Bytes per (worker, dp_rank, block) pair (0 when empty).
   pub fn bytes_per_block(&self) -> f64 {
-    if self.blocks == 0 { 0.0 } else { self.approx_bytes as f64 / self.blocks as f64 }
+    if self.blocks == 0 {
+      0.0
+    } else {
+      self.approx_bytes as f64 / self.blocks as f64
+    }
   }
 }

@@ -431,7 +431,11 @@ impl LoadBook {
 
   /// Every rank is empty and no booking remains (the exactly-once check of the tests).
   pub fn is_empty(&self) -> bool {
-    self.by_id.is_empty() && self.remote.active() == 0 && self.total_prefill_tokens == 0 && self.prefixes.is_empty() && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
+    self.by_id.is_empty()
+      && self.remote.active() == 0
+      && self.total_prefill_tokens == 0
+      && self.prefixes.is_empty()
+      && self.rank_ids.values().all(|&id| self.ranks[id as usize].is_empty())
   }
 }
 

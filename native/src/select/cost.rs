@@ -90,7 +90,16 @@ mod tests {
   fn booked_load_and_active_blocks_enter_the_cost() {
     let mut book = LoadBook::new(4);
     let r = book.list_rank(WorkerKey { worker: 1, dp_rank: 0 });
-    let req = BookRequest { request_id: "a", rank: r, block_hashes: &[1, 2, 3], prompt_tokens: 12, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 };
+    let req = BookRequest {
+      request_id: "a",
+      rank: r,
+      block_hashes: &[1, 2, 3],
+      prompt_tokens: 12,
+      overlap_blocks: 0,
+      expected_output_tokens: None,
+      priority: 0,
+      now_ms: 0.0,
+    };
     book.book(&req).unwrap();
     let rank = book.rank(r);
     // Booked: 12 prefill tokens (3 blocks), 3 decode blocks. Request: 8 tokens, blocks [1, 9].

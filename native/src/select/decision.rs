@@ -123,7 +123,10 @@ pub const MAX_EXPLAINED: usize = 8;
 #[derive(Clone, Debug, PartialEq)]
 pub enum RouteError {
   NoEligibleWorker(String),
-  Backpressure { retry_after_ms: f64, message: String },
+  Backpressure {
+    retry_after_ms: f64,
+    message: String,
+  },
   MissingRoutingHint(String),
   DuplicateRequest(String),
   /// A malformed argument (the caller's bug): a RangeError in JavaScript.

@@ -39,13 +39,7 @@ impl BusyThresholds {
 
 /// Fills `out` with the indices of the eligible candidates (in candidate order).
 /// A pinned worker is never excluded as busy: the request asked for it explicitly.
-pub fn eligible_into(
-  candidates: &[Candidate],
-  book: &LoadBook,
-  r: &Restrictions,
-  busy: &BusyThresholds,
-  out: &mut Vec<u32>,
-) -> Exclusions {
+pub fn eligible_into(candidates: &[Candidate], book: &LoadBook, r: &Restrictions, busy: &BusyThresholds, out: &mut Vec<u32>) -> Exclusions {
   out.clear();
   let mut why = Exclusions::default();
   for (i, c) in candidates.iter().enumerate() {
@@ -125,8 +119,30 @@ mod tests {
     let (mut book, cands) = setup(3);
     // Worker 0: 8 decode blocks of 10; worker 1: 12 prefill tokens.
     let hashes: Vec<u64> = (0..8).collect();
-    book.book(&BookRequest { request_id: "a", rank: cands[0].rank, block_hashes: &hashes, prompt_tokens: 32, overlap_blocks: 8, expected_output_tokens: None, priority: 0, now_ms: 0.0 }).unwrap();
-    book.book(&BookRequest { request_id: "b", rank: cands[1].rank, block_hashes: &[], prompt_tokens: 12, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 }).unwrap();
+    book
+      .book(&BookRequest {
+        request_id: "a",
+        rank: cands[0].rank,
+        block_hashes: &hashes,
+        prompt_tokens: 32,
+        overlap_blocks: 8,
+        expected_output_tokens: None,
+        priority: 0,
+        now_ms: 0.0,
+      })
+      .unwrap();
+    book
+      .book(&BookRequest {
+        request_id: "b",
+        rank: cands[1].rank,
+        block_hashes: &[],
+        prompt_tokens: 12,
+        overlap_blocks: 0,
+        expected_output_tokens: None,
+        priority: 0,
+        now_ms: 0.0,
+      })
+      .unwrap();
     let busy = BusyThresholds { decode_fraction: Some(0.8), prefill_tokens: Some(12) };
     let mut out = Vec::new();
     let why = eligible_into(&cands, &book, &Restrictions::default(), &busy, &mut out);

@@ -8,11 +8,11 @@ use fastrand::Rng;
 
 use super::config::{check_non_negative, Policy, RoutingConfig};
 use super::cost::{booked_load, kv_terms, CostParams, KvTerms};
-use super::ttft::{estimate, TtftInput};
 use super::decision::*;
 use super::eligibility::{eligible_into, BusyThresholds, Restrictions};
 use super::policy::choose;
 use super::pool::{WorkerPool, WorkerSpec};
+use super::ttft::{estimate, TtftInput};
 use crate::hash::{BlockHasher, MmBlocks};
 use crate::load::{BookRequest, BookStats, LoadBook, PrefixWalk, RankSnapshot, RemoteStats, WorkerKey, FULL_WEIGHT};
 use crate::tiers::TierExtension;
@@ -151,11 +151,7 @@ impl RoutingCore {
       }
       None => None,
     };
-    let restrictions = Restrictions {
-      allowed,
-      pinned_worker: req.pinned_worker,
-      pinned_dp_rank: req.pinned_dp_rank,
-    };
+    let restrictions = Restrictions { allowed, pinned_worker: req.pinned_worker, pinned_dp_rank: req.pinned_dp_rank };
     let busy = BusyThresholds { decode_fraction: self.config.busy_decode_fraction, prefill_tokens: self.config.busy_prefill_tokens };
     let candidates = self.pool.candidates();
     let why = eligible_into(candidates, &self.book, &restrictions, &busy, &mut s.eligible);

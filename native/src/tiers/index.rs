@@ -189,11 +189,7 @@ impl LowerTierIndex {
 
   /// Approximate bytes held (table capacities).
   pub fn bytes(&self) -> usize {
-    self
-      .workers
-      .values()
-      .map(|w| w.by_engine.capacity() * (8 + std::mem::size_of::<Named>() + 1) + w.by_seq.capacity() * (8 + 4 * LOWER_TIERS + 1))
-      .sum()
+    self.workers.values().map(|w| w.by_engine.capacity() * (8 + std::mem::size_of::<Named>() + 1) + w.by_seq.capacity() * (8 + 4 * LOWER_TIERS + 1)).sum()
   }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! - medium.rs   which tier an event's medium names (Dynamo's mapping)
 //! - index.rs    per (worker, dp_rank): engine hash -> sequence hash and tiers; a prompt's
-//!               reloadable extension beyond each worker's device prefix
+//!   reloadable extension beyond each worker's device prefix
 
 mod index;
 mod medium;

@@ -71,7 +71,8 @@ impl Tokenizer {
     match self {
       Self::Hf(t) => t.decode(ids, skip_special_tokens),
       Self::Bytes => {
-        let bytes = ids.iter().map(|&id| u8::try_from(id).map_err(|_| format!("byte tokenizer ids are below 256, got {id}"))).collect::<Result<Vec<u8>, String>>()?;
+        let bytes =
+          ids.iter().map(|&id| u8::try_from(id).map_err(|_| format!("byte tokenizer ids are below 256, got {id}"))).collect::<Result<Vec<u8>, String>>()?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
       }
     }

@@ -216,7 +216,7 @@ export class RouterImpl implements Router {
     this.discovery = discovery;
   }
 
-  serves(method: string, path: string): boolean {
+  serves(_method: string, path: string): boolean {
     return ROUTES[path] !== undefined || path === '/admin' || path.startsWith('/admin/');
   }
 

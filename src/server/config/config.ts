@@ -10,7 +10,7 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { ConditionalDisaggSchema, HealthSchema, KubernetesDiscoverySchema, OutlierDetectionSchema, PoolRoutingSchema, ReplicasSchema, RouterConfigSchema, RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import { type ConditionalDisaggSchema, type HealthSchema, type KubernetesDiscoverySchema, type OutlierDetectionSchema, type PoolRoutingSchema, type ReplicasSchema, RouterConfigSchema, type RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
 import { checkLabelSelector } from './label-selector.js';
 
 export type { EngineKind, PolicyName, WorkerRole };

@@ -79,7 +79,7 @@ export class WarmStart implements WarmStartPort {
     if (this.unclaimed.size > 0) this.o.log.info({ workers: [...this.unclaimed.values()].map((s) => s.worker) }, 'warm start: restored blocks of workers not in this fleet were dropped');
     this.unclaimed.clear();
     const load = this.o.load;
-    if (!load || load.outcome !== 'restored' || this.catchUps.length === 0) return this.becomeReady();
+    if (load?.outcome !== 'restored' || this.catchUps.length === 0) return this.becomeReady();
     this.state = 'catching_up';
     const remaining = Math.max(0, this.o.timeoutMs - (performance.now() - this.o.startedAt));
     this.timer = setTimeout(() => {

@@ -178,5 +178,3 @@ export class OffloadTier {
     this.evicted++;
   }
 }
-
-const u64 = (hi: number, lo: number): bigint => (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);

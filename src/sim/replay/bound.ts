@@ -8,6 +8,7 @@
 //   request, in engine blocks. It is what the fleet's caches could hit together if routing never
 //   duplicated a block nor split a prefix; a router can hardly beat it, while the infinite-cache
 //   bound ignores capacity altogether.
+import { expectBlockSize } from '../../util/validate.js';
 import { TRACE_BLOCK_TOKENS, type TraceRequest } from './trace.js';
 
 export type BoundUnit = 'tokens' | 'blocks';
@@ -38,7 +39,7 @@ export function hitRateBound(trace: readonly TraceRequest[], unit: BoundUnit = '
  * the blocks of running requests are not modelled: they only take room from prompts.
  */
 export function pooledLruHitRate(trace: readonly TraceRequest[], capacityBlocks: number, blockSize: number, blockTokens = TRACE_BLOCK_TOKENS): number {
-  if (!Number.isInteger(blockSize) || blockSize < 1 || blockTokens % blockSize !== 0) {
+  if (blockTokens % expectBlockSize(blockSize) !== 0) {
     throw new RangeError(`blockSize must divide the trace's block of ${blockTokens} tokens, got ${blockSize}`);
   }
   if (!Number.isInteger(capacityBlocks) || capacityBlocks < 0) throw new RangeError(`capacityBlocks must be an integer >= 0, got ${capacityBlocks}`);

@@ -50,7 +50,7 @@ export function replayMarkdown(r: ReplayReport): string {
       lines.push(`| x${pt.scale} | ${fmt(pt.offered_rps, 2)} | ${cells.join(' | ')} |`);
     }
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 function offloadOf(r: ReplayReport): string {

@@ -158,7 +158,7 @@ export class VirtualTransport implements LegTransport {
     for (const out of outputs) {
       const leg = w.legs.get(out.id);
       // A leg cancelled while its step ran still has this step's token: nobody reads it.
-      if (leg && leg.output(out)) seen = true;
+      if (leg?.output(out)) seen = true;
     }
     return seen;
   }
@@ -339,7 +339,7 @@ class LegState {
   }
 
   private submit(kvTransferredTokens: number): void {
-    const { w, plan, leg } = this;
+    const { w, plan } = this;
     const engine = w.pool.engines[w.index];
     const now = this.t.now();
     try {

@@ -1,6 +1,6 @@
 // The OpenAI API as vLLM serves it: request parsing and validation (every mistake a 400 with an
 // OpenAI-style body), the built-in chat template, and the response and stream chunk shapes.
-import { makeUsage } from '../../engines/usage.js';
+import type { makeUsage } from '../../engines/usage.js';
 import { byteTokenizer } from '../../preprocess/byte-tokenizer.js';
 import { invalidRequest } from './errors.js';
 

@@ -21,7 +21,7 @@ describe('installing a peer', () => {
     await runStep(process.execPath, ['-e', 'console.log("step one"); console.error("step two")'], { what: 'a step', log: (l) => lines.push(l) });
     expect(lines).toEqual(['  step one', '  step two']);
     const failing = runStep(process.execPath, ['-e', 'console.error("Could not resolve host: pypi.org"); process.exit(3)'], { what: 'installing smg 1.13.0', registry: 'PyPI' });
-    await expect(failing).rejects.toThrow(/installing smg 1.13.0 failed \(exit 3\)[^]*PyPI looks unreachable from this machine[^]*Could not resolve host: pypi.org/);
+    await expect(failing).rejects.toThrow(/installing smg 1.13.0 failed \(exit 3\)[\s\S]*PyPI looks unreachable from this machine[\s\S]*Could not resolve host: pypi.org/);
     const plain = runStep(process.execPath, ['-e', 'process.exit(1)'], { what: 'x', registry: 'PyPI' });
     await expect(plain).rejects.toThrow(/^x failed \(exit 1\)/);
     await expect(plain).rejects.not.toThrow(/unreachable/);
@@ -79,7 +79,7 @@ chmod +x "$3/bin/pip" "$3/bin/python"
     process.env.KVROUTE_BENCH_PYTHON = fakePython;
     process.env.FAKE_PIP_FAILS = '1';
     try {
-      await expect(installVenv(opts(['peer==3.0']))).rejects.toThrow(/installing a peer failed \(exit 1\)[^]*PyPI looks unreachable/);
+      await expect(installVenv(opts(['peer==3.0']))).rejects.toThrow(/installing a peer failed \(exit 1\)[\s\S]*PyPI looks unreachable/);
       delete process.env.FAKE_PIP_FAILS;
       await installVenv(opts(['peer==3.0'])); // tried again, since nothing was recorded
       expect(readFileSync(calls, 'utf8').match(/peer==3\.0/g)).toHaveLength(2);

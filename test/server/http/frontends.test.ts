@@ -154,8 +154,8 @@ describe.each(FRONTENDS)('frontend %s', (name) => {
 
   if (name === 'express') {
     it('leaves routes the router does not serve to the host app', async () => {
-      expect(await (await fetch(server.url + '/host-route')).json()).toEqual({ host: true });
-      expect((await fetch(server.url + '/not-mine')).status).toBe(404);
+      expect(await (await fetch(`${server.url}/host-route`)).json()).toEqual({ host: true });
+      expect((await fetch(`${server.url}/not-mine`)).status).toBe(404);
     });
   }
 });

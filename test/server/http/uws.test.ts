@@ -42,7 +42,7 @@ describe('TLS', () => {
     expect(res.status).toBe(200);
     expect((await res.text()).endsWith('data: [DONE]\n\n')).toBe(true);
     // Plain HTTP on the TLS port gets no HTTP answer, and an unknown certificate is refused by the client.
-    await expect(fetch(started.server.url.replace('https:', 'http:') + '/health')).rejects.toThrow();
+    await expect(fetch(`${started.server.url.replace('https:', 'http:')}/health`)).rejects.toThrow();
     await expect(fetch(`${started.server.url}/health`)).rejects.toThrow();
     await dispatcher.close();
   });

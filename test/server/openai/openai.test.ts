@@ -107,7 +107,7 @@ describe('approximate indexing (no KV events)', () => {
 
   it('predicts the cache from its own decisions and keeps a shared prefix on one worker', async () => {
     const shared = prompt(256, 21);
-    const first = await t.client.completions.create({ model: MODEL, prompt: shared + 'a', max_tokens: 2 }).withResponse();
+    const first = await t.client.completions.create({ model: MODEL, prompt: `${shared}a`, max_tokens: 2 }).withResponse();
     const worker = first.response.headers.get('x-kvroute-decode-worker');
     for (const suffix of ['b', 'c', 'd']) {
       const { response } = await t.client.completions.create({ model: MODEL, prompt: shared + suffix, max_tokens: 2 }).withResponse();

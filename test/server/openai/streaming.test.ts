@@ -79,16 +79,16 @@ describe('streaming through the router (vLLM disaggregated fleet)', () => {
 
   it('sends repeated prompts with a shared prefix to the worker holding it (cached_tokens)', async () => {
     const shared = prompt(320, 9); // 20 blocks
-    const first = await t.client.completions.create({ model: MODEL, prompt: shared + 'first', max_tokens: 2 }).withResponse();
+    const first = await t.client.completions.create({ model: MODEL, prompt: `${shared}first`, max_tokens: 2 }).withResponse();
     const holder = first.response.headers.get('x-kvroute-prefill-worker');
     // The prefill worker's KV events reach the index: the router now predicts the overlap.
     await waitFor(async () => {
-      const r = await fetch(`${t.url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: shared + 'again' }) });
+      const r = await fetch(`${t.url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: `${shared}again` }) });
       const e = (await r.json()) as { prefill: { worker: number; overlap_blocks: number } };
       return e.prefill.overlap_blocks >= 20 && String(e.prefill.worker) === holder;
     }, 'the shared prefix to be indexed');
     for (let i = 0; i < 3; i++) {
-      const { data, response } = await t.client.completions.create({ model: MODEL, prompt: shared + `variant ${i}`, max_tokens: 2 }).withResponse();
+      const { data, response } = await t.client.completions.create({ model: MODEL, prompt: `${shared}variant ${i}`, max_tokens: 2 }).withResponse();
       expect(response.headers.get('x-kvroute-prefill-worker')).toBe(holder);
       expect(Number(response.headers.get('x-kvroute-overlap-blocks'))).toBeGreaterThanOrEqual(20);
       const cached = (data.usage as { prompt_tokens_details?: { cached_tokens?: number } }).prompt_tokens_details?.cached_tokens ?? 0;

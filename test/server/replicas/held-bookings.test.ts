@@ -58,7 +58,7 @@ describe('ReplicaSync: its own bookings', () => {
     expect(held(sync)).toBe(64);
     now += 10_000;
     // Touched since: a prefill done counts as a change.
-    sync.prefillDone(4999 % 2 === 0 ? 'prefill' : 'decode', 'old-4999');
+    sync.prefillDone('decode', 'old-4999'); // 4999 is odd: a decode booking
     for (let i = 0; i < 300; i++) sync.booked(booking('decode', `new-${i}`));
     expect(sync.sweepStale(5_000)).toBe(63);
     expect(held(sync)).toBe(301);

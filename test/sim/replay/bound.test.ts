@@ -33,7 +33,10 @@ describe('pooledLruHitRate', () => {
   });
 
   it('refuses a block size that does not divide the trace block, and a bad capacity', () => {
-    expect(() => pooledLruHitRate([mk(8, [1, 2])], 4, 3, 4)).toThrow(RangeError);
+    expect(() => pooledLruHitRate([mk(8, [1, 2])], 4, 3, 4)).toThrow(/must divide the trace's block of 4 tokens, got 3/);
+    expect(() => pooledLruHitRate([mk(8, [1, 2])], 4, 0, 4)).toThrow(/blockSize must be an integer in \[1, /);
+    expect(() => pooledLruHitRate([mk(8, [1, 2])], 4, 2.5, 4)).toThrow(RangeError);
+    expect(() => pooledLruHitRate([mk(8, [1, 2])], 4, '2' as never, 4)).toThrow(TypeError);
     expect(() => pooledLruHitRate([mk(8, [1, 2])], -1, 2, 4)).toThrow(/capacityBlocks must be an integer >= 0/);
   });
 });

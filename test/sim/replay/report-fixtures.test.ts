@@ -22,7 +22,7 @@ beforeAll(async () => {
 
 /** The report as JSON text without its wall-clock fields. */
 function reportText(r: ReplayReport): string {
-  return JSON.stringify(r, (k, v) => (k === 'wall_s' || k === 'simulated_to_wall' ? undefined : v), 2) + '\n';
+  return `${JSON.stringify(r, (k, v) => (k === 'wall_s' || k === 'simulated_to_wall' ? undefined : v), 2)}\n`;
 }
 
 interface Case {
@@ -88,7 +88,7 @@ describe('replay reports', () => {
         runs.push(`${policy} x${scale} ${createHash('sha256').update(JSON.stringify(run.records, PINNED_FIELDS)).digest('hex')}`);
       };
       const text = reportText(await runReplay({ ...c.config, trace, traceName: c.trace, onRun }));
-      const digests = runs.join('\n') + '\n';
+      const digests = `${runs.join('\n')}\n`;
       if (process.env.KVROUTE_WRITE_REPLAY_FIXTURES === '1') {
         writeFileSync(fixtureFile(c.name), text);
         writeFileSync(fixtureFile(c.name, 'records.txt'), digests);

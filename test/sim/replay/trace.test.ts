@@ -66,7 +66,7 @@ describe('hitRateBound', () => {
   });
 
   it('matches the bounds the traces README states', async () => {
-    expect(hitRateBound(await loadTrace(traces + 'synthetic_trace.jsonl'), 'blocks')).toBeCloseTo(0.64, 2);
-    expect(hitRateBound(await loadTrace(traces + 'conversation_trace.first-half.jsonl'), 'blocks')).toBeCloseTo(0.34, 2);
+    expect(hitRateBound(await loadTrace(`${traces}synthetic_trace.jsonl`), 'blocks')).toBeCloseTo(0.64, 2);
+    expect(hitRateBound(await loadTrace(`${traces}conversation_trace.first-half.jsonl`), 'blocks')).toBeCloseTo(0.34, 2);
   });
 });

@@ -43,7 +43,8 @@ fn duplicate_request_ids_are_refused_without_side_effects() {
   let mut b = LoadBook::new(4);
   let r = b.list_rank(key(1));
   book(&mut b, "a", r, &[1], 4, 0, None);
-  let again = BookRequest { request_id: "a", rank: r, block_hashes: &[9], prompt_tokens: 40, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 };
+  let again =
+    BookRequest { request_id: "a", rank: r, block_hashes: &[9], prompt_tokens: 40, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 };
   assert_eq!(b.book(&again), Err(BookError::DuplicateRequest));
   assert_eq!(b.rank(r).active_blocks(), 1);
   assert_eq!(b.rank(r).prefill_tokens(), 4);
@@ -81,7 +82,16 @@ fn a_walk_recorded_before_the_book_changed_is_not_followed() {
   assert_eq!(walk.prefix(r), 3);
   // The book changes after the walk: "b" splits the chain where the walk saw it whole.
   book(&mut b, "b", r, &[1, 7], 8, 0, None);
-  let req = |id, hashes| BookRequest { request_id: id, rank: r, block_hashes: hashes, prompt_tokens: 16, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 };
+  let req = |id, hashes| BookRequest {
+    request_id: id,
+    rank: r,
+    block_hashes: hashes,
+    prompt_tokens: 16,
+    overlap_blocks: 0,
+    expected_output_tokens: None,
+    priority: 0,
+    now_ms: 0.0,
+  };
   b.book_along(&req("c", &[1, 2, 3, 9]), Some(&walk)).unwrap();
   // A walk of another prompt is not followed either.
   b.active_prefixes(&[1, 2], &mut walk);
@@ -276,7 +286,16 @@ fn random_operations_match_the_reference_and_end_at_zero() {
         let expected = if rng.bool() { Some(rng.u64(1..20)) } else { None };
         let rank = ranks[rng.usize(0..ranks.len())];
         let priority = rng.i32(-1..2);
-        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: overlap, expected_output_tokens: expected, priority, now_ms: now };
+        let req = BookRequest {
+          request_id: &id,
+          rank,
+          block_hashes: &hashes,
+          prompt_tokens: prompt,
+          overlap_blocks: overlap,
+          expected_output_tokens: expected,
+          priority,
+          now_ms: now,
+        };
         // Half the bookings follow the walk of the prompt's active prefixes, as the router's do.
         let res = if rng.bool() {
           b.book(&req)
@@ -331,7 +350,19 @@ fn random_operations_match_the_reference_and_end_at_zero() {
 }
 
 fn remote(b: &mut LoadBook, origin: &str, id: &str, rank: RankId, hashes: &[u64], prompt: u64) -> Result<(), BookError> {
-  b.book_remote(origin, &BookRequest { request_id: id, rank, block_hashes: hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 })
+  b.book_remote(
+    origin,
+    &BookRequest {
+      request_id: id,
+      rank,
+      block_hashes: hashes,
+      prompt_tokens: prompt,
+      overlap_blocks: 0,
+      expected_output_tokens: None,
+      priority: 0,
+      now_ms: 0.0,
+    },
+  )
 }
 
 #[test]
@@ -402,7 +433,7 @@ fn random_local_and_remote_operations_match_the_reference_and_end_at_zero() {
   let mut b = LoadBook::new(bs as u32);
   let ranks: Vec<RankId> = (0..3).map(|w| b.list_rank(key(w))).collect();
   let origins = ["", "A", "B"]; // "" is this router
-  // Keyed by "origin/request".
+                                // Keyed by "origin/request".
   let mut model: HashMap<String, RefBooking> = HashMap::new();
   let mut now = 0.0;
   for step in 0..20_000u32 {
@@ -414,10 +445,24 @@ fn random_local_and_remote_operations_match_the_reference_and_end_at_zero() {
       0..=4 => {
         let n = rng.u64(0..6);
         let mut code = rng.u64(1..4);
-        let hashes: Vec<u64> = (0..n).map(|_| { code = code * 4 + rng.u64(0..2); code }).collect();
+        let hashes: Vec<u64> = (0..n)
+          .map(|_| {
+            code = code * 4 + rng.u64(0..2);
+            code
+          })
+          .collect();
         let prompt = n * bs + rng.u64(0..bs);
         let rank = ranks[rng.usize(0..ranks.len())];
-        let req = BookRequest { request_id: &id, rank, block_hashes: &hashes, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: now };
+        let req = BookRequest {
+          request_id: &id,
+          rank,
+          block_hashes: &hashes,
+          prompt_tokens: prompt,
+          overlap_blocks: 0,
+          expected_output_tokens: None,
+          priority: 0,
+          now_ms: now,
+        };
         let res = if origin.is_empty() { b.book(&req) } else { b.book_remote(origin, &req) };
         assert_eq!(res.is_err(), model.contains_key(&k), "step {step}");
         if res.is_ok() {

@@ -1,5 +1,5 @@
-use std::collections::HashMap;
 use crate::select::TtftModel;
+use std::collections::HashMap;
 
 use super::*;
 
@@ -259,7 +259,7 @@ fn backpressure_refuses_past_the_queue_cap_with_a_retry_hint() {
   let RouteError::Backpressure { retry_after_ms, message } = err else { panic!("{err:?}") };
   assert!(message.contains("maxQueuedPrefillTokens 100"), "{message}");
   // 150 tokens drained over the last ~600 ms; 20 tokens over the cap.
-  assert!(retry_after_ms >= 10.0 && retry_after_ms < 1000.0, "{retry_after_ms}");
+  assert!((10.0..1000.0).contains(&retry_after_ms), "{retry_after_ms}");
   // A cached prefix books fewer tokens and may fit.
   cache(&mut index, 0, &tokens(2000, 60), 15);
   assert!(core.route(&mut index, &RouteRequest::new("b", &tokens(2000, 60)), 600.0, Mode::Book).is_ok());
@@ -492,7 +492,8 @@ fn approximate_replicas_record_each_others_decisions_and_drop_a_silent_one() {
 #[test]
 fn a_remote_booking_needs_its_origin_and_id() {
   let mut b = core_with(1, |_| {});
-  let booking = RemoteBooking { origin: "", request_id: "x", key: key(0), local_hashes: &[], prompt_tokens: 1, overlap_blocks: 0, expected_output_tokens: None };
+  let booking =
+    RemoteBooking { origin: "", request_id: "x", key: key(0), local_hashes: &[], prompt_tokens: 1, overlap_blocks: 0, expected_output_tokens: None };
   assert!(b.apply_remote_booking(&mut FakeIndex::default(), &booking, 0.0).is_err());
   assert!(b.is_unloaded());
 }
@@ -502,7 +503,7 @@ fn lower_tier_blocks_earn_their_tier_credit_and_leave_the_prefill_queue() {
   let mut core = core_with(2, |_| {});
   let mut index = FakeIndex::default();
   let t = tokens(0, 32); // 8 blocks
-  // Worker 0: 4 blocks on the device. Worker 1: 8 blocks on host memory (credit 0.75 each = 6).
+                         // Worker 0: 4 blocks on the device. Worker 1: 8 blocks on host memory (credit 0.75 each = 6).
   cache(&mut index, 0, &t, 4);
   index.lower.insert(key(1), TierExtension { blocks: [8, 0, 0] });
   let d = core.route(&mut index, &RouteRequest::new("a", &t), 0.0, Mode::Query).unwrap();
@@ -545,7 +546,12 @@ fn ttft_weighs_cached_work_against_queued_work_without_tuning() {
   // A worker's own model overrides the pool's: a much faster worker 1 wins even when idle ones tie.
   let fast = TtftModel { prefill: [0.0, 1e-4, 0.1], ..TtftModel::default() };
   let mut core = core_with(0, |c| c.policy = Policy::Ttft);
-  core.set_workers(&[WorkerSpec { worker: 0, dp_size: 1, kv_capacity_blocks: None, ttft: None }, WorkerSpec { worker: 1, dp_size: 1, kv_capacity_blocks: None, ttft: Some(fast) }]).unwrap();
+  core
+    .set_workers(&[
+      WorkerSpec { worker: 0, dp_size: 1, kv_capacity_blocks: None, ttft: None },
+      WorkerSpec { worker: 1, dp_size: 1, kv_capacity_blocks: None, ttft: Some(fast) },
+    ])
+    .unwrap();
   let d = core.route(&mut index, &RouteRequest::new("c", &tokens(50_000, 64)), 0.0, Mode::Query).unwrap();
   assert_eq!(d.key, key(1));
 }

@@ -8,7 +8,17 @@ fn model() -> TtftModel {
 }
 
 fn input<'a>(rank: &'a RankLoad, prompt_tokens: u64, cached_blocks: u64) -> TtftInput<'a> {
-  TtftInput { rank, block_size: BS, prompt_tokens, cached_blocks, lower: TierExtension::default(), capacity_blocks: Some(1000), decode_blocks: 0.0, now_ms: 0.0, engine_priority: None }
+  TtftInput {
+    rank,
+    block_size: BS,
+    prompt_tokens,
+    cached_blocks,
+    lower: TierExtension::default(),
+    capacity_blocks: Some(1000),
+    decode_blocks: 0.0,
+    now_ms: 0.0,
+    engine_priority: None,
+  }
 }
 
 fn step(m: &TtftModel, n: f64) -> f64 {
@@ -23,7 +33,18 @@ fn loaded(requests: usize, prompt: u64) -> LoadBook {
   for i in 0..requests {
     let id = format!("r{i}");
     let seq: Vec<u64> = (0..prompt / BS).map(|b| (i as u64) << 32 | b).collect();
-    book.book(&BookRequest { request_id: &id, rank, block_hashes: &seq, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 0.0 }).unwrap();
+    book
+      .book(&BookRequest {
+        request_id: &id,
+        rank,
+        block_hashes: &seq,
+        prompt_tokens: prompt,
+        overlap_blocks: 0,
+        expected_output_tokens: None,
+        priority: 0,
+        now_ms: 0.0,
+      })
+      .unwrap();
   }
   book
 }
@@ -81,7 +102,18 @@ fn an_engine_scheduling_by_priority_serves_a_class_after_its_own_and_higher_ones
   let mut book = loaded(3, 8000);
   for (id, prompt, priority) in [("p1", 3000u64, 1), ("p2", 2000, 2)] {
     let seq: Vec<u64> = (0..prompt / BS).map(|b| (priority as u64 + 100) << 32 | b).collect();
-    book.book(&BookRequest { request_id: id, rank: 0, block_hashes: &seq, prompt_tokens: prompt, overlap_blocks: 0, expected_output_tokens: None, priority, now_ms: 0.0 }).unwrap();
+    book
+      .book(&BookRequest {
+        request_id: id,
+        rank: 0,
+        block_hashes: &seq,
+        prompt_tokens: prompt,
+        overlap_blocks: 0,
+        expected_output_tokens: None,
+        priority,
+        now_ms: 0.0,
+      })
+      .unwrap();
   }
   let rank = book.rank(0);
   assert_eq!((rank.prefill_tokens(), rank.prefill_tokens_from(1), rank.prefill_tokens_from(2), rank.prefill_tokens_from(3)), (29_000, 5000, 2000, 0));
@@ -145,7 +177,18 @@ fn a_decoding_rank_packs_arrivals_into_its_next_step() {
   // average), and one arriving with it joins the same step.
   let rank_id = 0;
   let seq: Vec<u64> = (0..50).map(|b| 7 << 32 | b).collect();
-  book.book(&BookRequest { request_id: "a", rank: rank_id, block_hashes: &seq, prompt_tokens: 800, overlap_blocks: 0, expected_output_tokens: None, priority: 0, now_ms: 1000.0 }).unwrap();
+  book
+    .book(&BookRequest {
+      request_id: "a",
+      rank: rank_id,
+      block_hashes: &seq,
+      prompt_tokens: 800,
+      overlap_blocks: 0,
+      expected_output_tokens: None,
+      priority: 0,
+      now_ms: 1000.0,
+    })
+    .unwrap();
   let rank = book.rank(rank_id);
   assert!(rank.prefill_after_step());
   let mut x = input(rank, 1000, 0);

@@ -15,7 +15,7 @@ describe('GcTrace', () => {
   it('reads the stretch traced since the previous call: counts, and medians per scavenge in KB', () => {
     dir = mkdtempSync(join(tmpdir(), 'gc-trace-'));
     const file = join(dir, 'trace.nvp');
-    writeFileSync(file, 'some other output\n' + scavenge(1, 1024, 2048) + scavenge(3, 3072, 4096) + scavenge(2, 2048, 1024) + markCompact);
+    writeFileSync(file, `some other output\n${scavenge(1, 1024, 2048)}${scavenge(3, 3072, 4096)}${scavenge(2, 2048, 1024)}${markCompact}`);
     const trace = new GcTrace(file);
     expect(trace.next()).toEqual({ scavenges: 3, markCompacts: 1, survivedKb: 2, promotedKb: 2, scavengeMs: 2 });
     // A line still being written waits for its end.
