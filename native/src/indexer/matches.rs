@@ -27,7 +27,12 @@ pub(super) struct WalkScratch {
   high: Vec<Slot>,
   /// (edge, blocks matched) of each edge walked, for the events cap's recency.
   visited: Vec<(EdgeId, u32)>,
+  /// The matches as (depth, rank, slot), deepest first, for more than 64 slots.
   sorted: Vec<(u32, u32, Slot)>,
+  /// Where each depth's bucket starts in `sorted` (a counting sort's offsets).
+  depth_starts: Vec<u32>,
+  /// One bit per rank, to order a large bucket without a sort.
+  rank_bits: Vec<u64>,
 }
 
 impl RadixIndexer {
@@ -115,21 +120,79 @@ impl RadixIndexer {
       }
       return;
     }
+    // More than 64 slots: the matches are bucketed by depth (a counting sort, deepest first),
+    // each bucket ordered by rank. Leavers are pushed in slot order per edge, so with slots in
+    // rank order a bucket is usually in order already and only a bucket that is not is sorted:
+    // at fleet scale a query's first block is held by a thousand workers that leave together.
     let ranks = slots.ranks();
-    let sorted = &mut w.sorted;
+    let WalkScratch { left, left_high, sorted, depth_starts, rank_bits, .. } = w;
+    let max_depth = left.iter().map(|g| g.depth).chain(left_high.iter().map(|&(_, d)| d)).max().unwrap_or(0) as usize;
+    depth_starts.clear();
+    depth_starts.resize(max_depth + 2, 0);
+    let mut count = |d: u32, n: u32| depth_starts[max_depth - d as usize + 1] += n;
+    for g in left.iter() {
+      count(g.depth, g.mask.count_ones());
+    }
+    for &(_, d) in left_high.iter() {
+      count(d, 1);
+    }
+    for i in 1..depth_starts.len() {
+      depth_starts[i] += depth_starts[i - 1];
+    }
+    let total = depth_starts[max_depth + 1] as usize;
     sorted.clear();
-    for g in &w.left {
+    sorted.resize(total, (0, 0, 0));
+    let mut place = |d: u32, s: Slot| {
+      let at = &mut depth_starts[max_depth - d as usize];
+      sorted[*at as usize] = (d, ranks[s as usize], s);
+      *at += 1;
+    };
+    for g in left.iter() {
       let mut m = g.mask;
       while m != 0 {
-        let s = m.trailing_zeros();
-        sorted.push((u32::MAX - g.depth, ranks[s as usize], s));
+        place(g.depth, m.trailing_zeros());
         m &= m - 1;
       }
     }
-    sorted.extend(w.left_high.iter().map(|&(s, d)| (u32::MAX - d, ranks[s as usize], s)));
-    sorted.sort_unstable();
+    for &(s, d) in left_high.iter() {
+      place(d, s);
+    }
+    // Each bucket, now contiguous, by rank. A large one (workers interned out of key order, a
+    // thousand of them leaving at one depth) is ordered through a bit per rank, read in order:
+    // linear in the ranks' words and the bucket, where a sort is n log n.
+    let order = slots.by_rank();
+    let mut start = 0;
+    while start < total {
+      let depth = sorted[start].0;
+      let mut end = start + 1;
+      while end < total && sorted[end].0 == depth {
+        end += 1;
+      }
+      let bucket = &mut sorted[start..end];
+      if bucket.is_sorted_by_key(|e| e.1) {
+      } else if bucket.len() * 64 >= order.len() {
+        rank_bits.clear();
+        rank_bits.resize(order.len().div_ceil(64), 0);
+        for e in bucket.iter() {
+          rank_bits[e.1 as usize / 64] |= 1u64 << (e.1 % 64);
+        }
+        let mut i = 0;
+        for (wi, &word) in rank_bits.iter().enumerate() {
+          let mut m = word;
+          while m != 0 {
+            let r = (wi * 64) as u32 + m.trailing_zeros();
+            bucket[i] = (depth, r, order[r as usize]);
+            i += 1;
+            m &= m - 1;
+          }
+        }
+      } else {
+        bucket.sort_unstable_by_key(|e| e.1);
+      }
+      start = end;
+    }
     for &(d, _, s) in sorted.iter() {
-      emit(at, slots.key(s), u32::MAX - d);
+      emit(at, slots.key(s), d);
       at += 1;
     }
   }
@@ -165,14 +228,20 @@ impl RadixIndexer {
         first = false;
         active = edge.full;
         w.high.extend_from_slice(high_full);
+        let mut merged = false;
         for &(s, _) in partial {
           if s < INLINE_SLOTS {
             active |= 1u64 << s;
           } else {
             w.high.push(s);
+            merged = true;
           }
         }
-        w.high.sort_unstable();
+        // Both lists are sorted: only a mix of the two needs a sort (at fleet scale the root
+        // edge's holders are the thousand workers of a system prompt, every one full).
+        if merged {
+          w.high.sort_unstable();
+        }
       }
       // Candidates holding no block of this edge leave at its start.
       let mut partial_mask = 0u64;
@@ -188,14 +257,26 @@ impl RadixIndexer {
       }
       let high_before = w.high.len();
       if high_before > 0 {
-        let left_high = &mut w.left_high;
-        w.high.retain(|s| {
-          let keep = high_full.binary_search(s).is_ok() || partial.binary_search_by_key(s, |p| p.0).is_ok();
-          if !keep {
-            left_high.push((*s, base));
+        // The candidates, the edge's full holders and its partial ones are all sorted by slot:
+        // one merge keeps the holders and lets the others leave (a thousand candidates meeting an
+        // edge of a few holders cost one pass, not a search each).
+        let (mut f, mut p, mut kept) = (0, 0, 0);
+        for i in 0..high_before {
+          let s = w.high[i];
+          while f < high_full.len() && high_full[f] < s {
+            f += 1;
           }
-          keep
-        });
+          while p < partial.len() && partial[p].0 < s {
+            p += 1;
+          }
+          if (f < high_full.len() && high_full[f] == s) || (p < partial.len() && partial[p].0 == s) {
+            w.high[kept] = s;
+            kept += 1;
+          } else {
+            w.left_high.push((s, base));
+          }
+        }
+        w.high.truncate(kept);
       }
       if early_exit && (gone != 0 || w.high.len() < high_before) && active.count_ones() as usize + w.high.len() <= 1 {
         // One candidate left: it holds at least the blocks walked, which is all we need.
@@ -361,6 +442,24 @@ mod tests {
     let mut best_first = expect.clone();
     best_first.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     assert_eq!(out, best_first);
+    ix.check();
+  }
+
+  #[test]
+  fn a_fleet_of_workers_out_of_key_order_comes_out_best_first() {
+    // 300 workers interned in reverse key order: the 297 that hold only the first block leave
+    // together (ordered through the rank bits), the 3 that go on form a bucket small enough to
+    // be sorted, at fleet scale's shape (a thousand workers sharing a system prompt's block).
+    let mut ix = RadixIndexer::new(IndexerConfig::new(16, IndexerMode::Events));
+    let deep = [7u64, 150, 299];
+    for w in (0..300u64).rev() {
+      store(&mut ix, key(w, 0), if deep.contains(&w) { &[1, 2, 3] } else { &[1] });
+    }
+    let mut expect: Vec<_> = (0..300u64).map(|w| (key(w, 0), if deep.contains(&w) { 3 } else { 1 })).collect();
+    expect.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = Vec::new();
+    ix.find_matches_sorted_into(&[1, 2, 3, 4], false, 0.0, &mut out);
+    assert_eq!(out, expect);
     ix.check();
   }
 }

@@ -4,8 +4,12 @@
 //! kvroute's (this process idles, its event threads blocked, while kvroute is measured).
 //!
 //! Commands: `build`, `remove`, `scores`, `latency <samples> <round>`, `hash <samples>`, `quit`.
+//!
+//! `kvroute-dynamo-indexer --fleet <timeline file>`: the fleet-scale timeline instead (fleet.rs);
+//! commands `replay <window ms>` and `quit`.
 
 mod dynamo;
+mod fleet;
 mod measure;
 mod workload;
 
@@ -114,15 +118,57 @@ impl State {
     }
 }
 
+/// One JSON line per command until `quit`.
+fn serve(ready: Value, mut handle: impl FnMut(&str) -> Result<Value, String>) {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    writeln!(out, "{ready}").and_then(|_| out.flush()).expect("stdout is open");
+    for line in std::io::stdin().lock().lines() {
+        let line = line.expect("stdin is readable");
+        if line.trim() == "quit" {
+            break;
+        }
+        let reply = handle(&line).unwrap_or_else(|error| json!({ "type": "error", "error": error }));
+        writeln!(out, "{reply}").and_then(|_| out.flush()).expect("stdout is open");
+    }
+}
+
+fn read_or_exit(path: &str) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| {
+        eprintln!("cannot read {path}: {e}");
+        std::process::exit(2);
+    })
+}
+
+fn fleet_main(path: &str) {
+    let fleet = fleet::parse(&read_or_exit(path)).unwrap_or_else(|e| {
+        eprintln!("{path}: {e}");
+        std::process::exit(2);
+    });
+    measure::count_warnings();
+    let ready = json!({ "type": "ready", "crate": "dynamo-kv-router 1.6.1", "event_threads": dynamo::EVENT_THREADS, "ops": fleet.ops.len(), "workers": fleet.workers });
+    serve(ready, |line| {
+        let mut words = line.split_whitespace();
+        match words.next().unwrap_or("") {
+            "replay" => {
+                let window: f64 = words.next().and_then(|s| s.parse().ok()).filter(|w: &f64| w.is_finite() && *w >= 0.0).ok_or("replay needs <window ms>")?;
+                Ok(fleet::replay(&fleet, window))
+            }
+            other => Err(format!("unknown command `{other}`")),
+        }
+    });
+}
+
 fn main() {
-    let Some(path) = std::env::args().nth(1) else {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "--fleet" {
+        return fleet_main(&args[2]);
+    }
+    let Some(path) = args.get(1).cloned() else {
         eprintln!("usage: kvroute-dynamo-indexer <workload file>");
         std::process::exit(2);
     };
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| {
-        eprintln!("cannot read {path}: {e}");
-        std::process::exit(2);
-    });
+    let bytes = read_or_exit(&path);
     let workload = workload::parse(&bytes).unwrap_or_else(|e| {
         eprintln!("{path}: {e}");
         std::process::exit(2);
@@ -133,8 +179,6 @@ fn main() {
     let queries = query_hashes(&workload);
     let mut state = State { overhead_ns: measure::clock_overhead_ns(), queries, workload, indexers: None };
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let ready = json!({
         "type": "ready",
         "crate": "dynamo-kv-router 1.6.1",
@@ -146,13 +190,5 @@ fn main() {
         "hash_check": { "blocks": checked, "mismatches": differ },
         "clock_overhead_ns": state.overhead_ns,
     });
-    writeln!(out, "{ready}").and_then(|_| out.flush()).expect("stdout is open");
-    for line in std::io::stdin().lock().lines() {
-        let line = line.expect("stdin is readable");
-        if line.trim() == "quit" {
-            break;
-        }
-        let reply = state.handle(&line).unwrap_or_else(|error| json!({ "type": "error", "error": error }));
-        writeln!(out, "{reply}").and_then(|_| out.flush()).expect("stdout is open");
-    }
+    serve(ready, |line| state.handle(line));
 }

@@ -115,3 +115,30 @@ impl tracing::Subscriber for WarningCounter {
 pub fn count_warnings() {
     tracing::subscriber::set_global_default(WarningCounter).expect("no other tracing subscriber is installed");
 }
+
+#[repr(C)]
+struct TimeVal {
+    sec: i64,
+    usec: i64,
+}
+
+#[repr(C)]
+struct RUsage {
+    utime: TimeVal,
+    stime: TimeVal,
+    rest: [i64; 14],
+}
+
+extern "C" {
+    fn getrusage(who: i32, usage: *mut RUsage) -> i32;
+}
+
+/// CPU seconds this process has used, every thread (getrusage RUSAGE_SELF), user and system.
+pub fn cpu_seconds() -> f64 {
+    let mut u = RUsage { utime: TimeVal { sec: 0, usec: 0 }, stime: TimeVal { sec: 0, usec: 0 }, rest: [0; 14] };
+    // SAFETY: getrusage writes one struct rusage (its layout above, x86_64/aarch64 Linux) into `u`.
+    let rc = unsafe { getrusage(0, &mut u) };
+    assert_eq!(rc, 0, "getrusage(RUSAGE_SELF) failed");
+    let t = |v: &TimeVal| v.sec as f64 + v.usec as f64 / 1e6;
+    t(&u.utime) + t(&u.stime)
+}

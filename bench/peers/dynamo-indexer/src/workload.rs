@@ -37,7 +37,7 @@ pub struct Workload {
 }
 
 #[derive(Debug)]
-pub struct FormatError(String);
+pub struct FormatError(pub String);
 
 impl fmt::Display for FormatError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -45,13 +45,14 @@ impl fmt::Display for FormatError {
     }
 }
 
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Reads the little-endian fields of a workload file in order (the fleet file's reader shares it).
+pub struct Cursor<'a> {
+    pub bytes: &'a [u8],
+    pub at: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], FormatError> {
+    pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], FormatError> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
         let Some(end) = end else {
             return Err(FormatError(format!("truncated at byte {} while reading {what}", self.at)));
@@ -61,20 +62,20 @@ impl<'a> Cursor<'a> {
         Ok(out)
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, FormatError> {
+    pub fn u32(&mut self, what: &str) -> Result<u32, FormatError> {
         Ok(u32::from_le_bytes(self.take(4, what)?.try_into().unwrap()))
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, FormatError> {
+    pub fn u64(&mut self, what: &str) -> Result<u64, FormatError> {
         Ok(u64::from_le_bytes(self.take(8, what)?.try_into().unwrap()))
     }
 
-    fn u64s(&mut self, n: usize, what: &str) -> Result<Vec<u64>, FormatError> {
+    pub fn u64s(&mut self, n: usize, what: &str) -> Result<Vec<u64>, FormatError> {
         let raw = self.take(n * 8, what)?;
         Ok(raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect())
     }
 
-    fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>, FormatError> {
+    pub fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>, FormatError> {
         let raw = self.take(n * 4, what)?;
         Ok(raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
     }
