@@ -169,8 +169,8 @@ impl RadixIndexer {
         end += 1;
       }
       let bucket = &mut sorted[start..end];
-      if bucket.is_sorted_by_key(|e| e.1) {
-      } else if bucket.len() * 64 >= order.len() {
+      let in_order = bucket.is_sorted_by_key(|e| e.1);
+      if !in_order && bucket.len() * 64 >= order.len() {
         rank_bits.clear();
         rank_bits.resize(order.len().div_ceil(64), 0);
         for e in bucket.iter() {
@@ -186,7 +186,7 @@ impl RadixIndexer {
             m &= m - 1;
           }
         }
-      } else {
+      } else if !in_order {
         bucket.sort_unstable_by_key(|e| e.1);
       }
       start = end;
