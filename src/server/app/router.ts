@@ -187,7 +187,7 @@ export class RouterImpl implements Router {
     this.health = new HealthMonitor(
       {
         targets: () => this.registry.healthTargets(),
-        onResult: (id, ok, error) => this.registry.recordHealth(id, ok, error),
+        onResult: (id, ok, error, startTime) => this.registry.recordHealth(id, ok, error, startTime),
         onRound: () => this.registry.expireGrace(),
       },
       config.health.intervalMs,
