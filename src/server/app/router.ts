@@ -202,7 +202,7 @@ export class RouterImpl implements Router {
     this.health = new HealthMonitor(
       {
         targets: () => this.registry.healthTargets(),
-        onResult: (id, ok, error) => this.registry.recordHealth(id, ok, error),
+        onResult: (id, ok, error, startTime) => this.registry.recordHealth(id, ok, error, startTime),
         onRound: () => this.registry.expireGrace(),
       },
       config.health.intervalMs,
@@ -296,7 +296,7 @@ export class RouterImpl implements Router {
         const parsed = parseRequestBody(route, bytes, this.pre);
         prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
         if (!this.ready()) {
-          throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
+          throw new HttpError(503, 'service_unavailable', 'no_eligible_worker', 'no worker can serve requests right now', { 'retry-after': '1' });
         }
         if (caller) this.admit(caller, prepared);
       } catch (err) {
@@ -431,8 +431,17 @@ export class RouterImpl implements Router {
       warm_start: this.backend.warmStart?.status(),
       // Degraded, not down: discovery cut off from the API server keeps the last known fleet.
       discovery: this.discovery?.status(),
+      // Workers whose KV events the index refuses whole: they serve, but their cache earns no credit.
+      kv_events: this.kvEventProblems(),
     };
     return json(summary.status === 'ready' ? 200 : 503, summary);
+  }
+
+  private kvEventProblems(): Array<{ worker: number; problem: 'block_size_mismatch'; engine_block_size: number; router_block_size: number }> | undefined {
+    const out = this.backend.metricsSources.eventStats().flatMap((s) =>
+      s.blockSizeMismatch ? [{ worker: s.worker, problem: 'block_size_mismatch' as const, engine_block_size: s.blockSizeMismatch.engineBlockSize, router_block_size: s.blockSizeMismatch.routerBlockSize }] : [],
+    );
+    return out.length > 0 ? out : undefined;
   }
 
   private async readJson(call: HttpCall): Promise<Record<string, unknown>> {

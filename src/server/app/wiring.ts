@@ -178,6 +178,17 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         parts.prefill.ingest?.removeWorker(id);
         parts.decode.ingest?.removeWorker(id);
       },
+      continuous(id) {
+        const p = [parts.prefill, parts.decode].find((p) => p.ingest?.hasWorker(id));
+        return p?.ingest?.continuous(id) ?? false;
+      },
+      resync(id, reason) {
+        for (const p of [parts.prefill, parts.decode]) {
+          if (p.ingest?.hasWorker(id)) p.ingest.resync(id, reason);
+          // Without events (approximate indexing), its blocks are the router's predictions: dropped.
+          else if (p.pool.has(id)) p.indexer.removeWorker(id);
+        }
+      },
     },
     canServe: () => router.canServeRequests(),
     metricsSources: {
@@ -197,6 +208,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
             replays: s.replays,
             decodeErrors: s.decodeErrors,
             restarts: s.restarts,
+            blockSizeMismatch: s.ranks.find((r) => r.blockSizeMismatch !== null)?.blockSizeMismatch ?? undefined,
             skipped: { unknown_type: s.unknownEventTypes, other_group: s.otherGroupEvents, other_medium: s.ignoredMedium },
           })),
         ),
@@ -305,14 +317,26 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
     case 'index_cleared':
       log.warn(withFields(at, { reason: what.reason }), "KV events: history lost, the worker's blocks were cleared from the index");
       return;
-    case 'restart':
-      log.warn(withFields(at, { seq: String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq) }), "engine restarted (KV event sequence went back): the worker's blocks were cleared");
+    case 'restart': {
+      const fields = withFields(at, { seq: what.seq === null ? null : String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq), reason: what.reason });
+      if (what.via === 'sequence') log.warn(fields, "engine restarted (KV event sequence went back): the worker's blocks were cleared");
+      else log.warn(fields, "engine restarted (its replay buffer no longer holds the last batch applied): the worker's blocks were cleared, rebuilt from its buffer");
       return;
+    }
     case 'joined':
       log.info(withFields(at, { from: String(what.from), to: String(what.to) }), 'KV events: applied from the replay the batches sent before the subscription took effect');
       return;
     case 'caught_up':
       log.info(withFields(at, { from: String(what.from), to: what.to === null ? null : String(what.to) }), 'KV events: the restored index caught up from the replay buffer');
+      return;
+    case 'block_size_mismatch':
+      log.warn(
+        withFields(at, { engine_block_size: what.engineBlockSize, router_block_size: what.routerBlockSize }),
+        `KV events refused: the engine's block size is ${what.engineBlockSize}, the router's ${what.routerBlockSize}; this worker's cache earns no credit until they agree (--block-size)`,
+      );
+      return;
+    case 'block_size_ok':
+      log.info(withFields(at, { router_block_size: what.routerBlockSize }), "KV events: the engine's block size agrees with the router's again");
       return;
     case 'catch_up_failed':
       log.warn(withFields(at, { reason: what.reason }), 'KV events: the restored index could not catch up now; the next live batch repairs or clears it');
