@@ -113,7 +113,7 @@ describe('Kubernetes discovery', () => {
     const { router: r, url } = await router();
     const refused = await complete(url);
     expect(refused.status).toBe(503);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('no_workers');
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('no_eligible_worker');
     const health = (await (await fetch(`${url}/health`)).json()) as { discovery: { connected: boolean; namespace: string } };
     expect(health.discovery).toMatchObject({ connected: true, namespace: 'llm', selector: 'app=vllm' });
 
