@@ -16,7 +16,8 @@ import { errorReply, HttpError, notFound, type WorkerOf } from '../call/errors.j
 import { HealthMonitor } from '../fleet/health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from '../call/call.js';
 import { RouterMetrics } from '../observability/metrics.js';
-import { parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from '../openai/request.js';
+import { abortError } from '../../engines/errors.js';
+import { parseJsonObject, parseRequestBody, parseRequestBodyOffThread, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor, type RequestBody } from '../openai/request.js';
 import { relayStream } from '../openai/relay.js';
 import { WorkerRegistry } from '../fleet/registry.js';
 import { copyFields, withFields } from '../../util/objects.js';
@@ -106,7 +107,9 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
   const metrics = new RouterMetrics();
   const { createBackend } = await import('./wiring.js');
   const backend = await createBackend(config, { metrics, clock: opts.clock, log });
-  const pre: Preprocessor = { tokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
+  // The router's own prefix cache (a tokenizer may serve several routers).
+  const nativeTokenizer = config.tokenizerCacheBytes > 0 ? tokenizer.native?.withPrefixCache(config.tokenizerCacheBytes) : undefined;
+  const pre: Preprocessor = { tokenizer, nativeTokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
   return new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock });
 }
 
@@ -178,6 +181,7 @@ export class RouterImpl implements Router {
     metrics.attach({
       ...backend.metricsSources,
       workerStates: () => this.registry.list().map((w) => ({ worker: w.id, role: w.role, state: w.state })),
+      tokenizerCache: () => this.pre.nativeTokenizer?.prefixCacheStats(),
     });
     for (const w of config.workers) this.registry.add(w);
     // From here on the replicas' shared fleet applies (and the configured workers are not news).
@@ -273,7 +277,7 @@ export class RouterImpl implements Router {
       let prepared: PreparedRequest;
       try {
         bytes = await this.readBody(call);
-        const parsed = parseRequestBody(route, bytes, this.pre);
+        const parsed = bytes.byteLength >= this.config.offThreadPromptBytes ? await this.readOffThread(route, bytes, call, () => cut) : parseRequestBody(route, bytes, this.pre);
         prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
         if (!this.ready()) {
           throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
@@ -345,6 +349,22 @@ export class RouterImpl implements Router {
     } finally {
       if (!streaming) entry.done();
     }
+  }
+
+  /**
+   * A long body read, rendered and tokenized on a libuv thread. Nothing is booked until it is
+   * back: a client that left meanwhile (or a drain that cut the request) ends it here.
+   */
+  private async readOffThread(route: OpenAiRoute, bytes: Uint8Array, call: HttpCall, cut: () => HttpError | undefined): Promise<RequestBody> {
+    this.metrics.offThreadRead();
+    const parsed = await parseRequestBodyOffThread(route, bytes, this.pre);
+    const stop = cut();
+    if (stop) throw stop;
+    if (call.signal?.aborted) {
+      this.metrics.clientDisconnect();
+      throw abortError(call.signal);
+    }
+    return parsed;
   }
 
   /** Takes the request from its key's limits (429 when over them); counted per key name. */
