@@ -16,7 +16,6 @@ import { errorReply, HttpError, notFound, type WorkerOf } from '../call/errors.j
 import { HealthMonitor } from '../fleet/health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from '../call/call.js';
 import { RouterMetrics } from '../observability/metrics.js';
-import { abortError } from '../../engines/errors.js';
 import { parseJsonObject, parseRequestBody, parseRequestBodyOffThread, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor, type RequestBody } from '../openai/request.js';
 import { relayStream } from '../openai/relay.js';
 import { WorkerRegistry } from '../fleet/registry.js';
@@ -277,7 +276,7 @@ export class RouterImpl implements Router {
       let prepared: PreparedRequest;
       try {
         bytes = await this.readBody(call);
-        const parsed = bytes.byteLength >= this.config.offThreadPromptBytes ? await this.readOffThread(route, bytes, call, () => cut) : parseRequestBody(route, bytes, this.pre);
+        const parsed = bytes.byteLength >= this.config.offThreadPromptBytes ? await this.readOffThread(route, bytes) : parseRequestBody(route, bytes, this.pre);
         prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
         if (!this.ready()) {
           throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
@@ -353,18 +352,12 @@ export class RouterImpl implements Router {
 
   /**
    * A long body read, rendered and tokenized on a libuv thread. Nothing is booked until it is
-   * back: a client that left meanwhile (or a drain that cut the request) ends it here.
+   * back; a client that left meanwhile (or a drain that cut the request) is refused by dispatch
+   * before any routing, as for one that left during the body's upload.
    */
-  private async readOffThread(route: OpenAiRoute, bytes: Uint8Array, call: HttpCall, cut: () => HttpError | undefined): Promise<RequestBody> {
+  private readOffThread(route: OpenAiRoute, bytes: Uint8Array): Promise<RequestBody> {
     this.metrics.offThreadRead();
-    const parsed = await parseRequestBodyOffThread(route, bytes, this.pre);
-    const stop = cut();
-    if (stop) throw stop;
-    if (call.signal?.aborted) {
-      this.metrics.clientDisconnect();
-      throw abortError(call.signal);
-    }
-    return parsed;
+    return parseRequestBodyOffThread(route, bytes, this.pre);
   }
 
   /** Takes the request from its key's limits (429 when over them); counted per key name. */

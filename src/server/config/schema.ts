@@ -77,7 +77,7 @@ export const RouterConfigSchema = Type.Object(
       Type.Integer({
         minimum: 0,
         maximum: 1 << 30,
-        default: 32 * 1024,
+        default: 16 * 1024,
         description:
           'Request bodies of at least this many bytes are read, rendered and tokenized on a libuv thread, so a long prompt does not hold up the event loop (other streams, health checks); shorter ones are read inline, which costs less than the hand-off.',
         ...cli({ flag: 'off-thread-prompt-bytes', arg: 'N', group: 'Operations', help: 'bodies this large or larger are tokenized off the event loop' }),
