@@ -76,7 +76,7 @@ async function chatRound(world: World, router: RunningRouter, body: string, inFl
   const m: Around<[LoadResult, LoadResult]> = await around(() =>
     Promise.all([
       world.load({ url: router.url, path: '/v1/chat/completions', body, uniqueMarker: MARKER, concurrency: inFlight, requests: 1e9, maxMs }, { ownThread: true }),
-      world.load({ url: router.url, path: '/live', method: 'GET', body: '', concurrency: 1, requests: 1e9, maxMs: maxMs - 250, ratePerS: 20 }, { ownThread: false }),
+      world.load({ url: router.url, path: '/live', method: 'GET', body: '', concurrency: 1, requests: 20 * seconds, maxMs: maxMs - 250, ratePerS: 20 }, { ownThread: false }),
     ]),
   );
   const [load, live] = m.result;
@@ -113,8 +113,9 @@ async function mixRun(world: World, router: RunningRouter, sizes: Sizes, bodies:
   const withLong = condition !== 'short streams alone';
   const m = await around(() =>
     Promise.all([
-      world.load({ url: router.url, path: '/v1/completions', body: bodies.short, concurrency: 16, requests: 1e9, maxMs, ratePerS: sizes.shortPerS }, { ownThread: true }),
-      withLong ? world.load({ url: router.url, path: '/v1/completions', body: '', bodies: bodies.longs, concurrency: 8, requests: 1e9, maxMs, ratePerS: sizes.longPerS }, { ownThread: false }) : undefined,
+      // Open loops: as many requests as the rate sends in the time (the schedule is made up front).
+      world.load({ url: router.url, path: '/v1/completions', body: bodies.short, concurrency: 16, requests: sizes.shortPerS * sizes.mixS, maxMs, ratePerS: sizes.shortPerS }, { ownThread: true }),
+      withLong ? world.load({ url: router.url, path: '/v1/completions', body: '', bodies: bodies.longs, concurrency: 8, requests: sizes.longPerS * sizes.mixS, maxMs, ratePerS: sizes.longPerS }, { ownThread: false }) : undefined,
     ]),
   );
   const [short, long] = m.result;

@@ -1,18 +1,11 @@
 // The metrics of the tokenizer prefix cache (native/src/tokenize/prefix_cache.rs), read at
 // scrape time from its counters.
 import type { Registry } from 'prom-client';
+import type { PrefixCacheStats } from '../../core/tokenizer.js';
 import { scrapedCounter, scrapedGauge } from './scraped.js';
 
-/** What /metrics reads of the prefix cache (src/core/tokenizer.ts PrefixCacheStats). */
-export interface TokenizerCacheSample {
-  hits: number;
-  misses: number;
-  reusedTokens: number;
-  encodedTokens: number;
-  evictions: number;
-  bytes: number;
-  pieces: number;
-}
+/** What /metrics reads of the prefix cache. */
+export type TokenizerCacheSample = PrefixCacheStats;
 
 export function registerTokenizerCacheMetrics(registry: Registry, source: () => TokenizerCacheSample | undefined): void {
   scrapedCounter(registry, source, 'kvroute_tokenizer_prefix_cache_lookups_total', 'Long prompts looked up in the tokenizer prefix cache: hit (began with a cached prefix) or miss', 'result', {

@@ -108,21 +108,11 @@ export interface RequestBody {
  * so every error reads as before.
  */
 export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array, pre?: Preprocessor): RequestBody {
-  const tokenizer = nativeOf(pre);
-  let found: ScannedPrompt | undefined;
-  let kind: ScannedRequest['kind'];
-  if (route === '/v1/completions') {
-    kind = 'ids';
-    found = idPrompt(bytes);
-    if (!found && tokenizer) {
-      kind = 'text';
-      found = tokenizer.encodePromptBody(bytes);
-    }
-  } else {
-    kind = 'chat';
-    found = tokenizer ? rendering(() => pre!.chatTemplate.compiled.encodeBody(tokenizer, bytes)) : undefined;
-  }
-  return withScanned(bytes, found, kind);
+  const r = readerOf(route, bytes, pre);
+  if (r.ids || !r.tokenizer) return withScanned(bytes, r.ids, 'ids');
+  const tokenizer = r.tokenizer;
+  const found = r.kind === 'text' ? tokenizer.encodePromptBody(bytes) : rendering(() => pre!.chatTemplate.compiled.encodeBody(tokenizer, bytes));
+  return withScanned(bytes, found, r.kind);
 }
 
 /**
@@ -131,25 +121,22 @@ export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array, pre?: Pr
  * every other request. The same result, the same errors.
  */
 export async function parseRequestBodyOffThread(route: OpenAiRoute, bytes: Uint8Array, pre: Preprocessor): Promise<RequestBody> {
-  const tokenizer = nativeOf(pre);
+  const r = readerOf(route, bytes, pre);
+  if (r.ids || !r.tokenizer) return withScanned(bytes, r.ids, 'ids');
   let found: ScannedPrompt | undefined;
-  let kind: ScannedRequest['kind'];
-  if (route === '/v1/completions') {
-    kind = 'ids';
-    found = idPrompt(bytes);
-    if (!found && tokenizer) {
-      kind = 'text';
-      found = await tokenizer.encodePromptBodyAsync(bytes);
-    }
-  } else {
-    kind = 'chat';
-    try {
-      found = tokenizer ? await pre.chatTemplate.compiled.encodeBodyAsync(tokenizer, bytes) : undefined;
-    } catch (err) {
-      throw refusal(err);
-    }
+  try {
+    found = r.kind === 'text' ? await r.tokenizer.encodePromptBodyAsync(bytes) : await pre.chatTemplate.compiled.encodeBodyAsync(r.tokenizer, bytes);
+  } catch (err) {
+    throw refusal(err);
   }
-  return withScanned(bytes, found, kind);
+  return withScanned(bytes, found, r.kind);
+}
+
+/** How a body is read: a completions prompt of token ids at once (never tokenized), else its text or messages through `tokenizer`. */
+function readerOf(route: OpenAiRoute, bytes: Uint8Array, pre: Preprocessor | undefined): { ids?: ScannedPrompt; tokenizer?: NativeTextTokenizer; kind: 'text' | 'chat' } {
+  const tokenizer = nativeOf(pre);
+  if (route !== '/v1/completions') return { tokenizer, kind: 'chat' };
+  return { ids: idPrompt(bytes), tokenizer, kind: 'text' };
 }
 
 function nativeOf(pre: Preprocessor | undefined): NativeTextTokenizer | undefined {
