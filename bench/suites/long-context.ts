@@ -5,6 +5,7 @@
 //    without (tokenizerCacheBytes 0), in alternating rounds: router CPU per request (the whole
 //    process: long bodies are tokenized on libuv threads), req/s, and a GET /live probe sent
 //    meanwhile. Target: at least 5x less CPU per request with the cache at 32 in flight.
+//    (The probe runs in a process of its own, bench/long-context/probe.ts.)
 // 2. ~100k-token text prompts at a steady rate beside short streamed requests: the event loop's
 //    delay p99 and the short streams' latency p99, with the long prompts read off-thread (the
 //    default) and inline (offThreadPromptBytes past any body), and the short streams alone.
@@ -14,6 +15,7 @@ import { compiledRouter } from '../frontend/compiled-router.js';
 import { startWorld, type World } from '../frontend/world-process.js';
 import type { LoadResult } from '../frontend/loadgen.js';
 import { around, type Around } from '../long-context/measure.js';
+import { runProbes } from '../long-context/probe.js';
 import { loadHfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { REAL_TOKENIZER_PACKAGE, realTokenizerDir } from '../lib/real-tokenizer.js';
 import { promptText } from '../lib/prompt-text.js';
@@ -68,6 +70,7 @@ interface ChatRun {
   mainCpuUsPerRequest: number;
   liveP99Ms: number;
   liveProbes: number;
+  liveFailed: number;
 }
 
 /** One closed-loop round of the shared-prompt chats, with the /live probe beside it. */
@@ -76,7 +79,7 @@ async function chatRound(world: World, router: RunningRouter, body: string, inFl
   const m: Around<[LoadResult, LoadResult]> = await around(() =>
     Promise.all([
       world.load({ url: router.url, path: '/v1/chat/completions', body, uniqueMarker: MARKER, concurrency: inFlight, requests: 1e9, maxMs }, { ownThread: true }),
-      world.load({ url: router.url, path: '/live', method: 'GET', body: '', concurrency: 1, requests: 20 * seconds, maxMs: maxMs - 250, ratePerS: 20 }, { ownThread: false }),
+      runProbes({ url: router.url, ratePerS: 20, seconds: seconds - 1 }),
     ]),
   );
   const [load, live] = m.result;
@@ -91,6 +94,7 @@ async function chatRound(world: World, router: RunningRouter, body: string, inFl
     mainCpuUsPerRequest: m.mainCpuUs / load.completed,
     liveP99Ms: percentile(live.latenciesMs, 99),
     liveProbes: live.completed,
+    liveFailed: live.failed,
   };
 }
 
@@ -209,7 +213,7 @@ function report(chats: ChatRun[], mixes: MixRun[], systemTokens: number, longTok
     figures.push({ name: `chat requests per second, ${sys}, ${inFlight} in flight, with the prefix cache`, value: rps(on), unit: 'req/s', better: 'higher', reference: { name: 'without the cache', value: rps(off) } });
     figures.push({ name: `GET /live p99 during that load, ${inFlight} in flight, with the prefix cache`, value: live(on), unit: 'ms', better: 'lower', reference: { name: 'without the cache', value: live(off) } });
     for (const [label, runs] of [['with cache', on], ['without', off]] as const) {
-      rows.push(`| ${inFlight} | ${label} | ${runs.reduce((a, r) => a + r.requests, 0)} | ${formatValue(rps(runs), 'req/s')} | ${formatValue(cpu(runs), 'us')} | ${formatValue(sum(runs, (r) => r.mainCpuUsPerRequest), 'us')} | ${formatValue(live(runs), 'ms')} |`);
+      rows.push(`| ${inFlight} | ${label} | ${runs.reduce((a, r) => a + r.requests, 0)} | ${formatValue(rps(runs), 'req/s')} | ${formatValue(cpu(runs), 'us')} | ${formatValue(sum(runs, (r) => r.mainCpuUsPerRequest), 'us')} | ${formatValue(live(runs), 'ms')} | ${runs.reduce((a, r) => a + r.liveProbes, 0)} (${runs.reduce((a, r) => a + r.liveFailed, 0)}) |`);
     }
   }
   const [alone, offThread, inline] = mixes;
@@ -222,10 +226,10 @@ function report(chats: ChatRun[], mixes: MixRun[], systemTokens: number, longTok
   const markdown = [
     `Qwen2.5's tokenizer and chat template (${REAL_TOKENIZER_PACKAGE}), the compiled router on uWebSockets.js in this process, two instant engines and the load generator in another process. CPU: the router process's (process.cpuUsage: every thread, libuv's included) over each round, per completed request; event loop: how late a 1 ms timer fired (monitorEventLoopDelay less its 1 ms interval).`,
     '',
-    `Chat requests with a ${sys} and a user turn of their own (no two alike), closed loop, ${sizes.rounds} alternating round(s) of ${sizes.chatRoundS} s per router; /live probed 20 times a second meanwhile:`,
+    `Chat requests with a ${sys} and a user turn of their own (no two alike), closed loop, ${sizes.rounds} alternating round(s) of ${sizes.chatRoundS} s per router; /live probed 20 times a second meanwhile from a process of its own (probes still unanswered when the round ends count as failed):`,
     '',
-    '| in flight | router | requests | req/s | CPU per request | event loop thread CPU per request | /live p99 |',
-    '|---|---|---|---|---|---|---|',
+    '| in flight | router | requests | req/s | CPU per request | event loop thread CPU per request | /live p99 | /live probes (failed) |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     `${long} (3 different texts, no shared prefix) beside streamed ${Math.round(200)}-token completions at ${sizes.shortPerS}/s, ${sizes.mixS} s each; CPU per long prompt is the run's CPU less the short streams' share (from the run without long prompts):`,

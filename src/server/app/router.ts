@@ -106,8 +106,10 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
   const metrics = new RouterMetrics();
   const { createBackend } = await import('./wiring.js');
   const backend = await createBackend(config, { metrics, clock: opts.clock, log });
-  // The router's own prefix cache (a tokenizer may serve several routers).
-  const nativeTokenizer = config.tokenizerCacheBytes > 0 ? tokenizer.native?.withPrefixCache(config.tokenizerCacheBytes) : undefined;
+  // The router's own prefix cache (a tokenizer may serve several routers). The byte tokenizer gets
+  // none: copying its ids out of a cache costs more than making them.
+  const cached = config.tokenizerCacheBytes > 0 && tokenizer.name !== 'byte';
+  const nativeTokenizer = cached ? tokenizer.native?.withPrefixCache(config.tokenizerCacheBytes) : undefined;
   const pre: Preprocessor = { tokenizer, nativeTokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
   return new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock });
 }

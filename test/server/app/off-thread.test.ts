@@ -2,10 +2,14 @@
 // short ones inline; either way the engine gets the same token ids, and a client that leaves
 // while its prompt is being tokenized off-thread is never routed nor booked. The tokenizer
 // prefix cache's counters show on /metrics.
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadHfTokenizer } from '../../../src/preprocess/hf-tokenizer.js';
 import { bookedLoad, metricSum, prompt, startTestRouter, type TestRouter } from '../helpers/router.js';
 
 const LONG = 64 * 1024;
+/** A byte-level BPE with ChatML's special tokens (the byte tokenizer gets no prefix cache). */
+const TINY_BPE = fileURLToPath(new URL('../../fixtures/tiny-bpe', import.meta.url));
 
 describe('off-thread preprocessing of long prompts', () => {
   let t: TestRouter;
@@ -64,33 +68,51 @@ describe('off-thread preprocessing of long prompts', () => {
     expect(await metricSum(t.url, 'kvroute_client_disconnects_total')).toBe(disconnectsBefore + 1);
     expect(await bookedLoad(t.url)).toEqual({ requests: 0, prefillTokens: 0, decodeBlocks: 0 });
   });
+});
 
-  it('counts prefix cache hits and the tokens they saved on /metrics', async () => {
-    const system = prompt(3 * LONG, 6);
+describe('the tokenizer prefix cache on /metrics', () => {
+  let t: TestRouter;
+  beforeAll(async () => {
+    t = await startTestRouter({ decode: 1, kvBlocks: 32_768, config: { tokenizer: TINY_BPE } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const post = async (path: string, body: object) => (await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
+
+  it('counts hits and the tokens they saved', async () => {
+    const system = 'Follow the rules below. '.repeat(2000);
     const lookups = () => metricSum(t.url, 'kvroute_tokenizer_prefix_cache_lookups_total', 'result="hit"');
-    const hitsBefore = await lookups();
-    const savedBefore = await metricSum(t.url, 'kvroute_tokenizer_prefix_cache_tokens_total', 'source="reused"');
-    for (const user of ['one', 'two']) await post('/v1/chat/completions', { messages: [{ role: 'system', content: system }, { role: 'user', content: user }], max_tokens: 2 });
+    const reused = () => metricSum(t.url, 'kvroute_tokenizer_prefix_cache_tokens_total', 'source="reused"');
+    const [hitsBefore, savedBefore] = [await lookups(), await reused()];
+    const answers = [];
+    for (const user of ['one', 'two']) answers.push(await post('/v1/chat/completions', { messages: [{ role: 'system', content: system }, { role: 'user', content: user }], max_tokens: 2 }));
     expect(await lookups()).toBe(hitsBefore + 1);
-    // The byte tokenizer's cuts fall every 4 KiB: all of the shared system prompt but its last piece is reused.
-    expect((await metricSum(t.url, 'kvroute_tokenizer_prefix_cache_tokens_total', 'source="reused"')) - savedBefore).toBeGreaterThan(system.length - 8192);
+    // The second request reused the system message's ids: all its prompt but the user turn and the generation prompt.
+    const saved = (await reused()) - savedBefore;
+    expect(saved).toBeGreaterThan(answers[1].usage.prompt_tokens - 20);
+    expect(saved).toBeLessThan(answers[1].usage.prompt_tokens);
     expect(await metricSum(t.url, 'kvroute_tokenizer_prefix_cache_bytes')).toBeGreaterThan(system.length);
   });
 });
 
 describe('with the prefix cache off', () => {
-  it('shows no cache samples, and prompts are tokenized as ever', async () => {
-    const t = await startTestRouter({ decode: 1, kvBlocks: 32_768, config: { tokenizerCacheBytes: 0 } });
+  it('shows no cache samples, and prompts are tokenized as ever; the byte tokenizer never gets a cache', async () => {
+    const tok = await loadHfTokenizer(TINY_BPE);
+    const off = await startTestRouter({ decode: 1, kvBlocks: 32_768, config: { tokenizer: TINY_BPE, tokenizerCacheBytes: 0 } });
+    const bytes = await startTestRouter({ decode: 1, kvBlocks: 32_768 });
     try {
-      const system = prompt(LONG, 7);
+      const system = 'Follow the rules below. '.repeat(2000);
       for (const user of ['a', 'b']) {
-        const answer = (await (await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [{ role: 'system', content: system }, { role: 'user', content: user }], max_tokens: 2 }) })).json()) as any;
-        expect(answer.usage.prompt_tokens).toBe(Buffer.byteLength(`<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\n${user}<|im_end|>\n<|im_start|>assistant\n`));
+        const messages = [{ role: 'system', content: system }, { role: 'user', content: user }];
+        const answer = (await (await fetch(`${off.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages, max_tokens: 2 }) })).json()) as any;
+        expect(answer.usage.prompt_tokens).toBe(tok.encode(tok.chatTemplate!.render(messages)).length);
+        await fetch(`${bytes.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages, max_tokens: 2 }) });
       }
-      const text = await (await fetch(`${t.url}/metrics`)).text();
-      expect(text).not.toMatch(/^kvroute_tokenizer_prefix_cache_lookups_total\{/m);
+      for (const t of [off, bytes]) expect(await (await fetch(`${t.url}/metrics`)).text()).not.toMatch(/^kvroute_tokenizer_prefix_cache_lookups_total\{/m);
     } finally {
-      await t.close();
+      await off.close();
+      await bytes.close();
     }
   });
 });
