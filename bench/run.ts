@@ -212,7 +212,7 @@ async function main(): Promise<number> {
       return 2;
     }
     selected = entries.filter((e) => args.only?.includes(entryName(e)));
-  }
+  } else if (args.quick) selected = entries.filter((e) => !e.suite?.fullOnly);
   const timeoutS = args.timeoutS ?? (args.quick ? 100 : 1800);
   const startedAt = new Date();
   log(`kvroute bench: ${selected.length} ${args.peers ? 'peer ' : ''}suite(s)${args.quick ? ', quick' : ''}: ${selected.map(entryName).join(', ')}`);

@@ -9,7 +9,15 @@ export interface LoadOptions {
   /** http://127.0.0.1:port: loopback only. */
   url: string;
   path: string;
+  /** GET sends no body (a probe such as /live); POST by default. */
+  method?: 'GET' | 'POST';
   body: string;
+  /**
+   * Each request's body has its first occurrence of this marker replaced by the request's index,
+   * so no two bodies are alike (distinct user turns after a shared prefix) without holding a body
+   * per request.
+   */
+  uniqueMarker?: string;
   /** Request bodies sent in turn (the i-th request sends bodies[i % length]); `body` when absent. */
   bodies?: readonly string[];
   /** Requests in flight (closed loop) or the connection count (open loop). */
@@ -68,14 +76,21 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const deadline = started + o.maxMs;
   const headers = { 'content-type': 'application/json', ...o.headers };
 
-  const bodyOf = (i: number) => (o.bodies && o.bodies.length > 0 ? o.bodies[i % o.bodies.length] : o.body);
+  const pick = (i: number) => (o.bodies && o.bodies.length > 0 ? o.bodies[i % o.bodies.length] : o.body);
+  const marked = o.uniqueMarker === undefined ? undefined : (o.bodies && o.bodies.length > 0 ? o.bodies : [o.body]).map((b) => splitOnce(b, o.uniqueMarker!));
+  const bodyOf = (i: number) => {
+    if (!marked) return pick(i);
+    const [head, tail] = marked[i % marked.length];
+    return tail === undefined ? head : `${head}${i}${tail}`;
+  };
+  const method = o.method ?? 'POST';
   const trace = o.trace === undefined ? undefined : { sentNs: new Float64Array(o.requests), doneNs: new Float64Array(o.requests).fill(Number.NaN) };
   const one = async (i: number): Promise<void> => {
     const body = bodyOf(i);
     const t0 = performance.now();
     if (trace) trace.sentNs[i] = Number(process.hrtime.bigint());
     try {
-      const status = await send(pool, { method: 'POST', path: o.path, body, headers: trace ? { ...headers, 'x-request-id': `${o.trace}${i}` } : headers });
+      const status = await send(pool, { method, path: o.path, body: method === 'GET' ? undefined : body, headers: trace ? { ...headers, 'x-request-id': `${o.trace}${i}` } : headers });
       if (status !== 200) {
         failed++;
         firstError ??= `status ${status}`;
@@ -119,6 +134,12 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const sorted = Float64Array.from(latencies).sort();
   const traced = trace && { sentNs: trace.sentNs.subarray(0, issued), doneNs: trace.doneNs.subarray(0, issued) };
   return { completed: latencies.length, failed, elapsedS, rps: latencies.length / elapsedS, latenciesMs: sorted, firstError, ...(traced ? { trace: traced } : {}) };
+}
+
+/** [before, after] the first `marker`; [text] without one. */
+function splitOnce(text: string, marker: string): [string, string?] {
+  const at = text.indexOf(marker);
+  return at < 0 ? [text] : [text.slice(0, at), text.slice(at + marker.length)];
 }
 
 type Send = (pool: Pool, opts: Dispatcher.DispatchOptions) => Promise<number>;

@@ -68,6 +68,11 @@ export interface BenchSuite {
   title: string;
   /** Order in the report (lower first; default 100). */
   order?: number;
+  /**
+   * `--quick` (CI) leaves the suite out unless `--only` names it: its figures need loads that
+   * cannot fit the quick run's budget.
+   */
+  fullOnly?: boolean;
   /** Node/V8 flags for the suite's process (the frontend suite runs the router as deployed). */
   nodeFlags?: readonly string[];
   /**
@@ -123,6 +128,7 @@ export function expectSuite(value: unknown, file: string): BenchSuite {
   if (typeof s.run !== 'function') throw new TypeError(`${file}: suite.run must be a function`);
   if (s.prepare !== undefined && typeof s.prepare !== 'function') throw new TypeError(`${file}: suite.prepare must be a function`);
   if (s.order !== undefined && typeof s.order !== 'number') throw new TypeError(`${file}: suite.order must be a number`);
+  if (s.fullOnly !== undefined && typeof s.fullOnly !== 'boolean') throw new TypeError(`${file}: suite.fullOnly must be a boolean`);
   if (s.nodeFlags !== undefined && (!Array.isArray(s.nodeFlags) || !s.nodeFlags.every((f) => typeof f === 'string' && f.startsWith('--')))) {
     throw new TypeError(`${file}: suite.nodeFlags must be an array of --flags`);
   }

@@ -4,7 +4,7 @@
 import { native, type Binding } from './binding.js';
 import { NativeErrorCode, nativeErrorCode, translateNativeError } from './errors.js';
 import type { ScannedPrompt } from './prompt-scan.js';
-import { scannedIds, type NativeTextTokenizer } from './tokenizer.js';
+import { fromEncodedBody, scannedIds, type NativeTextTokenizer } from './tokenizer.js';
 import { expectUint8Array } from '../util/validate.js';
 
 /** The template refused a conversation (raise_exception, a type error on these messages): the client's doing. */
@@ -47,6 +47,16 @@ export class CompiledChatTemplate {
     expectUint8Array(body, 'body');
     return rendered(() => scannedIds(tokenizer.binding, (out, where, times) => this.inner.encodeBody(tokenizer.binding, body, out, where, times)));
   }
+
+  /** encodeBody on a libuv thread (the body is copied first), through the tokenizer's prefix cache when it has one. */
+  async encodeBodyAsync(tokenizer: NativeTextTokenizer, body: Uint8Array): Promise<ScannedPrompt | undefined> {
+    expectUint8Array(body, 'body');
+    try {
+      return fromEncodedBody(await this.inner.encodeBodyAsync(tokenizer.binding, body));
+    } catch (err) {
+      throw renderFailure(err);
+    }
+  }
 }
 
 /** Runs a render: the template's own refusals become a ChatRenderError, bad arguments a TypeError or RangeError. */
@@ -54,7 +64,10 @@ function rendered<T>(call: () => T): T {
   try {
     return call();
   } catch (err) {
-    if (nativeErrorCode(err) === NativeErrorCode.chatTemplate) throw new ChatRenderError((err as Error).message);
-    throw translateNativeError(err);
+    throw renderFailure(err);
   }
+}
+
+function renderFailure(err: unknown): unknown {
+  return nativeErrorCode(err) === NativeErrorCode.chatTemplate ? new ChatRenderError((err as Error).message) : translateNativeError(err);
 }

@@ -27,6 +27,27 @@ export function lastPreprocessTimings(): PreprocessTimings {
   return { readUs: timings[0], renderUs: timings[1], tokenizeUs: timings[2] };
 }
 
+/** The prefix cache's counters since it was made (see withPrefixCache). */
+export interface PrefixCacheStats {
+  /** Prompts that began with a cached prefix. */
+  hits: number;
+  /** Prompts long enough to look up that found none. */
+  misses: number;
+  /** Token ids copied from the cache instead of tokenized (the tokens saved). */
+  reusedTokens: number;
+  /** Token ids the looked-up prompts still tokenized. */
+  encodedTokens: number;
+  evictions: number;
+  /** Bytes the cache holds now, and its pieces (message-boundary prefixes). */
+  bytes: number;
+  pieces: number;
+}
+
+const cacheStats = new Float64Array(7);
+
+/** A body read, rendered and tokenized off the event loop: ids, and where the value read stands. */
+type EncodedBody = Binding.NativeEncodedBody;
+
 export class NativeTextTokenizer {
   private constructor(
     /** @internal The binding's tokenizer (for src/core/chat-template.ts). */
@@ -66,6 +87,30 @@ export class NativeTextTokenizer {
     return scannedIds(this.binding, (out, where, times) => this.binding.encodePromptBody(body, out, where, times));
   }
 
+  /**
+   * The same tokenizer with a prefix cache of its own, of at most `maxBytes` (0: none): a text
+   * that begins with a recent text's prefix, up to a point where the tokenizer cannot merge
+   * across (before a chat template's special token), reuses that prefix's ids. The ids are
+   * always those of the whole text.
+   */
+  withPrefixCache(maxBytes: number): NativeTextTokenizer {
+    if (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${describe(maxBytes)}`);
+    return new NativeTextTokenizer(this.binding.withPrefixCache(maxBytes));
+  }
+
+  /** The prefix cache's counters; undefined without a cache. */
+  prefixCacheStats(): PrefixCacheStats | undefined {
+    if (!this.binding.cacheStats(cacheStats)) return undefined;
+    const [hits, misses, reusedTokens, encodedTokens, evictions, bytes, pieces] = cacheStats;
+    return { hits, misses, reusedTokens, encodedTokens, evictions, bytes, pieces };
+  }
+
+  /** encodePromptBody on a libuv thread (the body is copied first): the event loop goes on meanwhile. */
+  async encodePromptBodyAsync(body: Uint8Array): Promise<ScannedPrompt | undefined> {
+    expectUint8Array(body, 'body');
+    return fromEncodedBody(await this.binding.encodePromptBodyAsync(body));
+  }
+
   /** The text of `ids`, special tokens left out unless asked for. */
   decode(ids: Uint32Array | ArrayLike<number>, skipSpecialTokens = true): string {
     return this.binding.decode(toUint32Array(ids), skipSpecialTokens);
@@ -85,6 +130,13 @@ export function scannedIds(tokenizer: Binding.NativeTokenizer, call: (out: Uint3
     return Math.max(count, 0);
   });
   return declined ? undefined : { tokens, start: span[0], end: span[1] };
+}
+
+/** @internal An off-thread read's result as the synchronous calls give it (their timings too). */
+export function fromEncodedBody(found: EncodedBody | null): ScannedPrompt | undefined {
+  if (found === null) return undefined;
+  timings.set(found.timings);
+  return { tokens: found.ids, start: found.start, end: found.end };
 }
 
 function collectIds(tokenizer: Binding.NativeTokenizer, call: (out: Uint32Array) => number): Uint32Array {

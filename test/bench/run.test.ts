@@ -69,6 +69,17 @@ describe('npm run bench', () => {
     expect(existsSync(join(out, 'latest.md'))).toBe(false);
   }, 90_000);
 
+  it('leaves a fullOnly suite out of --quick unless --only names it', async () => {
+    const quick = await bench(['--suites', join(FIXTURES, 'suites-full-only'), '--out', outDir(), '--quick']);
+    expect(quick.code, quick.stdout + quick.stderr).toBe(0);
+    expect(quick.stdout).toContain('1 suite(s), quick: always');
+    const named = await bench(['--suites', join(FIXTURES, 'suites-full-only'), '--out', outDir(), '--quick', '--only', 'long']);
+    expect(named.code, named.stdout + named.stderr).toBe(0);
+    expect(named.stdout).toContain('long suite running quick');
+    const full = await bench(['--suites', join(FIXTURES, 'suites-full-only'), '--out', outDir()]);
+    expect(full.stdout).toContain('2 suite(s): always, long');
+  }, 90_000);
+
   it('records failing, hanging and unloadable suites, runs the others, and exits 1', async () => {
     const out = outDir();
     const r = await bench(['--suites', join(FIXTURES, 'suites-mixed'), '--out', out, '--timeout', '3']);

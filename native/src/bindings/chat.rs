@@ -5,14 +5,16 @@ use minijinja::Value;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use std::sync::Arc;
+
 use super::errors::{coded, type_error, Code, Result};
-use super::tokenize::{write_span, NativeTokenizer, Stage, StageTimer};
+use super::tokenize::{write_span, EncodeBodyTask, NativeTokenizer, Stage, StageTimer};
 use crate::chat::request::read_chat_request;
 use crate::chat::ChatTemplate;
 
 #[napi]
 pub struct NativeChatTemplate {
-  inner: ChatTemplate,
+  inner: Arc<ChatTemplate>,
 }
 
 #[napi]
@@ -28,7 +30,7 @@ impl NativeChatTemplate {
       }
       _ => return Err(type_error("globals must be a JSON object")),
     };
-    Ok(Self { inner: ChatTemplate::new(&source, pairs).map_err(|e| coded(Code::ChatTemplate, e))? })
+    Ok(Self { inner: Arc::new(ChatTemplate::new(&source, pairs).map_err(|e| coded(Code::ChatTemplate, e))?) })
   }
 
   /// Renders a JSON object shaped as a chat request (`messages`, and optionally `tools`,
@@ -72,5 +74,13 @@ impl NativeChatTemplate {
     write_span(span, req.start, req.end)?;
     timer.write(timings)?;
     Ok(i64::from(tokenizer.take_ids(out)?))
+  }
+
+  /// encodeBody on a libuv thread (the body copied first), through `tokenizer` and its prefix
+  /// cache: rendering and tokenizing a long conversation leave the event loop free. Null when
+  /// the body is not the plain case.
+  #[napi(ts_return_type = "Promise<NativeEncodedBody | null>")]
+  pub fn encode_body_async(&self, tokenizer: &NativeTokenizer, body: &[u8]) -> AsyncTask<EncodeBodyTask> {
+    AsyncTask::new(EncodeBodyTask::chat(tokenizer.encoder().clone(), body.to_vec(), self.inner.clone()))
   }
 }

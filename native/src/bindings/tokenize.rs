@@ -9,18 +9,25 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::errors::{coded, range_error, Code, Result};
+use crate::chat::request::read_chat_request;
+use crate::chat::ChatTemplate;
 use crate::prompt;
-use crate::tokenize::{HfTokenizer, TokenIds, Tokenizer};
+use crate::tokenize::prefix_cache::EncodeScratch;
+use crate::tokenize::{Encoder, HfTokenizer, TokenIds, Tokenizer};
 
 /// A buffer this large is kept between calls; a larger one is dropped after its call.
 const KEPT_IDS: usize = 1 << 16;
 
 #[napi]
 pub struct NativeTokenizer {
-  inner: Arc<Tokenizer>,
+  inner: Encoder,
   /// The last encode's ids, for a caller whose array was too small.
   ids: TokenIds,
+  scratch: EncodeScratch,
 }
+
+/// How many entries cacheStats writes.
+pub const CACHE_STATS: usize = 7;
 
 #[napi]
 impl NativeTokenizer {
@@ -77,19 +84,131 @@ impl NativeTokenizer {
   /// The text of `ids`.
   #[napi]
   pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
-    self.inner.decode(ids, skip_special_tokens).map_err(|e| coded(Code::Tokenizer, e))
+    self.inner.tokenizer.decode(ids, skip_special_tokens).map_err(|e| coded(Code::Tokenizer, e))
+  }
+
+  /// The same tokenizer with a prefix cache of its own, of at most `max_bytes` (0: none).
+  #[napi]
+  pub fn with_prefix_cache(&self, max_bytes: f64) -> Result<NativeTokenizer> {
+    if !(max_bytes.is_finite() && max_bytes >= 0.0 && max_bytes <= 2f64.powi(48)) {
+      return Err(range_error(format!("maxBytes must be a byte count in [0, 2^48], got {max_bytes}")));
+    }
+    Ok(Self::of(self.inner.with_cache(max_bytes as usize)))
+  }
+
+  /// The prefix cache's counters into `out` ([hits, misses, reused tokens, encoded tokens,
+  /// evictions, bytes, pieces]); false when this tokenizer has none.
+  #[napi]
+  pub fn cache_stats(&self, mut out: Float64ArraySlice) -> Result<bool> {
+    let Some(s) = self.inner.cache_stats() else { return Ok(false) };
+    // SAFETY: as in take_ids.
+    let out = unsafe { out.as_mut() };
+    let dst = out.get_mut(..CACHE_STATS).ok_or_else(|| range_error(format!("out must hold {CACHE_STATS} entries")))?;
+    dst.copy_from_slice(&[s.hits, s.misses, s.reused_tokens, s.encoded_tokens, s.evictions, s.bytes, s.pieces].map(|v| v as f64));
+    Ok(true)
+  }
+
+  /// encodePromptBody on a libuv thread (the body copied first): the read, the tokenizing and
+  /// the cache lookup leave the event loop free. Null when the body is not the plain case.
+  #[napi(ts_return_type = "Promise<NativeEncodedBody | null>")]
+  pub fn encode_prompt_body_async(&self, body: &[u8]) -> AsyncTask<EncodeBodyTask> {
+    AsyncTask::new(EncodeBodyTask { encoder: self.inner.clone(), body: body.to_vec(), template: None })
   }
 }
 
 impl NativeTokenizer {
   fn new(inner: Tokenizer) -> Self {
-    Self { inner: Arc::new(inner), ids: TokenIds::default() }
+    Self::of(Encoder { tokenizer: Arc::new(inner), cache: None })
+  }
+
+  fn of(inner: Encoder) -> Self {
+    Self { inner, ids: TokenIds::default(), scratch: EncodeScratch::default() }
+  }
+
+  pub(super) fn encoder(&self) -> &Encoder {
+    &self.inner
   }
 
   /// Encodes into the kept ids (see take_ids).
   pub(super) fn encode_str(&mut self, text: &str) -> Result<()> {
     self.ids.clear();
-    self.inner.encode_into(text, &mut self.ids).map_err(|e| coded(Code::Tokenizer, e))
+    self.inner.encode_into(text, &mut self.scratch, &mut self.ids).map(|_| ()).map_err(|e| coded(Code::Tokenizer, e))
+  }
+}
+
+/// A request body read and tokenized off the event loop (see encodePromptBodyAsync and
+/// NativeChatTemplate.encodeBodyAsync).
+#[napi(object)]
+pub struct NativeEncodedBody {
+  pub ids: Uint32Array,
+  /// Byte span of the prompt's (or the messages') value in the body.
+  pub start: u32,
+  pub end: u32,
+  /// Microseconds of [read, render, tokenize], as the synchronous calls write them.
+  pub timings: Vec<f64>,
+}
+
+pub struct EncodeBodyTask {
+  encoder: Encoder,
+  body: Vec<u8>,
+  /// A chat body (rendered with this template); None: a completions text prompt.
+  template: Option<Arc<ChatTemplate>>,
+}
+
+impl EncodeBodyTask {
+  pub(super) fn chat(encoder: Encoder, body: Vec<u8>, template: Arc<ChatTemplate>) -> Self {
+    Self { encoder, body, template: Some(template) }
+  }
+}
+
+/// What a body gave: its ids, span and timings; an error coded as the synchronous call's.
+type EncodedBody = std::result::Result<Option<(Vec<u32>, usize, usize, [f64; 3])>, (Code, String)>;
+
+impl Task for EncodeBodyTask {
+  type Output = EncodedBody;
+  type JsValue = Option<NativeEncodedBody>;
+
+  fn compute(&mut self) -> napi::Result<Self::Output> {
+    let mut timer = StageTimer::start();
+    let mut ids = TokenIds::default();
+    let mut scratch = EncodeScratch::default();
+    let span = match &self.template {
+      None => {
+        let Some(p) = prompt::scan_text_prompt(&self.body) else { return Ok(Ok(None)) };
+        timer.lap(Stage::Read);
+        if let Err(e) = self.encoder.encode_into(&p.text, &mut scratch, &mut ids) {
+          return Ok(Err((Code::Tokenizer, e)));
+        }
+        (p.start, p.end)
+      }
+      Some(template) => {
+        let Some(req) = read_chat_request(&self.body) else { return Ok(Ok(None)) };
+        timer.lap(Stage::Read);
+        let text = match template.render(&req.input()) {
+          Ok(t) => t,
+          Err(e) => return Ok(Err((Code::ChatTemplate, e))),
+        };
+        timer.lap(Stage::Render);
+        if let Err(e) = self.encoder.encode_into(&text, &mut scratch, &mut ids) {
+          return Ok(Err((Code::Tokenizer, e)));
+        }
+        (req.start, req.end)
+      }
+    };
+    timer.lap(Stage::Tokenize);
+    if span.1 > u32::MAX as usize {
+      return Ok(Err((Code::Tokenizer, "the body must be under 4 GiB".into())));
+    }
+    Ok(Ok(Some((ids.as_slice().to_vec(), span.0, span.1, timer.us))))
+  }
+
+  fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+    match output {
+      Ok(None) => Ok(None),
+      Ok(Some((ids, start, end, us))) => Ok(Some(NativeEncodedBody { ids: Uint32Array::new(ids), start: start as u32, end: end as u32, timings: us.to_vec() })),
+      // Rejected with the same code as the synchronous call.
+      Err((code, e)) => Err(napi::Error::from(JsError::from(coded(code, e)).into_unknown(env))),
+    }
   }
 }
 
@@ -107,7 +226,7 @@ pub(super) enum Stage {
 /// tokenize]; a stage the call does not have is 0), as the routing core reports its phases.
 pub(super) struct StageTimer {
   last: Instant,
-  us: [f64; 3],
+  pub(super) us: [f64; 3],
 }
 
 impl StageTimer {

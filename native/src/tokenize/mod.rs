@@ -1,14 +1,23 @@
 //! HuggingFace tokenizers (a model's `tokenizer.json`) for the router's text prompts: encode to
 //! token ids, decode back to text. See README.md for the invariants.
 
+pub mod prefix_cache;
+pub mod splits;
 mod version;
 
+use std::sync::{Arc, Mutex};
+
 use tokenizers::pipeline::{EncodeOptions, PipelineToken, PipelineTokenizer};
+
+use prefix_cache::{encode_cached, CacheStats, EncodeScratch, PrefixCache};
+use splits::Splitter;
 
 /// A loaded `tokenizer.json`. Immutable after loading; encode keeps no state between calls.
 pub struct HfTokenizer {
   inner: PipelineTokenizer,
   options: EncodeOptions,
+  /// Where its texts may be cut (for the prefix cache).
+  splitter: Splitter,
 }
 
 impl HfTokenizer {
@@ -26,7 +35,7 @@ impl HfTokenizer {
     .map_err(|e| format!("cannot read this tokenizer.json: {e}"))?;
     // Special tokens a post-processor would add (BOS, EOS) are not added: the chat template's
     // text carries them, and HuggingFace's chat pipeline tokenizes it without adding any.
-    Ok(Self { inner, options: EncodeOptions::no_specials() })
+    Ok(Self { inner, options: EncodeOptions::no_specials(), splitter: Splitter::for_tokenizer_json(text) })
   }
 
   /// Appends the ids of `text` to `out`. Special tokens written in the text (`<|im_start|>`)
@@ -57,6 +66,13 @@ pub enum Tokenizer {
 }
 
 impl Tokenizer {
+  pub fn splitter(&self) -> &Splitter {
+    match self {
+      Self::Hf(t) => &t.splitter,
+      Self::Bytes => &Splitter::Chunks,
+    }
+  }
+
   pub fn encode_into(&self, text: &str, out: &mut TokenIds) -> Result<(), String> {
     match self {
       Self::Hf(t) => t.encode_into(text, out),
@@ -88,6 +104,18 @@ impl TokenIds {
     self.0.clear();
   }
 
+  pub fn len(&self) -> usize {
+    self.0.len()
+  }
+
+  pub fn is_empty(&self) -> bool {
+    self.0.is_empty()
+  }
+
+  pub fn extend_from(&mut self, ids: &[u32]) {
+    self.0.extend(ids.iter().map(|&id| PipelineToken::from(id)));
+  }
+
   pub fn as_slice(&self) -> &[u32] {
     PipelineToken::cast_slice(&self.0)
   }
@@ -95,6 +123,32 @@ impl TokenIds {
   /// Drops a large buffer once it is no longer needed (a 4M-token prompt's 16 MB).
   pub fn shrink_to(&mut self, capacity: usize) {
     self.0.shrink_to(capacity);
+  }
+}
+
+/// A tokenizer and, when on, its prefix cache: what prompts are encoded with, on any thread.
+#[derive(Clone)]
+pub struct Encoder {
+  pub tokenizer: Arc<Tokenizer>,
+  pub cache: Option<Arc<Mutex<PrefixCache>>>,
+}
+
+impl Encoder {
+  /// The same tokenizer with a cache of its own of `budget` bytes (0: none).
+  pub fn with_cache(&self, budget: usize) -> Self {
+    Self { tokenizer: self.tokenizer.clone(), cache: (budget > 0).then(|| Arc::new(Mutex::new(PrefixCache::new(budget)))) }
+  }
+
+  /// Appends the ids of `text` to `out` (exactly the tokenizer's); returns how many came from the cache.
+  pub fn encode_into(&self, text: &str, scratch: &mut EncodeScratch, out: &mut TokenIds) -> Result<usize, String> {
+    match &self.cache {
+      Some(cache) => encode_cached(&self.tokenizer, self.tokenizer.splitter(), cache, text, scratch, out),
+      None => self.tokenizer.encode_into(text, out).map(|()| 0),
+    }
+  }
+
+  pub fn cache_stats(&self) -> Option<CacheStats> {
+    self.cache.as_ref().map(|c| c.lock().unwrap_or_else(std::sync::PoisonError::into_inner).stats())
   }
 }
 

@@ -16,7 +16,7 @@ import { errorReply, HttpError, notFound, type WorkerOf } from '../call/errors.j
 import { HealthMonitor } from '../fleet/health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from '../call/call.js';
 import { RouterMetrics } from '../observability/metrics.js';
-import { parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from '../openai/request.js';
+import { parseJsonObject, parseRequestBody, parseRequestBodyOffThread, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor, type RequestBody } from '../openai/request.js';
 import { relayStream } from '../openai/relay.js';
 import { WorkerRegistry } from '../fleet/registry.js';
 import { copyFields, withFields } from '../../util/objects.js';
@@ -107,7 +107,11 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
   const metrics = new RouterMetrics();
   const { createBackend } = await import('./wiring.js');
   const backend = await createBackend(config, { metrics, clock: opts.clock, log });
-  const pre: Preprocessor = { tokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
+  // The router's own prefix cache (a tokenizer may serve several routers). The byte tokenizer gets
+  // none: copying its ids out of a cache costs more than making them.
+  const cached = config.tokenizerCacheBytes > 0 && tokenizer.name !== 'byte';
+  const nativeTokenizer = cached ? tokenizer.native?.withPrefixCache(config.tokenizerCacheBytes) : undefined;
+  const pre: Preprocessor = { tokenizer, nativeTokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
   const router = new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock });
   const kubernetes = config.discovery?.kubernetes;
   if (kubernetes) {
@@ -193,6 +197,7 @@ export class RouterImpl implements Router {
       ...backend.metricsSources,
       workerStates: () => this.registry.list().map((w) => ({ worker: w.id, role: w.role, state: w.state })),
       discoveryStats: () => this.discovery?.stats(),
+      tokenizerCache: () => this.pre.nativeTokenizer?.prefixCacheStats(),
     });
     for (const w of config.workers) this.registry.add(w);
     // From here on the replicas' shared fleet applies (and the configured workers are not news).
@@ -293,7 +298,7 @@ export class RouterImpl implements Router {
       let prepared: PreparedRequest;
       try {
         bytes = await this.readBody(call);
-        const parsed = parseRequestBody(route, bytes, this.pre);
+        const parsed = bytes.byteLength >= this.config.offThreadPromptBytes ? await this.readOffThread(route, bytes) : parseRequestBody(route, bytes, this.pre);
         prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
         if (!this.ready()) {
           throw new HttpError(503, 'service_unavailable', 'no_eligible_worker', 'no worker can serve requests right now', { 'retry-after': '1' });
@@ -365,6 +370,16 @@ export class RouterImpl implements Router {
     } finally {
       if (!streaming) entry.done();
     }
+  }
+
+  /**
+   * A long body read, rendered and tokenized on a libuv thread. Nothing is booked until it is
+   * back; a client that left meanwhile (or a drain that cut the request) is refused by dispatch
+   * before any routing, as for one that left during the body's upload.
+   */
+  private readOffThread(route: OpenAiRoute, bytes: Uint8Array): Promise<RequestBody> {
+    this.metrics.offThreadRead();
+    return parseRequestBodyOffThread(route, bytes, this.pre);
   }
 
   /** Takes the request from its key's limits (429 when over them); counted per key name. */

@@ -65,6 +65,26 @@ export const RouterConfigSchema = Type.Object(
         ...cli({ flag: 'chat-template', arg: 'FILE', readsFile: true, group: 'Routing', help: "Jinja chat template file overriding the tokenizer's", defaultHelp: "default: the tokenizer's own, else ChatML" }),
       }),
     ),
+    tokenizerCacheBytes: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 2 ** 40,
+        default: 256 * 1024 * 1024,
+        description:
+          "Bytes of the tokenizer prefix cache: a prompt that begins with a recent prompt's rendered prefix (up to a message boundary, cut only where the tokenizer cannot merge across) reuses that prefix's token ids and tokenizes only the rest; the ids are always those of the whole prompt. Least recently used prefixes go first. 0 turns it off.",
+        ...cli({ flag: 'tokenizer-cache-bytes', arg: 'N', group: 'Routing', help: 'bytes of the tokenizer prefix cache (0: off)' }),
+      }),
+    ),
+    offThreadPromptBytes: defaulted(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1 << 30,
+        default: 16 * 1024,
+        description:
+          'Request bodies of at least this many bytes are read, rendered and tokenized on a libuv thread, so a long prompt does not hold up the event loop (other streams, health checks); shorter ones are read inline, which costs less than the hand-off.',
+        ...cli({ flag: 'off-thread-prompt-bytes', arg: 'N', group: 'Operations', help: 'bodies this large or larger are tokenized off the event loop' }),
+      }),
+    ),
     blockSize: defaulted(
       Type.Integer({
         minimum: 1,

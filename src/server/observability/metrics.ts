@@ -9,6 +9,7 @@ import { ChildCache, FastCounter, FastHistogram, type CounterSeries, type Histog
 import { registerReplicaMetrics, type ReplicaStatsSample } from './replica-metrics.js';
 import { registerWarmStartMetrics, type WarmStartSample } from './warm-metrics.js';
 import { registerDiscoveryMetrics, type DiscoveryStatsSample } from './discovery-metrics.js';
+import { registerTokenizerCacheMetrics, type TokenizerCacheSample } from './preprocess-metrics.js';
 
 export interface WorkerLoadSample {
   pool: string;
@@ -56,6 +57,8 @@ export interface MetricsSources {
   queueStats?(): Record<string, QueueStats>;
   /** Mode decisions by reason (conditional disaggregation). */
   modeReasons?(): Record<string, number>;
+  /** The tokenizer prefix cache's counters, when it is on. */
+  tokenizerCache?(): TokenizerCacheSample | undefined;
 }
 
 export interface RoutingTimingsUs {
@@ -131,6 +134,11 @@ export class RouterMetrics {
     buckets: OVERHEAD_BUCKETS_US,
     registry: this.registry,
   });
+  private readonly offThread = new FastCounter({
+    name: 'kvroute_preprocess_off_thread_total',
+    help: 'Request bodies read, rendered and tokenized on a libuv thread (at least offThreadPromptBytes long) instead of the event loop',
+    registry: this.registry,
+  });
   private readonly refusals = new Counter({
     name: 'kvroute_backpressure_refusals_total',
     help: 'Requests refused with 429 because queued prefill work passed its cap',
@@ -193,6 +201,7 @@ export class RouterMetrics {
     this.replicaSyncLag = registerReplicaMetrics(this.registry, () => self.sources?.replicaStats?.());
     registerWarmStartMetrics(this.registry, () => self.sources?.warmStartStats?.());
     registerDiscoveryMetrics(this.registry, () => self.sources?.discoveryStats?.());
+    registerTokenizerCacheMetrics(this.registry, () => self.sources?.tokenizerCache?.());
     const perWorker = (name: string, help: string, pick: (s: WorkerLoadSample) => number) =>
       new Gauge({
         name,
@@ -433,6 +442,11 @@ export class RouterMetrics {
 
   frontend(microseconds: number): void {
     this.frontendOverhead.observe(microseconds);
+  }
+
+  /** A request body was read off the event loop. */
+  offThreadRead(): void {
+    this.offThread.inc();
   }
 
   served(mode: string): void {

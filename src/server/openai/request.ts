@@ -17,6 +17,7 @@ import { badRequest, HttpError, notFound } from '../call/errors.js';
 import type { OpenAiRoute } from '../../engines/types.js';
 import { copyFields } from '../../util/objects.js';
 import { scanTokenPrompt, type ScannedPrompt } from '../../core/prompt-scan.js';
+import type { NativeTextTokenizer } from '../../core/tokenizer.js';
 import { RawJson, tokenIdsJson } from '../../engines/json.js';
 import { nestsDeeperThan } from '../../util/json-depth.js';
 export type { OpenAiRoute };
@@ -41,6 +42,11 @@ export interface PreparedRequest {
 
 export interface Preprocessor {
   tokenizer: TextTokenizer;
+  /**
+   * The native tokenizer request bodies are read with (default: the tokenizer's own): the
+   * router's carries its prefix cache. Gives the ids `tokenizer.encode` gives.
+   */
+  nativeTokenizer?: NativeTextTokenizer;
   chatTemplate: ChatTemplate;
   models: readonly string[];
   /** The session affinity header, when affinity is on. */
@@ -102,23 +108,51 @@ export interface RequestBody {
  * so every error reads as before.
  */
 export function parseRequestBody(route: OpenAiRoute, bytes: Uint8Array, pre?: Preprocessor): RequestBody {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const tokenizer = pre?.tokenizer.native;
+  const r = readerOf(route, bytes, pre);
+  if (r.ids || !r.tokenizer) return withScanned(bytes, r.ids, 'ids');
+  const tokenizer = r.tokenizer;
+  const found = r.kind === 'text' ? tokenizer.encodePromptBody(bytes) : rendering(() => pre!.chatTemplate.compiled.encodeBody(tokenizer, bytes));
+  return withScanned(bytes, found, r.kind);
+}
+
+/**
+ * parseRequestBody with the text read, rendered and tokenized on a libuv thread (the JavaScript
+ * thread goes on serving meanwhile): for bodies long enough that doing it inline would hold up
+ * every other request. The same result, the same errors.
+ */
+export async function parseRequestBodyOffThread(route: OpenAiRoute, bytes: Uint8Array, pre: Preprocessor): Promise<RequestBody> {
+  const r = readerOf(route, bytes, pre);
+  if (r.ids || !r.tokenizer) return withScanned(bytes, r.ids, 'ids');
   let found: ScannedPrompt | undefined;
-  let kind: ScannedRequest['kind'];
-  if (route === '/v1/completions') {
-    kind = 'ids';
-    found = mayHoldTokenIds(buf) ? scanTokenPrompt(bytes) : undefined;
-    if (!found && tokenizer) {
-      kind = 'text';
-      found = tokenizer.encodePromptBody(bytes);
-    }
-  } else {
-    kind = 'chat';
-    found = tokenizer ? rendering(() => pre!.chatTemplate.compiled.encodeBody(tokenizer, bytes)) : undefined;
+  try {
+    found = r.kind === 'text' ? await r.tokenizer.encodePromptBodyAsync(bytes) : await pre.chatTemplate.compiled.encodeBodyAsync(r.tokenizer, bytes);
+  } catch (err) {
+    throw refusal(err);
   }
+  return withScanned(bytes, found, r.kind);
+}
+
+/** How a body is read: a completions prompt of token ids at once (never tokenized), else its text or messages through `tokenizer`. */
+function readerOf(route: OpenAiRoute, bytes: Uint8Array, pre: Preprocessor | undefined): { ids?: ScannedPrompt; tokenizer?: NativeTextTokenizer; kind: 'text' | 'chat' } {
+  const tokenizer = nativeOf(pre);
+  if (route !== '/v1/completions') return { tokenizer, kind: 'chat' };
+  return { ids: idPrompt(bytes), tokenizer, kind: 'text' };
+}
+
+function nativeOf(pre: Preprocessor | undefined): NativeTextTokenizer | undefined {
+  return pre?.nativeTokenizer ?? pre?.tokenizer.native;
+}
+
+/** A completions prompt of token ids, read natively (never tokenized: it stays inline). */
+function idPrompt(bytes: Uint8Array): ScannedPrompt | undefined {
+  return mayHoldTokenIds(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)) ? scanTokenPrompt(bytes) : undefined;
+}
+
+/** The body around what the native reader read (it validated all of it), or the whole body parsed. */
+function withScanned(bytes: Uint8Array, found: ScannedPrompt | undefined, kind: ScannedRequest['kind']): RequestBody {
   if (!found) return { json: parseJsonObject(bytes) };
-  // The body with a placeholder where the value read stood (the native reader validated it all).
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // The body with a placeholder where the value read stood.
   const json = parseJsonText(`${buf.toString('utf8', 0, found.start)}0${buf.toString('utf8', found.end)}`);
   json[kind === 'chat' ? 'messages' : 'prompt'] = RawJson.ofBytes(bytes.subarray(found.start, found.end));
   return { json, scanned: { tokens: found.tokens, kind } };
@@ -129,9 +163,12 @@ function rendering<T>(render: () => T): T {
   try {
     return render();
   } catch (err) {
-    if (err instanceof ChatRenderError) throw badRequest(`the chat template cannot render these messages: ${err.message}`, 'chat_template_refused');
-    throw err;
+    throw refusal(err);
   }
+}
+
+function refusal(err: unknown): unknown {
+  return err instanceof ChatRenderError ? badRequest(`the chat template cannot render these messages: ${err.message}`, 'chat_template_refused') : err;
 }
 
 const PROMPT_KEY = Buffer.from('"prompt"');
@@ -279,7 +316,7 @@ function chatTokens(body: Record<string, unknown>, pre: Preprocessor): Uint32Arr
   const messages = parseChatMessages(body.messages);
   const extras = { tools: body.tools ?? undefined, chat_template_kwargs: body.chat_template_kwargs ?? undefined };
   const text = rendering(() => pre.chatTemplate.render(messages, body.add_generation_prompt !== false, extras));
-  return pre.tokenizer.encode(text);
+  return (pre.nativeTokenizer ?? pre.tokenizer).encode(text);
 }
 
 // Chat features only the engine's own chat endpoint implements.
