@@ -11,7 +11,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function complete(body: object): Promise<number> {
+async function complete(body: object | string): Promise<number> {
   const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
   await res.text();
   return res.status;
