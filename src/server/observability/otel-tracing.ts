@@ -21,7 +21,7 @@ import type { TraceContext } from '../../engines/transport.js';
 import type { WorkerInfo } from '../../engines/types.js';
 import type { LegTrace } from '../../routing/request-trace.js';
 import { errorSummary } from '../call/errors.js';
-import type { RelayTrace, RequestEnd, RequestTracing, SamplerSetting, Tracing, TracingSettings } from './tracing.js';
+import type { RelayTrace, RequestEnd, RequestTracing, SamplerSetting, Tracing, TracingSettings } from './tracing-api.js';
 
 const SCOPE = 'kvroute';
 
