@@ -259,7 +259,8 @@ export class RouterImpl implements Router {
           return json(200, { status: 'live' });
       }
     } catch (err) {
-      return this.failed(label, err, call);
+      // An OpenAI route's error before its body named a model (a bad request id, a key refused, a drain) counts as 'unknown'.
+      return this.failed(label, err, call, route?.openai ? 'unknown' : undefined);
     }
   }
 

@@ -112,6 +112,11 @@ function failed(span: Span, code: string, message?: string): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message });
 }
 
+/** The error type of a status without an error body: 499, the client left. */
+function codeOfStatus(status: number): string {
+  return status === 499 ? 'client_disconnected' : String(status);
+}
+
 /** Marks `span` failed by `err`, with the code and message its client would get. */
 function failedBy(span: Span, err: unknown): void {
   const s = errorSummary(err);
@@ -201,7 +206,7 @@ class OtelRequest implements RequestTracing {
       },
       end(status, o) {
         if (o?.tokenFrames !== undefined) span.setAttribute('kvroute.token_frames', o.tokenFrames);
-        if (status >= 400) failed(span, o?.code ?? String(status), o?.message);
+        if (status >= 400) failed(span, o?.code ?? codeOfStatus(status), o?.message);
         span.end();
       },
     };
@@ -212,7 +217,7 @@ class OtelRequest implements RequestTracing {
     this.ended = true;
     this.span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
     usageAttributes(this.span, o);
-    if (status >= 400) failed(this.span, o?.code ?? String(status), o?.message);
+    if (status >= 400) failed(this.span, o?.code ?? codeOfStatus(status), o?.message);
     this.span.end();
   }
 }

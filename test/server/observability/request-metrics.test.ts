@@ -11,8 +11,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function complete(body: object | string): Promise<number> {
-  const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+async function complete(body: object | string, headers: Record<string, string> = {}): Promise<number> {
+  const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
   await res.text();
   return res.status;
 }
@@ -54,6 +54,7 @@ describe('request metrics by model', () => {
   it('count errors by status and OpenAI error code, the model unknown when the body named none', async () => {
     expect(await complete({ model: 'other-model', prompt: 'x' })).toBe(404);
     expect(await complete('{"prompt": ')).toBe(400);
+    expect(await complete({ model: MODEL, prompt: 'x' }, { 'x-request-id': 'bad id' })).toBe(400);
     t.fleet.sim[0].faults.failNext(1);
     expect(await complete({ model: MODEL, prompt: prompt(30, 7), max_tokens: 2 })).toBe(502);
     t.fleet.sim[0].faults.failNext(1);
@@ -61,6 +62,7 @@ describe('request metrics by model', () => {
     const errors = (labels: string) => metricSum(t.url, 'kvroute_request_errors_total', `route="/v1/completions",${labels}`);
     expect(await errors('model="unknown",status="404",code="model_not_found"')).toBe(1);
     expect(await errors('model="unknown",status="400",code="invalid_json"')).toBe(1);
+    expect(await errors('model="unknown",status="400",code="invalid_request_id"')).toBe(1);
     expect(await errors(`model="${MODEL}",status="502",code="engine_failed"`)).toBe(2);
     expect(await metricSum(t.url, 'kvroute_requests_total', `route="/v1/completions",model="${MODEL}",status="502"`)).toBe(2);
     // Errors are not answers: no duration observed for them.
