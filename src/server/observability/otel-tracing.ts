@@ -87,7 +87,9 @@ class OtelTracing implements Tracing {
       },
       parent,
     );
-    return new OtelRequest(this.tracer, span);
+    // Not sampled: nothing of this trace is recorded, so no child span is made (the engines get the
+    // request span's unsampled context, which keeps the trace id and the client's decision).
+    return span.isRecording() ? new OtelRequest(this.tracer, span) : unsampled(span);
   }
 
   flush(): Promise<void> {
@@ -222,16 +224,48 @@ class OtelRequest implements RequestTracing {
   }
 }
 
+/** The engine URL's host and port, parsed once per URL. */
+const hosts = new Map<string, { address: string; port: number }>();
+function hostOf(baseUrl: string): { address: string; port: number } {
+  let h = hosts.get(baseUrl);
+  if (h === undefined) {
+    const url = new URL(baseUrl);
+    h = { address: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)) };
+    if (hosts.size >= 4096) hosts.clear(); // workers come and go: bounded
+    hosts.set(baseUrl, h);
+  }
+  return h;
+}
+
 function legAttributes(pool: string, worker: WorkerInfo, dpRank: number, stream: boolean): Attributes {
-  const url = new URL(worker.baseUrl);
+  const host = hostOf(worker.baseUrl);
   return {
     'kvroute.pool': pool,
     'kvroute.worker': worker.id,
     'kvroute.dp_rank': dpRank,
     'kvroute.engine': worker.kind,
-    [ATTR_SERVER_ADDRESS]: url.hostname,
-    [ATTR_SERVER_PORT]: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+    [ATTR_SERVER_ADDRESS]: host.address,
+    [ATTR_SERVER_PORT]: host.port,
     [ATTR_GEN_AI_REQUEST_STREAM]: stream,
+  };
+}
+
+const NOTHING = (): void => undefined;
+const NO_WAIT = { end: NOTHING };
+const NO_RELAY: RelayTrace = { firstToken: NOTHING, end: NOTHING };
+
+/** The trace of a request that is not sampled: its id for log lines, its context for the engines, nothing recorded. */
+function unsampled(span: Span): RequestTracing {
+  const legTrace: LegTrace = { context: contextOf(span), sent: NOTHING, firstByte: NOTHING, firstToken: NOTHING, retried: NOTHING, end: NOTHING };
+  return {
+    traceId: span.spanContext().traceId,
+    preprocessed: NOTHING,
+    mode: NOTHING,
+    decision: NOTHING,
+    queued: () => NO_WAIT,
+    leg: () => legTrace,
+    relay: () => NO_RELAY,
+    end: NOTHING,
   };
 }
 
