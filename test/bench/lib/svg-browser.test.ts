@@ -35,7 +35,8 @@ describe.skipIf(CHROMIUM_SKIP_REASON !== null)('report charts in headless Chromi
         return { text: t.textContent ?? '', x: b.left - origin.left, y: b.top - origin.top, right: b.right - origin.left, bottom: b.bottom - origin.top };
       });
     });
-    const view = await page.$eval('svg', (s) => ({ width: (s as SVGSVGElement).viewBox.baseVal.width, height: (s as SVGSVGElement).viewBox.baseVal.height }));
+    const [, , width, height] = (await page.$eval('svg', (s) => s.getAttribute('viewBox')))!.split(' ').map(Number);
+    const view = { width, height };
     const outside = boxes.filter((b) => b.x < 0 || b.y < 0 || b.right > view.width || b.bottom > view.height).map((b) => `${b.text}: ${b.x.toFixed(0)}..${b.right.toFixed(0)} x ${b.y.toFixed(0)}..${b.bottom.toFixed(0)}`);
     expect(outside, `texts outside the ${view.width} x ${view.height} viewBox`).toEqual([]);
     const legend = legendEntries(svg);
