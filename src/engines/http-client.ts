@@ -12,6 +12,7 @@ import { engineBody } from './json.js';
 import { parseBaseUrl } from './base-url.js';
 import { SseParser } from './sse.js';
 import type { SseEvent } from './types.js';
+import type { TraceContext } from './transport.js';
 
 export interface EngineClientOptions {
   /** TCP connect timeout. Default 5 s. */
@@ -42,6 +43,8 @@ export interface EngineCallOptions {
   firstByteTimeoutMs?: number;
   /** Called once the request was written to a connection to the engine (see Leg.onSent). */
   onSent?: () => void;
+  /** Sent as traceparent and tracestate (tracing on only: nothing is added otherwise). */
+  trace?: TraceContext;
 }
 
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -314,6 +317,11 @@ export class EngineStream implements AsyncIterable<SseEvent>, AsyncIterator<SseE
  */
 export function requestHeaders(accept: string, call: EngineCallOptions): string[] {
   const headers = ['content-type', 'application/json', 'accept', accept, 'x-request-id', call.requestId];
+  const trace = call.trace;
+  if (trace !== undefined) {
+    headers.push('traceparent', trace.traceparent);
+    if (trace.tracestate !== undefined) headers.push('tracestate', trace.tracestate);
+  }
   const extra = call.headers;
   if (extra === undefined) return headers;
   for (const name in extra) {

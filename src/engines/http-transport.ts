@@ -34,5 +34,5 @@ export class HttpTransport implements LegTransport {
 
 function callOf(leg: Leg): EngineCallOptions {
   const headers = leg.worker.dpSize > 1 ? { 'x-data-parallel-rank': String(leg.dpRank) } : undefined;
-  return { requestId: leg.requestId, signal: leg.signal, headers, onSent: leg.onSent };
+  return { requestId: leg.requestId, signal: leg.signal, headers, onSent: leg.onSent, trace: leg.trace };
 }

@@ -10,6 +10,12 @@ import type { SignalLike } from '../util/cancellation.js';
 import type { EventBatchSource } from './event-batch.js';
 import type { OpenAiRoute, SseEvent, WorkerInfo } from './types.js';
 
+/** W3C trace context of a leg's span (its traceparent and tracestate headers): only when tracing is on. */
+export interface TraceContext {
+  traceparent: string;
+  tracestate?: string;
+}
+
 /** One leg, routed and booked: where it goes and what it carries. */
 export interface Leg {
   worker: WorkerInfo;
@@ -27,6 +33,8 @@ export interface Leg {
    * the engine may have accepted it. Not called for a leg that failed before (mayHaveAccepted false).
    */
   onSent?: () => void;
+  /** The leg's span, sent to the engine so that its own spans join the request's trace. */
+  trace?: TraceContext;
 }
 
 /**

@@ -16,6 +16,7 @@ import { abortError, EngineError, type EngineFailure, isAbortError } from '../en
 import { carriesToken } from '../engines/sse.js';
 import { withEnginePriority } from '../engines/priority.js';
 import type { Leg, LegStream, LegTransport, SessionCall } from '../engines/transport.js';
+import type { LegTrace, RequestTrace } from './request-trace.js';
 import type { OpenAiRoute, SseEvent, WorkerInfo } from '../engines/types.js';
 import { Booking, type KvRouterCore } from './booking.js';
 import type { LegOutcome } from './outlier-detection.js';
@@ -50,6 +51,8 @@ export interface KvRouterOptions {
 export interface LegRetry {
   pool: string;
   requestId: string;
+  /** The request's trace id, when tracing is on (log lines carry it beside the request id). */
+  traceId?: string;
   /** The worker the leg failed on. */
   worker: number;
   /** The worker it goes to now. */
@@ -70,6 +73,8 @@ export interface BookOptions {
   failover?: LegRoute | false;
   /** Workers a retry may choose (say, engines of the same kind); default any selectable one. */
   accept?(w: WorkerInfo): boolean;
+  /** The request's trace (tracing on): the decision becomes a span. */
+  trace?: RequestTrace;
 }
 
 /** A leg's body, or how to make it for the worker its booking is on (a retry may move it). */
@@ -103,6 +108,8 @@ export interface LegOptions {
    * accepted), with the booking it went out on.
    */
   onSent?(b: Booking): void;
+  /** The request's trace (tracing on): the leg becomes a span, its context sent to the engine. */
+  trace?: RequestTrace;
 }
 
 export interface KvRouterStats {
@@ -170,8 +177,10 @@ export class KvRouter {
    */
   book(tokens: Uint32Array, leg: LegRoute, o: BookOptions = {}): Booking {
     this.checkPinned(leg.pinnedWorker);
+    const startedAt = o.trace ? performance.now() : 0;
     const decision = this.core.route(tokens, withFields(leg, { allowedWorkers: this.pool.allowedWorkers() }));
     const worker = this.workerOf(decision);
+    o.trace?.decision(this.pool.name, decision, startedAt);
     const failover = o.failover === false || this.maxRetries === 0 ? undefined : { tokens, route: o.failover ?? leg, accept: o.accept, failed: new Set<number>() };
     return new Booking(decision, worker, this.guardOf(decision), this.core, failover, this.loadDropped);
   }
@@ -180,31 +189,37 @@ export class KvRouter {
   async json(b: Booking, route: OpenAiRoute, body: LegBody, o: LegOptions): Promise<unknown> {
     if (!o.holdUntilFirstEvent) {
       if (o.signal.aborted) return this.refuse(b, o.signal);
+      const span = o.trace?.leg(this.pool.name, b.worker, b.decision.dpRank, false);
       try {
-        const answer = await this.send(b, route, body, o, o.signal, (leg) => this.transport.json(leg));
+        const answer = await this.send(b, route, body, o, o.signal, (leg) => this.transport.json(leg), span);
         b.firstToken();
         b.guard.free('end');
+        span?.end('end');
         o.onFinish?.('end');
         return answer;
       } catch (err) {
         const reason = isAbortError(err) ? 'abort' : 'error';
         b.guard.free(reason);
+        span?.end(reason, err);
         o.onFinish?.(reason, err);
         throw err;
       }
     }
     // Held leg: runs on its own controller; the client's leaving only bounds it by the release timeout.
     const leg = new Cancellation();
-    const settled = this.send(b, route, body, o, leg.signal, (l) => this.transport.json(l)).then(
+    const span = o.trace?.leg(this.pool.name, b.worker, b.decision.dpRank, false);
+    const settled = this.send(b, route, body, o, leg.signal, (l) => this.transport.json(l), span).then(
       (answer) => {
         b.firstToken();
         b.guard.free('end');
+        span?.end('end');
         o.onFinish?.('end');
         return answer;
       },
       (err: unknown) => {
         const reason = isAbortError(err) ? 'abort' : 'error';
         b.guard.free(reason);
+        span?.end(reason, err);
         o.onFinish?.(reason, err);
         throw err;
       },
@@ -221,7 +236,9 @@ export class KvRouter {
     const hold = o.holdUntilFirstEvent === true;
     if (!hold && o.signal.aborted) return this.refuse(b, o.signal);
     const leg = new Cancellation();
-    const opening = this.send(b, route, body, o, hold ? leg.signal : o.signal, (l) => this.transport.stream(l));
+    const span = o.trace?.leg(this.pool.name, b.worker, b.decision.dpRank, true);
+    const onFinish = span ? (reason: FreeReason, err?: unknown) => (span.end(reason, err), o.onFinish?.(reason, err)) : o.onFinish;
+    const opening = this.send(b, route, body, o, hold ? leg.signal : o.signal, (l) => this.transport.stream(l), span);
     let handedOver = false;
     let engine;
     try {
@@ -238,7 +255,7 @@ export class KvRouter {
               release.finally(() => {
                 clearTimeout(timer);
                 b.guard.free('abort');
-                o.onFinish?.('abort');
+                onFinish?.('abort');
               }),
             );
           })
@@ -248,7 +265,7 @@ export class KvRouter {
         // Nothing else frees a leg whose stream never opened (a failed failover freed only its old decision).
         const reason = isAbortError(err) ? 'abort' : 'error';
         b.guard.free(reason);
-        o.onFinish?.(reason, err);
+        onFinish?.(reason, err);
       }
       throw err;
     }
@@ -265,6 +282,7 @@ export class KvRouter {
         return release;
       };
     }
+    let tokenSeen = false;
     return new GuardedStream({
       source,
       cancel,
@@ -273,12 +291,16 @@ export class KvRouter {
       signal: o.signal,
       onEvent: (ev) => {
         if (carriesToken(ev)) {
+          if (span && !tokenSeen) {
+            tokenSeen = true;
+            span.firstToken();
+          }
           b.firstToken();
           if (this.trackOutputBlocks) b.outputTokens(1);
         }
         o.onEvent?.(ev);
       },
-      onFinish: o.onFinish,
+      onFinish,
     });
   }
 
@@ -302,23 +324,27 @@ export class KvRouter {
    * another worker and sends again, at most maxRetries times. Every attempt's outcome goes to the
    * pool (outlier detection).
    */
-  private async send<T>(b: Booking, route: OpenAiRoute, body: LegBody, o: LegOptions, signal: SignalLike, call: (leg: Leg) => Promise<T>): Promise<T> {
+  private async send<T>(b: Booking, route: OpenAiRoute, body: LegBody, o: LegOptions, signal: SignalLike, call: (leg: Leg) => Promise<T>, span?: LegTrace): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const worker = b.worker.id;
-      const onSent = o.onSent && (() => o.onSent!(b));
+      const onSent = span ? () => (span.sent(), o.onSent?.(b)) : o.onSent && (() => o.onSent!(b));
       let result: T;
       try {
         const legBody = typeof body === 'function' ? body(b) : body;
         const sent = o.enginePriority === undefined ? legBody : withEnginePriority(legBody, b.worker.kind, o.enginePriority);
-        result = await call({ worker: b.worker, dpRank: b.decision.dpRank, route, body: sent, requestId: o.requestId, signal, onSent });
+        const leg: Leg = { worker: b.worker, dpRank: b.decision.dpRank, route, body: sent, requestId: o.requestId, signal, onSent };
+        if (span) leg.trace = span.context;
+        result = await call(leg);
       } catch (err) {
         const outcome = outcomeOf(err);
         if (outcome) this.pool.recordOutcome(worker, outcome);
         if (!(err instanceof EngineError) || err.mayHaveAccepted || attempt > this.maxRetries || signal.aborted || !this.move(b, worker)) throw err;
         this.counts.retries++;
-        this.onRetry?.({ pool: this.pool.name, requestId: o.requestId, worker, to: b.worker.id, reason: err.failure, attempt, error: err });
+        span?.retried(err.failure, b.worker, b.decision.dpRank);
+        this.onRetry?.({ pool: this.pool.name, requestId: o.requestId, traceId: o.trace?.traceId, worker, to: b.worker.id, reason: err.failure, attempt, error: err });
         continue;
       }
+      span?.firstByte();
       this.pool.recordOutcome(worker, 'answered');
       return result;
     }

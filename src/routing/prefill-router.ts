@@ -264,6 +264,7 @@ export class PrefillRouter {
     const decision = this.decide(ctx);
     ctx.modeReason = decision.reason;
     this.counts.modeReasons[decision.reason]++;
+    req.trace?.mode(decision.mode, decision.reason);
     if (decision.mode === 'aggregated') return serveAggregated(ctx, 'aggregated');
     const permit = await ctx.tracker.setPhase('prefill', req.signal);
     let booking: Booking;
@@ -279,6 +280,7 @@ export class PrefillRouter {
       if (!this.active && !req.signal.aborted) {
         // The last prefill worker left meanwhile.
         ctx.modeReason = this.basicMode().reason;
+        req.trace?.mode('aggregated', ctx.modeReason);
         return serveAggregated(ctx, 'aggregated');
       }
       if (err instanceof PrefillUnusableError) return prefillFailed(ctx, err);

@@ -4,6 +4,7 @@ import { isSignalLike, type SignalLike } from '../util/cancellation.js';
 import { describe, expectInteger, expectUint32Array, isShortVisibleAscii } from '../util/validate.js';
 import { OPENAI_ROUTES, type OpenAiRoute, type SseEvent } from '../engines/types.js';
 import { checkSessionId, type RoutingHints } from './hints.js';
+import type { RequestTrace } from './request-trace.js';
 import { PRIORITY_JUMP_MAX, PRIORITY_MAX, PRIORITY_MIN } from './scheduling-hints.js';
 
 export interface RouterRequest {
@@ -18,6 +19,8 @@ export interface RouterRequest {
   /** The client's: aborting it (client disconnect) ends the request's legs and frees its bookings. */
   signal: SignalLike;
   loraName?: string;
+  /** The request's trace, when tracing is on: routing adds its decisions, queue waits and legs. */
+  trace?: RequestTrace;
 }
 
 export interface RoutedResponse {

@@ -190,7 +190,7 @@ describe('kvroute serve as a process', () => {
       // Started without the router's V8 flags: it says which to set.
       expect(stdout).toMatch(/run the router with NODE_OPTIONS='--max-semi-space-size=8'/);
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      expect(metrics).toMatch(/kvroute_requests_total\{route="\/v1\/chat\/completions",status="200"\} 1/);
+      expect(metrics).toMatch(/kvroute_requests_total\{route="\/v1\/chat\/completions",model="[^"]+",status="200"\} 1/);
     } finally {
       if (child.exitCode === null) child.kill('SIGINT');
     }

@@ -9,7 +9,7 @@ import type { RequestContext } from './context.js';
 export function admitted<T>(ctx: RequestContext, queue: AdmissionQueue, router: KvRouter, leg: LegRoute, start: () => T): T | Promise<T> {
   if (queue.settings.threshold === null) return start();
   const { req } = ctx;
-  return queue.admit({
+  const admission = queue.admit({
     requestId: req.requestId,
     priority: req.hints.priority ?? 0,
     priorityJump: req.hints.priorityJump ?? 0,
@@ -18,6 +18,16 @@ export function admitted<T>(ctx: RequestContext, queue: AdmissionQueue, router: 
     signal: req.signal,
     start,
   });
+  // Only a request that really waits (its admission is pending) has a queue span.
+  if (req.trace === undefined || !(admission instanceof Promise)) return admission;
+  const wait = req.trace.queued(queue.name);
+  return admission.then(
+    (v) => (wait.end(), v),
+    (err: unknown) => {
+      wait.end(err);
+      throw err;
+    },
+  );
 }
 
 /**

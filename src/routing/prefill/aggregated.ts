@@ -39,6 +39,7 @@ export async function prefillFailed(ctx: RequestContext, err: unknown): Promise<
   if (!ctx.env.fallbackToAggregated || isClientFault(err)) throw err;
   ctx.env.report.fallback(ctx.req.requestId, err);
   ctx.modeReason = 'prefill_failed';
+  ctx.req.trace?.mode('fallback', 'prefill_failed');
   return serveAggregated(ctx, 'fallback');
 }
 

@@ -53,6 +53,7 @@ export async function runBootstrap(ctx: RequestContext, prefill: Booking, permit
       requestId: req.requestId,
       signal: legs.signal,
       enginePriority: ctx.enginePriority,
+      trace: req.trace,
       onSent: (b) => {
         ctx.recordRouting('prefill', b);
         markSent();

@@ -85,7 +85,8 @@ export class RequestContext {
   bookOptions(pool: 'prefill' | 'decode', leg: LegRoute, accept?: (w: WorkerInfo) => boolean): BookOptions {
     const pinned = pool === 'prefill' ? this.clientHints.prefillWorkerId : this.clientHints.workerId;
     const failover = pinned !== undefined || leg.pinnedWorker === undefined ? leg : withoutPin(leg);
-    return accept ? { failover, accept } : { failover };
+    const trace = this.req.trace;
+    return accept ? { failover, accept, trace } : { failover, trace };
   }
 
   get prefill(): KvRouter {
@@ -143,6 +144,7 @@ export class RequestContext {
       signal,
       holdUntilFirstEvent,
       enginePriority: this.enginePriority,
+      trace: this.req.trace,
       onEvent: (ev) => {
         if (carriesToken(ev)) this.tracker.recordTokens(1);
         if (recordsUsage) this.recordUsage(eventUsage(ev));

@@ -35,6 +35,7 @@ export async function runSequential(ctx: RequestContext, prefill: Booking, permi
       requestId: req.requestId,
       signal: req.signal,
       enginePriority: ctx.enginePriority,
+      trace: req.trace,
       onSent: (b) => ctx.recordRouting('prefill', b),
     });
     outcome = adapter.interpretPrefill(answer, prefill.worker.baseUrl);

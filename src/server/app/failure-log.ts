@@ -21,7 +21,7 @@ export class FailureLog {
   }
 
   /** A 5xx answer (its status and OpenAI-style body, as the client got it) and the error behind it. */
-  record(requestId: string | undefined, route: string, reply: { status: number; body: string }, err: unknown): void {
+  record(requestId: string | undefined, route: string, reply: { status: number; body: string }, err: unknown, traceId?: string): void {
     const { status } = reply;
     const { code, message } = (JSON.parse(reply.body) as { error: { code: string; message: string } }).error;
     const suppressed = this.throttle.admit(`${status} ${code}`);
@@ -40,7 +40,9 @@ export class FailureLog {
     } else if (err instanceof Error && status === 500) {
       fields.err = { type: err.name, message: err.message, stack: err.stack };
     }
-    const log = requestId === undefined ? this.log : this.log.child({ request_id: requestId });
+    // The request's id and its trace's go together: a line found by one leads to the other.
+    const ids = traceId === undefined ? { request_id: requestId } : { request_id: requestId, trace_id: traceId };
+    const log = requestId === undefined && traceId === undefined ? this.log : this.log.child(ids);
     if (status === 500) log.error(fields, message);
     else log.warn(fields, message);
   }

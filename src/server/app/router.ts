@@ -11,7 +11,7 @@ import { checkAdminAccess, handleAdmin } from '../fleet/admin.js';
 import { handleDashboard, isDashboardPath } from '../dashboard/page.js';
 import { MetricsHistory } from '../observability/metrics-history.js';
 import { dashboardState } from './dashboard-state.js';
-import type { Backend } from './backend.js';
+import type { Backend, DispatchRequest } from './backend.js';
 import { collectBody } from '../call/body.js';
 import { parseRouterConfig, type RouterConfig, type RouterConfigInput } from '../config/config.js';
 import { completionToChat } from '../openai/chat.js';
@@ -19,8 +19,9 @@ import { errorReply, HttpError, notFound, type WorkerOf } from '../call/errors.j
 import { HealthMonitor } from '../fleet/health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from '../call/call.js';
 import { RouterMetrics } from '../observability/metrics.js';
+import { loadTracing, tracingSettings, type RequestTracing, type Tracing } from '../observability/tracing.js';
 import { parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor } from '../openai/request.js';
-import { relayStream } from '../openai/relay.js';
+import { failureCode, relayStream } from '../openai/relay.js';
 import { WorkerRegistry } from '../fleet/registry.js';
 import { copyFields, withFields } from '../../util/objects.js';
 import { expectInteger, isShortVisibleAscii } from '../../util/validate.js';
@@ -108,9 +109,10 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
   const log = opts.logger ?? silentLogger;
   const metrics = new RouterMetrics();
   const { createBackend } = await import('./wiring.js');
+  const tracing = await loadTracing(tracingSettings(config.tracing));
   const backend = await createBackend(config, { metrics, clock: opts.clock, log });
   const pre: Preprocessor = { tokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
-  return new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock });
+  return new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock, tracing });
 }
 
 async function loadPreprocessing(config: RouterConfig, opts: CreateRouterOptions): Promise<{ tokenizer: TextTokenizer; chatTemplate: ChatTemplate }> {
@@ -143,6 +145,8 @@ export interface RouterParts {
   log: Logger;
   access?: AccessControl;
   clock?: () => number;
+  /** OpenTelemetry tracing, when it is on. */
+  tracing?: Tracing;
 }
 
 export class RouterImpl implements Router {
@@ -153,6 +157,7 @@ export class RouterImpl implements Router {
   private readonly backend: Backend;
   private readonly pre: Preprocessor;
   private readonly access?: AccessControl;
+  private readonly tracing?: Tracing;
   private readonly health: HealthMonitor;
   private readonly inFlight = new InFlight();
   private readonly failures: FailureLog;
@@ -170,6 +175,7 @@ export class RouterImpl implements Router {
     this.pre = p.pre;
     this.log = p.log;
     this.access = p.access;
+    this.tracing = p.tracing;
     this.registry = new WorkerRegistry({
       pools: backend.pools,
       ingest: backend.ingest,
@@ -273,6 +279,7 @@ export class RouterImpl implements Router {
 
   private async openai(route: OpenAiRoute, call: HttpCall, startedAt: number, caller: Caller | undefined): Promise<HttpReply> {
     const requestId = requestIdOf(call.headers['x-request-id']);
+    const trace = this.tracing?.request(call.method, route, call.headers, requestId, startedAt);
     const entry = this.inFlight.begin();
     const controller = new Cancellation();
     // A drain that ran out of time ends a request still waiting for its engine with a 503.
@@ -282,13 +289,17 @@ export class RouterImpl implements Router {
       controller.abort();
     });
     let streaming = false;
+    let model = 'unknown';
     try {
       let bytes: Uint8Array;
       let prepared: PreparedRequest;
       try {
         bytes = await this.readBody(call);
+        const readAt = trace ? performance.now() : 0;
         const parsed = parseRequestBody(route, bytes, this.pre);
         prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
+        model = modelOf(prepared);
+        trace?.preprocessed(readAt, { model, stream: prepared.stream, promptTokens: prepared.tokens.length, kind: parsed.scanned?.kind ?? 'json' });
         if (!this.ready()) {
           throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
         }
@@ -308,14 +319,9 @@ export class RouterImpl implements Router {
       this.metrics.frontend((performance.now() - startedAt) * 1000);
       let routed;
       try {
-        routed = await this.backend.dispatch({
-          route: prepared.engineRoute,
-          body: prepared.body,
-          tokens: prepared.tokens,
-          requestId,
-          hints: prepared.hints,
-          signal: controller.signal,
-        });
+        const request: DispatchRequest = { route: prepared.engineRoute, body: prepared.body, tokens: prepared.tokens, requestId, hints: prepared.hints, signal: controller.signal };
+        if (trace) request.trace = trace;
+        routed = await this.backend.dispatch(request);
       } catch (err) {
         call.signal?.removeEventListener('abort', onClientGone);
         if (cut) throw withRequestId(cut, requestId);
@@ -326,16 +332,20 @@ export class RouterImpl implements Router {
       if (routed.stream) {
         const relay = relayStream(routed.stream, {
           route,
+          model,
+          trace: trace?.relay(),
           chat: prepared.chatAsCompletions,
           clientWantsUsage,
           startedAt,
           metrics: this.metrics,
           abort: () => controller.abort(),
           workerOf: this.workerOf,
-          onEnd: (status, _usage, failure) => {
+          onEnd: (status, usage, failure) => {
             call.signal?.removeEventListener('abort', onClientGone);
-            if (status >= 500) this.failures.record(requestId, route, errorReply(failure, this.workerOf), failure);
-            this.debugLine(requestId, route, status, routed.headers, caller, startedAt);
+            const failed = status >= 500 ? errorReply(failure, this.workerOf) : undefined;
+            if (failed) this.failures.record(requestId, route, failed, failure, trace?.traceId);
+            trace?.end(status, failure === undefined ? { usage } : { usage, code: failureCode(failure, this.workerOf) });
+            this.debugLine(requestId, route, status, routed.headers, caller, startedAt, trace?.traceId);
           },
           onConsumed: () => entry.done(),
         });
@@ -346,16 +356,19 @@ export class RouterImpl implements Router {
       call.signal?.removeEventListener('abort', onClientGone);
       const out = prepared.chatAsCompletions ? completionToChat(routed.body) : routed.body;
       const usage = usageOf(routed.body);
-      if (usage) {
-        const c = usageCounts(usage);
-        this.metrics.usage(c.promptTokens, c.completionTokens, c.cachedTokens ?? 0);
-      }
+      const counts = usage && usageCounts(usage);
+      if (counts) this.metrics.usage(counts.promptTokens, counts.completionTokens, counts.cachedTokens ?? 0);
       // The answer came, but its client had left: it is never written.
       const gone = call.signal?.aborted === true;
       if (gone) this.metrics.clientDisconnect();
-      this.metrics.request(route, gone ? 499 : routed.status);
-      this.debugLine(requestId, route, gone ? 499 : routed.status, routed.headers, caller, startedAt);
+      const status = gone ? 499 : routed.status;
+      this.metrics.request(route, status, model);
+      if (status === 200) this.metrics.answered(route, model, false, (performance.now() - startedAt) / 1000);
+      trace?.end(status, { usage: counts, responseId: responseIdOf(out) });
+      this.debugLine(requestId, route, status, routed.headers, caller, startedAt, trace?.traceId);
       return { status: routed.status, headers: withFields(routed.headers, idHeader, { 'content-type': 'application/json' }), body: JSON.stringify(out) };
+    } catch (err) {
+      return this.failed(route, err, call, model, trace);
     } finally {
       if (!streaming) entry.done();
     }
@@ -374,11 +387,12 @@ export class RouterImpl implements Router {
   }
 
   /** One line per request, at debug level only (nothing per request at info). */
-  private debugLine(requestId: string, route: string, status: number, headers: Record<string, string>, caller: Caller | undefined, startedAt: number): void {
+  private debugLine(requestId: string, route: string, status: number, headers: Record<string, string>, caller: Caller | undefined, startedAt: number, traceId: string | undefined): void {
     if (!levelEnabled(this.log, 'debug')) return;
     this.log.debug(
       {
         request_id: requestId,
+        trace_id: traceId,
         route,
         status,
         mode: headers['x-kvroute-mode'],
@@ -446,14 +460,20 @@ export class RouterImpl implements Router {
     return reply;
   }
 
-  private failed(label: string, err: unknown, call: HttpCall): HttpReply {
+  /** An error answer; an OpenAI request's (`model` known or 'unknown') is counted by its code and ends its span. */
+  private failed(label: string, err: unknown, call: HttpCall, model?: string, trace?: RequestTracing): HttpReply {
     const r = errorReply(err, this.workerOf);
     if (r.status === 429 && !(err instanceof HttpError)) this.metrics.backpressureRefusal();
-    this.metrics.request(label, r.status);
+    this.metrics.request(label, r.status, model);
+    if (model !== undefined || trace) {
+      const { code, message } = (JSON.parse(r.body) as { error: { code: string; message: string } }).error;
+      if (model !== undefined) this.metrics.error(label, model, r.status, code);
+      trace?.end(r.status, { code, message });
+    }
     const headers: Record<string, string> = copyFields(r.headers);
     const id = (err as { requestId?: unknown } | null)?.requestId ?? call.headers['x-request-id'];
     if (isShortVisibleAscii(id)) headers['x-request-id'] = id;
-    if (r.status >= 500) this.failures.record(isShortVisibleAscii(id) ? id : undefined, label, r, err);
+    if (r.status >= 500) this.failures.record(isShortVisibleAscii(id) ? id : undefined, label, r, err, trace?.traceId);
     return { status: r.status, headers, body: r.body };
   }
 
@@ -486,6 +506,8 @@ export class RouterImpl implements Router {
     this.history.stop();
     await this.health.close();
     await this.backend.close();
+    // Spans still buffered are sent before the router is gone.
+    await this.tracing?.shutdown();
   }
 }
 
@@ -512,6 +534,18 @@ function json(status: number, value: unknown): HttpReply {
 function modelsList(models: readonly string[]) {
   const created = Math.floor(Date.now() / 1000);
   return { object: 'list', data: models.map((id) => ({ id, object: 'model', created, owned_by: 'kvroute' })) };
+}
+
+/** The model label of a request: the engine body's model (one of config.models, so bounded). */
+function modelOf(prepared: PreparedRequest): string {
+  const m = prepared.body.model;
+  return typeof m === 'string' ? m : 'unknown';
+}
+
+/** The answer's id (gen_ai.response.id), when it has one. */
+function responseIdOf(body: unknown): string | undefined {
+  const id = (body as { id?: unknown } | null | undefined)?.id;
+  return typeof id === 'string' ? id : undefined;
 }
 
 /** Tags an error with the request's id, so its error reply echoes it (a generated id included). */

@@ -127,3 +127,10 @@ export function errorEventFrame(err: unknown, workerOf?: WorkerOf): string {
   const r = errorReply(err, workerOf);
   return `data: ${r.body}\n\n`;
 }
+
+/** The status, OpenAI error code and message a client gets for `err` (metrics, spans). */
+export function errorSummary(err: unknown, workerOf?: WorkerOf): { status: number; code: string; message: string } {
+  const r = errorReply(err, workerOf);
+  const { code, message } = (JSON.parse(r.body) as { error: { code: string; message: string } }).error;
+  return { status: r.status, code, message };
+}

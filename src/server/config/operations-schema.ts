@@ -1,6 +1,6 @@
 // The router's operational settings: health checks, passive ejection, API key limits, replicas and TLS.
 import { Type } from '@sinclair/typebox';
-import { defaulted } from './declare.js';
+import { defaulted, oneOf } from './declare.js';
 import { cli, text } from './schema-common.js';
 
 export const HealthSchema = Type.Object(
@@ -169,3 +169,47 @@ export const TlsSchema = Type.Object(
   { additionalProperties: false, description: 'Serve HTTPS: every listener of the router (the admin listener too) uses this certificate.' },
 );
 
+
+/** The OTLP protocols of OTEL_EXPORTER_OTLP_PROTOCOL. */
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+
+/**
+ * OpenTelemetry tracing (observability/tracing.ts). Every setting left out here falls back to
+ * OpenTelemetry's standard environment variable named in its description, then to its default.
+ */
+export const TracingSchema = Type.Object(
+  {
+    enabled: Type.Optional(
+      Type.Boolean({
+        description: 'Export OpenTelemetry traces of the requests (default: on when OTEL_TRACES_EXPORTER is otlp, else off). Off, the tracing SDK is not even loaded.',
+        ...cli({ flag: 'tracing', group: 'Operations', help: 'export OpenTelemetry traces over OTLP (default: when OTEL_TRACES_EXPORTER=otlp)' }),
+      }),
+    ),
+    endpoint: Type.Optional(
+      text({
+        pattern: '^https?://\\S+$',
+        expected: 'an http(s) URL',
+        description:
+          'Where spans go: the OTLP/HTTP traces URL (http://collector:4318/v1/traces) or the gRPC address (http://collector:4317). Default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/traces appended for HTTP), else localhost:4318 (4317 for grpc).',
+        ...cli({ flag: 'otlp-endpoint', arg: 'URL', group: 'Operations', help: 'OTLP traces URL (default: OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT)' }),
+      }),
+    ),
+    protocol: Type.Optional(
+      oneOf(OTLP_PROTOCOLS, {
+        description: 'OTLP encoding: http/protobuf, http/json or grpc. Default: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf.',
+        ...cli({ flag: 'otlp-protocol', arg: 'P', group: 'Operations', help: 'http/protobuf, http/json or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)' }),
+      }),
+    ),
+    serviceName: Type.Optional(text({ description: "The traces' service.name. Default: OTEL_SERVICE_NAME, else kvroute." })),
+    sampleRatio: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description:
+          "Share of new traces recorded (parentbased_traceidratio: a request that comes with a client's traceparent follows the client's sampling decision). Default: OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, else every trace (parentbased_always_on).",
+        ...cli({ flag: 'trace-sample-ratio', arg: 'R', group: 'Operations', help: 'share of new traces recorded, 0 to 1 (default: OTEL_TRACES_SAMPLER[_ARG], else 1)' }),
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'OpenTelemetry tracing of requests, exported over OTLP (off unless enabled here or by OTEL_TRACES_EXPORTER=otlp).' },
+);

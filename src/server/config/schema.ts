@@ -11,11 +11,11 @@ import { defaulted, oneOf } from './declare.js';
 import { cli, text } from './schema-common.js';
 import { WorkerSchema } from './worker-schema.js';
 import { PoolRoutingSchema, PrefillRoutingSchema, SessionAffinitySchema, RouterQueueSchema, ConditionalDisaggSchema } from './routing-schema.js';
-import { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, TlsSchema } from './operations-schema.js';
+import { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, TlsSchema, TracingSchema } from './operations-schema.js';
 
 export { WorkerSchema } from './worker-schema.js';
 export { TtftModelSchema, PoolRoutingSchema, PrefillRoutingSchema, SessionAffinitySchema, RouterQueueSchema, ConditionalDisaggSchema } from './routing-schema.js';
-export { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, TlsSchema } from './operations-schema.js';
+export { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, TlsSchema, TracingSchema, OTLP_PROTOCOLS } from './operations-schema.js';
 
 /** The router's configuration: a JSON file (`kvroute serve --config`), or what a library user passes to createRouter. */
 export const RouterConfigSchema = Type.Object(
@@ -216,6 +216,7 @@ export const RouterConfigSchema = Type.Object(
       }),
     ),
     health: defaulted(HealthSchema),
+    tracing: Type.Optional(TracingSchema),
     maxRetries: defaulted(
       Type.Integer({
         minimum: 0,

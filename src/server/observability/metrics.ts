@@ -8,6 +8,7 @@ import type { QueueEvent, QueueStats } from '../../routing/queue/admission-queue
 import { ChildCache, FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } from './fast-metrics.js';
 import { registerReplicaMetrics, type ReplicaStatsSample } from './replica-metrics.js';
 import { registerWarmStartMetrics, type WarmStartSample } from './warm-metrics.js';
+import { processMetrics } from './process-metrics.js';
 
 export interface WorkerLoadSample {
   pool: string;
@@ -81,6 +82,8 @@ export interface RoutingTimingsUs {
 // Microsecond buckets: a decision takes single-digit microseconds, a slow one hundreds.
 const OVERHEAD_BUCKETS_US = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 50_000];
 const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Per output token: a fast decode step is a few milliseconds, a loaded one hundreds. */
+const TOKEN_BUCKETS_S = [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5];
 const RATIO_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1];
 
 export class RouterMetrics {
@@ -91,22 +94,42 @@ export class RouterMetrics {
   // same registry and rendered the same way: prom-client's per-call work was most of the metrics' cost.
   private readonly requests = new FastCounter({
     name: 'kvroute_requests_total',
-    help: 'HTTP requests answered, by route and status code',
-    labelNames: ['route', 'status'],
+    help: "HTTP requests answered, by route, status code and model (the OpenAI routes; 'unknown' before the body named one)",
+    labelNames: ['route', 'model', 'status'],
+    registry: this.registry,
+  });
+  private readonly errors = new FastCounter({
+    name: 'kvroute_request_errors_total',
+    help: 'Requests answered with an OpenAI error (a 4xx or 5xx body, or the error frame that ended a stream), by route, model, status and error code',
+    labelNames: ['route', 'model', 'status', 'code'],
+    registry: this.registry,
+  });
+  private readonly duration = new FastHistogram({
+    name: 'kvroute_request_duration_seconds',
+    help: 'End to end: from request arrival to the whole answer sent (a JSON body, or the end of a stream), for requests answered 200, by route, model and stream',
+    labelNames: ['route', 'model', 'stream'],
+    buckets: LATENCY_BUCKETS_S,
     registry: this.registry,
   });
   private readonly ttft = new FastHistogram({
     name: 'kvroute_time_to_first_token_seconds',
     help: 'Time from request arrival to the first streamed token chunk',
-    labelNames: ['route'],
+    labelNames: ['route', 'model'],
     buckets: LATENCY_BUCKETS_S,
     registry: this.registry,
   });
   private readonly itl = new FastHistogram({
     name: 'kvroute_inter_token_latency_seconds',
     help: 'Time between consecutive streamed token chunks',
-    labelNames: ['route'],
+    labelNames: ['route', 'model'],
     buckets: LATENCY_BUCKETS_S,
+    registry: this.registry,
+  });
+  private readonly tpot = new FastHistogram({
+    name: 'kvroute_time_per_output_token_seconds',
+    help: "Per stream answered 200: time from its first token chunk to its last, over its output tokens after the first (usage.completion_tokens, else token chunks)",
+    labelNames: ['route', 'model'],
+    buckets: TOKEN_BUCKETS_S,
     registry: this.registry,
   });
   private readonly inputTokens = new FastCounter({
@@ -202,6 +225,7 @@ export class RouterMetrics {
   readonly replicaSyncLag: (seconds: number) => void;
 
   constructor() {
+    processMetrics();
     const self = this;
     this.replicaSyncLag = registerReplicaMetrics(this.registry, () => self.sources?.replicaStats?.());
     registerWarmStartMetrics(this.registry, () => self.sources?.warmStartStats?.());
@@ -386,12 +410,17 @@ export class RouterMetrics {
   }
 
   // Labelled series resolved once per label value: a request's updates look nothing up by name.
-  private readonly ttftByRoute = new ChildCache<HistogramSeries>((route) => this.ttft.labels({ route }));
-  private readonly itlByRoute = new ChildCache<HistogramSeries>((route) => this.itl.labels({ route }));
+  private readonly ttftSeries = byRouteAndModel((route, model) => this.ttft.labels({ route, model }));
+  private readonly itlSeries = byRouteAndModel((route, model) => this.itl.labels({ route, model }));
+  private readonly tpotSeries = byRouteAndModel((route, model) => this.tpot.labels({ route, model }));
+  private readonly durationSeries = {
+    streamed: byRouteAndModel((route, model) => this.duration.labels({ route, model, stream: 'true' })),
+    json: byRouteAndModel((route, model) => this.duration.labels({ route, model, stream: 'false' })),
+  };
   private readonly hitRateByPool = new ChildCache<HistogramSeries>((pool) => this.hitRate.labels({ pool }));
   private readonly modeSeries = new ChildCache<CounterSeries>((mode) => this.modes.labels({ mode }));
-  /** Per route, per status code. */
-  private readonly requestSeries = new ChildCache<ChildCache<CounterSeries>>((route) => new ChildCache((status) => this.requests.labels({ route, status })));
+  /** Per route, per model, per status code. */
+  private readonly requestSeries = new ChildCache((route) => new ChildCache((model) => new ChildCache<CounterSeries>((status) => this.requests.labels({ route, model, status }))));
   private readonly overheadByPhase = {
     hash: this.overhead.labels({ phase: 'hash' }),
     match: this.overhead.labels({ phase: 'match' }),
@@ -404,16 +433,32 @@ export class RouterMetrics {
     this.sources = sources;
   }
 
-  request(route: string, status: number): void {
-    this.requestSeries.of(route).of(String(status)).inc();
+  /** A request answered; `model` empty for the routes that serve none (/health, /v1/models, ...). */
+  request(route: string, status: number, model = ''): void {
+    this.requestSeries.of(route).of(model).of(String(status)).inc();
   }
 
-  firstToken(route: string, seconds: number): void {
-    this.ttftByRoute.of(route).observe(seconds);
+  /** A request answered with an OpenAI error (its code), besides request(). Errors are rare: prom-client's labels do. */
+  error(route: string, model: string, status: number, code: string): void {
+    this.errors.labels({ route, model, status: String(status), code }).inc();
   }
 
-  interToken(route: string, seconds: number): void {
-    this.itlByRoute.of(route).observe(seconds);
+  /** A request answered 200, `seconds` after it arrived: its JSON body, or its stream's end. */
+  answered(route: string, model: string, stream: boolean, seconds: number): void {
+    (stream ? this.durationSeries.streamed : this.durationSeries.json).of(route).of(model).observe(seconds);
+  }
+
+  firstToken(route: string, model: string, seconds: number): void {
+    this.ttftSeries.of(route).of(model).observe(seconds);
+  }
+
+  interToken(route: string, model: string, seconds: number): void {
+    this.itlSeries.of(route).of(model).observe(seconds);
+  }
+
+  /** A stream's decode pace: seconds per output token after its first. */
+  timePerOutputToken(route: string, model: string, seconds: number): void {
+    this.tpotSeries.of(route).of(model).observe(seconds);
   }
 
   usage(promptTokens: number, completionTokens: number, cachedTokens: number): void {
@@ -494,7 +539,14 @@ export class RouterMetrics {
     return this.registry.contentType;
   }
 
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /** The router's metrics, then the process's (processMetrics(): one set per process, however many routers). */
+  async render(): Promise<string> {
+    const [own, proc] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
+    return `${own}\n${proc}`;
   }
+}
+
+/** Series resolved once per route, then per model. */
+function byRouteAndModel(make: (route: string, model: string) => HistogramSeries): ChildCache<ChildCache<HistogramSeries>> {
+  return new ChildCache((route) => new ChildCache((model) => make(route, model)));
 }

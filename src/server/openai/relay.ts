@@ -8,9 +8,10 @@ import { batchesOf } from '../../engines/event-batch.js';
 import { shapeOf } from '../../engines/sse.js';
 import { usageCounts, usageOf, type UsageCounts } from '../../engines/usage.js';
 import { ChatChunkConverter } from './chat.js';
-import { errorEventFrame, errorReply, type WorkerOf } from '../call/errors.js';
+import { errorEventFrame, errorReply, errorSummary, type WorkerOf } from '../call/errors.js';
 import type { FrameStream } from '../call/call.js';
 import type { RouterMetrics } from '../observability/metrics.js';
+import type { RelayTrace } from '../observability/tracing.js';
 import type { SseEvent } from '../../engines/types.js';
 
 /** One server-sent event from an engine: `data` is the raw payload after "data: ". */
@@ -19,6 +20,10 @@ export type { SseEvent };
 export interface RelayOptions {
   /** Metrics label: the route the client called. */
   route: string;
+  /** Metrics label: the request's model. */
+  model: string;
+  /** The relay's span (tracing on). */
+  trace?: RelayTrace;
   /** Convert completions chunks to chat.completion.chunk. */
   chat: boolean;
   /** The client asked for the usage chunk; when false, usage chunks the router asked for are dropped. */
@@ -44,6 +49,15 @@ export interface RelayStream extends FrameStream {
 
 const DONE_FRAME = 'data: [DONE]\n\n';
 
+/** The OpenAI error code of what ended a stream: the engine's error chunk's own, or the router's mapping. */
+export function failureCode(failure: unknown, workerOf: WorkerOf | undefined): string {
+  if (failure instanceof Error) return errorSummary(failure, workerOf).code;
+  const e = failure as { code?: unknown; type?: unknown } | null | undefined;
+  if (typeof e?.code === 'string' && e.code !== '') return e.code;
+  if (typeof e?.type === 'string' && e.type !== '') return e.type;
+  return 'engine_error';
+}
+
 export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): RelayStream {
   // Whole batches (every event one engine read produced) become one string of frames.
   const batches = batchesOf(source[Symbol.asyncIterator]());
@@ -52,6 +66,7 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): R
   let sawDone = false;
   let pendingEnd = false; // [DONE] was synthesised: the next call ends the stream
   let tokenFrames = 0;
+  let firstTokenAt = 0;
   let lastTokenAt = 0;
   let usage: UsageCounts | undefined;
   let lastFrame: string | null = null; // an interrupt's error frame, sent by the next pull
@@ -59,8 +74,19 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): R
   const finish = (status: number, failure?: unknown) => {
     if (ended) return;
     ended = true;
-    if (usage) o.metrics.usage(usage.promptTokens, usage.completionTokens, usage.cachedTokens ?? 0);
-    o.metrics.request(o.route, status);
+    const m = o.metrics;
+    if (usage) m.usage(usage.promptTokens, usage.completionTokens, usage.cachedTokens ?? 0);
+    m.request(o.route, status, o.model);
+    let code: string | undefined;
+    if (status === 200) {
+      m.answered(o.route, o.model, true, (performance.now() - o.startedAt) / 1000);
+      const tokens = usage?.completionTokens ?? tokenFrames;
+      if (tokens > 1 && tokenFrames > 1) m.timePerOutputToken(o.route, o.model, (lastTokenAt - firstTokenAt) / 1000 / (tokens - 1));
+    } else if (status !== 499) {
+      code = failureCode(failure, o.workerOf);
+      m.error(o.route, o.model, status, code);
+    }
+    o.trace?.end(status, { code, usage, tokenFrames });
     o.onEnd?.(status, usage, failure);
   };
   let consumed = false;
@@ -77,8 +103,11 @@ export function relayStream(source: AsyncIterable<SseEvent>, o: RelayOptions): R
 
   const tokenArrived = () => {
     const now = performance.now();
-    if (tokenFrames === 0) o.metrics.firstToken(o.route, (now - o.startedAt) / 1000);
-    else o.metrics.interToken(o.route, (now - lastTokenAt) / 1000);
+    if (tokenFrames === 0) {
+      firstTokenAt = now;
+      o.metrics.firstToken(o.route, o.model, (now - o.startedAt) / 1000);
+      o.trace?.firstToken();
+    } else o.metrics.interToken(o.route, o.model, (now - lastTokenAt) / 1000);
     tokenFrames++;
     lastTokenAt = now;
   };

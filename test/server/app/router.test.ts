@@ -1,6 +1,7 @@
 // The router's HTTP surface end to end (uWebSockets.js frontend, simulated fleet): every bad input
 // gets its OpenAI-style error, the side endpoints answer, the admin API and health checks move
 // workers in and out of selection, and the prefill router follows the prefill pool.
+import { register } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL, metricSum, prompt, startTestRouter, waitFor, waitForEventStreams, waitForNoLoad, type TestRouter } from '../helpers/router.js';
 
@@ -122,7 +123,10 @@ describe('router HTTP surface', () => {
     ]) {
       expect(text).toContain(name);
     }
-    expect(text).not.toMatch(/^process_cpu/m); // not the global registry's default metrics
+    // The process's own metrics come from a registry of kvroute's too: prom-client's global one stays empty.
+    expect(text).toMatch(/^process_cpu_seconds_total /m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds /m);
+    expect(await register.metrics()).toBe('');
     expect(await metricSum(t.url, 'kvroute_requests_total', 'status="200"')).toBeGreaterThan(0);
   });
 

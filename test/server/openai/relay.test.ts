@@ -20,6 +20,7 @@ function options(over: Partial<RelayOptions> = {}) {
   const metrics = new RouterMetrics();
   const o: RelayOptions = {
     route: '/v1/completions',
+    model: 'm',
     chat: false,
     clientWantsUsage: true,
     startedAt: performance.now(),
@@ -45,10 +46,10 @@ describe('relayStream', () => {
     expect(frames).toEqual([`data: ${a.data}\n\n`, `data: ${usageChunk.data}\n\n`, 'data: [DONE]\n\n']);
     expect(ends).toEqual([200]);
     const text = await metrics.render();
-    expect(text).toMatch(/kvroute_requests_total\{route="\/v1\/completions",status="200"\} 1/);
+    expect(text).toMatch(/kvroute_requests_total\{route="\/v1\/completions",model="m",status="200"\} 1/);
     expect(text).toMatch(/kvroute_output_tokens_total 2/);
     expect(text).toMatch(/kvroute_cached_tokens_total 4/);
-    expect(text).toMatch(/kvroute_time_to_first_token_seconds_count\{route="\/v1\/completions"\} 1/);
+    expect(text).toMatch(/kvroute_time_to_first_token_seconds_count\{route="\/v1\/completions",model="m"\} 1/);
   });
 
   it('relays a batch of events (one engine read) as one string of frames, stopping at an in-stream error', async () => {
