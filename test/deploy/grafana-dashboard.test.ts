@@ -26,16 +26,18 @@ type Matrix = Array<{ metric: Record<string, string>; values: Array<[number, str
 
 const graphPanels = DASHBOARD.panels.filter((p) => p.type !== 'row');
 
-/** The expression as Grafana sends it: $job as its All value's regex, $__rate_interval as a duration. */
+/** The expression as Grafana sends it: $job as the job, $model as its All value's regex, $__rate_interval as a duration. */
 function substitute(expr: string): string {
-  return expr.replaceAll('$__rate_interval', RATE_INTERVAL).replaceAll('$job', JOB);
+  return expr.replaceAll('$__rate_interval', RATE_INTERVAL).replaceAll('$job', JOB).replaceAll('$model', '.*');
 }
 
 describe('deploy/grafana/kvroute.json: the shape Grafana imports', () => {
-  it('takes its data source and job from template variables', () => {
+  it('takes its data source, job and model from template variables', () => {
     const vars = DASHBOARD.templating.list;
-    expect(vars.find((v) => v.name === 'datasource')).toMatchObject({ type: 'datasource', query: 'prometheus' });
-    expect(vars.find((v) => v.name === 'job')).toMatchObject({ type: 'query', allValue: '.*' });
+    expect(vars.map((v) => v.name)).toEqual(['datasource', 'job', 'model']);
+    expect(vars[0]).toMatchObject({ type: 'datasource', query: 'prometheus' });
+    expect(vars[1]).toMatchObject({ type: 'query', allValue: '.*' });
+    expect(vars[2]).toMatchObject({ type: 'query', allValue: '.*' });
     for (const p of graphPanels) {
       expect(p.datasource?.uid, p.title).toBe('${datasource}');
       expect(p.targets?.length, p.title).toBeGreaterThan(0);
@@ -103,8 +105,9 @@ describe.skipIf(PROMETHEUS_SKIP_REASON !== null)('deploy/grafana/kvroute.json ag
     await new Promise((r) => setTimeout(r, 2500));
     const end = Date.now() / 1000;
 
-    const jobs = await prom.api<string[]>(`label/job/values`, { 'match[]': 'kvroute_workers' });
-    expect(jobs).toContain(JOB);
+    // The variables' own queries: label_values(kvroute_workers, job) and label_values(kvroute_requests_total{job=~"$job"}, model).
+    expect(await prom.api<string[]>('label/job/values', { 'match[]': 'kvroute_workers' })).toContain(JOB);
+    expect(await prom.api<string[]>('label/model/values', { 'match[]': `kvroute_requests_total{job=~"${JOB}"}` })).toContain(MODEL);
 
     const empty: string[] = [];
     const noValue: string[] = [];
@@ -136,6 +139,9 @@ describe.skipIf(PROMETHEUS_SKIP_REASON !== null)('deploy/grafana/kvroute.json ag
     for (const ref of ['A', 'C']) expect(await max(panelExpr('Stream incidents', ref)), `stream incidents ${ref}`).toBeGreaterThan(0);
     for (const ref of ['A', 'B']) expect(await max(panelExpr('Rejected and undecodable events', ref)), `ingest errors ${ref}`).toBeGreaterThan(0);
     expect(await max(panelExpr('Time to first token', 'C')), 'TTFT p99').toBeGreaterThan(0);
+    expect(await max(panelExpr('End-to-end request duration', 'C')), 'end-to-end p99').toBeGreaterThan(0);
+    expect(await max(panelExpr('Errors by status and code')), 'errors by code').toBeGreaterThan(0);
+    expect(await max(panelExpr('CPU')), 'router CPU').toBeGreaterThan(0);
     expect(await max(panelExpr('Predicted hit rate')), 'predicted hit rate').toBeGreaterThan(0);
   }, 60_000);
 });
