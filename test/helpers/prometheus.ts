@@ -1,22 +1,12 @@
 // A real Prometheus (Debian's `prometheus` package) scraping loopback targets every second, its
 // storage in a temporary folder, killed at the end. Absent prometheus: the tests skip with a
 // message, except under CI (CI set), where they must run (.ci/run installs it).
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, spawnTracked, type CliProcess } from './processes.js';
+import { commandInstalled, freePort, spawnTracked, type CliProcess } from './processes.js';
 
-function installed(): boolean {
-  try {
-    execFileSync('prometheus', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export const PROMETHEUS_INSTALLED = installed();
+export const PROMETHEUS_INSTALLED = commandInstalled('prometheus');
 
 /** Why the Prometheus tests are skipped; null when they run (under CI a missing prometheus fails them). */
 export const PROMETHEUS_SKIP_REASON: string | null =
