@@ -20,7 +20,7 @@ export const SRC_LAYERS = [
 export const SERVER_LAYERS = [
   ['call', 'config'], // the neutral HTTP call, bodies and error replies; the configuration schema
   ['observability'],
-  ['http', 'openai', 'fleet', 'access'], // frontends; the OpenAI protocol; workers at runtime; who may call
+  ['http', 'openai', 'fleet', 'access', 'dashboard'], // frontends; the OpenAI protocol; workers at runtime; who may call; the live page
   ['replicas', 'discovery'], // router replicas acting as one over NATS; workers discovered from Kubernetes
   ['app'], // the composition root
 ];

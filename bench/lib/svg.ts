@@ -1,5 +1,8 @@
 // Small hand-written SVG charts for the reports: grouped bars, lines (linear or log axes) and
-// CDFs, each with a title, labelled axes with gridlines, and a legend. No dependencies.
+// CDFs, each with a title, labelled axes with gridlines, and a legend. No dependencies. Every
+// series of a chart has its own colour (seriesColors), and the legend is laid out from the
+// labels' measured widths: on the right when they fit there, else in columns under the plot, the
+// chart growing as tall as it needs.
 import { formatCompact, formatNumber } from './format.js';
 import { cdfPoints } from './stats.js';
 
@@ -8,8 +11,63 @@ const HEIGHT = 420;
 const MARGIN = { top: 44, right: 180, bottom: 58, left: 76 };
 const PLOT_W = WIDTH - MARGIN.left - MARGIN.right;
 const PLOT_H = HEIGHT - MARGIN.top - MARGIN.bottom;
-// Okabe-Ito: distinguishable with the common colour-vision deficiencies.
-export const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#F0E442', '#000000'];
+const FONT_SIZE = 12;
+const LEGEND_ROW = 20;
+/** A legend entry: the colour's line, a gap, then the label. */
+const SWATCH = 28;
+const LEGEND_GAP = 18;
+// Okabe-Ito first (distinguishable with the common colour-vision deficiencies), then Paul Tol's
+// muted and dark colours: 16 that differ from each other and read on white.
+export const PALETTE = [
+  '#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#F0E442', '#000000',
+  '#332288', '#882255', '#44AA99', '#999933', '#AA4499', '#661100', '#6699CC', '#888888',
+];
+
+/** `n` distinct colours: the palette, then hues spread by the golden angle (never a repeat). */
+export function seriesColors(n: number): string[] {
+  const out = PALETTE.slice(0, n);
+  const seen = new Set(out);
+  for (let i = 0; out.length < n; i++) {
+    const hue = Math.round((i * 137.508) % 360);
+    const light = [38, 52, 30][i % 3];
+    const c = hslHex(hue, 70, light);
+    if (!seen.has(c)) {
+      seen.add(c);
+      out.push(c);
+    }
+  }
+  return out;
+}
+
+function hslHex(h: number, s: number, l: number): string {
+  const a = (s / 100) * Math.min(l / 100, 1 - l / 100);
+  const f = (k: number) => {
+    const t = (k + h / 30) % 12;
+    const v = l / 100 - a * Math.max(-1, Math.min(t - 3, 9 - t, 1));
+    return Math.round(v * 255).toString(16).padStart(2, '0');
+  };
+  return `#${f(0)}${f(8)}${f(4)}`.toUpperCase();
+}
+
+// Helvetica's advance widths (its AFM, per 1000 em) for ASCII 32..126; Arial and Liberation Sans
+// share them. Others count as 'M'-wide less a little (≤, ×, µ are narrower than that).
+const HELVETICA = [
+  278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556,
+  1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469, 556,
+  333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
+];
+/** Room for a wider fallback font (DejaVu Sans, where no Helvetica-metric font is installed, runs about 10% wider). */
+const FONT_SLACK = 1.15;
+
+/** The width of `text` in px at `size`, from Helvetica's metrics with slack for a wider font. */
+export function textWidth(text: string, size = FONT_SIZE): number {
+  let units = 0;
+  for (const ch of text) {
+    const c = ch.codePointAt(0)!;
+    units += c >= 32 && c <= 126 ? HELVETICA[c - 32] : 750;
+  }
+  return (units / 1000) * size * FONT_SLACK;
+}
 
 export interface Scale {
   (v: number): number;
@@ -69,10 +127,10 @@ function extent(values: number[], log: boolean, includeZero: boolean): [number, 
   return [Math.floor(lo / step) * step, Math.ceil(hi / step) * step];
 }
 
-function frame(title: string, body: string[]): string {
+function frame(title: string, body: string[], height = HEIGHT): string {
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
-    `<rect width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="${FONT_SIZE}">`,
+    `<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
     `<text x="${WIDTH / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${escapeXml(title)}</text>`,
     ...body,
     '</svg>',
@@ -107,17 +165,37 @@ function xAxis(x: Scale, label: string): string[] {
   return out;
 }
 
-function legend(names: string[], dashed: boolean[] = []): string[] {
-  const out: string[] = [];
-  const x = MARGIN.left + PLOT_W + 16;
+/** A chart's legend, and the height the chart needs for it. */
+interface Legend {
+  svg: string[];
+  height: number;
+}
+
+/**
+ * One entry per series in its colour: on the right of the plot when every label fits there and
+ * the entries fit its height, else in as many columns under the plot as the widest label allows.
+ */
+function legend(names: string[], colors: string[], dashed: boolean[] = []): Legend {
+  const widest = Math.max(0, ...names.map((n) => textWidth(n)));
+  const right = MARGIN.left + PLOT_W + 16;
+  const onRight = right + SWATCH + widest <= WIDTH - 4 && names.length * LEGEND_ROW <= PLOT_H;
+  const colW = SWATCH + widest + LEGEND_GAP;
+  const columns = onRight ? 1 : Math.max(1, Math.floor((WIDTH - 2 * 16 + LEGEND_GAP) / colW));
+  const rows = Math.ceil(names.length / columns);
+  // Under the plot: below the x axis label, which sits at HEIGHT - 14.
+  const top = onRight ? MARGIN.top + 8 : HEIGHT + 4;
+  const left = onRight ? right : 16;
+  const svg: string[] = [];
   names.forEach((name, i) => {
-    const y = MARGIN.top + 8 + i * 20;
-    const color = PALETTE[i % PALETTE.length];
+    const col = onRight ? 0 : i % columns;
+    const row = onRight ? i : Math.floor(i / columns);
+    const x = left + col * colW;
+    const y = top + row * LEGEND_ROW;
     const dash = dashed[i] ? ' stroke-dasharray="6 4"' : '';
-    out.push(`<line x1="${x}" y1="${y}" x2="${x + 22}" y2="${y}" stroke="${color}" stroke-width="3"${dash}/>`);
-    out.push(`<text x="${x + 28}" y="${y}" dominant-baseline="middle">${escapeXml(name)}</text>`);
+    svg.push(`<line x1="${x}" y1="${y}" x2="${x + 22}" y2="${y}" stroke="${colors[i]}" stroke-width="3"${dash}/>`);
+    svg.push(`<text x="${x + SWATCH}" y="${y}" dominant-baseline="middle">${escapeXml(name)}</text>`);
   });
-  return out;
+  return { svg, height: onRight ? HEIGHT : HEIGHT + rows * LEGEND_ROW + 4 };
 }
 
 export interface BarChartOptions {
@@ -139,6 +217,7 @@ export function barChart(o: BarChartOptions): string {
   const groupW = PLOT_W / Math.max(1, o.categories.length);
   const barW = Math.min(48, (groupW * 0.8) / Math.max(1, o.series.length));
   const base = MARGIN.top + PLOT_H;
+  const colors = seriesColors(o.series.length);
   o.categories.forEach((cat, ci) => {
     const gx = MARGIN.left + ci * groupW + (groupW - barW * o.series.length) / 2;
     o.series.forEach((s, si) => {
@@ -147,15 +226,16 @@ export function barChart(o: BarChartOptions): string {
       const top = y(v);
       const bx = gx + si * barW;
       body.push(
-        `<rect x="${bx.toFixed(1)}" y="${top.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${Math.max(0, base - top).toFixed(1)}" fill="${PALETTE[si % PALETTE.length]}"><title>${escapeXml(`${s.name}, ${cat}: ${formatNumber(v)}`)}</title></rect>`,
+        `<rect x="${bx.toFixed(1)}" y="${top.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${Math.max(0, base - top).toFixed(1)}" fill="${colors[si]}"><title>${escapeXml(`${s.name}, ${cat}: ${formatNumber(v)}`)}</title></rect>`,
       );
       body.push(`<text x="${(bx + barW / 2 - 1).toFixed(1)}" y="${(top - 4).toFixed(1)}" text-anchor="middle" font-size="10">${formatNumber(v)}</text>`);
     });
     body.push(`<text x="${(MARGIN.left + (ci + 0.5) * groupW).toFixed(1)}" y="${base + 18}" text-anchor="middle">${escapeXml(cat)}</text>`);
   });
   body.push(`<line x1="${MARGIN.left}" y1="${base}" x2="${MARGIN.left + PLOT_W}" y2="${base}" stroke="#333"/>`);
-  body.push(...legend(o.series.map((s) => s.name)));
-  return frame(o.title, body);
+  const key = legend(o.series.map((s) => s.name), colors);
+  body.push(...key.svg);
+  return frame(o.title, body, key.height);
 }
 
 export interface LineSeries {
@@ -187,8 +267,9 @@ export function lineChart(o: LineChartOptions): string {
   const x = makeScale(x0, x1, MARGIN.left, MARGIN.left + PLOT_W, o.logX);
   const y = makeScale(y0, y1, MARGIN.top + PLOT_H, MARGIN.top, o.logY);
   const body = [...xAxis(x, o.xLabel), ...yAxis(y, o.yLabel)];
+  const colors = seriesColors(o.series.length);
   o.series.forEach((s, si) => {
-    const color = PALETTE[si % PALETTE.length];
+    const color = colors[si];
     const pts = s.points.filter(([px, py]) => Number.isFinite(px) && Number.isFinite(py) && (!o.logX || px > 0) && (!o.logY || py > 0));
     if (pts.length === 0) return;
     let d = '';
@@ -207,8 +288,9 @@ export function lineChart(o: LineChartOptions): string {
       }
     }
   });
-  body.push(...legend(o.series.map((s) => s.name), o.series.map((s) => !!s.dashed)));
-  return frame(o.title, body);
+  const key = legend(o.series.map((s) => s.name), colors, o.series.map((s) => !!s.dashed));
+  body.push(...key.svg);
+  return frame(o.title, body, key.height);
 }
 
 export interface CdfChartOptions {

@@ -202,7 +202,7 @@ export class PrefillRouter {
           this.onEvent?.({ type: 'fallback', requestId, error });
         },
         finishedAtPrefill: () => void this.counts.finishedAtPrefill++,
-        done: (ctx, mode, outcome) => this.onRequestDone?.({ summary: ctx.tracker.summary(), mode, outcome }),
+        done: (ctx, mode, outcome) => this.onRequestDone?.({ summary: ctx.tracker.summary(), mode, reason: ctx.modeReason, outcome }),
       },
     };
     this.wasActive = this.active;

@@ -1,21 +1,11 @@
 // A real nats-server for the replica tests, on a free loopback port, killed at the end. Absent
 // nats-server: the tests skip with a message, except under CI (CI set), where they must run.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, spawnTracked, type CliProcess } from './processes.js';
+import { commandInstalled, freePort, spawnTracked, type CliProcess } from './processes.js';
 
-function installed(): boolean {
-  try {
-    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export const NATS_SERVER_INSTALLED = installed();
+export const NATS_SERVER_INSTALLED = commandInstalled('nats-server');
 
 /** Why the NATS tests are skipped; null when they run (CI runs them whatever: a missing server then fails them). */
 export const NATS_SKIP_REASON: string | null =

@@ -1,6 +1,6 @@
 // Real `kvroute` processes for the tests that need them (signals, exit statuses, ports held by
 // another process): spawned from src/ through tsx, their output collected, always killed at the end.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -88,4 +88,14 @@ export function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
+}
+
+/** Whether `command --version` runs: a server or browser from a Debian package the tests need. */
+export function commandInstalled(command: string): boolean {
+  try {
+    execFileSync(command, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -24,6 +24,8 @@ import { responseHeaders } from './response.js';
 export interface RequestDone {
   summary: TrackerSummary;
   mode: ServeMode;
+  /** Why that mode (x-kvroute-mode-reason). */
+  reason: ModeReason;
   outcome: FreeReason;
 }
 

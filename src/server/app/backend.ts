@@ -50,6 +50,15 @@ export interface RouteExplanation {
   decode: LegExplanation;
 }
 
+/** A request among the latest decisions (the live page): its legs explained, how it ended once it did. */
+export interface RecentDecision {
+  requestId: string;
+  /** Date.now() of its first leg. */
+  at: number;
+  legs: Array<LegExplanation & { pool: string; at: number }>;
+  done?: { at: number; mode: string; reason: string; outcome: string; ttftMs?: number; outputTokens: number };
+}
+
 export interface Backend {
   dispatch(req: DispatchRequest): Promise<DispatchResponse>;
   /** A routing query on the live state: books nothing, advances nothing. */
@@ -58,6 +67,10 @@ export interface Backend {
   ingest: IngestPort;
   /** False when requests cannot be served (e.g. disaggregation enforced and no prefill worker). */
   canServe(): boolean;
+  /** The latest requests routed, newest first, at most `limit` (kept in a small ring). */
+  recentDecisions(limit: number): RecentDecision[];
+  /** Blocks the pool's index holds for a worker, over its dp ranks. */
+  indexedBlocks(pool: PoolName, worker: number, dpSize: number): number;
   metricsSources: Omit<MetricsSources, 'workerStates'>;
   /** The router queues and conditional disaggregation, changeable at runtime (the admin API). */
   scheduling: SchedulingPort;

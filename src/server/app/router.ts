@@ -7,7 +7,10 @@ import { markVerbatim } from '../../engines/json.js';
 import { requestUsage, usageCounts, usageOf, wantsUsage } from '../../engines/usage.js';
 import { CHATML_TEMPLATE, ChatTemplate } from '../../preprocess/chat-template.js';
 import type { TextTokenizer } from '../../preprocess/types.js';
-import { handleAdmin } from '../fleet/admin.js';
+import { checkAdminAccess, handleAdmin } from '../fleet/admin.js';
+import { handleDashboard, isDashboardPath } from '../dashboard/page.js';
+import { MetricsHistory } from '../observability/metrics-history.js';
+import { dashboardState } from './dashboard-state.js';
 import type { Backend, DispatchRequest } from './backend.js';
 import { collectBody } from '../call/body.js';
 import { parseRouterConfig, type RouterConfig, type RouterConfigInput } from '../config/config.js';
@@ -176,6 +179,8 @@ export class RouterImpl implements Router {
   private readonly inFlight = new InFlight();
   private readonly failures: FailureLog;
   private readonly workerOf: WorkerOf;
+  /** The last minutes of the request path, for the live page. */
+  private readonly history: MetricsHistory;
   private isDraining = false;
   private closed = false;
   private discovery?: Discovery;
@@ -220,6 +225,8 @@ export class RouterImpl implements Router {
       config.health.timeoutMs,
     );
     this.health.start();
+    this.history = new MetricsHistory(() => metrics.totals());
+    this.history.start();
   }
 
   /** Workers discovered from now on join the fleet; /health and /metrics report the discovery. */
@@ -228,7 +235,7 @@ export class RouterImpl implements Router {
   }
 
   serves(_method: string, path: string): boolean {
-    return ROUTES[path] !== undefined || path === '/admin' || path.startsWith('/admin/');
+    return ROUTES[path] !== undefined || path === '/admin' || path.startsWith('/admin/') || isDashboardPath(path);
   }
 
   ready(): boolean {
@@ -254,8 +261,15 @@ export class RouterImpl implements Router {
     const startedAt = performance.now();
     const path = call.url.split('?', 1)[0];
     const route = ROUTES[path];
-    const label = route ? path : path.startsWith('/admin') ? '/admin' : 'other';
+    const label = route ? path : path.startsWith('/admin') ? '/admin' : isDashboardPath(path) ? '/dashboard' : 'other';
     try {
+      if (isDashboardPath(path)) {
+        // The live page's data has the admin API's access rules. With a token, the page itself (a
+        // static file, no data) is served to anyone who reaches it: a browser cannot send the
+        // bearer token on navigation; the page sends it from the URL's #token= fragment.
+        if (this.config.adminToken === undefined || path.startsWith('/dashboard/state')) checkAdminAccess(call, this.config.adminToken);
+        return this.counted(label, handleDashboard(call, path, () => this.dashboardState()));
+      }
       if (path === '/admin' || path.startsWith('/admin/')) {
         return this.counted(label, await handleAdmin(call, path, { registry: this.registry, scheduling: this.backend.scheduling, token: this.config.adminToken, readJson: (c) => this.readJson(c) }));
       }
@@ -443,13 +457,20 @@ export class RouterImpl implements Router {
     return { status: 200, headers: { 'content-type': 'application/json', 'x-request-id': requestId }, body: JSON.stringify(explanation) };
   }
 
+  private dashboardState() {
+    return dashboardState({ config: this.config, registry: this.registry, backend: this.backend, history: this.history, status: () => this.status() });
+  }
+
+  /** Warming: requests are served (on the restored index as far as it caught up), but a load balancer should wait before sending its share. */
+  private status(): 'draining' | 'unavailable' | 'warming' | 'ready' {
+    return this.isDraining ? 'draining' : !this.ready() ? 'unavailable' : this.backend.warmStart?.ready() === false ? 'warming' : 'ready';
+  }
+
   private healthReply(): HttpReply {
     const workers = this.registry.list();
     const count = (pred: (w: (typeof workers)[number]) => boolean) => workers.filter(pred).length;
     const summary = {
-      // Warming: requests are served (on the restored index as far as it caught up), but a load
-      // balancer should wait before sending its share.
-      status: this.isDraining ? 'draining' : !this.ready() ? 'unavailable' : this.backend.warmStart?.ready() === false ? 'warming' : 'ready',
+      status: this.status(),
       workers: workers.length,
       healthy: count((w) => w.state === 'healthy'),
       unhealthy: count((w) => w.state === 'unhealthy'),
@@ -531,6 +552,7 @@ export class RouterImpl implements Router {
     if (this.closed) return;
     this.closed = true;
     await this.discovery?.close();
+    this.history.stop();
     await this.health.close();
     await this.backend.close();
     // Spans still buffered are sent before the router is gone.

@@ -143,6 +143,7 @@ function banner(url: string, adminUrl: string, router: Router, fleet: EmbeddedFl
     `  OpenAI   ${url}/v1/completions  ${url}/v1/chat/completions  ${url}/v1/models`,
     `  explain  ${url}/v1/route (POST a request body: the routing decision, nothing runs)`,
     `  metrics  ${url}/metrics   health ${url}/health   live ${url}/live   admin ${adminUrl}/admin/workers`,
+    `  live page of the fleet  ${adminUrl}/dashboard`,
     '',
     'Try it (the x-kvroute-* response headers name the prefill and decode workers and the overlap):',
     `  curl -N -i ${url}/v1/chat/completions -H 'content-type: application/json' -d '${body}'`,

@@ -26,6 +26,7 @@ import { withFields } from '../../util/objects.js';
 import { ReplicaSync } from '../replicas/sync.js';
 import { FaultEvents } from './fault-events.js';
 import { SnapshotPublisher } from '../replicas/snapshot-publisher.js';
+import { DecisionLog } from '../observability/decision-log.js';
 import { beginWarmStart, captureSnapshot, subscribeResuming } from './warm-wiring.js';
 
 export interface BackendOptions {
@@ -66,10 +67,12 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
   const sessions =
     affinity &&
     new SessionAffinity({ ttlMs: affinity.ttlMs, maxSessions: affinity.maxSessions, clock: o.clock, onBind: (id, binding) => shared.sync?.sessionBound(id, binding) });
+  // The latest decisions for the live page (/dashboard): a ring of the legs booked and the requests finished.
+  const decisions = new DecisionLog();
   const faults = new FaultEvents(o.metrics, (o.log ?? silentLogger).child({ component: 'routing' }), o.clock);
   const parts: Record<PoolName, PoolParts> = {
-    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o, shared, warmStart?.restored?.prefill),
-    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o, shared, warmStart?.restored?.decode),
+    prefill: buildPool('prefill', config, config.prefill, ['prefill'], transport, faults, o, shared, decisions, warmStart?.restored?.prefill),
+    decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o, shared, decisions, warmStart?.restored?.decode),
   };
   const sync = config.replicas
     ? await ReplicaSync.start({
@@ -104,7 +107,11 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     fallbackToAggregated: config.fallbackToAggregated,
     forwardPriority: config.forwardPriority,
     clock: o.clock,
-    onRequestDone: (done) => o.metrics.served(done.mode),
+    onRequestDone: (done) => {
+      o.metrics.served(done.mode);
+      const { summary } = done;
+      decisions.done({ at: Date.now(), requestId: summary.requestId, mode: done.mode, reason: done.reason, outcome: done.outcome, ttftMs: summary.ttftMs, outputTokens: summary.outputTokens });
+    },
     queue: queueSettings(config),
     onQueueEvent: (pool, ev) => o.metrics.queueEvent(pool, ev),
     conditionalDisagg: config.conditionalDisagg,
@@ -191,6 +198,13 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       },
     },
     canServe: () => router.canServeRequests(),
+    recentDecisions: (limit) =>
+      decisions.recent(limit).map((r) => ({ requestId: r.requestId, at: r.at, legs: r.legs.map((l) => ({ pool: l.pool, at: l.at, ...explainLeg(l.decision) })), done: r.done })),
+    indexedBlocks: (pool, worker, dpSize) => {
+      let n = 0;
+      for (let rank = 0; rank < dpSize; rank++) n += parts[pool].indexer.blocksOf(worker, rank);
+      return n;
+    },
     metricsSources: {
       workerLoads: () =>
         [parts.prefill, parts.decode].flatMap((p) =>
@@ -255,6 +269,7 @@ function buildPool(
   faults: FaultEvents,
   o: BackendOptions,
   shared: { sync?: ReplicaSync },
+  decisions: DecisionLog,
   restored?: KvIndexer,
 ): PoolParts {
   const approximate = config.indexerMode === 'approximate';
@@ -282,7 +297,7 @@ function buildPool(
   });
   const pool = new WorkerPool(name, core, roles, faults.poolOptions(config.outlierDetection));
   const router = new KvRouter({
-    core: observed(core, name, o.metrics, shared),
+    core: observed(core, name, o.metrics, shared, decisions),
     pool,
     transport,
     abandonAfterMs: o.abandonAfterMs,
@@ -345,15 +360,16 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
 }
 
 /**
- * The core as KvRouter sees it: every booked decision observed by the metrics, and every booking
- * change told to the sibling replicas when they share bookings.
+ * The core as KvRouter sees it: every booked decision observed by the metrics and kept in the
+ * decision log, and every booking change told to the sibling replicas when they share bookings.
  */
-function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics, shared: { sync?: ReplicaSync }): KvRouterCore {
+function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics, shared: { sync?: ReplicaSync }, decisions: DecisionLog): KvRouterCore {
   return {
     config: core.config,
     route(tokens, req) {
       const d = core.route(tokens, req);
       metrics.decision(pool, d.promptTokens, d.cachedTokens, d.timingsUs);
+      decisions.leg(pool, d);
       shared.sync?.booked({
         pool,
         requestId: d.requestId,

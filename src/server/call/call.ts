@@ -108,6 +108,11 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-cache',
 };
 
+/** Paths answered with the admin API's access rules and on its listener: /admin and the live page under /dashboard. */
+export function isAdminListenerPath(path: string): boolean {
+  return path === '/admin' || path.startsWith('/admin/') || path === '/dashboard' || path.startsWith('/dashboard/');
+}
+
 /** A loopback peer or bind address, in its usual spellings (IPv4-mapped IPv6 included). */
 export function isLoopback(address: string | undefined): boolean {
   if (!address) return false;

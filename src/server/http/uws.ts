@@ -13,7 +13,7 @@ import { listenOn } from '../../util/uws-listen.js';
 import { errorReply, HttpError, notFound } from '../call/errors.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { BoundedBodyBuffer } from '../call/body.js';
-import { FrameBatcher, type FrameStream, type HttpCall, type HttpReply } from '../call/call.js';
+import { FrameBatcher, isAdminListenerPath, type FrameStream, type HttpCall, type HttpReply } from '../call/call.js';
 import { beginTimes, publishTimes, type PendingTimes } from './request-times.js';
 
 /** What the frontend needs from the router. */
@@ -76,7 +76,7 @@ export async function listenUws(handler: CallHandler, opts: ListenOptions = {}):
   app.any('/*', (res, req) => {
     if (refusal) {
       const path = req.getUrl();
-      const admin = path === '/admin' || path.startsWith('/admin/');
+      const admin = isAdminListenerPath(path);
       if (admin !== (routes === 'admin')) return refuse(res, req, refusal);
     }
     onRequest(handler, res, req);
@@ -150,8 +150,8 @@ function onRequest(handler: CallHandler, res: HttpResponse, req: HttpRequest): v
     method,
     url: query ? `${path}?${query}` : path,
     headers,
-    // Only the admin API looks at the peer (reading it costs a native call per request).
-    remoteAddress: path.startsWith('/admin') ? remoteAddressOf(res) : undefined,
+    // Only the admin API and the live page look at the peer (reading it costs a native call per request).
+    remoteAddress: isAdminListenerPath(path) ? remoteAddressOf(res) : undefined,
     signal: state.controller.signal,
   };
 
@@ -288,7 +288,7 @@ function refusalReply(routes: 'public' | 'admin', adminElsewhere: string | undef
   return errorReply(
     routes === 'public'
       ? new HttpError(403, 'permission_error', 'admin_not_here', `the admin API is not served on this listener${adminElsewhere ? `: ${adminElsewhere}` : ''}`)
-      : notFound('this listener serves the admin API (/admin) only', 'unknown_route'),
+      : notFound('this listener serves the admin API (/admin) and the live page (/dashboard) only', 'unknown_route'),
   );
 }
 

@@ -77,6 +77,11 @@ abstract class SeriesFamily<S> implements RegistrableMetric {
     register(o.registry, this);
   }
 
+  /** Every series so far, to read totals off the hot path (the live page's history). */
+  all(): IterableIterator<S> {
+    return this.series.values();
+  }
+
   /** The series of a label set (created on first use; resolve it once and keep it). */
   labels(labels: Labels): S {
     const key = keyOf(this.labelNames, labels);

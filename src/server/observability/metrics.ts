@@ -62,6 +62,24 @@ export interface MetricsSources {
   tokenizerCache?(): TokenizerCacheSample | undefined;
 }
 
+/** Cumulative figures of the request path, read by the live page's history (metrics-history.ts). */
+export interface MetricsTotals {
+  /** Upper bounds of the TTFT buckets, seconds. */
+  ttftBounds: readonly number[];
+  /** TTFT observations per bucket (not cumulative), every route together; `ttftCount` includes those above the last bound. */
+  ttftBuckets: Float64Array;
+  ttftCount: number;
+  /** Predicted hit rate per pool: sum and count of the per-request ratios. */
+  hitRate: Record<string, { sum: number; count: number }>;
+  /** Answers of the OpenAI routes, and those of them that were not 2xx. */
+  requests: number;
+  errors: number;
+  /** Requests served, by mode. */
+  served: Record<string, number>;
+  /** Mode decisions by reason. */
+  reasons: Record<string, number>;
+}
+
 export interface RoutingTimingsUs {
   hash: number;
   match: number;
@@ -527,6 +545,27 @@ export class RouterMetrics {
   apiKeyRequest(key: string, result: string, tokens: number): void {
     this.keyRequests.inc({ key, result });
     if (tokens > 0) this.keyTokens.inc({ key }, tokens);
+  }
+
+  totals(): MetricsTotals {
+    const ttftBuckets = new Float64Array(LATENCY_BUCKETS_S.length);
+    let ttftCount = 0;
+    for (const s of this.ttft.all()) {
+      for (let i = 0; i < ttftBuckets.length; i++) ttftBuckets[i] += s.counts[i];
+      ttftCount += s.count;
+    }
+    const hitRate: MetricsTotals['hitRate'] = {};
+    for (const s of this.hitRate.all()) hitRate[s.labels.pool] = { sum: s.sum, count: s.count };
+    let requests = 0;
+    let errors = 0;
+    for (const s of this.requests.all()) {
+      if (s.labels.route !== '/v1/completions' && s.labels.route !== '/v1/chat/completions') continue;
+      requests += s.value;
+      if (!s.labels.status.startsWith('2')) errors += s.value;
+    }
+    const served: Record<string, number> = {};
+    for (const s of this.modes.all()) served[s.labels.mode] = s.value;
+    return { ttftBounds: LATENCY_BUCKETS_S, ttftBuckets, ttftCount, hitRate, requests, errors, served, reasons: { ...this.sources?.modeReasons?.() } };
   }
 
   get contentType(): string {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { barChart, cdfChart, escapeXml, lineChart, makeScale, niceTicks } from '../../../bench/lib/svg.js';
+import { barChart, cdfChart, escapeXml, lineChart, makeScale, niceTicks, PALETTE, seriesColors, textWidth } from '../../../bench/lib/svg.js';
+import { ELEVEN_SETUPS, legendEntries, viewBoxOf } from './svg-legend.js';
 
 /** Tags open and close in order (a cheap well-formedness check). */
 function balanced(svg: string): boolean {
@@ -67,5 +68,46 @@ describe('svg charts', () => {
     const cdf = cdfChart({ title: 'CDF', xLabel: 'us', series: [{ name: 'x', values: [1, 2, 3, 4] }] });
     expect(balanced(cdf)).toBe(true);
     expect(cdf).toMatch(/d="M[\d.]+,[\d.]+H/);
+  });
+});
+
+describe('svg chart legends and colours', () => {
+  const samples = (i: number) => Array.from({ length: 50 }, (_, k) => (k + 1) * (i + 1));
+
+  it('gives each of 11 series its own colour and keeps every legend label inside the viewBox', () => {
+    const svg = cdfChart({ title: 'TTFT under overload', xLabel: 'ms', logX: true, series: ELEVEN_SETUPS.map((name, i) => ({ name, values: samples(i) })) });
+    const entries = legendEntries(svg);
+    expect(entries.map((e) => e.name)).toEqual(ELEVEN_SETUPS);
+    expect(new Set(entries.map((e) => e.color.toUpperCase())).size).toBe(11);
+    // The curves are drawn in the legend's colours, one each.
+    const strokes = [...svg.matchAll(/<path d="[^"]*" fill="none" stroke="(#[0-9A-Fa-f]{6})"/g)].map((m) => m[1]);
+    expect(strokes).toEqual(entries.map((e) => e.color));
+    const box = viewBoxOf(svg);
+    for (const e of entries) {
+      expect(e.x + textWidth(e.name), e.name).toBeLessThanOrEqual(box.width);
+      expect(e.y + 8, e.name).toBeLessThanOrEqual(box.height);
+      expect(e.x).toBeGreaterThanOrEqual(0);
+    }
+    expect(balanced(svg)).toBe(true);
+  });
+
+  it('keeps short legends on the right of a chart of the usual size', () => {
+    const svg = lineChart({ title: 't', xLabel: 'x', yLabel: 'y', series: [{ name: 'kv', points: [[1, 1], [2, 2]] }, { name: 'round robin', points: [[1, 2], [2, 1]] }] });
+    expect(viewBoxOf(svg)).toEqual({ width: 760, height: 420 });
+    for (const e of legendEntries(svg)) expect(e.x).toBeGreaterThan(580);
+  });
+
+  it('never repeats a colour, even past the palette', () => {
+    for (const n of [1, 8, 16, 17, 40]) expect(new Set(seriesColors(n)).size).toBe(n);
+    expect(seriesColors(3)).toEqual(PALETTE.slice(0, 3));
+    const bars = barChart({ title: 'b', categories: ['a'], series: Array.from({ length: 20 }, (_, i) => ({ name: `series ${i}`, values: [i + 1] })), yLabel: 'y' });
+    const fills = [...bars.matchAll(/<rect x="[^"]*" y="[^"]*" width="[^"]*" height="[^"]*" fill="(#[0-9A-Fa-f]{6})"/g)].map((m) => m[1]);
+    expect(new Set(fills).size).toBe(20);
+  });
+
+  it('measures text with Helvetica metrics', () => {
+    // 'iii' is narrow, 'WWW' wide; both scale with the size.
+    expect(textWidth('WWW')).toBeGreaterThan(4 * textWidth('iii'));
+    expect(textWidth('abc', 24)).toBeCloseTo(2 * textWidth('abc', 12));
   });
 });
