@@ -57,7 +57,7 @@ interface OtlpSpan {
   status?: { code?: number; message?: string };
 }
 
-function valueOf(v: OtlpKeyValue['value']): string | number | boolean {
+function attributeValue(v: OtlpKeyValue['value']): string | number | boolean {
   if (v.stringValue !== undefined) return v.stringValue;
   if (v.boolValue !== undefined) return v.boolValue;
   if (v.intValue !== undefined) return Number(v.intValue);
@@ -67,7 +67,7 @@ function valueOf(v: OtlpKeyValue['value']): string | number | boolean {
 
 function attributesOf(kvs: OtlpKeyValue[] | undefined): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
-  for (const kv of kvs ?? []) out[kv.key] = valueOf(kv.value);
+  for (const kv of kvs ?? []) out[kv.key] = attributeValue(kv.value);
   return out;
 }
 
