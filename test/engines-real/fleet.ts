@@ -13,14 +13,25 @@ import { freePort } from '../../bench/peers/smg/smg-router.js';
 export const MODEL = 'kvroute-tiny-qwen2';
 export const BLOCK = 32;
 
+/**
+ * vLLM's NixlConnector on the CPU (KV in host memory, NIXL 1.5.1's UCX backend), both roles: the
+ * engines serve aggregated requests as usual and either can prefill for the other.
+ */
+function nixlConnector(sideChannelPort: number): { extraArgs: string[]; env: NodeJS.ProcessEnv } {
+  return {
+    extraArgs: ['--kv-transfer-config', JSON.stringify({ kv_connector: 'NixlConnector', kv_role: 'kv_both', kv_buffer_device: 'cpu' })],
+    env: { VLLM_NIXL_SIDE_CHANNEL_HOST: '127.0.0.1', VLLM_NIXL_SIDE_CHANNEL_PORT: String(sideChannelPort) },
+  };
+}
+
 export interface Fleet {
   install: EnginesInstall;
   modelDir: string;
   engines: VllmEngine[];
   workers: EngineWorker[];
   router: KvrouteProcess;
-  /** Another kvroute in front of the same engines (its own config). */
-  startRouter(name: string, extra?: Record<string, unknown>, args?: readonly string[]): Promise<KvrouteProcess>;
+  /** Another kvroute in front of the same engines (its own config; roles per engine, default aggregated). */
+  startRouter(name: string, extra?: Record<string, unknown>, args?: readonly string[], roles?: readonly EngineWorker['role'][]): Promise<KvrouteProcess>;
   close(): Promise<void>;
 }
 
@@ -39,15 +50,15 @@ export async function startFleet(): Promise<Fleet> {
     await Promise.all(engines.map((e) => e.stop()));
   };
   try {
-    const ports: Array<{ port: number; eventsPort: number; replayPort: number }> = [];
-    for (let i = 0; i < 2; i++) ports.push({ port: await freePort(), eventsPort: await freePort(), replayPort: await freePort() });
+    const ports: Array<{ port: number; eventsPort: number; replayPort: number; sideChannelPort: number }> = [];
+    for (let i = 0; i < 2; i++) ports.push({ port: await freePort(), eventsPort: await freePort(), replayPort: await freePort(), sideChannelPort: await freePort() });
     // One at a time: two engines starting at once on two shared cores take longer than in turn.
-    for (const [i, p] of ports.entries()) {
-      engines.push(await startVllm({ python: install.python, model: modelDir, servedName: MODEL, blockSize: BLOCK, name: `engine-${i + 1}`, cpus: String(i), log, ...p }));
+    for (const [i, { sideChannelPort, ...p }] of ports.entries()) {
+      engines.push(await startVllm({ python: install.python, model: modelDir, servedName: MODEL, blockSize: BLOCK, name: `engine-${i + 1}`, cpus: String(i), log, ...p, ...nixlConnector(sideChannelPort) }));
     }
     const workers: EngineWorker[] = engines.map((e, i) => ({ id: i + 1, url: e.url, eventsPort: ports[i].eventsPort, replayPort: ports[i].replayPort }));
-    const startRouter = async (name: string, extra?: Record<string, unknown>, args: readonly string[] = []) => {
-      const config = routerConfig({ port: 0, model: MODEL, tokenizer: modelDir, blockSize: BLOCK, workers, extra });
+    const startRouter = async (name: string, extra?: Record<string, unknown>, args: readonly string[] = [], roles?: readonly EngineWorker['role'][]) => {
+      const config = routerConfig({ port: 0, model: MODEL, tokenizer: modelDir, blockSize: BLOCK, workers: workers.map((w, i) => ({ ...w, role: roles?.[i] ?? w.role })), extra });
       const r = await startKvrouteProcess(name, config, args);
       routers.push(r);
       return r;

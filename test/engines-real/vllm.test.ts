@@ -9,6 +9,7 @@ import { promptText } from '../../bench/lib/prompt-text.js';
 import { loadHfTokenizer, type HfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { allCounters, BLOCK, deltas, explain, indexedBlocks, log, MODEL, startFleet, until, type CacheCounters, type Fleet } from './fleet.js';
 import { record, recordSetup, writeEnginesReport } from './report.js';
+import { sampleSum } from '../../bench/engines/prometheus.js';
 
 let fleet: Fleet;
 let tok: HfTokenizer;
@@ -225,42 +226,83 @@ describe('kvroute in front of real vLLM engines', () => {
     }
   });
 
+  check('disaggregated through kvroute\'s vLLM handoff: the same greedy tokens, the KV moved over NIXL', async () => {
+    const pd = await fleet.startRouter('kvroute-pd', { enforceDisagg: true, fallbackToAggregated: false }, [], ['prefill', 'decode']);
+    try {
+      const prompt = freshText(600);
+      const body = { model: MODEL, prompt, max_tokens: 16, temperature: 0, ignore_eos: true };
+      // The aggregated answer from the prefill engine itself: the decode engine has never seen the prompt.
+      const agg = await request(`${fleet.engines[0].url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const aggText = ((await agg.body.json()) as { choices: Array<{ text: string }> }).choices[0].text;
+      const decodeMetrics = async () => {
+        const m = await fleet.engines[1].metrics();
+        return { externalHits: sampleSum(m, 'vllm:external_prefix_cache_hits_total'), nixlBytes: sampleSum(m, 'vllm:nixl_bytes_transferred_sum'), failed: sampleSum(m, 'vllm:nixl_num_failed_transfers_total') };
+      };
+      const before = await decodeMetrics();
+      const pdClient = new OpenAI({ baseURL: `${pd.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const { data, response } = await pdClient.completions.create(body as never).withResponse();
+      const text = (data as unknown as OpenAI.Completion).choices[0].text;
+      await new Promise((r) => setTimeout(r, 500));
+      const after = await decodeMetrics();
+      const facts = {
+        mode: response.headers.get('x-kvroute-mode'), prefillWorker: response.headers.get('x-kvroute-prefill-worker'), decodeWorker: response.headers.get('x-kvroute-decode-worker'),
+        sameText: text === aggText, decodeExternalHitTokens: after.externalHits - before.externalHits, nixlBytes: after.nixlBytes - before.nixlBytes, failedTransfers: after.failed - before.failed,
+      };
+      record('disaggregated through kvroute\'s vLLM handoff: the same greedy tokens, the KV moved over NIXL', facts);
+      expect(facts.mode).toBe('disaggregated');
+      expect([facts.prefillWorker, facts.decodeWorker]).toEqual(['1', '2']);
+      expect(text).toBe(aggText);
+      expect(facts.decodeExternalHitTokens, 'prompt tokens the decode engine loaded from the prefill engine').toBeGreaterThanOrEqual(576);
+      expect(facts.nixlBytes).toBeGreaterThan(0);
+      expect(facts.failedTransfers).toBe(0);
+    } finally {
+      await pd.kill();
+    }
+  });
+
+  // One engine killed once: the prefix warmed on it first, requests sent while it is down, then
+  // restarted on the same address (an engine start costs minutes here).
+  const victimIndex = 1;
+  let warmedPrefix = '';
+  let blocksBeforeKill = 0;
   check('a SIGKILLed engine loses no request that had not reached it', async () => {
-    const victim = fleet.engines[1];
-    await victim.kill();
+    const victimId = fleet.workers[victimIndex].id;
+    const mode: Mode = { route: 'completions', stream: false };
+    // Warm a prefix on the victim (pinned with the worker hint header), for the restart check.
+    warmedPrefix = freshText(1_200);
+    const warm = await fetch(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(victimId) }, body: JSON.stringify({ model: MODEL, prompt: `${warmedPrefix}\n\nWarm.`, max_tokens: 2 }) });
+    await warm.body?.cancel();
+    expect(warm.status).toBe(200);
+    expect(warm.headers.get('x-kvroute-decode-worker')).toBe(String(victimId));
+    await indexed(bodyOf(mode, warmedPrefix, 'After the restart.'), victimId);
+    blocksBeforeKill = (await indexedBlocks(fleet.router)).get(victimId) ?? 0;
+    await fleet.engines[victimIndex].kill();
     const results: Array<{ status: number; worker: string | undefined }> = [];
     for (let i = 0; i < 4; i++) {
-      const res = await request(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: freshText(100), max_tokens: 2 }) });
+      // The warmed prefix among them: the router would prefer the dead engine for it.
+      const prompt = i % 2 === 0 ? `${warmedPrefix}\n\nWhile it is down ${i}.` : freshText(100);
+      const res = await request(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }) });
       await res.body.dump();
       results.push({ status: res.statusCode, worker: res.headers['x-kvroute-decode-worker'] as string | undefined });
     }
-    record('a SIGKILLed engine loses no request that had not reached it', { results });
+    record('a SIGKILLed engine loses no request that had not reached it', { victim: victimId, indexedBlocksBeforeKill: blocksBeforeKill, results });
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
   });
 
   check('a restarted engine (SIGKILL, same address) gets no credit for its dead process\'s blocks', async () => {
     const mode: Mode = { route: 'completions', stream: false };
-    const victimIndex = 1;
     const victimId = fleet.workers[victimIndex].id;
     const victim = fleet.engines[victimIndex];
+    expect(warmedPrefix, 'the kill check warmed a prefix').not.toBe('');
     if (victim.pid() === undefined) await victim.restart();
-    await until('kvroute seeing the engine', 60_000, async () => (await explain(fleet.router.url, { model: MODEL, prompt: 'hello' })).candidates.some((c) => c.worker === victimId));
-    // Warm a prefix on the victim: pinned with the worker hint header.
-    const prefix = freshText(1_200);
-    const warm = await fetch(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(victimId) }, body: JSON.stringify({ model: MODEL, prompt: `${prefix}\n\nWarm.`, max_tokens: 2 }) });
-    expect(warm.status).toBe(200);
-    expect(warm.headers.get('x-kvroute-decode-worker')).toBe(String(victimId));
-    await indexed(bodyOf(mode, prefix, 'After the restart.'), victimId);
-    const blocksBefore = (await indexedBlocks(fleet.router)).get(victimId) ?? 0;
-    await victim.kill();
-    await victim.restart();
     await until('kvroute seeing the restarted engine', 60_000, async () => (await explain(fleet.router.url, { model: MODEL, prompt: 'hello' })).candidates.some((c) => c.worker === victimId));
     // A quiet router: no request in between, a few health rounds.
     await new Promise((r) => setTimeout(r, 3_000));
-    const credit = (await explain(fleet.router.url, bodyOf(mode, prefix, 'After the restart.'))).candidates.find((c) => c.worker === victimId)?.overlap_blocks ?? 0;
-    const next = await send(mode, prefix, 'After the restart.');
-    record('a restarted engine (SIGKILL, same address) gets no credit for its dead process\'s blocks', { victim: victimId, indexedBlocksBefore: blocksBefore, creditAfterRestart: credit, next });
-    expect(blocksBefore).toBeGreaterThan(0);
+    const blocksAfter = (await indexedBlocks(fleet.router)).get(victimId) ?? 0;
+    const credit = (await explain(fleet.router.url, bodyOf(mode, warmedPrefix, 'After the restart.'))).candidates.find((c) => c.worker === victimId)?.overlap_blocks ?? 0;
+    const next = await send(mode, warmedPrefix, 'After the restart.');
+    record('a restarted engine (SIGKILL, same address) gets no credit for its dead process\'s blocks', { victim: victimId, indexedBlocksBeforeKill: blocksBeforeKill, indexedBlocksAfterRestart: blocksAfter, creditAfterRestart: credit, next });
+    expect(blocksBeforeKill).toBeGreaterThan(0);
     expect(credit, 'overlap blocks credited to the restarted engine').toBe(0);
     expectClaimMatches(next);
   }, 900_000);

@@ -39,6 +39,18 @@ async function counters(engines: readonly VllmEngine[]): Promise<{ hits: number;
   return { hits, queries };
 }
 
+/** Until both engines are candidates of the router (their event streams joined), as a user would wait on /health. */
+async function kvrouteReady(url: string, engines: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const res = await request(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'ready?' }) });
+    const e = (await res.body.json()) as { decode?: { candidates?: unknown[] } };
+    if ((e.decode?.candidates?.length ?? 0) === engines) return;
+    if (Date.now() > deadline) throw new Error('kvroute did not see both engines in 60 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function run(ctx: BenchContext, prepared: unknown): Promise<SuiteResult> {
   const p = prepared as Prepared;
   const w = ctx.quick ? QUICK : FULL;
@@ -54,7 +66,11 @@ async function run(ctx: BenchContext, prepared: unknown): Promise<SuiteResult> {
     const kvWorkers = engines.map((e, i) => ({ id: i + 1, url: e.url, eventsPort: ports[i].eventsPort, replayPort: ports[i].replayPort }));
     const vr = (policy: VllmRouterPolicy): Contender => ({ name: `vllm-router ${policy}`, start: (ws) => startVllmRouter({ bin: p.vllmRouter, policy, workers: ws, model: MODEL }) });
     const contenders: Contender[] = [
-      { name: 'kvroute (default policy)', start: async () => { const k = await startKvrouteProcess('peer-kvroute', routerConfig({ port: 0, model: MODEL, tokenizer: p.modelDir, blockSize: BLOCK, workers: kvWorkers })); return { url: k.url, close: () => k.kill() }; } },
+      { name: 'kvroute (default policy)', start: async () => {
+        const k = await startKvrouteProcess('peer-kvroute', routerConfig({ port: 0, model: MODEL, tokenizer: p.modelDir, blockSize: BLOCK, workers: kvWorkers }));
+        await kvrouteReady(k.url, engines.length);
+        return { url: k.url, close: () => k.kill() };
+      } },
       vr('cache_aware'),
       vr('round_robin'),
     ];
