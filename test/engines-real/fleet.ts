@@ -109,14 +109,3 @@ export async function until(what: string, ms: number, probe: () => Promise<boole
     await new Promise((r) => setTimeout(r, 100));
   }
 }
-
-/** The indexed blocks kvroute holds per worker (its /metrics). */
-export async function indexedBlocks(router: KvrouteProcess): Promise<Map<number, number>> {
-  const m = await router.metrics();
-  const out = new Map<number, number>();
-  for (const s of m.get('kvroute_indexed_blocks') ?? []) {
-    const w = /worker="(\d+)"/.exec(s.labels);
-    if (w) out.set(Number(w[1]), (out.get(Number(w[1])) ?? 0) + s.value);
-  }
-  return out;
-}

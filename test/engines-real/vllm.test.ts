@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { promptText } from '../../bench/lib/prompt-text.js';
 import { loadHfTokenizer, type HfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
-import { allCounters, BLOCK, deltas, explain, indexedBlocks, log, MODEL, startFleet, until, type CacheCounters, type Fleet } from './fleet.js';
+import { allCounters, BLOCK, deltas, explain, log, MODEL, startFleet, until, type CacheCounters, type Fleet } from './fleet.js';
 import { record, recordSetup, writeEnginesReport } from './report.js';
 import { sampleSum } from '../../bench/engines/prometheus.js';
 
@@ -44,6 +44,11 @@ async function countersAfter(before: readonly CacheCounters[]): Promise<CacheCou
     last = now;
   }
   return last;
+}
+
+/** The overlap blocks the router would credit `worker` with for `body` (0 when not a candidate). */
+async function creditOf(body: object, worker: number): Promise<number> {
+  return (await explain(fleet.router.url, body)).candidates.find((c) => c.worker === worker)?.overlap_blocks ?? 0;
 }
 
 /** Waits until the router would credit `worker` with at least one block of `body`'s prompt (its events arrived). */
@@ -162,21 +167,31 @@ describe('kvroute in front of real vLLM engines', () => {
     });
   }
 
-  check('/reset_prefix_cache on an engine clears its worker in the index', async () => {
+  // vLLM queues the AllBlocksCleared of /reset_prefix_cache with its KV events and publishes them
+  // after its next scheduling step: an idle engine says nothing until a request reaches it.
+  check('/reset_prefix_cache on an engine clears its worker in the index once the engine publishes it', async () => {
+    const name = '/reset_prefix_cache on an engine clears its worker in the index once the engine publishes it';
     const mode: Mode = { route: 'completions', stream: false };
     const prefix = freshText(800);
     const first = await send(mode, prefix, 'Warm it.');
-    await indexed(bodyOf(mode, prefix, 'Again.'), first.worker);
+    const next = bodyOf(mode, prefix, 'Again.');
+    await indexed(next, first.worker);
     const engine = fleet.engines[workerIndex(first.worker)];
     const res = await request(`${engine.url}/reset_prefix_cache`, { method: 'POST' });
     await res.body.dump();
     expect(res.statusCode).toBe(200);
-    let blocksAfter = -1;
-    await until('the index dropping the reset worker', 15_000, async () => (blocksAfter = (await indexedBlocks(fleet.router)).get(first.worker) ?? 0) === 0).catch(() => undefined);
-    const next = await send(mode, prefix, 'Again.');
-    record('/reset_prefix_cache on an engine clears its worker in the index', { worker: first.worker, indexedBlocksAfterReset: blocksAfter, next });
-    expect(blocksAfter).toBe(0);
-    expectClaimMatches(next);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const creditIdle = await creditOf(next, first.worker);
+    // A one-token request pinned to the engine makes it step, and publish.
+    const nudge = await fetch(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(first.worker) }, body: JSON.stringify({ model: MODEL, prompt: 'step', max_tokens: 1 }) });
+    await nudge.body?.cancel();
+    let creditAfter = -1;
+    await until('the index dropping the reset worker', 15_000, async () => (creditAfter = await creditOf(next, first.worker)) === 0).catch(() => undefined);
+    const after = await send(mode, prefix, 'Again.');
+    record(name, { worker: first.worker, creditBeforeReset: first.overlap, creditWhileIdleAfterReset: creditIdle, creditAfterEngineStep: creditAfter, next: after });
+    expect(nudge.status).toBe(200);
+    expect(creditAfter, 'overlap credited to the reset worker once it published').toBe(0);
+    expectClaimMatches(after);
   });
 
   check('vLLM error answers reach the client as OpenAI errors with vLLM\'s message', async () => {
@@ -198,11 +213,17 @@ describe('kvroute in front of real vLLM engines', () => {
         message = e.error?.message ?? '';
       }
       seen[c.what] = { vllm: { status: direct.statusCode, message: directBody.error?.message }, kvroute: { status, message } };
+    }
+    record('vLLM error answers reach the client as OpenAI errors with vLLM\'s message', seen);
+    for (const c of cases) {
+      const { vllm, kvroute } = seen[c.what] as { vllm: { status: number; message?: string }; kvroute: { status: number; message: string } };
+      const direct = { statusCode: vllm.status };
+      const directBody = { error: { message: vllm.message } };
+      const { status, message } = kvroute;
       expect(direct.statusCode, `${c.what}: vLLM's own status`).toBeGreaterThanOrEqual(400);
       expect(status, `${c.what}: kvroute's status`).toBe(direct.statusCode);
       expect(message, `${c.what}: kvroute's message`).toContain(directBody.error?.message ?? '<no message>');
     }
-    record('vLLM error answers reach the client as OpenAI errors with vLLM\'s message', seen);
   });
 
   check('a router whose block size differs from the engines\' reports it', async () => {
@@ -275,7 +296,7 @@ describe('kvroute in front of real vLLM engines', () => {
     expect(warm.status).toBe(200);
     expect(warm.headers.get('x-kvroute-decode-worker')).toBe(String(victimId));
     await indexed(bodyOf(mode, warmedPrefix, 'After the restart.'), victimId);
-    blocksBeforeKill = (await indexedBlocks(fleet.router)).get(victimId) ?? 0;
+    blocksBeforeKill = await creditOf(bodyOf(mode, warmedPrefix, 'After the restart.'), victimId);
     await fleet.engines[victimIndex].kill();
     const results: Array<{ status: number; worker: string | undefined }> = [];
     for (let i = 0; i < 4; i++) {
@@ -285,7 +306,7 @@ describe('kvroute in front of real vLLM engines', () => {
       await res.body.dump();
       results.push({ status: res.statusCode, worker: res.headers['x-kvroute-decode-worker'] as string | undefined });
     }
-    record('a SIGKILLed engine loses no request that had not reached it', { victim: victimId, indexedBlocksBeforeKill: blocksBeforeKill, results });
+    record('a SIGKILLed engine loses no request that had not reached it', { victim: victimId, creditBeforeKill: blocksBeforeKill, results });
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
   });
 
@@ -298,11 +319,10 @@ describe('kvroute in front of real vLLM engines', () => {
     await until('kvroute seeing the restarted engine', 60_000, async () => (await explain(fleet.router.url, { model: MODEL, prompt: 'hello' })).candidates.some((c) => c.worker === victimId));
     // A quiet router: no request in between, a few health rounds.
     await new Promise((r) => setTimeout(r, 3_000));
-    const blocksAfter = (await indexedBlocks(fleet.router)).get(victimId) ?? 0;
-    const credit = (await explain(fleet.router.url, bodyOf(mode, warmedPrefix, 'After the restart.'))).candidates.find((c) => c.worker === victimId)?.overlap_blocks ?? 0;
+    const credit = await creditOf(bodyOf(mode, warmedPrefix, 'After the restart.'), victimId);
     const next = await send(mode, warmedPrefix, 'After the restart.');
-    record('a restarted engine (SIGKILL, same address) gets no credit for its dead process\'s blocks', { victim: victimId, indexedBlocksBeforeKill: blocksBeforeKill, indexedBlocksAfterRestart: blocksAfter, creditAfterRestart: credit, next });
-    expect(blocksBeforeKill).toBeGreaterThan(0);
+    record('a restarted engine (SIGKILL, same address) gets no credit for its dead process\'s blocks', { victim: victimId, creditBeforeKill: blocksBeforeKill, creditAfterRestart: credit, next });
+    expect(blocksBeforeKill, 'credit for the warmed prefix before the kill').toBeGreaterThan(0);
     expect(credit, 'overlap blocks credited to the restarted engine').toBe(0);
     expectClaimMatches(next);
   }, 900_000);
