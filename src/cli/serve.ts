@@ -1,8 +1,10 @@
 // `kvroute serve`: the router on uWebSockets.js, in front of a real fleet (--config / --worker) or,
-// by default, an embedded simulated fleet so `npm start` works with no engines and no model files.
+// with --embedded (npm start), an embedded simulated fleet that needs no engines and no model files.
+// An empty fleet is a usage error unless workers can arrive later (--allow-empty-fleet): a router
+// must never answer with simulated text by accident.
 import { parseArgs } from 'node:util';
 import { Value } from '@sinclair/typebox/value';
-import { configToInput, loadConfigFile, parseRouterConfig, type RouterConfig } from '../server/config/config.js';
+import { configToInput, loadConfigFile, parseRouterConfig, workersCanArrive, type RouterConfig } from '../server/config/config.js';
 import { EmbeddedFleetSchema, RouterConfigSchema } from '../server/config/schema.js';
 import type { EmbeddedFleetOptions } from '../server/app/embedded.js';
 import type { StartOptions } from '../server/app/start.js';
@@ -22,13 +24,13 @@ Runs the KV-aware router with its OpenAI-compatible API (POST /v1/completions,
 POST /v1/chat/completions, GET /v1/models), POST /v1/route, GET /metrics, GET /health, GET /live
 and the admin API under /admin.
 
-Without --config or --worker it starts an embedded simulated fleet (the default of npm start).
+The fleet comes from --config or --worker; --embedded serves a simulated fleet instead (npm start);\n--allow-empty-fleet starts with none and takes workers from the admin API.
 
 Fleet:
 ${[
   helpEntry('--config FILE', 'JSON config (see examples/fleet.json; its JSON Schema: kvroute config-schema); flags below override it'),
   ...helpEntries(SETTING_FLAGS, 'Fleet'),
-  helpEntry('--embedded', 'serve an embedded simulated fleet (default when no fleet is given)'),
+  helpEntry('--embedded', 'serve an embedded simulated fleet (npm start), no engines needed'),
   ...helpEntries(EMBEDDED_FLAGS, 'Fleet'),
 ].join('\n')}
 
@@ -92,8 +94,16 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
       throw new UsageError((err as Error).message);
     }
   }
-  const embedded = values.embedded || config.workers.length === 0;
-  if (!embedded) return out;
+  const shaping = Object.keys(fleet);
+  if (!values.embedded) {
+    if (shaping.length > 0) throw new UsageError(`--${EMBEDDED_FLAGS.find((f) => f.path.at(-1) === shaping[0])?.cli.flag ?? 'embedded-*'} shapes the simulated fleet: add --embedded`);
+    if (config.workers.length === 0 && !workersCanArrive(config)) {
+      throw new UsageError(
+        "no workers: list the engines in the config's `workers` (or with --worker), or give --allow-empty-fleet to add them later through the admin API; --embedded serves a simulated fleet",
+      );
+    }
+    return out;
+  }
   if (config.workers.length > 0) throw new UsageError("--embedded serves its own simulated fleet: drop --worker and the config's workers");
   out.embedded = Value.Default(EmbeddedFleetSchema, fleet) as Pick<EmbeddedFleetOptions, 'prefill' | 'decode' | 'style' | 'speedup' | 'offloadBlocks'>;
   return out;

@@ -9,7 +9,9 @@ export interface IngestIncident {
     | { kind: 'gap'; from: bigint; to: bigint } // batches [from, to) never arrived: a replay follows
     | { kind: 'replayed'; from: bigint; to: bigint } // the gap [from, to) was repaired from the replay service
     | { kind: 'index_cleared'; reason: string } // history lost for good: the worker's blocks were cleared, rebuilt from here on
-    | { kind: 'restart'; seq: bigint; lastSeq: bigint | null } // the sequence went back: the engine restarted, its blocks were cleared
+    // The engine restarted, its blocks were cleared: a live sequence number went back ('sequence', seq
+    // is it), or the replay buffer no longer held the last applied batch as applied ('replay', seq null).
+    | { kind: 'restart'; via: 'sequence' | 'replay'; seq: bigint | null; lastSeq: bigint | null; reason?: string }
     | { kind: 'joined'; from: bigint; to: bigint } // batches [from, to] published before the subscription took effect were applied from the replay
     | { kind: 'caught_up'; from: bigint; to: bigint | null } // a restored index replayed [from, to] (to null: nothing newer was buffered)
     | { kind: 'catch_up_failed'; reason: string }; // the restored index could not replay what it missed: the next live batch repairs or clears it

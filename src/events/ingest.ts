@@ -164,6 +164,27 @@ export class EventIngest {
     return this.workers.has(worker);
   }
 
+  /**
+   * Every rank's index is known to follow the engine process now publishing (joined and not
+   * disconnected since, or proven again by the probe after a reconnect); false for an unknown worker.
+   */
+  continuous(worker: number): boolean {
+    const entry = this.workers.get(worker);
+    return entry !== undefined && entry.subscribers.every((s) => s.state().continuous);
+  }
+
+  /**
+   * The engine may have restarted unseen (it was unreachable, its start time changed): clears the
+   * worker's blocks at once and rebuilds each rank from its replay buffer. False for an unknown worker.
+   */
+  resync(worker: number, reason: string): boolean {
+    expectWorkerId(worker);
+    const entry = this.workers.get(worker);
+    if (!entry) return false;
+    for (const s of entry.subscribers) s.resync(reason);
+    return true;
+  }
+
   /** Per-worker counters (summed over dp ranks) and the state of each rank's subscription. */
   stats(): WorkerIngestStats[] {
     return [...this.workers].map(([worker, { subscribers, counters }]) => {

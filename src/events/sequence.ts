@@ -46,10 +46,10 @@ export class SequenceTracker {
    * duplicates rather than a restart.
    */
   replayedThrough(liveSeq: bigint): void {
-    if (this.last > liveSeq) {
-      this.dupFrom = liveSeq;
-      this.dupTo = this.last;
-    }
+    if (this.last <= liveSeq) return;
+    // A window still open (a restarted engine's whole replay) is widened, never narrowed.
+    this.dupFrom = this.dupTo >= 0n && this.dupFrom < liveSeq ? this.dupFrom : liveSeq;
+    this.dupTo = this.last;
   }
 
   /** Forgets everything: the next batch is expected to be 0 (after a restart or a cleared index). */

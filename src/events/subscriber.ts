@@ -14,6 +14,15 @@
 // after the first batches would keep them from the index for good. So, shortly after every
 // connection (the first and each reconnect), the apply loop asks the replay buffer for anything
 // after the last batch applied: the join probe.
+//
+// A restarted engine: the replay ROUTER sends only batches numbered from the one asked for, so a
+// new process that numbered fewer batches than the old one answers nothing, and one that numbered
+// more answers its own batches as if they followed ours. So every replay asks from the last batch
+// applied (the anchor), not the one after: the same process still buffers it, byte for byte (its
+// payload carries the batch's timestamp). Nothing at or after the anchor, or another payload under
+// its number, is a restart: the rank is cleared and rebuilt from what the new buffer holds.
+// Continuity is known from the first join until the connection drops; after a reconnect it is
+// proven again by the probe (without a replay service it cannot be: the rank is cleared).
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import * as zmq from 'zeromq';
 import type { BatchApplier } from './apply.js';
@@ -60,6 +69,8 @@ export interface SubscriberState {
   lastSeq: bigint | null;
   queued: number;
   replaying: boolean;
+  /** The index is known to hold what this engine process published (false while disconnected, until the probe proves it). */
+  continuous: boolean;
 }
 
 /** Receives this many messages back to back at most before letting the event loop run. */
@@ -86,6 +97,16 @@ export class EventSubscriber {
   private sliceEvents = 0;
   private probeDue = false;
   private probeTimer: NodeJS.Timeout | null = null;
+  /** The payload of the last applied batch (null: unknown, as after a restored snapshot). */
+  private lastPayload: Buffer | null = null;
+  /** The index is known to follow this engine process (see the header). */
+  private continuous = false;
+  /** The connection dropped since continuity was last known. */
+  private disconnected = false;
+  /** Reconnected: live batches wait for the probe (the next one in sequence could be a new process's). */
+  private awaitingProbe = false;
+  /** Why the rank must be cleared and rebuilt before the next step (resync), or null. */
+  private resyncDue: string | null = null;
   private readonly loops: Promise<void>;
   private markCaughtUp!: () => void;
   private markJoined!: () => void;
@@ -108,6 +129,7 @@ export class EventSubscriber {
     });
     try {
       this.socket.events.on('handshake', () => this.connected());
+      this.socket.events.on('disconnect', () => this.lostConnection());
       this.socket.connect(opts.endpoint);
       this.socket.subscribe(opts.topic);
     } catch (err) {
@@ -125,7 +147,21 @@ export class EventSubscriber {
       lastSeq: this.tracker.lastApplied,
       queued: this.queue.length,
       replaying: this.replaying,
+      continuous: this.continuous,
     };
+  }
+
+  /**
+   * The engine may have restarted without the event stream showing it (it was unreachable, or its
+   * start time changed): clears the rank at once and rebuilds it from the engine's replay buffer
+   * (a continuous engine's buffer gives back what it still holds).
+   */
+  resync(reason: string): void {
+    if (this.closed) return;
+    this.opts.applier.clear(this.opts.worker, this.opts.dpRank);
+    this.continuous = false;
+    this.resyncDue = reason;
+    this.wakeApplier?.();
   }
 
   /** Resolves once every message received so far has been handled (nothing queued or running). */
@@ -156,10 +192,22 @@ export class EventSubscriber {
     this.markJoined();
   }
 
+  private lostConnection(): void {
+    this.disconnected = true;
+    this.continuous = false;
+  }
+
   /** A connection to the publisher is up (the first or a reconnect): schedule its join probe. */
   private connected(): void {
     if (this.closed) return;
-    if (!this.opts.replayEndpoint) return this.joinedNow();
+    if (!this.opts.replayEndpoint) {
+      // Nothing can prove that the engine behind the new connection is the one that was indexed.
+      if (this.disconnected && this.tracker.lastApplied !== null) this.resync('the event stream reconnected and there is no replay service to prove the engine did not restart');
+      else this.continuous = true;
+      this.disconnected = false;
+      return this.joinedNow();
+    }
+    if (this.disconnected) this.awaitingProbe = true;
     if (this.probeTimer) clearTimeout(this.probeTimer);
     this.probeTimer = setTimeout(() => {
       this.probeTimer = null;
@@ -195,13 +243,23 @@ export class EventSubscriber {
     if (this.opts.resumeAfter !== undefined) await this.guarded(() => this.catchUp(this.opts.resumeAfter!));
     this.markCaughtUp();
     while (!this.closed) {
+      if (this.resyncDue !== null) {
+        // Cleared again here, between batches: one applying when resync() was called may have added blocks.
+        const reason = this.resyncDue;
+        this.resyncDue = null;
+        this.report({ kind: 'index_cleared', reason });
+        this.clearIndex();
+        this.continuous = !this.opts.replayEndpoint;
+        if (this.opts.replayEndpoint) this.probeDue = true;
+        continue;
+      }
       if (this.probeDue) {
         this.probeDue = false;
         await this.guarded(() => this.probeMissed());
         this.joinedNow();
         continue;
       }
-      const frames = this.queue.shift();
+      const frames = this.awaitingProbe ? undefined : this.queue.shift();
       if (!frames) {
         this.notifyIdle();
         await new Promise<void>((resolve) => (this.wakeApplier = resolve));
@@ -241,7 +299,7 @@ export class EventSubscriber {
     if (verdict.kind === 'restart') {
       // The engine process started again: whatever it held is gone, and numbering restarts at 0.
       counters.restarts++;
-      this.report({ kind: 'restart', seq, lastSeq: this.tracker.lastApplied });
+      this.report({ kind: 'restart', via: 'sequence', seq, lastSeq: this.tracker.lastApplied });
       this.clearIndex();
       verdict = this.tracker.classify(seq);
     }
@@ -260,6 +318,7 @@ export class EventSubscriber {
     if (this.closed) return;
     this.sliceEvents += events + 1;
     this.tracker.applied(seq);
+    this.lastPayload = payload;
     if (this.sliceEvents >= this.opts.eventsPerSlice) {
       this.sliceEvents = 0;
       await yieldToEventLoop();
@@ -316,16 +375,31 @@ export class EventSubscriber {
   }
 
   /**
-   * Applies the engine's buffered batches from `from` on, in order; true when it sent any. When
-   * its buffer starts later than `from` (`what`: what `from` is, for the report), the history in
-   * between is lost: the worker's index is cleared and rebuilt from what the buffer holds.
+   * Applies the engine's buffered batches from `from` (the batch after the last applied one) on,
+   * in order; true when it sent any. The request starts at the last applied batch, the anchor,
+   * which must come back as it was applied: otherwise the engine restarted (see the header), and
+   * the rank is cleared and rebuilt from the new process's buffer. When the buffer no longer holds
+   * the anchor (`what`: what `from` is, for the report), the history in between is lost: the
+   * rank is cleared and rebuilt from what the buffer holds.
    * Throws ReplayError when the replay fails or skips a batch.
    */
   private async applyReplay(endpoint: string, from: bigint, what: string): Promise<boolean> {
     const { counters } = this.opts;
+    const anchor = this.tracker.lastApplied !== null && this.tracker.lastApplied === from - 1n ? this.tracker.lastApplied : null;
+    let verified = anchor === null;
     let first = true;
-    for await (const batch of replayBatches(endpoint, from, { timeoutMs: this.opts.replayTimeoutMs, signal: this.abort.signal })) {
+    for await (const batch of replayBatches(endpoint, anchor ?? from, { timeoutMs: this.opts.replayTimeoutMs, signal: this.abort.signal })) {
       if (this.closed) return !first;
+      if (!verified) {
+        // A buffer that answers from below the anchor (vLLM answers from it on): decided at the anchor.
+        if (batch.seq < anchor!) continue;
+        if (batch.seq === anchor) {
+          if (this.lastPayload !== null && !batch.payload.equals(this.lastPayload)) return this.restarted(endpoint, anchor, `the replay buffer holds another batch ${anchor} than the one applied`);
+          verified = true;
+          continue;
+        }
+        verified = true; // the anchor aged out of the buffer: handled below as a buffer starting late
+      }
       if (first) {
         first = false;
         if (batch.seq > from && this.tracker.lastApplied === null) {
@@ -347,7 +421,23 @@ export class EventSubscriber {
       if (this.closed) return true;
       counters.replayedBatches++;
     }
+    if (!verified && !this.closed) return this.restarted(endpoint, anchor!, `the replay buffer holds nothing from batch ${anchor} on`);
+    if (!this.closed) this.continuous = true;
     return !first;
+  }
+
+  /**
+   * The replay showed that the engine is another process than the one indexed: clears the rank
+   * and rebuilds it from everything the new process buffers (numbered from 0 again).
+   */
+  private async restarted(endpoint: string, lastSeq: bigint, reason: string): Promise<boolean> {
+    this.opts.counters.restarts++;
+    this.report({ kind: 'restart', via: 'replay', seq: null, lastSeq, reason });
+    this.clearIndex();
+    const received = await this.applyReplay(endpoint, 0n, "the restarted engine's first batch");
+    // Live batches of the new process queued meanwhile were applied by this replay: not another restart.
+    this.tracker.replayedThrough(-1n);
+    return received;
   }
 
   /**
@@ -374,8 +464,16 @@ export class EventSubscriber {
    */
   private async probeMissed(): Promise<void> {
     const after = this.tracker.lastApplied ?? -1n;
+    const reconnected = this.disconnected;
+    this.disconnected = false;
+    this.awaitingProbe = false;
     const failure = await this.replayAfter(after, 'the next expected batch');
-    if (this.closed || failure !== null) return;
+    if (this.closed) return;
+    if (failure !== null) {
+      // A first join has nothing to lose; after a reconnect the engine may be another process.
+      if (reconnected && after >= 0n) this.resync(`the event stream reconnected and the replay could not prove the engine did not restart: ${failure}`);
+      return;
+    }
     const last = this.tracker.lastApplied ?? -1n;
     if (last > after) this.report({ kind: 'joined', from: after + 1n, to: last });
   }
@@ -403,6 +501,7 @@ export class EventSubscriber {
   /** Unrecoverable history: clear the worker's blocks and continue from the live batch. */
   private async restartFrom(liveSeq: bigint, livePayload: Buffer): Promise<void> {
     this.clearIndex();
+    this.continuous = true;
     this.tracker.resumeAt(liveSeq - 1n);
     await this.applyPayload(liveSeq, livePayload);
   }
@@ -419,6 +518,7 @@ export class EventSubscriber {
   private clearIndex(): void {
     this.opts.applier.clear(this.opts.worker, this.opts.dpRank);
     this.tracker.reset();
+    this.lastPayload = null;
   }
 
   private isIdle(): boolean {

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { HELP, SERVE_OPTIONS, serveOptions } from '../../src/cli/serve.js';
@@ -14,18 +17,18 @@ async function opts(argv: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 describe('kvroute serve options', () => {
-  it('defaults to the embedded fleet on 127.0.0.1:8000 (npm start)', async () => {
-    const o = await opts([]);
+  it('serves the embedded fleet on 127.0.0.1:8000 with --embedded (npm start)', async () => {
+    const o = await opts(['--embedded']);
     expect(o.config.host).toBe('127.0.0.1');
     expect(o.config.port).toBe(8000);
     expect(o.embedded).toEqual({ prefill: 2, decode: 2, style: 'vllm', speedup: 1 });
   });
 
   it('lets PORT and HOST override the defaults, and flags override the environment', async () => {
-    const o = await opts([], { PORT: '9100', HOST: '0.0.0.0' });
+    const o = await opts(['--embedded'], { PORT: '9100', HOST: '0.0.0.0' });
     expect(o.config.port).toBe(9100);
     expect(o.config.host).toBe('0.0.0.0');
-    expect((await opts(['--port', '9200'], { PORT: '9100' })).config.port).toBe(9200);
+    expect((await opts(['--embedded', '--port', '9200'], { PORT: '9100' })).config.port).toBe(9200);
     await expect(serveOptions([], { PORT: 'eighty' })).rejects.toThrow(/PORT must be an integer/);
   });
 
@@ -38,21 +41,21 @@ describe('kvroute serve options', () => {
     expect(o.config.decode.policy).toBe('round_robin');
     expect(o.config.decode.maxQueuedPrefillTokens).toBe(262144);
     expect(o.config.adminToken).toBe('t0k');
-    expect((await opts(['--admin-port', '9300'])).config.adminPort).toBe(9300);
+    expect((await opts(['--embedded', '--admin-port', '9300'])).config.adminPort).toBe(9300);
     await expect(serveOptions(['--admin-port', '70000'], {})).rejects.toThrow(/--admin-port/);
   });
 
   it('turns session affinity on with --session-header (and --session-ttl-ms)', async () => {
-    expect((await opts([])).config.sessionAffinity).toBeUndefined();
-    expect((await opts(['--session-header', 'X-Conversation'])).config.sessionAffinity).toEqual({ header: 'x-conversation', ttlMs: 600_000, maxSessions: 100_000 });
-    expect((await opts(['--session-ttl-ms', '5000'])).config.sessionAffinity).toMatchObject({ header: 'x-session-id', ttlMs: 5000 });
+    expect((await opts(['--embedded'])).config.sessionAffinity).toBeUndefined();
+    expect((await opts(['--embedded', '--session-header', 'X-Conversation'])).config.sessionAffinity).toEqual({ header: 'x-conversation', ttlMs: 600_000, maxSessions: 100_000 });
+    expect((await opts(['--embedded', '--session-ttl-ms', '5000'])).config.sessionAffinity).toMatchObject({ header: 'x-session-id', ttlMs: 5000 });
     await expect(serveOptions(['--session-ttl-ms', '0'], {})).rejects.toThrow(/--session-ttl-ms/);
     await expect(serveOptions(['--session-header', 'bad header'], {})).rejects.toThrow(/--session-header must be an HTTP header name, got 'bad header'/);
   });
 
   it('shares state with other replicas with --nats (and --replica-id, --replica-cluster, --replica-ttl-ms)', async () => {
-    expect((await opts([])).config.replicas).toBeUndefined();
-    const o = await opts(['--nats', 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', '--replica-id', 'r-1', '--replica-cluster', 'llama', '--replica-ttl-ms', '3000']);
+    expect((await opts(['--embedded'])).config.replicas).toBeUndefined();
+    const o = await opts(['--embedded', '--nats', 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', '--replica-id', 'r-1', '--replica-cluster', 'llama', '--replica-ttl-ms', '3000']);
     // The defaults themselves are checked in test/server/config.
     const defaults = parseRouterConfig({ replicas: { nats: 'nats://x:1' } }).replicas;
     expect(o.config.replicas).toEqual(Object.assign({}, defaults, { nats: 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', id: 'r-1', cluster: 'llama', ttlMs: 3000 }));
@@ -63,7 +66,7 @@ describe('kvroute serve options', () => {
   });
 
   it('takes the warm start settings of a replica (--no-warm-start, --warm-start-timeout-ms, --snapshot-interval-ms)', async () => {
-    const o = await opts(['--nats', 'nats://h:1', '--no-warm-start', '--warm-start-timeout-ms', '9000', '--snapshot-interval-ms', '0']);
+    const o = await opts(['--embedded', '--nats', 'nats://h:1', '--no-warm-start', '--warm-start-timeout-ms', '9000', '--snapshot-interval-ms', '0']);
     expect(o.config.replicas).toMatchObject({ warmStart: false, warmStartTimeoutMs: 9000, snapshotIntervalMs: 0 });
     await expect(serveOptions(['--nats', 'nats://h:1', '--warm-start-timeout-ms', 'soon'], {})).rejects.toThrow(/--warm-start-timeout-ms/);
     await expect(serveOptions(['--nats', 'nats://h:1', '--snapshot-interval-ms', '10'], {})).rejects.toThrow(/snapshotIntervalMs must be 0 \(never\) or at least 1000/);
@@ -79,18 +82,18 @@ describe('kvroute serve options', () => {
   });
 
   it('reads the failover and ejection flags', async () => {
-    const o = await opts(['--max-retries', '0', '--ejection-base-ms', '5000', '--max-ejection-percent', '25']);
+    const o = await opts(['--embedded', '--max-retries', '0', '--ejection-base-ms', '5000', '--max-ejection-percent', '25']);
     expect(o.config.maxRetries).toBe(0);
     expect(o.config.outlierDetection).toMatchObject({ enabled: true, baseEjectionTimeMs: 5000, maxEjectionPercent: 25 });
-    expect((await opts(['--no-ejection'])).config.outlierDetection.enabled).toBe(false);
-    expect((await opts([])).config).toMatchObject({ maxRetries: 2, outlierDetection: { enabled: true } });
+    expect((await opts(['--embedded', '--no-ejection'])).config.outlierDetection.enabled).toBe(false);
+    expect((await opts(['--embedded'])).config).toMatchObject({ maxRetries: 2, outlierDetection: { enabled: true } });
     await expect(serveOptions(['--max-retries', 'many'], {})).rejects.toThrow(/--max-retries/);
     await expect(serveOptions(['--max-ejection-percent', '150'], {})).rejects.toThrow(/--max-ejection-percent/);
   });
 
   it('reads the operations settings: log level, drain timeout, ports, TLS, limits, secrets in files', async () => {
     const o = await opts(
-      ['--log-level', 'debug', '--drain-timeout-ms', '5000', '--reuse-port', '--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--max-tokens-limit', '8192', '--admin-token-file', '/run/secrets/admin', '--api-keys-file', 'keys.txt', '--key-requests-per-minute', '60', '--key-tokens-per-minute', '100000'],
+      ['--embedded', '--log-level', 'debug', '--drain-timeout-ms', '5000', '--reuse-port', '--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--max-tokens-limit', '8192', '--admin-token-file', '/run/secrets/admin', '--api-keys-file', 'keys.txt', '--key-requests-per-minute', '60', '--key-tokens-per-minute', '100000'],
       {},
     );
     expect(o.config).toMatchObject({
@@ -103,14 +106,14 @@ describe('kvroute serve options', () => {
       apiKeysFile: 'keys.txt',
       rateLimit: { requestsPerMinute: 60, tokensPerMinute: 100000 },
     });
-    const d = await opts([]);
+    const d = await opts(['--embedded']);
     expect(d.config).toMatchObject({ logLevel: 'info', drainTimeoutMs: 30_000, reusePort: false, maxTokensLimit: 1_048_576, rateLimit: {} });
-    expect((await opts([], { KVROUTE_LOG_LEVEL: 'warn', KVROUTE_ADMIN_TOKEN_FILE: '/t' })).config).toMatchObject({ logLevel: 'warn', adminTokenFile: '/t' });
+    expect((await opts(['--embedded'], { KVROUTE_LOG_LEVEL: 'warn', KVROUTE_ADMIN_TOKEN_FILE: '/t' })).config).toMatchObject({ logLevel: 'warn', adminTokenFile: '/t' });
     await expect(serveOptions(['--log-level', 'loud'], {})).rejects.toThrow(/--log-level must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'/);
   });
 
   it('reads API keys from KVROUTE_API_KEYS, never echoing one in an error', async () => {
-    const o = await opts([], { KVROUTE_API_KEYS: 'team-a:sk-aaaaaaaaaaaaaaaaaaaa,team-b:sk-bbbbbbbbbbbbbbbbbbbb' });
+    const o = await opts(['--embedded'], { KVROUTE_API_KEYS: 'team-a:sk-aaaaaaaaaaaaaaaaaaaa,team-b:sk-bbbbbbbbbbbbbbbbbbbb' });
     expect(o.apiKeys?.map((k) => k.name)).toEqual(['team-a', 'team-b']);
     const bad = serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' });
     await expect(bad).rejects.toBeInstanceOf(UsageError);
@@ -126,15 +129,15 @@ describe('kvroute serve options', () => {
   });
 
   it('reads a chat template file', async () => {
-    const o = await opts(['--chat-template', example]);
+    const o = await opts(['--embedded', '--chat-template', example]);
     expect(o.config.chatTemplate).toContain('"workers"');
     await expect(serveOptions(['--chat-template', '/nonexistent/template.jinja'], {})).rejects.toThrow(/--chat-template: cannot read/);
   });
 
   it('reads the embedded fleet shape', async () => {
-    const o = await opts(['--embedded-prefill', '0', '--embedded-decode', '3', '--embedded-style', 'sglang', '--speedup', '50']);
+    const o = await opts(['--embedded', '--embedded-prefill', '0', '--embedded-decode', '3', '--embedded-style', 'sglang', '--speedup', '50']);
     expect(o.embedded).toEqual({ prefill: 0, decode: 3, style: 'sglang', speedup: 50 });
-    expect((await opts(['--embedded-offload-blocks', '65536'])).embedded).toMatchObject({ offloadBlocks: 65536 });
+    expect((await opts(['--embedded', '--embedded-offload-blocks', '65536'])).embedded).toMatchObject({ offloadBlocks: 65536 });
   });
 
   it.each([
@@ -153,6 +156,26 @@ describe('kvroute serve options', () => {
     await expect(serveOptions(argv, {})).rejects.toThrow(message);
   });
 
+  it('refuses an empty fleet, naming the workers setting and --embedded, unless workers may arrive later', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvroute-serve-'));
+    const file = join(dir, 'c.json');
+    writeFileSync(file, JSON.stringify({ workers: [] }));
+    for (const argv of [['--config', file], []]) {
+      const p = serveOptions(argv, {});
+      await expect(p).rejects.toBeInstanceOf(UsageError);
+      await expect(serveOptions(argv, {})).rejects.toThrow(/no workers: list the engines in the config's `workers` \(or with --worker\), or give --allow-empty-fleet .*; --embedded serves a simulated fleet/);
+    }
+    // The simulated fleet only when asked for, by --embedded or its shape flags with it.
+    await expect(serveOptions(['--embedded-decode', '1'], {})).rejects.toThrow(/--embedded-decode shapes the simulated fleet: add --embedded/);
+    for (const o of [await opts(['--config', file, '--allow-empty-fleet']), await opts(['--allow-empty-fleet'])]) {
+      expect(o.embedded).toBeUndefined();
+      expect(o.config.workers).toEqual([]);
+      expect(o.config.allowEmptyFleet).toBe(true);
+    }
+    writeFileSync(file, JSON.stringify({ workers: [], allowEmptyFleet: true }));
+    expect((await opts(['--config', file])).embedded).toBeUndefined();
+  });
+
   it('refuses unknown flags and answers --help', async () => {
     await expect(serveOptions(['--colour'], {})).rejects.toThrow(/Unknown option '--colour'/);
     expect(await serveOptions(['--help'], {})).toBe('help');
@@ -166,7 +189,7 @@ describe('kvroute serve options', () => {
 describe('kvroute serve as a process', () => {
   it('prints its URL and a working curl command, serves it, and stops cleanly on SIGINT', async () => {
     const root = fileURLToPath(new URL('../..', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--port', '0', '--speedup', '100'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--embedded', '--port', '0', '--speedup', '100'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stdout += c.toString()));

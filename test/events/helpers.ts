@@ -20,6 +20,8 @@ export interface TestEngineOptions {
   /** Reply frames: 'older' [seq, payload] or 'newer' [topic, seq, payload] (after the delimiter). */
   replyFormat?: 'older' | 'newer';
   dpRank?: number;
+  /** Bind these endpoints instead of ephemeral ports (a process restarted on its address). */
+  endpoints?: { pub: string; replay?: string };
 }
 
 export class TestEngine {
@@ -40,7 +42,7 @@ export class TestEngine {
   private readonly serving: Promise<void>;
 
   private constructor(
-    private readonly pub: zmq.Publisher,
+    private pub: zmq.Publisher,
     private readonly router: zmq.Router | undefined,
     private readonly opts: TestEngineOptions,
   ) {
@@ -55,13 +57,35 @@ export class TestEngine {
 
   static async start(opts: TestEngineOptions = {}): Promise<TestEngine> {
     const pub = new zmq.Publisher({ linger: 0 });
-    await pub.bind('tcp://127.0.0.1:*');
+    await bindRetrying(pub, opts.endpoints?.pub ?? 'tcp://127.0.0.1:*');
     let router: zmq.Router | undefined;
     if (opts.replay !== false) {
       router = new zmq.Router({ linger: 0 });
-      await router.bind('tcp://127.0.0.1:*');
+      await bindRetrying(router, opts.endpoints?.replay ?? 'tcp://127.0.0.1:*');
     }
     return new TestEngine(pub, router, opts);
+  }
+
+  /**
+   * As the engine process killed and started again on the same address: this one's sockets close
+   * (subscribers see the connection drop), a new one binds the same endpoints with numbering from
+   * 0 and an empty buffer.
+   */
+  async relaunch(): Promise<TestEngine> {
+    await this.close();
+    return TestEngine.start({ ...this.opts, endpoints: { pub: this.endpoint, replay: this.replayEndpoint } });
+  }
+
+  /**
+   * The same process, its PUB connection dropped and taken again (a network blip): subscribers
+   * reconnect; numbering and buffer go on.
+   */
+  async rebindPublisher(): Promise<void> {
+    await this.sending;
+    this.pub.close();
+    const pub = new zmq.Publisher({ linger: 0 });
+    await bindRetrying(pub, this.endpoint);
+    this.pub = pub;
   }
 
   get nextSeq(): bigint {
@@ -127,6 +151,18 @@ export class TestEngine {
       } catch {
         return;
       }
+    }
+  }
+}
+
+/** Binds, retrying while a socket just closed still holds the address. */
+async function bindRetrying(socket: zmq.Socket, endpoint: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await socket.bind(endpoint);
+    } catch (err) {
+      if (attempt >= 100) throw err;
+      await new Promise((r) => setTimeout(r, 20));
     }
   }
 }

@@ -55,7 +55,7 @@ describe('EventIngest onIncident', () => {
     engine.restart();
     const first = await engine.publish([storedEvent(range(60, 64), BS, 100n, null)]);
     await caughtUp(engine, ingest, W);
-    expect(incidents.slice(after)[0]).toEqual({ worker: W, dpRank: 0, what: { kind: 'restart', seq: first, lastSeq: last } });
+    expect(incidents.slice(after)[0]).toEqual({ worker: W, dpRank: 0, what: { kind: 'restart', via: 'sequence', seq: first, lastSeq: last } });
   });
 
   it('refuses an onIncident that is not a function', () => {

@@ -41,7 +41,7 @@ describe('EventIngest: events reach the index', () => {
     expect(s.applied - base.applied).toBe(4);
     expect(s.batches - base.batches).toBe(4);
     expect(s.rejected).toEqual(base.rejected);
-    expect(s.ranks).toEqual([{ dpRank: 0, endpoint: engine.endpoint, replayEndpoint: engine.replayEndpoint, lastSeq: engine.nextSeq - 1n, queued: 0, replaying: false }]);
+    expect(s.ranks).toEqual([{ dpRank: 0, endpoint: engine.endpoint, replayEndpoint: engine.replayEndpoint, lastSeq: engine.nextSeq - 1n, queued: 0, replaying: false, continuous: true }]);
   });
 
   it('receives only the subscribed topic prefix', async () => {
@@ -163,8 +163,9 @@ describe('EventIngest: a restored index resumes where its snapshot ended (resume
     await ingest.caughtUp(404);
     await ingest.joined(5);
     await ingest.idle();
-    // The catch-up's request first, then the join probe's (which finds nothing newer).
-    expect(engine.replayRequests.slice(-2)).toEqual([lastSeq + 1n, lastSeq + 2n]);
+    // The catch-up's request first, then the join probe's (which finds nothing newer); each asks from
+    // the last batch it holds, which must come back (a restarted engine would not have it).
+    expect(engine.replayRequests.slice(-2)).toEqual([lastSeq, lastSeq + 1n]);
     expect(indexer.findMatches(computeBlockHashes(range(0, 16), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 4 }]);
     expect(incidents).toEqual([{ kind: 'caught_up', from: lastSeq + 1n, to: lastSeq + 1n }]);
     // The live feed goes on from there: no gap, no clearing.

@@ -39,7 +39,7 @@ describe('two processes on one port', () => {
     const port = await freePort();
     const mock = spawnCli(mockArgs(port));
     await mock.waitFor(/worker 0 /);
-    const serve = spawnCli(['serve', '--port', String(port), '--embedded-decode', '1', '--embedded-prefill', '0']);
+    const serve = spawnCli(['serve', '--embedded', '--port', String(port), '--embedded-decode', '1', '--embedded-prefill', '0']);
     expect(await serve.exited()).toBe(1);
     expect(serve.output()).toContain(`kvroute: cannot listen on 127.0.0.1:${port} (router): the port is in use by another process`);
     expect(serve.output()).not.toMatch(/listening on/);
@@ -47,7 +47,7 @@ describe('two processes on one port', () => {
 
   it('kvroute mock refuses a port a kvroute serve holds', async () => {
     const port = await freePort();
-    const serve = spawnCli(['serve', '--port', String(port), '--embedded-decode', '1', '--embedded-prefill', '0', '--log-level', 'warn']);
+    const serve = spawnCli(['serve', '--embedded', '--port', String(port), '--embedded-decode', '1', '--embedded-prefill', '0', '--log-level', 'warn']);
     await serve.waitFor(/kvroute listening on/);
     const mock = spawnCli(mockArgs(port));
     expect(await mock.exited()).toBe(1);

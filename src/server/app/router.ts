@@ -187,7 +187,7 @@ export class RouterImpl implements Router {
     this.health = new HealthMonitor(
       {
         targets: () => this.registry.healthTargets(),
-        onResult: (id, ok, error) => this.registry.recordHealth(id, ok, error),
+        onResult: (id, ok, error, startTime) => this.registry.recordHealth(id, ok, error, startTime),
         onRound: () => this.registry.expireGrace(),
       },
       config.health.intervalMs,
@@ -276,7 +276,7 @@ export class RouterImpl implements Router {
         const parsed = parseRequestBody(route, bytes, this.pre);
         prepared = prepareRequest(route, parsed.json, call.headers, this.pre, parsed.scanned);
         if (!this.ready()) {
-          throw new HttpError(503, 'service_unavailable', 'no_workers', 'no worker can serve requests right now', { 'retry-after': '1' });
+          throw new HttpError(503, 'service_unavailable', 'no_eligible_worker', 'no worker can serve requests right now', { 'retry-after': '1' });
         }
         if (caller) this.admit(caller, prepared);
       } catch (err) {

@@ -178,6 +178,17 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
         parts.prefill.ingest?.removeWorker(id);
         parts.decode.ingest?.removeWorker(id);
       },
+      continuous(id) {
+        const p = [parts.prefill, parts.decode].find((p) => p.ingest?.hasWorker(id));
+        return p?.ingest?.continuous(id) ?? false;
+      },
+      resync(id, reason) {
+        for (const p of [parts.prefill, parts.decode]) {
+          if (p.ingest?.hasWorker(id)) p.ingest.resync(id, reason);
+          // Without events (approximate indexing), its blocks are the router's predictions: dropped.
+          else if (p.pool.has(id)) p.indexer.removeWorker(id);
+        }
+      },
     },
     canServe: () => router.canServeRequests(),
     metricsSources: {
@@ -305,9 +316,12 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
     case 'index_cleared':
       log.warn(withFields(at, { reason: what.reason }), "KV events: history lost, the worker's blocks were cleared from the index");
       return;
-    case 'restart':
-      log.warn(withFields(at, { seq: String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq) }), "engine restarted (KV event sequence went back): the worker's blocks were cleared");
+    case 'restart': {
+      const fields = withFields(at, { seq: what.seq === null ? null : String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq), reason: what.reason });
+      if (what.via === 'sequence') log.warn(fields, "engine restarted (KV event sequence went back): the worker's blocks were cleared");
+      else log.warn(fields, "engine restarted (its replay buffer no longer holds the last batch applied): the worker's blocks were cleared, rebuilt from its buffer");
       return;
+    }
     case 'joined':
       log.info(withFields(at, { from: String(what.from), to: String(what.to) }), 'KV events: applied from the replay the batches sent before the subscription took effect');
       return;

@@ -113,6 +113,14 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   return config;
 }
 
+/**
+ * Workers can join after the start (the admin API when allowed; discovery, when configured, adds
+ * its own source here): an empty fleet is then a router waiting for workers, not a mistake.
+ */
+export function workersCanArrive(config: RouterConfig): boolean {
+  return config.allowEmptyFleet;
+}
+
 /** Checks one worker entry (from a file, a CLI flag or the admin API) whole, then normalises it. */
 export function parseWorkerConfig(raw: unknown, where = 'worker'): WorkerConfig {
   check(WorkerSchema, raw, where);

@@ -229,6 +229,14 @@ export const RouterConfigSchema = Type.Object(
     outlierDetection: defaulted(OutlierDetectionSchema),
     seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 32 - 1, description: 'Seed of routing ties, for reproducible runs (random when absent).' })),
     replicas: Type.Optional(ReplicasSchema),
+    allowEmptyFleet: defaulted(
+      Type.Boolean({
+        default: false,
+        description:
+          'Start with no workers: they arrive at runtime (POST /admin/workers); until one can serve, requests answer 503 no_eligible_worker and /health 503. Without it, kvroute serve refuses an empty fleet.',
+        ...cli({ flag: 'allow-empty-fleet', group: 'Fleet', help: 'start with no workers and take them from the admin API (503 until one can serve)' }),
+      }),
+    ),
     workers: defaulted(
       Type.Array(WorkerSchema, {
         default: [],
@@ -240,7 +248,7 @@ export const RouterConfigSchema = Type.Object(
   { additionalProperties: false, title: 'kvroute router configuration' },
 );
 
-/** `kvroute serve`'s simulated fleet, started in the router's process when no workers are configured. */
+/** `kvroute serve --embedded`'s simulated fleet, started in the router's process. */
 export const EmbeddedFleetSchema = Type.Object(
   {
     prefill: defaulted(

@@ -1,7 +1,10 @@
 // Worker health: a periodic GET {baseUrl}/health per worker. The verdicts go to the registry,
 // which takes an unhealthy worker out of selection at once, drops its blocks from the index after a
 // grace period, and puts it back when it answers again. The state machine (HealthTracker) is pure
-// and takes the time as an argument; HealthMonitor is the I/O around it.
+// and takes the time as an argument; HealthMonitor is the I/O around it. After a passed check the
+// monitor also reads the engine's start time from GET /metrics (process_start_time_seconds, which
+// vLLM and SGLang export): a new value is a restarted engine, whatever its events said.
+
 
 export type HealthVerdict = 'became_unhealthy' | 'became_healthy' | 'grace_expired' | 'unchanged';
 
@@ -84,8 +87,11 @@ export interface HealthTarget {
 
 export interface HealthEvents {
   targets(): HealthTarget[];
-  /** A check finished (ok: 2xx within the timeout). */
-  onResult(worker: number, ok: boolean, error?: string): void;
+  /**
+   * A check finished (ok: 2xx within the timeout); `startTime`: the engine's process start
+   * (seconds since the epoch) when its /metrics reports one.
+   */
+  onResult(worker: number, ok: boolean, error?: string, startTime?: number): void;
   /** Called after each round, to let grace periods expire. */
   onRound?(): void;
 }
@@ -96,11 +102,15 @@ export class HealthMonitor {
   private running?: Promise<void>;
   private closed = false;
   private readonly inFlight = new Set<AbortController>();
+  /** Base URLs whose /metrics has no start time: not asked again. */
+  private readonly noStartTime = new Set<string>();
 
   constructor(
     private readonly events: HealthEvents,
     private readonly intervalMs: number,
     private readonly timeoutMs: number,
+    /** Read process_start_time_seconds from /metrics after each passed check. */
+    private readonly readStartTime = true,
   ) {}
 
   start(): void {
@@ -123,19 +133,38 @@ export class HealthMonitor {
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
     let ok = false;
     let error: string | undefined;
+    let startTime: number | undefined;
     try {
       const res = await fetch(`${target.baseUrl}/health`, { signal: controller.signal });
       ok = res.ok;
       if (!ok) error = `GET /health answered ${res.status}`;
       await res.body?.cancel();
+      if (ok && this.readStartTime && !this.noStartTime.has(target.baseUrl)) startTime = await this.startTimeOf(target.baseUrl, controller.signal);
     } catch (err) {
       error = controller.signal.aborted ? `GET /health timed out after ${this.timeoutMs} ms` : (err as Error).message;
     } finally {
       clearTimeout(timer);
       this.inFlight.delete(controller);
     }
-    if (!this.closed) this.events.onResult(target.id, ok, error);
+    if (!this.closed) this.events.onResult(target.id, ok, error, startTime);
     return ok;
+  }
+
+  /** The engine's start time from its /metrics; undefined when it cannot say now (a failed scrape fails no health check). */
+  private async startTimeOf(baseUrl: string, signal: AbortSignal): Promise<number | undefined> {
+    try {
+      const res = await fetch(`${baseUrl}/metrics`, { signal });
+      if (!res.ok) {
+        await res.body?.cancel();
+        if (res.status === 404) this.noStartTime.add(baseUrl);
+        return undefined;
+      }
+      const value = processStartTime(await res.text());
+      if (value === undefined) this.noStartTime.add(baseUrl);
+      return value;
+    } catch {
+      return undefined;
+    }
   }
 
   async close(): Promise<void> {
@@ -144,4 +173,14 @@ export class HealthMonitor {
     for (const c of this.inFlight) c.abort();
     await this.running;
   }
+}
+
+const START_TIME = /^process_start_time_seconds(?:\{[^}]*\})?[ \t]+(\S+)/m;
+
+/** process_start_time_seconds from a Prometheus text exposition (the first sample), if any. */
+export function processStartTime(text: string): number | undefined {
+  const m = START_TIME.exec(text);
+  if (!m) return undefined;
+  const v = Number(m[1]);
+  return Number.isFinite(v) && v > 0 ? v : undefined;
 }

@@ -45,6 +45,10 @@ export interface Ejection {
 export interface IngestPort {
   subscribe(worker: WorkerConfig, pool: PoolName): void;
   unsubscribe(worker: number): void;
+  /** The worker's event streams prove its index follows the engine process now running (false without streams). */
+  continuous(worker: number): boolean;
+  /** The engine may have restarted unseen: drop its blocks now and rebuild them from its replay buffer, if any. */
+  resync(worker: number, reason: string): void;
 }
 
 export interface WorkerStatus {
@@ -87,6 +91,8 @@ interface Entry {
   config: WorkerConfig;
   draining: boolean;
   inSelection: boolean;
+  /** The engine's process start time (seconds) as its /metrics last said. */
+  startTime?: number;
 }
 
 export class UnknownWorkerError extends Error {
@@ -186,12 +192,30 @@ export class WorkerRegistry {
     return withFields(status, { state: 'draining' as const, inSelection: false });
   }
 
-  /** A health check result: unhealthy leaves selection at once, healthy comes back. */
-  recordHealth(id: number, ok: boolean, error?: string): void {
+  /**
+   * A health check result: unhealthy leaves selection at once, healthy comes back, its blocks kept
+   * only when its event streams prove the engine did not restart meanwhile. `startTime`: the
+   * engine's process start time, when its /metrics reports one; a new value is a restart.
+   */
+  recordHealth(id: number, ok: boolean, error?: string, startTime?: number): void {
     const entry = this.entries.get(id);
     if (!entry) return;
+    const blocksDropped = this.health.status(id)?.blocksDropped === true;
     const verdict = this.health.record(id, ok, this.clock(), error);
     if (ok) this.opts.pools[poolOf(entry.config.role)].healthCheckPassed?.(id);
+    if (startTime !== undefined) {
+      const before = entry.startTime;
+      entry.startTime = startTime;
+      if (before !== undefined && before !== startTime) {
+        this.opts.ingest.resync(id, `the engine's process_start_time_seconds changed from ${before} to ${startTime}: it restarted`);
+        this.log.warn({ worker: id, url: redactUrl(entry.config.baseUrl), start_time: startTime, previous_start_time: before }, "engine restarted (its start time changed): the worker's blocks were cleared");
+      }
+    }
+    // Unreachable, it may have restarted: unknown until its event streams prove otherwise.
+    if (verdict === 'became_healthy' && (blocksDropped || !this.opts.ingest.continuous(id))) {
+      this.opts.ingest.resync(id, 'the worker was unreachable and its event streams do not prove the engine kept running');
+      this.log.info({ worker: id }, "worker back after being unreachable: its blocks were cleared (no proof the engine kept its cache), rebuilt from its replay buffer");
+    }
     if (verdict === 'became_unhealthy' || verdict === 'became_healthy') {
       this.sync(entry);
       const fields = { worker: id, url: redactUrl(entry.config.baseUrl), state: this.stateOf(entry), in_selection: entry.inSelection };

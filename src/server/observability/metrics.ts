@@ -263,7 +263,7 @@ export class RouterMetrics {
     perWorkerCounter('kvroute_kv_event_gaps_total', 'Sequence gaps in KV event streams', (s) => s.gaps);
     perWorkerCounter('kvroute_kv_event_replays_total', 'Replay requests sent after gaps', (s) => s.replays);
     perWorkerCounter('kvroute_kv_event_decode_errors_total', 'KV event messages that could not be decoded', (s) => s.decodeErrors);
-    perWorkerCounter('kvroute_kv_event_restarts_total', 'Engine restarts seen (sequence went back): blocks cleared', (s) => s.restarts);
+    perWorkerCounter('kvroute_kv_event_restarts_total', 'Engine restarts seen in the event stream (sequence went back, or the replay buffer lost the last applied batch): blocks cleared', (s) => s.restarts);
     new Counter({
       name: 'kvroute_kv_events_rejected_total',
       help: 'KV events rejected by the index, by reason',

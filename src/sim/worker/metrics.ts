@@ -25,6 +25,8 @@ export interface WorkerCounters {
 export interface WorkerMetricsSource {
   engine(): EngineMetricsSnapshot;
   worker(): WorkerCounters;
+  /** When the engine (process) started, in seconds since the epoch: a restart changes it. */
+  startTimeSeconds(): number;
 }
 
 export class WorkerMetrics {
@@ -55,6 +57,8 @@ export class WorkerMetrics {
           this.inc(read());
         },
       });
+    // As prometheus_client's process collector gives vLLM's /metrics (a router reads it to see restarts).
+    gauge('process_start_time_seconds', 'Start time of the process since unix epoch in seconds', () => source.startTimeSeconds());
     gauge('vllm:kv_cache_usage_perc', 'KV cache usage, 1 = 100 percent', () => snap().e.kvUsage);
     gauge('vllm:gpu_cache_usage_perc', 'KV cache usage, 1 = 100 percent (older vLLM name)', () => snap().e.kvUsage);
     gauge('vllm:num_requests_running', 'Requests in the running batch', () => snap().e.running);

@@ -158,8 +158,11 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
       clock,
     };
     const currentModel = () => driver.model as unknown as EngineModel;
+    // The simulated engine's "process" start: a restart() is a new process.
+    let startedAtMs = clock();
     const metrics = new WorkerMetrics(
       {
+        startTimeSeconds: () => startedAtMs / 1000,
         engine: () => currentModel().metrics(),
         worker: () => {
           const c = publisher.counters();
@@ -181,6 +184,7 @@ export async function startSimWorker(opts: SimWorkerOptions): Promise<SimWorker>
       holds.clear('the engine restarted');
       driver.replaceModel(newModel() as unknown as Model, new Error('the engine restarted'));
       publisher.restart();
+      startedAtMs = Math.max(clock(), startedAtMs + 1);
     };
     const hang = (on: boolean) => {
       if (typeof on !== 'boolean') throw new TypeError(`hang takes a boolean, got ${typeof on}`);

@@ -192,7 +192,7 @@ describe('router HTTP surface', () => {
       const r = await post(completions(), { model: MODEL, prompt: 'nobody', max_tokens: 2 });
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('1');
-      expect((r.json as ErrorBody).error).toMatchObject({ code: 'no_workers', type: 'service_unavailable' });
+      expect((r.json as ErrorBody).error).toMatchObject({ code: 'no_eligible_worker', type: 'service_unavailable' });
       expect((await fetch(`${t.url}/health`)).status).toBe(503);
     } finally {
       await post(`${t.url}/admin/workers/1/activate`, {}, auth);

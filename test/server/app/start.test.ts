@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseRouterConfig } from '../../../src/server/config/config.js';
 import { startServer, type StartedServer } from '../../../src/server/app/start.js';
+import { startSimWorker, type SimWorker } from '../../../src/sim/worker/worker.js';
 
 let started: StartedServer | undefined;
 afterEach(async () => {
@@ -44,5 +45,29 @@ describe('startServer', () => {
     const url = started.server.url.replace('0.0.0.0', '127.0.0.1');
     expect((await fetch(`${url}/admin/workers`)).status).toBe(401);
     expect((await fetch(`${url}/admin/workers`, { headers: { authorization: 'Bearer s3cret' } })).status).toBe(200);
+  });
+
+  it('with allowEmptyFleet and no workers, answers 503 no_eligible_worker (and /health 503) until a worker added through the admin API serves', async () => {
+    let worker: SimWorker | undefined;
+    try {
+      started = await startServer({ config: parseRouterConfig({ port: 0, allowEmptyFleet: true, health: { intervalMs: 0 }, logLevel: 'silent' }) });
+      const url = started.server.url;
+      const ask = () => fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'kvroute-sim', prompt: 'hello there', max_tokens: 2 }) });
+      const refused = await ask();
+      expect(refused.status).toBe(503);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('no_eligible_worker');
+      expect((await fetch(`${url}/health`)).status).toBe(503);
+      worker = await startSimWorker({ id: 5, host: '127.0.0.1', model: 'kvroute-sim' });
+      const added = await fetch(`${url}/admin/workers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 5, baseUrl: worker.url }) });
+      expect(added.status).toBe(201);
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+      const served = await ask();
+      expect(served.status).toBe(200);
+      expect(served.headers.get('x-kvroute-decode-worker')).toBe('5');
+    } finally {
+      await started?.close();
+      started = undefined;
+      await worker?.close();
+    }
   });
 });

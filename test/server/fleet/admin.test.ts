@@ -9,7 +9,7 @@ import { conditionalSettings, DEFAULT_CONDITIONAL_DISAGG } from '../../../src/ro
 
 function deps(token?: string): AdminDeps {
   const pool = { enable() {}, disable() {}, remove() {}, dropBlocks() {}, activeRequests: () => 0 };
-  const registry = new WorkerRegistry({ pools: { prefill: pool, decode: pool }, ingest: { subscribe() {}, unsubscribe() {} }, healthGraceMs: 0 });
+  const registry = new WorkerRegistry({ pools: { prefill: pool, decode: pool }, ingest: { subscribe() {}, unsubscribe() {}, continuous: () => true, resync() {} }, healthGraceMs: 0 });
   return { registry, scheduling: scheduling(), token, readJson: async (call) => JSON.parse(String(call.body ?? '{}')) as Record<string, unknown> };
 }
 

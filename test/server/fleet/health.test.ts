@@ -54,10 +54,19 @@ describe('HealthMonitor', () => {
   let url = '';
   let status = 200;
   let hang = false;
+  /** What GET /metrics answers (undefined: 404). */
+  let metrics: string | undefined;
+  let metricsScrapes = 0;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       if (hang) return; // never answers
+      if (req.url === '/metrics') {
+        metricsScrapes++;
+        if (metrics === undefined) res.writeHead(404).end();
+        else res.writeHead(200, { 'content-type': 'text/plain' }).end(metrics);
+        return;
+      }
       res.writeHead(req.url === '/health' ? status : 404).end();
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -98,6 +107,31 @@ describe('HealthMonitor', () => {
     status = 200;
     await m.close();
     await impatient.close();
+  });
+
+  it("reads the engine's start time from /metrics after a passed check, and stops asking an engine that has none", async () => {
+    const results: Array<number | undefined> = [];
+    const events = { targets: () => [{ id: 1, baseUrl: url }], onResult: (_w: number, ok: boolean, _e?: string, start?: number) => results.push(ok ? start : -1) };
+    const m = new HealthMonitor(events, 0, 10_000);
+    metrics = '# HELP process_start_time_seconds Start time\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7650123456789e+09\nvllm:num_requests_running{engine="0"} 0\n';
+    await m.checkAll();
+    metrics = 'process_start_time_seconds{model_name="m",engine="3"} 1765012399.5\n';
+    await m.checkAll();
+    expect(results).toEqual([1765012345.6789, 1765012399.5]);
+    // A failed check reads nothing.
+    status = 503;
+    await m.checkAll();
+    status = 200;
+    expect(results.at(-1)).toBe(-1);
+    // An engine whose /metrics has no start time is not scraped again.
+    metrics = 'vllm:num_requests_running 0\n';
+    const before = metricsScrapes;
+    await m.checkAll();
+    await m.checkAll();
+    expect(metricsScrapes - before).toBe(1);
+    expect(results.slice(-2)).toEqual([undefined, undefined]);
+    await m.close();
+    metrics = undefined;
   });
 
   it('checks every interval once started, and stops on close', async () => {

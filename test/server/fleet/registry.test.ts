@@ -35,14 +35,22 @@ function setup(graceMs = 1000, onChange?: (c: FleetChange) => void) {
   let now = 0;
   const pools: Record<PoolName, RecordingPool> = { prefill: new RecordingPool(), decode: new RecordingPool() };
   const subscribed = new Map<number, PoolName>();
+  // Workers whose event streams prove continuity (all, unless a test says otherwise), and resyncs asked.
+  const continuous = new Set<number>();
+  const resyncs: Array<{ id: number; reason: string }> = [];
   const registry = new WorkerRegistry({
     pools,
-    ingest: { subscribe: (w, pool) => subscribed.set(w.id, pool), unsubscribe: (id) => subscribed.delete(id) },
+    ingest: {
+      subscribe: (w, pool) => (subscribed.set(w.id, pool), continuous.add(w.id)),
+      unsubscribe: (id) => subscribed.delete(id),
+      continuous: (id) => continuous.has(id),
+      resync: (id, reason) => void resyncs.push({ id, reason }),
+    },
     healthGraceMs: graceMs,
     clock: () => now,
     onChange,
   });
-  return { registry, pools, subscribed, advance: (ms: number) => (now += ms) };
+  return { registry, pools, subscribed, continuous, resyncs, advance: (ms: number) => (now += ms) };
 }
 
 const worker = (id: number, role: string) => parseWorkerConfig({ id, role, baseUrl: `http://127.0.0.1:${9000 + id}`, kvEvents: `tcp://127.0.0.1:${5000 + id}` });
@@ -115,6 +123,43 @@ describe('WorkerRegistry', () => {
     expect(registry.list()[0].state).toBe('healthy');
   });
 
+  it('clears a worker back from unreachable unless its event streams prove the engine kept running', () => {
+    const { registry, continuous, resyncs, pools, advance } = setup(1000);
+    registry.add(worker(1, 'decode'));
+    registry.add(worker(2, 'decode'));
+    // 1: its streams stayed continuous (the HTTP side hung, the engine lived): its blocks are kept.
+    registry.recordHealth(1, false, 'timed out');
+    registry.recordHealth(1, true);
+    expect(resyncs).toEqual([]);
+    // 2: its stream dropped and is not proven again: cleared before it is back in selection.
+    registry.recordHealth(2, false, 'refused');
+    continuous.delete(2);
+    registry.recordHealth(2, true);
+    expect(resyncs.map((r) => r.id)).toEqual([2]);
+    expect(resyncs[0].reason).toMatch(/unreachable/);
+    expect(pools.decode.selected.has(2)).toBe(true);
+    // 1 again, past the grace period: its blocks left the index, so its streams must rebuild them.
+    registry.recordHealth(1, false, 'refused');
+    advance(1500);
+    registry.expireGrace();
+    registry.recordHealth(1, true);
+    expect(resyncs.map((r) => r.id)).toEqual([2, 1]);
+  });
+
+  it('clears a worker whose engine start time changed, even when every health check passed', () => {
+    const { registry, resyncs } = setup();
+    registry.add(worker(1, 'decode'));
+    registry.recordHealth(1, true, undefined, 1_700_000_000.5);
+    registry.recordHealth(1, true, undefined, 1_700_000_000.5);
+    registry.recordHealth(1, true); // /metrics said nothing this time: no verdict
+    expect(resyncs).toEqual([]);
+    registry.recordHealth(1, true, undefined, 1_700_000_100.25);
+    expect(resyncs.map((r) => r.id)).toEqual([1]);
+    expect(resyncs[0].reason).toMatch(/process_start_time_seconds changed from 1700000000.5 to 1700000100.25/);
+    registry.recordHealth(1, true, undefined, 1_700_000_100.25);
+    expect(resyncs).toHaveLength(1);
+  });
+
   it('drains (no new requests, even when healthy) and activates again', () => {
     const { registry, pools } = setup();
     registry.add(worker(1, 'prefill'));
@@ -166,6 +211,8 @@ describe('WorkerRegistry', () => {
           throw new RangeError('cannot subscribe');
         },
         unsubscribe: () => undefined,
+        continuous: () => true,
+        resync: () => undefined,
       },
       healthGraceMs: 0,
     });

@@ -74,7 +74,7 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
       const r = await post({ model: MODEL, prompt: 'nobody', max_tokens: 2 });
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('1');
-      expect(((await r.json()) as ErrorBody).error).toMatchObject({ code: 'no_workers', type: 'service_unavailable' });
+      expect(((await r.json()) as ErrorBody).error).toMatchObject({ code: 'no_eligible_worker', type: 'service_unavailable' });
     } finally {
       router.registry.activate(1);
     }
