@@ -52,7 +52,7 @@ const READY_TIMEOUT_MS = 600_000;
 // Engines run in process groups of their own, which would outlive this process: whatever way it
 // ends (short of SIGKILL), the groups still running are killed with it.
 const liveGroups = new Set<number>();
-process.once('exit', () => {
+function killLiveGroups(): void {
   for (const g of liveGroups) {
     try {
       process.kill(-g, 'SIGKILL');
@@ -60,8 +60,17 @@ process.once('exit', () => {
       // already gone
     }
   }
-});
-for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(s, () => process.exit(128 + (s === 'SIGINT' ? 2 : s === 'SIGTERM' ? 15 : 1)));
+  liveGroups.clear();
+}
+process.once('exit', killLiveGroups);
+// Not process.exit() here: vitest's workers refuse it. The engines first, then the signal again
+// (this listener is gone), to whatever else handles it or to its default action.
+for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(s, () => {
+    killLiveGroups();
+    process.kill(process.pid, s);
+  });
+}
 
 /** The `vllm serve` command line of these options (exported for the report). */
 export function vllmArgs(o: VllmEngineOptions): string[] {
