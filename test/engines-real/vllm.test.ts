@@ -46,6 +46,11 @@ async function countersAfter(before: readonly CacheCounters[]): Promise<CacheCou
   return last;
 }
 
+function firstSentence(text: string): string {
+  const end = text.indexOf('. ');
+  return end < 0 ? text : text.slice(0, end + 1);
+}
+
 /** The overlap blocks the router would credit `worker` with for `body` (0 when not a candidate). */
 async function creditOf(body: object, worker: number): Promise<number> {
   return (await explain(fleet.router.url, body)).candidates.find((c) => c.worker === worker)?.overlap_blocks ?? 0;
@@ -176,6 +181,7 @@ describe('kvroute in front of real vLLM engines', () => {
     const first = await send(mode, prefix, 'Warm it.');
     const next = bodyOf(mode, prefix, 'Again.');
     await indexed(next, first.worker);
+    const creditBeforeReset = await creditOf(next, first.worker);
     const engine = fleet.engines[workerIndex(first.worker)];
     const res = await request(`${engine.url}/reset_prefix_cache`, { method: 'POST' });
     await res.body.dump();
@@ -188,7 +194,7 @@ describe('kvroute in front of real vLLM engines', () => {
     let creditAfter = -1;
     await until('the index dropping the reset worker', 15_000, async () => (creditAfter = await creditOf(next, first.worker)) === 0).catch(() => undefined);
     const after = await send(mode, prefix, 'Again.');
-    record(name, { worker: first.worker, creditBeforeReset: first.overlap, creditWhileIdleAfterReset: creditIdle, creditAfterEngineStep: creditAfter, next: after });
+    record(name, { worker: first.worker, creditBeforeReset, creditWhileIdleAfterReset: creditIdle, creditAfterEngineStep: creditAfter, next: after });
     expect(nudge.status).toBe(200);
     expect(creditAfter, 'overlap credited to the reset worker once it published').toBe(0);
     expectClaimMatches(after);
@@ -222,7 +228,9 @@ describe('kvroute in front of real vLLM engines', () => {
       const { status, message } = kvroute;
       expect(direct.statusCode, `${c.what}: vLLM's own status`).toBeGreaterThanOrEqual(400);
       expect(status, `${c.what}: kvroute's status`).toBe(direct.statusCode);
-      expect(message, `${c.what}: kvroute's message`).toContain(directBody.error?.message ?? '<no message>');
+      // vLLM's first sentence: the rest may count the prompt differently (vLLM stops tokenizing a text
+      // prompt past the context, "at least 4097"; the token ids kvroute sends are counted exactly).
+      expect(message, `${c.what}: kvroute's message`).toContain(firstSentence(directBody.error?.message ?? '<no message>'));
     }
   });
 
@@ -328,11 +336,12 @@ describe('kvroute in front of real vLLM engines', () => {
   }, 900_000);
 
   check('SIGTERM drains: streams in flight finish, then kvroute exits 0', async () => {
-    const router = await fleet.startRouter('kvroute-drain');
+    // A drain timeout well past what the streams need on a loaded machine: the check is that they finish.
+    const router = await fleet.startRouter('kvroute-drain', { drainTimeoutMs: 180_000 });
     const drainClient = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const firstChunks: Array<Promise<void>> = [];
     const streams = [0, 1, 2].map(async (i) => {
-      const stream = await drainClient.completions.create({ model: MODEL, prompt: freshText(200), max_tokens: 200, temperature: 0, stream: true, stream_options: { include_usage: true }, ignore_eos: true } as never);
+      const stream = await drainClient.completions.create({ model: MODEL, prompt: freshText(200), max_tokens: 100, temperature: 0, stream: true, stream_options: { include_usage: true }, ignore_eos: true } as never);
       let text = '';
       let finish: string | null = null;
       let completionTokens = 0;
@@ -356,7 +365,7 @@ describe('kvroute in front of real vLLM engines', () => {
     record('SIGTERM drains: streams in flight finish, then kvroute exits 0', { results, newRequestDuringDrain: during, exitCode: code });
     for (const r of results) {
       expect(r.finish).toBe('length');
-      expect(r.completionTokens).toBe(200);
+      expect(r.completionTokens).toBe(100);
     }
     expect(during === 503 || typeof during === 'string', `a new request during the drain: ${during}`).toBe(true);
     expect(code).toBe(0);
