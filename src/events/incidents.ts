@@ -14,5 +14,8 @@ export interface IngestIncident {
     | { kind: 'restart'; via: 'sequence' | 'replay'; seq: bigint | null; lastSeq: bigint | null; reason?: string }
     | { kind: 'joined'; from: bigint; to: bigint } // batches [from, to] published before the subscription took effect were applied from the replay
     | { kind: 'caught_up'; from: bigint; to: bigint | null } // a restored index replayed [from, to] (to null: nothing newer was buffered)
-    | { kind: 'catch_up_failed'; reason: string }; // the restored index could not replay what it missed: the next live batch repairs or clears it
+    | { kind: 'catch_up_failed'; reason: string } // the restored index could not replay what it missed: the next live batch repairs or clears it
+    // The engine's stored events carry another block size than the router's: all refused, the worker earns no cache credit (first time, and when the size changes).
+    | { kind: 'block_size_mismatch'; engineBlockSize: number; routerBlockSize: number }
+    | { kind: 'block_size_ok'; routerBlockSize: number }; // after a mismatch, stored events of the router's block size apply again
 }

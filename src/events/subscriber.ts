@@ -28,6 +28,7 @@ import * as zmq from 'zeromq';
 import type { BatchApplier } from './apply.js';
 import type { IngestCounters } from './counters.js';
 import { parseEventMessage } from './frames.js';
+import { decodeEventBatch } from './decode.js';
 import { ReplayError, replayBatches } from './replay.js';
 import { SequenceTracker } from './sequence.js';
 import type { IngestIncident } from './incidents.js';
@@ -71,7 +72,12 @@ export interface SubscriberState {
   replaying: boolean;
   /** The index is known to hold what this engine process published (false while disconnected, until the probe proves it). */
   continuous: boolean;
+  /** The engine's stored events carry another block size than the index's: refused, so its cache earns no credit. */
+  blockSizeMismatch: { engineBlockSize: number; routerBlockSize: number } | null;
 }
+
+/** A rank refusing stored events for their block size decodes one in TypeScript at most this often, to name the size. */
+const MISMATCH_DECODE_MS = 1_000;
 
 /** Receives this many messages back to back at most before letting the event loop run. */
 const RECEIVE_BURST = 256;
@@ -105,6 +111,8 @@ export class EventSubscriber {
   private disconnected = false;
   /** Reconnected: live batches wait for the probe (the next one in sequence could be a new process's). */
   private awaitingProbe = false;
+  private blockSizeMismatch: SubscriberState['blockSizeMismatch'] = null;
+  private mismatchDecodedAt = -Infinity;
   /** Why the rank must be cleared and rebuilt before the next step (resync), or null. */
   private resyncDue: string | null = null;
   private readonly loops: Promise<void>;
@@ -148,6 +156,7 @@ export class EventSubscriber {
       queued: this.queue.length,
       replaying: this.replaying,
       continuous: this.continuous,
+      blockSizeMismatch: this.blockSizeMismatch,
     };
   }
 
@@ -314,8 +323,15 @@ export class EventSubscriber {
 
   /** Applies one batch (decoded natively), then records its sequence number (applied or undecodable). */
   private async applyPayload(seq: bigint, payload: Buffer): Promise<void> {
+    const refusedBefore = this.opts.counters.rejected.blockSize ?? 0;
+    const appliedBefore = this.opts.counters.applied;
     const events = await this.opts.applier.applyPayload(this.opts.worker, this.opts.dpRank, payload, this.opts.counters);
     if (this.closed) return;
+    if ((this.opts.counters.rejected.blockSize ?? 0) > refusedBefore) this.blockSizeRefused(payload);
+    else if (this.blockSizeMismatch !== null && this.opts.counters.applied > appliedBefore && acceptsStored(payload, this.opts.applier.indexer.blockSize)) {
+      this.blockSizeMismatch = null;
+      this.report({ kind: 'block_size_ok', routerBlockSize: this.opts.applier.indexer.blockSize });
+    }
     this.sliceEvents += events + 1;
     this.tracker.applied(seq);
     this.lastPayload = payload;
@@ -506,6 +522,25 @@ export class EventSubscriber {
     await this.applyPayload(liveSeq, livePayload);
   }
 
+  /**
+   * Stored events were refused for their block size: names the engine's size (decoding the
+   * payload in TypeScript, at most once a second) and reports it the first time and when it
+   * changes, never per batch.
+   */
+  private blockSizeRefused(payload: Buffer): void {
+    const now = performance.now();
+    if (this.blockSizeMismatch !== null && now - this.mismatchDecodedAt < MISMATCH_DECODE_MS) return;
+    this.mismatchDecodedAt = now;
+    const routerBlockSize = this.opts.applier.indexer.blockSize;
+    const decoded = decodeEventBatch(payload);
+    if (!decoded.ok) return;
+    const stored = decoded.batch.events.find((e) => e.kind === 'stored' && e.blockSize !== routerBlockSize);
+    if (!stored || stored.kind !== 'stored') return;
+    if (this.blockSizeMismatch?.engineBlockSize === stored.blockSize) return;
+    this.blockSizeMismatch = { engineBlockSize: stored.blockSize, routerBlockSize };
+    this.report({ kind: 'block_size_mismatch', engineBlockSize: stored.blockSize, routerBlockSize });
+  }
+
   private report(what: IngestIncident['what']): void {
     if (!this.opts.onIncident) return;
     try {
@@ -531,4 +566,10 @@ export class EventSubscriber {
     this.idleWaiters = [];
     for (const w of waiters) w();
   }
+}
+
+/** The payload holds a stored event of the index's block size (the engine now agrees with the router). */
+function acceptsStored(payload: Buffer, blockSize: number): boolean {
+  const decoded = decodeEventBatch(payload);
+  return decoded.ok && decoded.batch.events.some((e) => e.kind === 'stored' && e.blockSize === blockSize);
 }

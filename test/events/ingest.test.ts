@@ -41,7 +41,7 @@ describe('EventIngest: events reach the index', () => {
     expect(s.applied - base.applied).toBe(4);
     expect(s.batches - base.batches).toBe(4);
     expect(s.rejected).toEqual(base.rejected);
-    expect(s.ranks).toEqual([{ dpRank: 0, endpoint: engine.endpoint, replayEndpoint: engine.replayEndpoint, lastSeq: engine.nextSeq - 1n, queued: 0, replaying: false, continuous: true }]);
+    expect(s.ranks).toEqual([{ dpRank: 0, endpoint: engine.endpoint, replayEndpoint: engine.replayEndpoint, lastSeq: engine.nextSeq - 1n, queued: 0, replaying: false, continuous: true, blockSizeMismatch: null }]);
   });
 
   it('receives only the subscribed topic prefix', async () => {

@@ -108,3 +108,14 @@ describe('EventSubscriber: an engine restarted on the same address', () => {
     expect(ingest.continuous(404)).toBe(false);
   });
 });
+
+describe("vLLM's kv_cache_report_mode 'full'", () => {
+  it('re-reports reused prefix blocks as BlockStored: applied as blocks already held, nothing refused', async () => {
+    const { engine, indexer, ingest } = await setup();
+    const before = workerStats(ingest, W);
+    await engine.publish([storeA]); // the same blocks again, as a request that reused them reports them
+    await caughtUp(engine, ingest, W);
+    expect(blocksOf(indexer, a)).toBe(2);
+    expect(workerStats(ingest, W).rejected).toEqual(before.rejected);
+  });
+});

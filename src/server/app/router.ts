@@ -408,8 +408,17 @@ export class RouterImpl implements Router {
       // Degraded, not down: a replica cut off from NATS still serves, on its own view.
       replicas: this.backend.replicas?.status(),
       warm_start: this.backend.warmStart?.status(),
+      // Workers whose KV events the index refuses whole: they serve, but their cache earns no credit.
+      kv_events: this.kvEventProblems(),
     };
     return json(summary.status === 'ready' ? 200 : 503, summary);
+  }
+
+  private kvEventProblems(): Array<{ worker: number; problem: 'block_size_mismatch'; engine_block_size: number; router_block_size: number }> | undefined {
+    const out = this.backend.metricsSources.eventStats().flatMap((s) =>
+      s.blockSizeMismatch ? [{ worker: s.worker, problem: 'block_size_mismatch' as const, engine_block_size: s.blockSizeMismatch.engineBlockSize, router_block_size: s.blockSizeMismatch.routerBlockSize }] : [],
+    );
+    return out.length > 0 ? out : undefined;
   }
 
   private async readJson(call: HttpCall): Promise<Record<string, unknown>> {

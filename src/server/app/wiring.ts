@@ -208,6 +208,7 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
             replays: s.replays,
             decodeErrors: s.decodeErrors,
             restarts: s.restarts,
+            blockSizeMismatch: s.ranks.find((r) => r.blockSizeMismatch !== null)?.blockSizeMismatch ?? undefined,
             skipped: { unknown_type: s.unknownEventTypes, other_group: s.otherGroupEvents, other_medium: s.ignoredMedium },
           })),
         ),
@@ -327,6 +328,15 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
       return;
     case 'caught_up':
       log.info(withFields(at, { from: String(what.from), to: what.to === null ? null : String(what.to) }), 'KV events: the restored index caught up from the replay buffer');
+      return;
+    case 'block_size_mismatch':
+      log.warn(
+        withFields(at, { engine_block_size: what.engineBlockSize, router_block_size: what.routerBlockSize }),
+        `KV events refused: the engine's block size is ${what.engineBlockSize}, the router's ${what.routerBlockSize}; this worker's cache earns no credit until they agree (--block-size)`,
+      );
+      return;
+    case 'block_size_ok':
+      log.info(withFields(at, { router_block_size: what.routerBlockSize }), "KV events: the engine's block size agrees with the router's again");
       return;
     case 'catch_up_failed':
       log.warn(withFields(at, { reason: what.reason }), 'KV events: the restored index could not catch up now; the next live batch repairs or clears it');

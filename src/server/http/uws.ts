@@ -252,6 +252,16 @@ async function pump(res: HttpResponse, reply: HttpReply, stream: FrameStream, st
 /** Status lines by status code, built once each (the same few are written on every response). */
 const statusLines = new Map<number, string>();
 
+/**
+ * uWebSockets.js closes a keep-alive connection idle for about 10 s (HTTP_IDLE_TIMEOUT_S, compiled
+ * in; its timer ticks every 4 s, so 8 to 12 s), with a FIN. A client that writes a request as that
+ * close happens gets a reset, and the request is lost before the router saw it. So every response
+ * advertises a shorter idle time: clients that honour `Keep-Alive: timeout` (undici, so Node's
+ * fetch and the openai npm client) close first. docs/operations.md lists the clients that ignore it.
+ */
+export const ADVERTISED_IDLE_TIMEOUT_S = 5;
+const KEEP_ALIVE = `timeout=${ADVERTISED_IDLE_TIMEOUT_S}`;
+
 function writeHead(res: HttpResponse, reply: HttpReply): void {
   let line = statusLines.get(reply.status);
   if (line === undefined) {
@@ -264,6 +274,7 @@ function writeHead(res: HttpResponse, reply: HttpReply): void {
     // uWS computes content-length itself on end(); a duplicate would corrupt the response.
     if (k !== 'content-length' && Object.hasOwn(headers, k)) res.writeHeader(k, headers[k]);
   }
+  if (headers.connection !== 'close') res.writeHeader('keep-alive', KEEP_ALIVE);
 }
 
 function remoteAddressOf(res: HttpResponse): string {

@@ -31,6 +31,8 @@ export interface EventStatsSample {
   replays: number;
   decodeErrors: number;
   restarts: number;
+  /** The engine's stored events carry another block size than the router's (all refused). */
+  blockSizeMismatch?: { engineBlockSize: number; routerBlockSize: number };
 }
 
 export interface MetricsSources {
@@ -264,6 +266,19 @@ export class RouterMetrics {
     perWorkerCounter('kvroute_kv_event_replays_total', 'Replay requests sent after gaps', (s) => s.replays);
     perWorkerCounter('kvroute_kv_event_decode_errors_total', 'KV event messages that could not be decoded', (s) => s.decodeErrors);
     perWorkerCounter('kvroute_kv_event_restarts_total', 'Engine restarts seen in the event stream (sequence went back, or the replay buffer lost the last applied batch): blocks cleared', (s) => s.restarts);
+    new Gauge({
+      name: 'kvroute_kv_event_block_size_mismatch',
+      help: "1 for a worker whose KV events carry another block size than the router's: they are all refused and its cache earns no routing credit",
+      labelNames: ['worker', 'engine_block_size', 'router_block_size'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of self.sources?.eventStats() ?? []) {
+          const m = s.blockSizeMismatch;
+          if (m) this.set({ worker: String(s.worker), engine_block_size: String(m.engineBlockSize), router_block_size: String(m.routerBlockSize) }, 1);
+        }
+      },
+    });
     new Counter({
       name: 'kvroute_kv_events_rejected_total',
       help: 'KV events rejected by the index, by reason',
