@@ -339,14 +339,15 @@ describe('kvroute in front of real vLLM engines', () => {
     // A drain timeout well past what the streams need on a loaded machine: the check is that they finish.
     const router = await fleet.startRouter('kvroute-drain', { drainTimeoutMs: 180_000 });
     const drainClient = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-    const firstChunks: Array<Promise<void>> = [];
+    // Each stream's first chunk, made before any stream starts: SIGTERM goes once all three are in flight.
+    const signals: Array<() => void> = [];
+    const firstChunks = [0, 1, 2].map((i) => new Promise<void>((r) => (signals[i] = r)));
     const streams = [0, 1, 2].map(async (i) => {
       const stream = await drainClient.completions.create({ model: MODEL, prompt: freshText(200), max_tokens: 100, temperature: 0, stream: true, stream_options: { include_usage: true }, ignore_eos: true } as never);
       let text = '';
       let finish: string | null = null;
       let completionTokens = 0;
-      let signalFirst!: () => void;
-      firstChunks[i] = new Promise<void>((r) => (signalFirst = r));
+      const signalFirst = signals[i];
       for await (const chunk of stream as unknown as AsyncIterable<OpenAI.Completion>) {
         signalFirst();
         text += chunk.choices[0]?.text ?? '';
