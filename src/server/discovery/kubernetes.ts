@@ -11,6 +11,7 @@ import { CoreV1Api, KubeConfig, ListWatch, Watch, type V1Pod } from '@kubernetes
 import type { KubernetesDiscoveryConfig } from '../config/config.js';
 import type { DiscoveryStatsSample } from '../observability/discovery-metrics.js';
 import { redactUrl, type Logger } from '../../util/logger.js';
+import { withFields } from '../../util/objects.js';
 import { DiscoveredFleet, type DiscoveryFleetPort } from './discovered-fleet.js';
 import type { Discovery, DiscoveryStatus } from './discovery.js';
 
@@ -95,8 +96,8 @@ class KubernetesDiscovery implements Discovery {
     this.starting = false;
     if (this.startupError !== undefined && refusal(this.startupError)) throw new DiscoveryConfigError(refusalMessage(this.startupError, this.target, this.s.selector));
     const fields = { namespace, selector: this.s.selector, api_server: redactUrl(this.target.kc.getCurrentCluster()?.server ?? ''), credentials: this.target.from };
-    if (this.connected) this.log.info({ ...fields, ...this.fleet.counts() }, 'discovery: watching pods');
-    else this.log.warn({ ...fields, waited_ms: waited ? undefined : this.s.startupTimeoutMs, err: this.startupError }, 'discovery: the API server cannot be reached yet; starting without discovered workers and trying again');
+    if (this.connected) this.log.info(withFields(fields, this.fleet.counts()), 'discovery: watching pods');
+    else this.log.warn(withFields(fields, { waited_ms: waited ? undefined : this.s.startupTimeoutMs, err: this.startupError }), 'discovery: the API server cannot be reached yet; starting without discovered workers and trying again');
   }
 
   status(): DiscoveryStatus {
