@@ -13,13 +13,16 @@ import { verifyBinary } from './verify-binary.js';
 /** This machine's platform and its own build, checked as a release binary is, except for the glibc floor. */
 function localBuild(): { platform: string; binary: string } {
   const platform = platformCandidates()[0];
-  if (!PREBUILT_PLATFORMS.includes(platform)) throw new Error(`--local-build: ${platform} has no platform package (prebuilt: ${PREBUILT_PLATFORMS.join(', ')})`);
+  if (!PREBUILT_PLATFORMS.includes(platform))
+    throw new Error(`--local-build: ${platform} has no platform package (prebuilt: ${PREBUILT_PLATFORMS.join(', ')})`);
   const report = verifyBinary(LOCAL_BUILD_PATH, PREBUILT_TARGETS[platform]);
   const problems = report.problems.filter((p) => !p.startsWith('requires GLIBC_'));
   if (problems.length > 0) throw new Error(`--local-build: ${LOCAL_BUILD_PATH}: ${problems.join('; ')}`);
   if (report.glibc !== undefined && report.problems.length > 0) {
     // A native build links against this machine's glibc: say where its package will load.
-    console.warn(`${platform}: this machine's build needs GLIBC_${report.glibc} (a release's cross build needs ${PREBUILT_TARGETS[platform].maxGlibc}); it loads on glibc ${report.glibc} or newer`);
+    console.warn(
+      `${platform}: this machine's build needs GLIBC_${report.glibc} (a release's cross build needs ${PREBUILT_TARGETS[platform].maxGlibc}); it loads on glibc ${report.glibc} or newer`,
+    );
   }
   return { platform, binary: LOCAL_BUILD_PATH };
 }

@@ -25,5 +25,7 @@ await addon.computeBlockHashesBatchIntoAsync(Uint32Array.of(1, 2, 3, 4, 1, 2, 3,
 
 const ok = sync[0] === VECTOR && async[0] === VECTOR && hashes[0] === VECTOR && hashes[1] === VECTOR && offsets.join() === '0,1,2';
 const libc = /** @type {{ header: { glibcVersionRuntime?: string } }} */ (process.report.getReport()).header.glibcVersionRuntime;
-console.log(`${ok ? 'ok' : 'WRONG'}: ${file} on Node ${process.version} ${process.platform}-${process.arch} (${libc ? `glibc ${libc}` : 'no glibc'}): ${sync[0]} ${async[0]} [${hashes}] [${offsets}]`);
+console.log(
+  `${ok ? 'ok' : 'WRONG'}: ${file} on Node ${process.version} ${process.platform}-${process.arch} (${libc ? `glibc ${libc}` : 'no glibc'}): ${sync[0]} ${async[0]} [${hashes}] [${offsets}]`,
+);
 process.exitCode = ok ? 0 : 1;

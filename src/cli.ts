@@ -12,7 +12,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
   mock: { summary: 'simulated engine workers (OpenAI HTTP, ZeroMQ KV events, prefill/decode handoffs)', load: () => import('./cli/mock.js') },
   replay: { summary: 'replay a Mooncake trace offline (virtual time) or against a live router', load: () => import('./cli/replay.js') },
   'config-schema': { summary: "the JSON Schema of serve's config file (editors validate fleet files with it)", load: () => import('./cli/config-schema.js') },
-  'build-native': { summary: 'build the native addon from source with cargo (for platforms without a prebuilt one)', load: () => import('./cli/build-native.js') },
+  'build-native': {
+    summary: 'build the native addon from source with cargo (for platforms without a prebuilt one)',
+    load: () => import('./cli/build-native.js'),
+  },
 };
 
 function usage(): string {

@@ -14,7 +14,9 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 async function violations(paths: string[], options: ICruiseOptions, tsConfig?: ReturnType<typeof extractTSConfig>): Promise<string[]> {
   const { output } = await cruise(paths, options, undefined, { tsConfig });
   const result = output as ICruiseResult;
-  return result.summary.violations.map((v: IViolation) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (${v.cycle.map((c) => c.name).join(' -> ')})` : ''}`);
+  return result.summary.violations.map(
+    (v: IViolation) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (${v.cycle.map((c) => c.name).join(' -> ')})` : ''}`,
+  );
 }
 
 /** The rules and options of .dependency-cruiser.mjs, with paths that do not depend on the working directory. */
@@ -31,15 +33,21 @@ describe('the import graph of src/', () => {
 });
 
 describe('the folders of src/', () => {
-
   it('each have a README with their invariants and what they may import', () => {
-    const folders = ['src', ...readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => join(e.parentPath, e.name).slice(root.length))];
-    const missing = folders.filter((f) => f !== 'src').filter((f) => {
-      const readme = join(root, f, 'README.md');
-      if (!existsSync(readme)) return true;
-      const text = readFileSync(readme, 'utf8');
-      return !text.includes('## Invariants') || !text.includes('## Imports');
-    });
+    const folders = [
+      'src',
+      ...readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => join(e.parentPath, e.name).slice(root.length)),
+    ];
+    const missing = folders
+      .filter((f) => f !== 'src')
+      .filter((f) => {
+        const readme = join(root, f, 'README.md');
+        if (!existsSync(readme)) return true;
+        const text = readFileSync(readme, 'utf8');
+        return !text.includes('## Invariants') || !text.includes('## Imports');
+      });
     expect(missing).toEqual([]);
   });
 });

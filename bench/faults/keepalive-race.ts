@@ -132,7 +132,12 @@ async function main(): Promise<void> {
   const runs = await Promise.all(
     setups.map(async (s) => {
       const engine = await startEngine(idleMs);
-      return { ...s, engine, client: new EngineClient(engine.url, { keepAliveTimeoutMs: s.keepAliveTimeoutMs }), tally: { sent: 0, ok: 0, failures: new Map() } as Tally };
+      return {
+        ...s,
+        engine,
+        client: new EngineClient(engine.url, { keepAliveTimeoutMs: s.keepAliveTimeoutMs }),
+        tally: { sent: 0, ok: 0, failures: new Map() } as Tally,
+      };
     }),
   );
   const started = Date.now();
@@ -145,7 +150,10 @@ async function main(): Promise<void> {
   const seconds = (Date.now() - started) / 1000;
   console.log(
     `keep-alive race: ${rounds} rounds of ${width} concurrent requests per client, idle gaps ${idleMs} ms ± ${jitterMs} ms (uniform), ` +
-      `engine idle timeout ${idleMs} ms; ${seconds.toFixed(0)} s, load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      `engine idle timeout ${idleMs} ms; ${seconds.toFixed(0)} s, load average ${(await import('node:os'))
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
   );
   for (const r of runs) {
     const failed = r.tally.sent - r.tally.ok;

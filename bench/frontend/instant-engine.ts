@@ -18,7 +18,12 @@ export function startInstantEngine(outputTokens = 4, o: InstantEngineOptions = {
   const gapMs = o.tokenGapMs ?? 0;
   const app = uWS.App();
   let n = 0;
-  const usage = (promptTokens: number) => ({ prompt_tokens: promptTokens, completion_tokens: outputTokens, total_tokens: promptTokens + outputTokens, prompt_tokens_details: { cached_tokens: 0 } });
+  const usage = (promptTokens: number) => ({
+    prompt_tokens: promptTokens,
+    completion_tokens: outputTokens,
+    total_tokens: promptTokens + outputTokens,
+    prompt_tokens_details: { cached_tokens: 0 },
+  });
   app.get('/health', (res) => {
     res.end('ok');
   });
@@ -43,11 +48,22 @@ export function startInstantEngine(outputTokens = 4, o: InstantEngineOptions = {
       res.cork(() => {
         if (!body.stream) {
           res.writeHeader('content-type', 'application/json');
-          res.end(JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [{ index: 0, text: 'x'.repeat(tokens), logprobs: null, finish_reason: 'length' }], usage: usage(promptTokens), kv_transfer_params: null }));
+          res.end(
+            JSON.stringify({
+              id,
+              object: 'text_completion',
+              created,
+              model: 'instant',
+              choices: [{ index: 0, text: 'x'.repeat(tokens), logprobs: null, finish_reason: 'length' }],
+              usage: usage(promptTokens),
+              kv_transfer_params: null,
+            }),
+          );
           return;
         }
         res.writeHeader('content-type', 'text/event-stream');
-        const chunk = (i: number) => `data: ${JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: i === tokens - 1 ? 'length' : null }] })}\n\n`;
+        const chunk = (i: number) =>
+          `data: ${JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: i === tokens - 1 ? 'length' : null }] })}\n\n`;
         const last = `data: ${JSON.stringify({ id, object: 'text_completion', created, model: 'instant', choices: [], usage: usage(promptTokens) })}\n\ndata: [DONE]\n\n`;
         if (gapMs === 0) {
           let out = '';

@@ -90,7 +90,12 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     const t0 = performance.now();
     if (trace) trace.sentNs[i] = Number(process.hrtime.bigint());
     try {
-      const status = await send(pool, { method, path: o.path, body: method === 'GET' ? undefined : body, headers: trace ? { ...headers, 'x-request-id': `${o.trace}${i}` } : headers });
+      const status = await send(pool, {
+        method,
+        path: o.path,
+        body: method === 'GET' ? undefined : body,
+        headers: trace ? { ...headers, 'x-request-id': `${o.trace}${i}` } : headers,
+      });
       if (status !== 200) {
         failed++;
         firstError ??= `status ${status}`;
@@ -133,7 +138,15 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const elapsedS = (performance.now() - started) / 1000;
   const sorted = Float64Array.from(latencies).sort();
   const traced = trace && { sentNs: trace.sentNs.subarray(0, issued), doneNs: trace.doneNs.subarray(0, issued) };
-  return { completed: latencies.length, failed, elapsedS, rps: latencies.length / elapsedS, latenciesMs: sorted, firstError, ...(traced ? { trace: traced } : {}) };
+  return {
+    completed: latencies.length,
+    failed,
+    elapsedS,
+    rps: latencies.length / elapsedS,
+    latenciesMs: sorted,
+    firstError,
+    ...(traced ? { trace: traced } : {}),
+  };
 }
 
 /** [before, after] the first `marker`; [text] without one. */

@@ -52,7 +52,14 @@ export async function measureLoggerCost(
   const info = await start(createLogger({ level: 'info', destination: pino.destination({ dest: file, sync: true }) }));
   const silent = await start(silentLogger);
   try {
-    const load = (v: Variant, requests: number): LoadOptions => ({ url: v.server.url, path: '/v1/completions', body: o.body, concurrency: 64, requests, maxMs: 60_000 });
+    const load = (v: Variant, requests: number): LoadOptions => ({
+      url: v.server.url,
+      path: '/v1/completions',
+      body: o.body,
+      concurrency: 64,
+      requests,
+      maxMs: 60_000,
+    });
     const cpuPerRequest = async (v: Variant) => {
       const before = threadCpuMicros();
       const r = await world.load(load(v, o.requests), { ownThread: true });
@@ -95,5 +102,7 @@ export async function measureLoggerCost(
 }
 
 function lineCount(file: string): number {
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').length;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '').length;
 }

@@ -50,7 +50,10 @@ export async function measureOverheads(world: World, o: OverheadOptions & { bodi
   const rate = o.ratePerS ?? OVERHEAD_RATE_PER_S;
   const perRound = Math.ceil(o.requests / o.rounds);
   const run = (body: string, url: string, requests = perRound) =>
-    world.load({ path: '/v1/completions', body, concurrency: 32, maxMs: (requests * 1000) / rate + 5_000, ratePerS: rate, arrivals: o.arrivals, requests, url }, { ownThread: false });
+    world.load(
+      { path: '/v1/completions', body, concurrency: 32, maxMs: (requests * 1000) / rate + 5_000, ratePerS: rate, arrivals: o.arrivals, requests, url },
+      { ownThread: false },
+    );
   // Warm the open-loop code on the engine's thread (the closed loop ran on another thread).
   for (const body of o.bodies) {
     await run(body, o.engineUrl, o.warmup);
@@ -77,7 +80,13 @@ export async function measureOverheads(world: World, o: OverheadOptions & { bodi
     }
   }
   const routerGc = gc.stop();
-  return o.bodies.map((_, b) => ({ rate_per_s: rate, arrivals: o.arrivals, requests: routedCompleted[b], ...overheadFromRounds(rounds[b]), router_gc: routerGc }));
+  return o.bodies.map((_, b) => ({
+    rate_per_s: rate,
+    arrivals: o.arrivals,
+    requests: routedCompleted[b],
+    ...overheadFromRounds(rounds[b]),
+    router_gc: routerGc,
+  }));
 }
 
 export function closedLoop(world: World, opts: LoadOptions): Promise<LoadResult> {

@@ -69,14 +69,30 @@ export async function measurePromptForms(world: World, o: PromptFormOptions): Pr
     const bodies: Record<PromptForm, { path: string; body: string; tokens: number }> = {
       'token ids': { path: '/v1/completions', body: JSON.stringify({ ...common, prompt: Array.from(ids) }), tokens: ids.length },
       text: { path: '/v1/completions', body: JSON.stringify({ ...common, prompt: text }), tokens: ids.length },
-      chat: { path: '/v1/chat/completions', body: JSON.stringify({ ...common, messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: text }] }), tokens: 0 },
+      chat: {
+        path: '/v1/chat/completions',
+        body: JSON.stringify({
+          ...common,
+          messages: [
+            { role: 'system', content: SYSTEM },
+            { role: 'user', content: text },
+          ],
+        }),
+        tokens: 0,
+      },
     };
     bodies.chat.tokens = o.tokenizer.chatTemplate!.compiled.encodeBody(o.tokenizer.native, Buffer.from(bodies.chat.body))!.tokens.length;
     // Closed loops in alternating rounds (every form once a round, the order rotating), so a
     // stretch of the shared machine's other work moves one round of each form, not one form.
     const rounds = o.quick ? 1 : 5;
     const perRound = o.quick ? 2_000 : 8_000;
-    const loads = PROMPT_FORMS.map((form) => ({ url: server.url, path: bodies[form].path, body: bodies[form].body, concurrency: 64, maxMs: o.quick ? 2_000 : 10_000 }));
+    const loads = PROMPT_FORMS.map((form) => ({
+      url: server.url,
+      path: bodies[form].path,
+      body: bodies[form].body,
+      concurrency: 64,
+      maxMs: o.quick ? 2_000 : 10_000,
+    }));
     for (const load of loads) await closedLoop(world, { ...load, requests: o.quick ? 1_000 : 5_000, maxMs: 5_000 });
     const measured = PROMPT_FORMS.map(() => ({ rps: [] as number[], cpu: [] as number[], results: [] as LoadResult[] }));
     for (let r = 0; r < rounds; r++) {
@@ -125,7 +141,9 @@ export async function measurePromptForms(world: World, o: PromptFormOptions): Pr
       const failedNote = fig.failed ? `, ${fig.failed} failed: ${m.results.find((x) => x.firstError)?.firstError}` : '';
       o.log(
         `frontend, ${fig.form} prompts (${fig.prompt_tokens} tokens, ${bodies[fig.form].path}, real tokenizer): ${fig.rps} req/s, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request (rounds ${fig.round_router_cpu_us?.join(', ') ?? '?'})` +
-          (fig.overhead ? `, added latency at ${OVERHEAD_RATE_PER_S} req/s p50 ${fig.overhead.overhead_p50_ms} ms, p99 ${fig.overhead.overhead_p99_ms} ms (rounds ${fig.overhead.round_overhead_p99_ms.join(', ')})` : '') +
+          (fig.overhead
+            ? `, added latency at ${OVERHEAD_RATE_PER_S} req/s p50 ${fig.overhead.overhead_p50_ms} ms, p99 ${fig.overhead.overhead_p99_ms} ms (rounds ${fig.overhead.round_overhead_p99_ms.join(', ')})`
+            : '') +
           failedNote,
       );
     }

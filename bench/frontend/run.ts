@@ -73,7 +73,14 @@ const STREAM_TOKENS = 64;
 const MODEL = 'bench';
 
 function routerConfig(baseUrl: string) {
-  return { port: 0, model: MODEL, blockSize: 16, health: { intervalMs: 0 }, maxBodyBytes: 16 << 20, workers: [{ id: 0, role: 'aggregated' as const, kind: 'vllm' as const, baseUrl }] };
+  return {
+    port: 0,
+    model: MODEL,
+    blockSize: 16,
+    health: { intervalMs: 0 },
+    maxBodyBytes: 16 << 20,
+    workers: [{ id: 0, role: 'aggregated' as const, kind: 'vllm' as const, baseUrl }],
+  };
 }
 
 export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<FrontendBenchResult> {
@@ -97,7 +104,14 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
         const body = requestBody(tokens, stream);
         // Warm up (JIT, connections to the engine) before anything is measured.
         await closedLoop(world, { url: server.url, path: '/v1/completions', body, concurrency: 64, requests: o.quick ? 1_000 : 5_000, maxMs: 5_000 });
-        const { r, cpuPerRequest } = await closedLoopWithCpu(world, { url: server.url, path: '/v1/completions', body, concurrency: 64, requests: closedRequests, maxMs: closedMs });
+        const { r, cpuPerRequest } = await closedLoopWithCpu(world, {
+          url: server.url,
+          path: '/v1/completions',
+          body,
+          concurrency: 64,
+          requests: closedRequests,
+          maxMs: closedMs,
+        });
         const fig: ThroughputFigure = {
           prompt_tokens: tokens,
           stream,
@@ -110,22 +124,52 @@ export async function runFrontendBench(o: FrontendBenchOptions = {}): Promise<Fr
           ...(cpuPerRequest !== undefined ? { router_cpu_us_per_request: Math.round(cpuPerRequest * 10) / 10 } : {}),
         };
         throughput.push(fig);
-        log(`frontend: ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: ${fig.rps} req/s (p50 ${fig.p50_ms} ms, p99 ${fig.p99_ms} ms, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''})`);
+        log(
+          `frontend: ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: ${fig.rps} req/s (p50 ${fig.p50_ms} ms, p99 ${fig.p99_ms} ms, router CPU ${fig.router_cpu_us_per_request ?? '?'} us/request${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''})`,
+        );
 
         for (const arrivals of tokens === 1024 ? (['uniform', 'poisson'] as const) : (['uniform'] as const)) {
-          const ov = await measureOverhead(world, { routedUrl: server.url, engineUrl, body, arrivals, requests: openRequests, rounds: overheadRounds, warmup: warmupOpenRequests });
+          const ov = await measureOverhead(world, {
+            routedUrl: server.url,
+            engineUrl,
+            body,
+            arrivals,
+            requests: openRequests,
+            rounds: overheadRounds,
+            warmup: warmupOpenRequests,
+          });
           overhead.push({ prompt_tokens: tokens, stream, ...ov });
-          log(`frontend: overhead at ${ov.rate_per_s} req/s (${arrivals} arrivals), ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}; router scavenges ${ov.router_gc.scavenge_p50_ms} ms median, ${ov.router_gc.scavenge_max_ms} max, ${ov.router_gc.full_gcs} full GCs)`);
+          log(
+            `frontend: overhead at ${ov.rate_per_s} req/s (${arrivals} arrivals), ${tokens}-token prompts, ${stream ? 'streamed' : 'non-streamed'}: p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (median of ${ov.rounds} rounds: ${ov.round_overhead_p99_ms.join(', ')}; pooled ${ov.pooled_overhead_p99_ms}; router scavenges ${ov.router_gc.scavenge_p50_ms} ms median, ${ov.router_gc.scavenge_max_ms} max, ${ov.router_gc.full_gcs} full GCs)`,
+          );
         }
       }
     }
     const perToken = await measurePerToken(world, o.quick ? 300 : 3_000);
-    log(`frontend: ${STREAM_TOKENS}-token streams, a write per token: ${perToken.tokens_per_s} tokens/s, router CPU ${perToken.router_cpu_us_per_token ?? '?'} us per token (${perToken.router_cpu_us_per_request ?? '?'} us per request)${perToken.failed ? `, ${perToken.failed} failed` : ''}`);
+    log(
+      `frontend: ${STREAM_TOKENS}-token streams, a write per token: ${perToken.tokens_per_s} tokens/s, router CPU ${perToken.router_cpu_us_per_token ?? '?'} us per token (${perToken.router_cpu_us_per_request ?? '?'} us per request)${perToken.failed ? `, ${perToken.failed} failed` : ''}`,
+    );
     const promptForms = o.realTokenizer
-      ? await measurePromptForms(world, { quick: !!o.quick, model: MODEL, outputTokens: OUTPUT_TOKENS, tokenizerDir: o.realTokenizer.dir, tokenizer: o.realTokenizer.tokenizer, log })
+      ? await measurePromptForms(world, {
+          quick: !!o.quick,
+          model: MODEL,
+          outputTokens: OUTPUT_TOKENS,
+          tokenizerDir: o.realTokenizer.dir,
+          tokenizer: o.realTokenizer.tokenizer,
+          log,
+        })
       : undefined;
-    const loggerCost = await measureLoggerCost(world, { config: routerConfig, body: requestBody(1024, true), promptTokens: 1024, stream: true, rounds: o.quick ? 2 : 6, requests: o.quick ? 1_500 : 10_000 });
-    log(`frontend: logging at info vs silent, router CPU per request: ${loggerCost.info_cpu_us_per_request} vs ${loggerCost.silent_cpu_us_per_request} us (rounds ${loggerCost.round_info_cpu_us.join(', ')} vs ${loggerCost.round_silent_cpu_us.join(', ')}); ${loggerCost.info_lines_during_rounds} lines logged during the rounds`);
+    const loggerCost = await measureLoggerCost(world, {
+      config: routerConfig,
+      body: requestBody(1024, true),
+      promptTokens: 1024,
+      stream: true,
+      rounds: o.quick ? 2 : 6,
+      requests: o.quick ? 1_500 : 10_000,
+    });
+    log(
+      `frontend: logging at info vs silent, router CPU per request: ${loggerCost.info_cpu_us_per_request} vs ${loggerCost.silent_cpu_us_per_request} us (rounds ${loggerCost.round_info_cpu_us.join(', ')} vs ${loggerCost.round_silent_cpu_us.join(', ')}); ${loggerCost.info_lines_during_rounds} lines logged during the rounds`,
+    );
     const s1k = throughput.find((t) => t.prompt_tokens === 1024 && t.stream)!;
     const o1k = overhead.find((t) => t.prompt_tokens === 1024 && t.stream && t.arrivals === 'uniform')!;
     return {
@@ -160,7 +204,9 @@ async function measurePerToken(world: World, requests: number): Promise<PerToken
       requests: r.completed,
       failed: r.failed,
       tokens_per_s: Math.round(r.rps * STREAM_TOKENS),
-      ...(perRequest !== undefined ? { router_cpu_us_per_request: Math.round(perRequest), router_cpu_us_per_token: Math.round((perRequest / STREAM_TOKENS) * 10) / 10 } : {}),
+      ...(perRequest !== undefined
+        ? { router_cpu_us_per_request: Math.round(perRequest), router_cpu_us_per_token: Math.round((perRequest / STREAM_TOKENS) * 10) / 10 }
+        : {}),
     };
   } finally {
     await server.close();

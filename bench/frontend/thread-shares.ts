@@ -81,7 +81,11 @@ export function threadShares(a: ThreadsSnapshot, b: ThreadsSnapshot, roles: Read
     namedUs += t.us;
     out[role] = share(t);
   }
-  const rest = tally([...b.threads.keys()].filter((tid) => !named.has(tid)), used, waited);
+  const rest = tally(
+    [...b.threads.keys()].filter((tid) => !named.has(tid)),
+    used,
+    waited,
+  );
   // The process's time comes in 10 ms ticks: the rest is at least what its live threads show.
   out[OTHER] = share(rest, Math.max(b.processUs - a.processUs - namedUs, rest.us));
   return out;

@@ -47,11 +47,13 @@ export async function startWorld(outputTokens: number, streamTokens = 64, engine
   const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let exited: Error | undefined;
-  const { engineUrls, streamingEngineUrl, threads } = await new Promise<{ engineUrls: string[]; streamingEngineUrl: string; threads: WorldThreads }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`the bench world exited with code ${code} before it was ready`)));
-    child.once('message', (m: WorldReply) => (m.op === 'ready' ? resolve(m) : reject(new Error(`unexpected ${m.op}`))));
-  });
+  const { engineUrls, streamingEngineUrl, threads } = await new Promise<{ engineUrls: string[]; streamingEngineUrl: string; threads: WorldThreads }>(
+    (resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`the bench world exited with code ${code} before it was ready`)));
+      child.once('message', (m: WorldReply) => (m.op === 'ready' ? resolve(m) : reject(new Error(`unexpected ${m.op}`))));
+    },
+  );
   child.removeAllListeners('exit');
   child.on('exit', (code) => {
     exited = new Error(`the bench world exited with code ${code}`);

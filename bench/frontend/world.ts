@@ -30,9 +30,7 @@ export interface WorldLayout {
   loadThreadPerRun?: boolean;
 }
 
-export type WorldRequest =
-  | { op: 'load'; id: number; load: LoadOptions; ownThread: boolean }
-  | { op: 'close' };
+export type WorldRequest = { op: 'load'; id: number; load: LoadOptions; ownThread: boolean } | { op: 'close' };
 
 /** Thread ids of the world's parts (absent where /proc is). */
 export interface WorldThreads {
@@ -44,7 +42,12 @@ export type WorldReply =
   | { op: 'ready'; engineUrls: string[]; streamingEngineUrl: string; threads: WorldThreads }
   | { op: 'loaded'; id: number; result?: LoadResult; error?: string };
 
-const { outputTokens, streamTokens, engines: engineCount, layout } = JSON.parse(process.argv[2]) as { outputTokens: number; streamTokens: number; engines: number; layout: WorldLayout };
+const {
+  outputTokens,
+  streamTokens,
+  engines: engineCount,
+  layout,
+} = JSON.parse(process.argv[2]) as { outputTokens: number; streamTokens: number; engines: number; layout: WorldLayout };
 const send = (m: WorldReply) => process.send!(m);
 const known = (tid: number | undefined): number[] => (tid === undefined ? [] : [tid]);
 
@@ -114,4 +117,9 @@ process.on('message', (m: WorldRequest) => {
     (err: unknown) => send({ op: 'loaded', id: m.id, error: String((err as Error)?.stack ?? err) }),
   );
 });
-send({ op: 'ready', engineUrls: engines.map((e) => e.url), streamingEngineUrl: streamingEngine.url, threads: { engine: started.flatMap((s) => known(s.tid)), load: known(loadTid) } });
+send({
+  op: 'ready',
+  engineUrls: engines.map((e) => e.url),
+  streamingEngineUrl: streamingEngine.url,
+  threads: { engine: started.flatMap((s) => known(s.tid)), load: known(loadTid) },
+});

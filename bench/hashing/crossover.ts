@@ -144,7 +144,13 @@ export async function crossover(ctx: BenchContext): Promise<{ figures: Figure[];
   const sharedLatencyWins = threshold((p) => p.sharedPoolUs < p.sharedInlineUs);
   const sharedFrees = threshold((p) => p.sharedPoolBusyUs < p.sharedInlineUs / 2);
   const figures: Figure[] = [
-    { name: `HashPool round trip, 1-block batch (${threads} threads)`, value: roundTripUs, unit: 'us', better: 'lower', note: 'median latency of hashPrompts with placement "pool"' },
+    {
+      name: `HashPool round trip, 1-block batch (${threads} threads)`,
+      value: roundTripUs,
+      unit: 'us',
+      better: 'lower',
+      note: 'median latency of hashPrompts with placement "pool"',
+    },
     {
       name: `HashPool throughput with ${threads} threads vs 1 thread`,
       value: speedup,
@@ -187,10 +193,7 @@ export async function crossover(ctx: BenchContext): Promise<{ figures: Figure[];
       note: `event loop busy ${formatNumber(largest.poolBusyUs / 1000)} ms with the pool, ${formatNumber(largest.inlineBusyUs / 1000)} ms inline`,
     },
   ];
-  const rows = [
-    '| Batch | tokens | hashPrompts inline | hashPrompts pool (busy) | shared inline | shared pool (busy) |',
-    '|---|---|---|---|---|---|',
-  ];
+  const rows = ['| Batch | tokens | hashPrompts inline | hashPrompts pool (busy) | shared inline | shared pool (busy) |', '|---|---|---|---|---|---|'];
   const us = (v: number) => `${formatNumber(v)} us`;
   for (const p of points) {
     rows.push(

@@ -32,7 +32,15 @@ export function storedPayloads(stored: readonly StoredEvent[]): Payload[] {
   return encodeBatches(
     stored.map((e) => ({
       worker: e.worker,
-      event: { type: 'BlockStored' as const, blockHashes: [...e.hashes], parentBlockHash: e.parent, tokenIds: e.tokens, blockSize: BLOCK_SIZE, loraName: null, medium: 'GPU' },
+      event: {
+        type: 'BlockStored' as const,
+        blockHashes: [...e.hashes],
+        parentBlockHash: e.parent,
+        tokenIds: e.tokens,
+        blockSize: BLOCK_SIZE,
+        loraName: null,
+        medium: 'GPU',
+      },
     })),
     EVENTS_PER_BATCH,
   );

@@ -17,7 +17,8 @@ const index = new KvIndexer({ blockSize: BLOCK_SIZE });
 for (const p of stored) index.applyEventBatch(p.worker, 0, p.bytes);
 const reference = new ReferenceIndexer(BLOCK_SIZE);
 if (!process.argv.includes('noref')) {
-  for (const p of stored) for (const e of decodeOrThrow(p.bytes).events) if (e.kind === 'stored') reference.applyStored(p.worker, 0, e.parentHash, e.blockHashes, e.tokenIds);
+  for (const p of stored)
+    for (const e of decodeOrThrow(p.bytes).events) if (e.kind === 'stored') reference.applyStored(p.worker, 0, e.parentHash, e.blockHashes, e.tokenIds);
 }
 const qs = queryHashes(queryTokens(documentCount(FULL_DOCS_PER_WORKER)));
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
@@ -74,7 +75,13 @@ for (let round = 0; round < ROUNDS; round++) {
   const h = new Map<number, number>();
   for (let k = 1; k < slow.length; k++) h.set(slow[k] - slow[k - 1], (h.get(slow[k] - slow[k - 1]) ?? 0) + 1);
   console.log(
-    `round ${round} (settle ${settle}): p50 ${med.toFixed(0)} p99 ${pct(sorted(ns), 0.99).toFixed(0)} ns; calls > p50 + 1 us: first ${HEAD} ${headSlow}, other ${ns.length - HEAD} ${tailSlow}; gaps ${[...h].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k}:${v}`).join(' ')}`,
+    `round ${round} (settle ${settle}): p50 ${med.toFixed(0)} p99 ${pct(sorted(ns), 0.99).toFixed(0)} ns; calls > p50 + 1 us: first ${HEAD} ${headSlow}, other ${ns.length - HEAD} ${tailSlow}; gaps ${[
+      ...h,
+    ]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([k, v]) => `${k}:${v}`)
+      .join(' ')}`,
   );
   gc();
   if (!process.argv.includes('noref')) sampleCalls((i) => reference.findMatches(qs[i % qs.length]), { samples: 2000, warmup: 500, batch: 1 });
@@ -82,5 +89,7 @@ for (let round = 0; round < ROUNDS; round++) {
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 for (const settle of settles) {
   const a = sorted(all.get(settle)!);
-  console.log(`${process.execArgv.join(' ')} settle ${settle}, load ${load}: all p50 ${pct(a, 0.5).toFixed(0)} p99 ${pct(a, 0.99).toFixed(0)}; without each round's first ${HEAD} calls p99 ${pct(sorted(rest.get(settle)!), 0.99).toFixed(0)} ns`);
+  console.log(
+    `${process.execArgv.join(' ')} settle ${settle}, load ${load}: all p50 ${pct(a, 0.5).toFixed(0)} p99 ${pct(a, 0.99).toFixed(0)}; without each round's first ${HEAD} calls p99 ${pct(sorted(rest.get(settle)!), 0.99).toFixed(0)} ns`,
+  );
 }

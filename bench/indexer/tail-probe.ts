@@ -31,7 +31,8 @@ const variants: Record<string, (q: BigUint64Array) => unknown> = {
 
 const gcs: { start: number; end: number; kind: number }[] = [];
 new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) gcs.push({ start: e.startTime, end: e.startTime + e.duration, kind: (e as unknown as { detail: { kind: number } }).detail.kind });
+  for (const e of list.getEntries())
+    gcs.push({ start: e.startTime, end: e.startTime + e.duration, kind: (e as unknown as { detail: { kind: number } }).detail.kind });
 }).observe({ entryTypes: ['gc'] });
 
 function minflt(): number {
@@ -95,11 +96,25 @@ function perQuery(name: string, ns: Float64Array): void {
     meds.push(xs[xs.length >> 1]);
   }
   const s = (a: number[]) => [...a].sort((x, y) => x - y);
-  const m = s(mins), d = s(meds);
+  const m = s(mins),
+    d = s(meds);
   const q = (a: number[], p: number) => a[Math.floor(p * (a.length - 1))].toFixed(0);
-  console.log(`${name}: per-query min: p0 ${q(m, 0)} p50 ${q(m, 0.5)} p90 ${q(m, 0.9)} max ${q(m, 1)};  per-query median: p0 ${q(d, 0)} p50 ${q(d, 0.5)} p90 ${q(d, 0.9)} max ${q(d, 1)}`);
+  console.log(
+    `${name}: per-query min: p0 ${q(m, 0)} p50 ${q(m, 0.5)} p90 ${q(m, 0.9)} max ${q(m, 1)};  per-query median: p0 ${q(d, 0)} p50 ${q(d, 0.5)} p90 ${q(d, 0.9)} max ${q(d, 1)}`,
+  );
   const byKind = [0, 1, 2, 3].map((k) => s(meds.filter((_, i) => i % 4 === k)));
-  console.log(`  median by query kind (q%4): ${byKind.map((a) => q(a, 0.5)).join(' / ')}; matches ${qs.slice(0, 4).map((x) => index.findMatches(x).map((m) => m.blocks).slice(0, 3).join(',')).join(' | ')}`);
+  console.log(
+    `  median by query kind (q%4): ${byKind.map((a) => q(a, 0.5)).join(' / ')}; matches ${qs
+      .slice(0, 4)
+      .map((x) =>
+        index
+          .findMatches(x)
+          .map((m) => m.blocks)
+          .slice(0, 3)
+          .join(','),
+      )
+      .join(' | ')}`,
+  );
 }
 
 /** The slow calls (over 1.8x their query's median) and the calls between them. */
@@ -123,10 +138,18 @@ function gaps(name: string, ns: Float64Array, inGc: Uint8Array, pageCalls: numbe
   // The slow calls one young-generation page after another (bytes per call / ~254 KB apart).
   const paged = slow.filter((x, k) => k > 0 && Math.abs(x - slow[k - 1] - pageCalls) <= 2);
   const extra = paged.map((i) => ns[i] - meds[i % qs.length]).sort((a, b) => a - b);
-  if (extra.length > 0) console.log(`  ${paged.length} slow calls one page (~${pageCalls.toFixed(1)} calls) after another: extra ns p25 ${extra[extra.length >> 2].toFixed(0)} p50 ${extra[extra.length >> 1].toFixed(0)} p75 ${extra[(3 * extra.length) >> 2].toFixed(0)}`);
+  if (extra.length > 0)
+    console.log(
+      `  ${paged.length} slow calls one page (~${pageCalls.toFixed(1)} calls) after another: extra ns p25 ${extra[extra.length >> 2].toFixed(0)} p50 ${extra[extra.length >> 1].toFixed(0)} p75 ${extra[(3 * extra.length) >> 2].toFixed(0)}`,
+    );
   console.log(`  slow calls per 1000: ${per.join(' ')}`);
   console.log(`  first slow calls: ${slow.slice(0, 30).join(' ')}`);
-  console.log(`  their extra ns: ${slow.slice(0, 30).map((i) => (ns[i] - meds[i % qs.length]).toFixed(0)).join(' ')}`);
+  console.log(
+    `  their extra ns: ${slow
+      .slice(0, 30)
+      .map((i) => (ns[i] - meds[i % qs.length]).toFixed(0))
+      .join(' ')}`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -140,7 +163,9 @@ async function main(): Promise<void> {
       const u0 = used();
       for (let i = 0; i < 100; i++) sink = variants[n](qs[i % qs.length]);
       bytesPerCall[n] = (used() - u0) / 100;
-      console.log(`${n}: ~${((used() - u0) / 100).toFixed(0)} bytes allocated per call; new space ${v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')!.space_size} bytes`);
+      console.log(
+        `${n}: ~${((used() - u0) / 100).toFixed(0)} bytes allocated per call; new space ${v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')!.space_size} bytes`,
+      );
     }
   }
   const rows: Record<string, { p50: number[]; p99: number[]; p99NoGc: number[]; gcCalls: number[]; faults: number[]; gcCount: number[] }> = {};

@@ -81,7 +81,10 @@ export function machineInfo(cwd: string): MachineInfo {
 
 /** File-system-safe UTC timestamp: 2025-01-31T12-34-56Z. */
 export function stampOf(date: Date): string {
-  return date.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+  return date
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/:/g, '-');
 }
 
 function chartFile(suite: string, chart: Chart): string {
@@ -149,7 +152,8 @@ export function renderMarkdown(report: BenchReport, chartDir: string): string {
     '',
   );
   const flags = [report.peers ? '--peers' : '', report.quick ? '--quick' : ''].filter(Boolean).join(' ');
-  const verdicts = 'targets are reported, never asserted (✓ met, ✗ missed; a latency or overhead measured negative is noise-dominated: "below noise", neither).';
+  const verdicts =
+    'targets are reported, never asserted (✓ met, ✗ missed; a latency or overhead measured negative is noise-dominated: "below noise", neither).';
   out.push(
     `Reproduce with \`npm run bench${flags ? ` -- ${flags}` : ''}\`. ` +
       (report.peers

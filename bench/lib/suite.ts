@@ -143,7 +143,7 @@ export function expectSuiteResult(value: unknown, suite: string): SuiteResult {
     if (!f || typeof f.name !== 'string' || typeof f.value !== 'number' || typeof f.unit !== 'string') {
       throw new TypeError(`suite ${suite}: every figure needs name (string), value (number), unit (string)`);
     }
-    if (f.target && (f.target.op !== '<=' && f.target.op !== '>=' || typeof f.target.value !== 'number')) {
+    if (f.target && ((f.target.op !== '<=' && f.target.op !== '>=') || typeof f.target.value !== 'number')) {
       throw new TypeError(`suite ${suite}: figure "${f.name}" has a malformed target`);
     }
   }

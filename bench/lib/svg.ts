@@ -19,8 +19,22 @@ const LEGEND_GAP = 18;
 // Okabe-Ito first (distinguishable with the common colour-vision deficiencies), then Paul Tol's
 // muted and dark colours: 16 that differ from each other and read on white.
 export const PALETTE = [
-  '#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#F0E442', '#000000',
-  '#332288', '#882255', '#44AA99', '#999933', '#AA4499', '#661100', '#6699CC', '#888888',
+  '#0072B2',
+  '#E69F00',
+  '#009E73',
+  '#D55E00',
+  '#CC79A7',
+  '#56B4E9',
+  '#F0E442',
+  '#000000',
+  '#332288',
+  '#882255',
+  '#44AA99',
+  '#999933',
+  '#AA4499',
+  '#661100',
+  '#6699CC',
+  '#888888',
 ];
 
 /** `n` distinct colours: the palette, then hues spread by the golden angle (never a repeat). */
@@ -44,7 +58,9 @@ function hslHex(h: number, s: number, l: number): string {
   const f = (k: number) => {
     const t = (k + h / 30) % 12;
     const v = l / 100 - a * Math.max(-1, Math.min(t - 3, 9 - t, 1));
-    return Math.round(v * 255).toString(16).padStart(2, '0');
+    return Math.round(v * 255)
+      .toString(16)
+      .padStart(2, '0');
   };
   return `#${f(0)}${f(8)}${f(4)}`.toUpperCase();
 }
@@ -52,9 +68,10 @@ function hslHex(h: number, s: number, l: number): string {
 // Helvetica's advance widths (its AFM, per 1000 em) for ASCII 32..126; Arial and Liberation Sans
 // share them. Others count as 'M'-wide less a little (≤, ×, µ are narrower than that).
 const HELVETICA = [
-  278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556,
-  1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469, 556,
-  333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
+  278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584,
+  556, 1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278,
+  469, 556, 333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260,
+  334, 584,
 ];
 /** Room for a wider fallback font (DejaVu Sans, where no Helvetica-metric font is installed, runs about 10% wider). */
 const FONT_SLACK = 1.15;
@@ -233,7 +250,10 @@ export function barChart(o: BarChartOptions): string {
     body.push(`<text x="${(MARGIN.left + (ci + 0.5) * groupW).toFixed(1)}" y="${base + 18}" text-anchor="middle">${escapeXml(cat)}</text>`);
   });
   body.push(`<line x1="${MARGIN.left}" y1="${base}" x2="${MARGIN.left + PLOT_W}" y2="${base}" stroke="#333"/>`);
-  const key = legend(o.series.map((s) => s.name), colors);
+  const key = legend(
+    o.series.map((s) => s.name),
+    colors,
+  );
   body.push(...key.svg);
   return frame(o.title, body, key.height);
 }
@@ -284,11 +304,17 @@ export function lineChart(o: LineChartOptions): string {
     body.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="2"${dash}/>`);
     if (o.markers) {
       for (const [px, py] of pts) {
-        body.push(`<circle cx="${x(px).toFixed(1)}" cy="${y(py).toFixed(1)}" r="3" fill="${color}"><title>${escapeXml(`${s.name}: ${formatNumber(px)}, ${formatNumber(py)}`)}</title></circle>`);
+        body.push(
+          `<circle cx="${x(px).toFixed(1)}" cy="${y(py).toFixed(1)}" r="3" fill="${color}"><title>${escapeXml(`${s.name}: ${formatNumber(px)}, ${formatNumber(py)}`)}</title></circle>`,
+        );
       }
     }
   });
-  const key = legend(o.series.map((s) => s.name), colors, o.series.map((s) => !!s.dashed));
+  const key = legend(
+    o.series.map((s) => s.name),
+    colors,
+    o.series.map((s) => !!s.dashed),
+  );
   body.push(...key.svg);
   return frame(o.title, body, key.height);
 }

@@ -124,10 +124,7 @@ export function sampleCalls(fn: (i: number) => unknown, opts: SampleOptions): Sa
 }
 
 /** Samples the latency of an asynchronous call, one call at a time. */
-export async function sampleAsync(
-  fn: (i: number) => Promise<unknown>,
-  opts: Omit<SampleOptions, 'batch'>,
-): Promise<Sampled> {
+export async function sampleAsync(fn: (i: number) => Promise<unknown>, opts: Omit<SampleOptions, 'batch'>): Promise<Sampled> {
   const overheadNs = clockOverhead();
   const warmup = opts.warmup ?? 20;
   for (let i = 0; i < warmup; i++) blackhole = await fn(i);

@@ -16,7 +16,11 @@ export interface ProbeOptions {
 
 /** Probes GET /live at `ratePerS` for `seconds`; resolves with the load generator's result. */
 export function runProbes(o: ProbeOptions): Promise<LoadResult> {
-  const child = fork(fileURLToPath(import.meta.url), [AS_PROBE, JSON.stringify(o)], { execArgv: ['--import', 'tsx'], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(import.meta.url), [AS_PROBE, JSON.stringify(o)], {
+    execArgv: ['--import', 'tsx'],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', (m: { result?: LoadResult; error?: string }) => (m.result ? resolve(m.result) : reject(new Error(`probe: ${m.error}`))));
     child.once('error', reject);

@@ -57,12 +57,17 @@ export function runStep(command: string, args: readonly string[], o: StepOptions
       stream.on('end', () => onLine(partial));
     }
     child.on('error', (err: NodeJS.ErrnoException) => {
-      reject(new Error(err.code === 'ENOENT' ? `${o.what}: \`${command}\` was not found${o.missingHint ? ` (${o.missingHint})` : ''}` : `${o.what}: ${err.message}`));
+      reject(
+        new Error(err.code === 'ENOENT' ? `${o.what}: \`${command}\` was not found${o.missingHint ? ` (${o.missingHint})` : ''}` : `${o.what}: ${err.message}`),
+      );
     });
     child.on('close', (code, signal) => {
       if (code === 0) return resolve();
       const output = tail.join('\n');
-      const unreachable = o.registry && looksLikeNetworkTrouble(output) ? `\n${o.registry} looks unreachable from this machine: the peers are installed from it once, into ${PEERS_CACHE}` : '';
+      const unreachable =
+        o.registry && looksLikeNetworkTrouble(output)
+          ? `\n${o.registry} looks unreachable from this machine: the peers are installed from it once, into ${PEERS_CACHE}`
+          : '';
       reject(new Error(`${o.what} failed (${signal ?? `exit ${code}`}): \`${command} ${args.join(' ')}\`${unreachable}\n${output}`));
     });
   });
@@ -105,7 +110,11 @@ export async function installVenv(o: VenvInstall): Promise<string> {
   o.log(`installing ${o.what} (${pins}${o.noDeps ? ', --no-deps' : ''}) from PyPI into ${venv}, once`);
   rmSync(venv, { recursive: true, force: true });
   const python = process.env.KVROUTE_BENCH_PYTHON ?? 'python3';
-  await runStep(python, ['-m', 'venv', venv], { what: `creating the venv of ${o.what}`, missingHint: `${o.pythonHint}; KVROUTE_BENCH_PYTHON names another interpreter`, log: o.log });
+  await runStep(python, ['-m', 'venv', venv], {
+    what: `creating the venv of ${o.what}`,
+    missingHint: `${o.pythonHint}; KVROUTE_BENCH_PYTHON names another interpreter`,
+    log: o.log,
+  });
   const flags = ['install', '--disable-pip-version-check', '--no-input', '--quiet', ...(o.noDeps ? ['--no-deps'] : [])];
   await runStep(join(venv, 'bin', 'pip'), [...flags, ...o.packages], { what: `installing ${o.what}`, registry: 'PyPI', log: o.log });
   if (o.check) await runStep(join(venv, 'bin', 'python'), ['-c', o.check], { what: `checking the install of ${o.what}`, log: o.log });

@@ -24,13 +24,18 @@ function applyAll(index: KvIndexer, payloads: readonly Payload[], kind: 'stored'
   return events / seconds;
 }
 
-export function measureApplyEventBatch(w: { stored: readonly StoredEvent[]; removed: readonly RemovedEvent[] }, log: (line: string) => void): EventBatchFigures {
+export function measureApplyEventBatch(
+  w: { stored: readonly StoredEvent[]; removed: readonly RemovedEvent[] },
+  log: (line: string) => void,
+): EventBatchFigures {
   const index = new KvIndexer({ blockSize: BLOCK_SIZE });
   const stored = storedPayloads(w.stored);
   const removed = removedPayloads(w.removed);
   const storedEventsPerS = applyAll(index, stored, 'stored');
   const blocks = index.stats().blocks;
   const removedEventsPerS = applyAll(index, removed, 'removed');
-  log(`applyEventBatch (${EVENTS_PER_BATCH} events a payload): ${Math.round(storedEventsPerS)} stored events/s (${blocks} blocks indexed), ${Math.round(removedEventsPerS)} removed events/s`);
+  log(
+    `applyEventBatch (${EVENTS_PER_BATCH} events a payload): ${Math.round(storedEventsPerS)} stored events/s (${blocks} blocks indexed), ${Math.round(removedEventsPerS)} removed events/s`,
+  );
   return { storedEventsPerS, removedEventsPerS, payloadBytes: stored.reduce((n, p) => n + p.bytes.length, 0) / Math.max(1, stored.length) };
 }

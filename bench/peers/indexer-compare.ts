@@ -32,14 +32,26 @@ export interface KvrouteWorkload {
 
 export function kvrouteWorkload(docsPerWorker: number): KvrouteWorkload {
   const tokens = queryTokens(documentCount(docsPerWorker));
-  return { stored: storedEvents(docsPerWorker), removed: removedEvents(docsPerWorker), queryTokens: tokens, queries: tokens.map((t) => computeBlockHashes(t, BLOCK_SIZE)) };
+  return {
+    stored: storedEvents(docsPerWorker),
+    removed: removedEvents(docsPerWorker),
+    queryTokens: tokens,
+    queries: tokens.map((t) => computeBlockHashes(t, BLOCK_SIZE)),
+  };
 }
 
 /** The same workload for the peer: local hashes by kvroute's own hashing (Dynamo is handed hashes). */
 export function peerWorkload(w: KvrouteWorkload): PeerWorkload {
   return {
     blockSize: BLOCK_SIZE,
-    stored: w.stored.map((e) => ({ worker: e.worker, dpRank: 0, parent: e.parent, hashes: e.hashes, localHashes: computeBlockHashes(e.tokens, BLOCK_SIZE), tokens: e.tokens })),
+    stored: w.stored.map((e) => ({
+      worker: e.worker,
+      dpRank: 0,
+      parent: e.parent,
+      hashes: e.hashes,
+      localHashes: computeBlockHashes(e.tokens, BLOCK_SIZE),
+      tokens: e.tokens,
+    })),
     removed: w.removed.map((e) => ({ worker: e.worker, dpRank: 0, hashes: e.hashes })),
     queries: w.queries.map((localHashes, i) => ({ localHashes, tokens: w.queryTokens[i] })),
   };
@@ -103,7 +115,13 @@ function bareFindMatches(index: KvIndexer): (q: BigUint64Array) => number {
   return (q) => fast.findMatchesFast(handle, q, out);
 }
 
-function checkScores(index: KvIndexer, w: KvrouteWorkload, dynamo: { radix: number[][]; pool: number[][] }, when: string, log: (line: string) => void): ScoreCheck[] {
+function checkScores(
+  index: KvIndexer,
+  w: KvrouteWorkload,
+  dynamo: { radix: number[][]; pool: number[][] },
+  when: string,
+  log: (line: string) => void,
+): ScoreCheck[] {
   const ours = kvrouteScores(index, w.queries);
   const checks = [
     compareScores(`Dynamo RadixTree (${when})`, ours, dynamo.radix.map(scoresFromTriples)),
@@ -143,7 +161,8 @@ export async function compareIndexers(
       `round ${round + 1}/${sizes.rounds}: stored events/s kvroute ${Math.round(w.stored.length / ours.seconds)}, Dynamo RadixTree ${Math.round(theirs.events / theirs.radix.seconds)}, ` +
         `compressed (thread pool) ${Math.round(theirs.events / theirs.pool.seconds)}; blocks ${stats.blocks} / ${theirs.radix.blocks} / ${theirs.pool.blocks}`,
     );
-    if (theirs.radix.rejected + theirs.pool.rejected > 0) log(`WARNING: Dynamo refused stored events (RadixTree ${theirs.radix.rejected}, thread pool ${theirs.pool.rejected})`);
+    if (theirs.radix.rejected + theirs.pool.rejected > 0)
+      log(`WARNING: Dynamo refused stored events (RadixTree ${theirs.radix.rejected}, thread pool ${theirs.pool.rejected})`);
 
     if (last) {
       scoreChecks.push(...checkScores(ours.index, w, await peer.scores(), 'after the stored events', log));
@@ -154,11 +173,17 @@ export async function compareIndexers(
         const measureKvroute = async () => {
           const timePublic = async () => {
             await gcAndSettle();
-            latencyNs.kvroutePublic.push(Array.from(sampleCalls((i) => ours.index.findMatches(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs));
+            latencyNs.kvroutePublic.push(
+              Array.from(
+                sampleCalls((i) => ours.index.findMatches(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs,
+              ),
+            );
           };
           const timeBare = async () => {
             await gcAndSettle();
-            latencyNs.kvrouteBare.push(Array.from(sampleCalls((i) => bare(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs));
+            latencyNs.kvrouteBare.push(
+              Array.from(sampleCalls((i) => bare(w.queries[i % w.queries.length]), { samples: sizes.latencySamples, warmup: 500, batch: 1 }).perCallNs),
+            );
           };
           for (const time of r % 2 === 0 ? [timePublic, timeBare] : [timeBare, timePublic]) await time();
         };
@@ -177,7 +202,11 @@ export async function compareIndexers(
         log(`find_matches round ${r + 1}/${sizes.latencyRounds} done`);
       }
       const dynHash = await peer.hash(sizes.hashSamples);
-      const ourHash = sampleCalls((i) => computeBlockHashes(w.queryTokens[i % w.queryTokens.length], BLOCK_SIZE), { samples: sizes.hashSamples, warmup: 200, batch: 1 });
+      const ourHash = sampleCalls((i) => computeBlockHashes(w.queryTokens[i % w.queryTokens.length], BLOCK_SIZE), {
+        samples: sizes.hashSamples,
+        warmup: 200,
+        batch: 1,
+      });
       hashNs = { kvroute: Array.from(ourHash.perCallNs), dynamo: dynHash.ns, tokens: dynHash.tokens };
     }
 
@@ -190,9 +219,22 @@ export async function compareIndexers(
     dynamoRemoved.push(removal);
     const after = ours.index.stats();
     kvroute.push({ storedSeconds: ours.seconds, removedSeconds, blocks: stats.blocks, blocksAfterRemoval: after.blocks, approxBytes: stats.approxBytes });
-    if (removal.radix.rejected + removal.pool.rejected > 0) log(`WARNING: Dynamo refused removed events (RadixTree ${removal.radix.rejected}, thread pool ${removal.pool.rejected})`);
+    if (removal.radix.rejected + removal.pool.rejected > 0)
+      log(`WARNING: Dynamo refused removed events (RadixTree ${removal.radix.rejected}, thread pool ${removal.pool.rejected})`);
     if (last) scoreChecks.push(...checkScores(ours.index, w, await peer.scores(), 'after the removals', log));
   }
   const eventBatch = measureApplyEventBatch(w, log);
-  return { ready, stored: w.stored.length, removed: w.removed.length, queries: w.queries.length, kvroute, dynamoBuilt, dynamoRemoved, latencyNs, hashNs, scoreChecks, eventBatch };
+  return {
+    ready,
+    stored: w.stored.length,
+    removed: w.removed.length,
+    queries: w.queries.length,
+    kvroute,
+    dynamoBuilt,
+    dynamoRemoved,
+    latencyNs,
+    hashNs,
+    scoreChecks,
+    eventBatch,
+  };
 }

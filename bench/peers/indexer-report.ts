@@ -26,14 +26,32 @@ export function indexerReport(c: IndexerComparison): SuiteResult {
     pool: usRounds(c.latencyNs.dynamoPool),
   };
   const stored = {
-    kvroute: rates(c.stored, c.kvroute.map((r) => r.storedSeconds)),
-    radix: rates(c.stored, c.dynamoBuilt.map((b) => b.radix.seconds)),
-    pool: rates(c.stored, c.dynamoBuilt.map((b) => b.pool.seconds)),
+    kvroute: rates(
+      c.stored,
+      c.kvroute.map((r) => r.storedSeconds),
+    ),
+    radix: rates(
+      c.stored,
+      c.dynamoBuilt.map((b) => b.radix.seconds),
+    ),
+    pool: rates(
+      c.stored,
+      c.dynamoBuilt.map((b) => b.pool.seconds),
+    ),
   };
   const removed = {
-    kvroute: rates(c.removed, c.kvroute.map((r) => r.removedSeconds)),
-    radix: rates(c.removed, c.dynamoRemoved.map((b) => b.radix.seconds)),
-    pool: rates(c.removed, c.dynamoRemoved.map((b) => b.pool.seconds)),
+    kvroute: rates(
+      c.removed,
+      c.kvroute.map((r) => r.removedSeconds),
+    ),
+    radix: rates(
+      c.removed,
+      c.dynamoRemoved.map((b) => b.radix.seconds),
+    ),
+    pool: rates(
+      c.removed,
+      c.dynamoRemoved.map((b) => b.pool.seconds),
+    ),
   };
   const bytesPerBlock = {
     kvroute: median(c.kvroute.map((r) => r.approxBytes / r.blocks)),
@@ -42,10 +60,20 @@ export function indexerReport(c: IndexerComparison): SuiteResult {
   };
   const hash = { kvroute: summarizeRounds([c.hashNs.kvroute.map((x) => x / 1000)]), dynamo: summarizeRounds([c.hashNs.dynamo.map((x) => x / 1000)]) };
   const differing = c.scoreChecks.reduce((n, s) => n + s.differing, 0);
-  const rejected = c.dynamoBuilt.reduce((n, b) => n + b.radix.rejected + b.pool.rejected, 0) + c.dynamoRemoved.reduce((n, b) => n + b.radix.rejected + b.pool.rejected, 0);
+  const rejected =
+    c.dynamoBuilt.reduce((n, b) => n + b.radix.rejected + b.pool.rejected, 0) + c.dynamoRemoved.reduce((n, b) => n + b.radix.rejected + b.pool.rejected, 0);
 
-  const roundsNote = (s: RoundsSummary, p: 'p50' | 'p99') => `median of ${s.roundP50.length} alternating rounds (${(p === 'p50' ? s.roundP50 : s.roundP99).map(formatNumber).join(', ')} us)`;
-  const latencyFigure = (p: 'p50' | 'p99', who: string, ours: RoundsSummary, refName: string, ref: RoundsSummary, target: boolean, headline = false): Figure => ({
+  const roundsNote = (s: RoundsSummary, p: 'p50' | 'p99') =>
+    `median of ${s.roundP50.length} alternating rounds (${(p === 'p50' ? s.roundP50 : s.roundP99).map(formatNumber).join(', ')} us)`;
+  const latencyFigure = (
+    p: 'p50' | 'p99',
+    who: string,
+    ours: RoundsSummary,
+    refName: string,
+    ref: RoundsSummary,
+    target: boolean,
+    headline = false,
+  ): Figure => ({
     name: `find_matches ${p}, ${who} vs ${refName}, ${setting}`,
     value: ours[p],
     unit: 'us',
@@ -62,7 +90,13 @@ export function indexerReport(c: IndexerComparison): SuiteResult {
       unit: '',
       target: { op: '<=', value: 0 },
       headline: true,
-      note: differing === 0 ? `identical on all ${c.queries} queries; Dynamo hashed all ${formatCount(c.ready.hash_check.blocks)} blocks as kvroute did` : c.scoreChecks.filter((s) => s.differing > 0).map(describeScoreCheck).join(' / '),
+      note:
+        differing === 0
+          ? `identical on all ${c.queries} queries; Dynamo hashed all ${formatCount(c.ready.hash_check.blocks)} blocks as kvroute did`
+          : c.scoreChecks
+              .filter((s) => s.differing > 0)
+              .map(describeScoreCheck)
+              .join(' / '),
     },
     {
       name: 'blocks Dynamo hashes differently from kvroute (compute_block_hash_for_seq vs computeBlockHashes, every event and query)',
@@ -118,7 +152,13 @@ export function indexerReport(c: IndexerComparison): SuiteResult {
       better: 'lower',
       headline: true,
     },
-    { name: `bytes per indexed block, kvroute vs ${POOL} (heap growth)`, value: bytesPerBlock.kvroute, unit: 'bytes', reference: { name: POOL, value: bytesPerBlock.pool }, better: 'lower' },
+    {
+      name: `bytes per indexed block, kvroute vs ${POOL} (heap growth)`,
+      value: bytesPerBlock.kvroute,
+      unit: 'bytes',
+      reference: { name: POOL, value: bytesPerBlock.pool },
+      better: 'lower',
+    },
     {
       name: `hashing an ${c.hashNs.tokens}-token query, p50: kvroute computeBlockHashes vs Dynamo compute_block_hash_for_seq`,
       value: hash.kvroute.p50,
@@ -139,7 +179,7 @@ export function indexerReport(c: IndexerComparison): SuiteResult {
     `(bench/peers/dynamo-indexer/); its ThreadPoolIndexer runs ${c.ready.event_threads} event threads (its default) and answers find_matches`,
     "inline on the caller's thread, through KvIndexerInterface::find_matches (the router's call; the Vec it consumes is copied",
     'outside the timed region). Both sides build from empty in each round, who goes first alternating; latency rounds alternate',
-    'the same way on the last build (per-call samples, clock cost subtracted on both sides). Memory: kvroute\'s own accounting',
+    "the same way on the last build (per-call samples, clock cost subtracted on both sides). Memory: kvroute's own accounting",
     '(allocated capacity); Dynamo: growth of the heap in use (glibc mallinfo2) while it builds, its event queues included.',
     '',
     `**Overlap scores**: ${c.scoreChecks.map(describeScoreCheck).join('; ')}.`,
@@ -166,7 +206,7 @@ export function indexerReport(c: IndexerComparison): SuiteResult {
   const pooledUs = (rounds: number[][]) => rounds.flat().map((ns) => ns / 1000);
   return {
     figures,
-    sections: [{ title: 'Dynamo indexer on kvroute\'s indexer workload', markdown }],
+    sections: [{ title: "Dynamo indexer on kvroute's indexer workload", markdown }],
     charts: [
       {
         name: 'find-matches-cdf',
@@ -198,7 +238,18 @@ export function indexerReport(c: IndexerComparison): SuiteResult {
         }),
       },
     ],
-    data: { blocks, latencyUs: lat, stored, removed, bytesPerBlock, hashUs: hash, scoreChecks: c.scoreChecks, eventBatch: c.eventBatch, dynamo: { ready: c.ready, built: c.dynamoBuilt, removed: c.dynamoRemoved }, kvroute: c.kvroute },
+    data: {
+      blocks,
+      latencyUs: lat,
+      stored,
+      removed,
+      bytesPerBlock,
+      hashUs: hash,
+      scoreChecks: c.scoreChecks,
+      eventBatch: c.eventBatch,
+      dynamo: { ready: c.ready, built: c.dynamoBuilt, removed: c.dynamoRemoved },
+      kvroute: c.kvroute,
+    },
   };
 }
 

@@ -183,7 +183,14 @@ export function decodeWorkload(bytes: Uint8Array): PeerWorkload {
     need(8, 'a stored event');
     const parent = view.getBigUint64(at, true);
     at += 8;
-    stored.push({ worker, dpRank, parent: hasParent ? parent : null, hashes: u64s(n, 'block hashes'), localHashes: u64s(n, 'local hashes'), tokens: u32s(n * blockSize, 'tokens') });
+    stored.push({
+      worker,
+      dpRank,
+      parent: hasParent ? parent : null,
+      hashes: u64s(n, 'block hashes'),
+      localHashes: u64s(n, 'local hashes'),
+      tokens: u32s(n * blockSize, 'tokens'),
+    });
   }
   const removed: PeerRemovedEvent[] = [];
   for (let i = 0; i < removedCount; i++) {

@@ -21,6 +21,12 @@ export function benchRequest(kind: RequestKind, tokens: number, count: (text: st
   const json =
     kind === 'text'
       ? { ...common, prompt: text }
-      : { ...common, messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: text }] };
+      : {
+          ...common,
+          messages: [
+            { role: 'system', content: SYSTEM },
+            { role: 'user', content: text },
+          ],
+        };
   return { kind, tokens, body: Buffer.from(JSON.stringify(json)) };
 }

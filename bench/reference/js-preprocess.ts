@@ -41,7 +41,9 @@ export class JsPreprocess {
     const json = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')) as Record<string, unknown>;
     const messages = chat ? parseChatMessages(json.messages) : undefined;
     t.parseUs = lap();
-    const text = messages ? this.template.render({ messages, add_generation_prompt: json.add_generation_prompt !== false, ...this.specialTokens }) : (json.prompt as string);
+    const text = messages
+      ? this.template.render({ messages, add_generation_prompt: json.add_generation_prompt !== false, ...this.specialTokens })
+      : (json.prompt as string);
     t.templateUs = chat ? lap() : 0;
     const tokens = Uint32Array.from(this.tokenizer.encode(text, { add_special_tokens: false }).ids);
     t.tokenizeUs = lap();

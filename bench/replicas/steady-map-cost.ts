@@ -37,5 +37,12 @@ for (let r = 0; r < rounds; r++) {
   const order = r % 2 === 0 ? (['Map', 'SteadyMap'] as const) : (['SteadyMap', 'Map'] as const);
   for (const name of order) results[name].push(nsPerRequest(name === 'Map' ? new Map<string, object>() : new SteadyMap<object>()));
 }
-console.log(`load ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${REQUESTS} requests a round, ${HELD} held, ${rounds} rounds`);
-for (const [name, ns] of Object.entries(results)) console.log(`${name}: median ${median(ns).toFixed(0)} ns per request (set + get + delete, the key built each time), rounds ${ns.map((x) => x.toFixed(0)).join(' ')}`);
+console.log(
+  `load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}; ${REQUESTS} requests a round, ${HELD} held, ${rounds} rounds`,
+);
+for (const [name, ns] of Object.entries(results))
+  console.log(
+    `${name}: median ${median(ns).toFixed(0)} ns per request (set + get + delete, the key built each time), rounds ${ns.map((x) => x.toFixed(0)).join(' ')}`,
+  );

@@ -61,7 +61,9 @@ export async function measureSyncCost(o: { natsUrl: string; rounds: number; requ
     const withSync = await start(Object.assign({ replicas: replicas('cost') }, base));
     const without = await start(base);
     started.push(withSync, without);
-    const bodies = Array.from({ length: 64 }, (_, k) => JSON.stringify({ model: 'bench', prompt: Array.from({ length: 1024 }, (_, t) => (t * 31 + k * 977) % 50_000), max_tokens: 4 }));
+    const bodies = Array.from({ length: 64 }, (_, k) =>
+      JSON.stringify({ model: 'bench', prompt: Array.from({ length: 1024 }, (_, t) => (t * 31 + k * 977) % 50_000), max_tokens: 4 }),
+    );
     const load = async (url: string): Promise<number> => {
       const opts: LoadOptions = { url, path: '/v1/completions', body: bodies[0], bodies, concurrency: 64, requests: o.requests, maxMs: 60_000 };
       const t = inThread<LoadResult>(new URL('../frontend/loadgen-worker.ts', import.meta.url), opts);

@@ -157,7 +157,10 @@ export async function measureWarmStart(o: { natsUrl: string; blocks: number; rou
       // A live batch per engine: the cold router joins the streams on it (a gap from 0) and replays
       // the buffers; the source and the warm router apply it too.
       const coldStart = performance.now();
-      const cold = await timeRouter(Object.assign({}, base, { replicas: { nats: o.natsUrl, cluster, id: `cold${r}`, warmStart: false, snapshotIntervalMs: 0 } }), started);
+      const cold = await timeRouter(
+        Object.assign({}, base, { replicas: { nats: o.natsUrl, cluster, id: `cold${r}`, warmStart: false, snapshotIntervalMs: 0 } }),
+        started,
+      );
       // Every 100 ms until it has joined (a SUB socket misses what is published before it connects).
       let live = 0;
       const nudge = () => engines.forEach((e, i) => publishChains(e, 2_000_000 + r * 10_000 + live++ * ENGINES + i, 1, 1, 1));
@@ -214,7 +217,10 @@ export async function measureWarmStart(o: { natsUrl: string; blocks: number; rou
 }
 
 /** Starts a router and times it until /health says ready; the fetch and restore times from its log. */
-async function timeRouter(config: RouterConfigInput, started: Array<{ router: Router; server: RunningServer }>): Promise<{ url: string; readyMs: number; fetchMs: number; restoreMs: number }> {
+async function timeRouter(
+  config: RouterConfigInput,
+  started: Array<{ router: Router; server: RunningServer }>,
+): Promise<{ url: string; readyMs: number; fetchMs: number; restoreMs: number }> {
   let text = '';
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {

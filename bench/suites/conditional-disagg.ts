@@ -54,7 +54,15 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       note: `${cond.ttft_ms.p50.toFixed(0)} ms against ${best.toFixed(0)} ms`,
     });
     for (const [setup, p] of Object.entries(results)) {
-      lines.push(`| ${name} | ${setup} | ${p.ttft_ms.p50.toFixed(0)} | ${p.ttft_ms.p90.toFixed(0)} | ${p.ttft_ms.p99.toFixed(0)} | ${(p.hit_rate * 100).toFixed(1)}% | ${p.mode_reasons ? Object.entries(p.mode_reasons).map(([r, n]) => `${r} ${n}`).join(', ') : '-'} |`);
+      lines.push(
+        `| ${name} | ${setup} | ${p.ttft_ms.p50.toFixed(0)} | ${p.ttft_ms.p90.toFixed(0)} | ${p.ttft_ms.p99.toFixed(0)} | ${(p.hit_rate * 100).toFixed(1)}% | ${
+          p.mode_reasons
+            ? Object.entries(p.mode_reasons)
+                .map(([r, n]) => `${r} ${n}`)
+                .join(', ')
+            : '-'
+        } |`,
+      );
     }
   }
   const markdown = [

@@ -158,7 +158,13 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
     });
   }
   figures.push({ name: 'decisions per second on one core (route + free), 1k-token prompts', value: rate1k, unit: 'decisions/s', better: 'higher' });
-  figures.push({ name: 'decisions per second on one core (route + free), 8k-token prompts', value: rate8k, unit: 'decisions/s', better: 'higher', headline: true });
+  figures.push({
+    name: 'decisions per second on one core (route + free), 8k-token prompts',
+    value: rate8k,
+    unit: 'decisions/s',
+    better: 'higher',
+    headline: true,
+  });
 
   const rows = results.map(
     (r) =>
@@ -194,7 +200,12 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
     figures,
     sections: [{ title: 'Routing decision (hash + match + select + book)', markdown }],
     charts,
-    data: { blocks, workers: WORKERS, results: results.map((r) => ({ tokens: r.tokens, summary: r.summary, native_p50_us: r.native })), decisions_per_s: { '1k': rate1k, '8k': rate8k } },
+    data: {
+      blocks,
+      workers: WORKERS,
+      results: results.map((r) => ({ tokens: r.tokens, summary: r.summary, native_p50_us: r.native })),
+      decisions_per_s: { '1k': rate1k, '8k': rate8k },
+    },
   };
 }
 

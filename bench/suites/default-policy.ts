@@ -40,7 +40,15 @@ interface Cell {
   ttft: PolicySummary;
 }
 
-async function once(ctx: BenchContext, trace: TraceRequest[], name: string, policy: ReplayPolicy, load: number, weight?: number, onRecords?: (r: RequestRecord[]) => void): Promise<ReplayReport> {
+async function once(
+  ctx: BenchContext,
+  trace: TraceRequest[],
+  name: string,
+  policy: ReplayPolicy,
+  load: number,
+  weight?: number,
+  onRecords?: (r: RequestRecord[]) => void,
+): Promise<ReplayReport> {
   const label = weight === undefined ? policy : `${policy} w${weight}`;
   return runReplay({
     onRun: onRecords && ((_p, _s, run) => onRecords(run.records)),
@@ -69,7 +77,9 @@ function ownPrefillMs(tokens: number): number {
 
 /** Where a run's TTFT p90 goes: the p90 had no request waited, and the wait of the requests within 10% of the p90. */
 function tailSplit(records: readonly RequestRecord[]): { p90: number; zeroWaitP90: number; bandWaitMs: number; bandOwnMs: number } {
-  const rows = records.filter((r) => !r.refused).map((r) => ({ ttft: r.firstTokenMs - r.arrivalMs, own: ownPrefillMs(Math.max(1, r.promptTokens - r.cachedTokens)) }));
+  const rows = records
+    .filter((r) => !r.refused)
+    .map((r) => ({ ttft: r.firstTokenMs - r.arrivalMs, own: ownPrefillMs(Math.max(1, r.promptTokens - r.cachedTokens)) }));
   const at = summarize(rows.map((r) => r.ttft)).p90;
   const band = rows.filter((r) => Math.abs(r.ttft - at) <= 0.1 * at);
   const mean = (f: (r: (typeof rows)[number]) => number) => band.reduce((a, r) => a + f(r), 0) / band.length;
@@ -87,10 +97,16 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   for (const name of ['synthetic_trace.jsonl', 'conversation_trace.first-half.jsonl']) traces.push([name, (await loadTrace(TRACES + name)).slice(0, limit)]);
 
   const cells: Cell[] = [];
-  const bounds: string[] = ['| trace | infinite-cache bound | pooled-LRU bound (4 x 65,536 blocks) | ttft x1 hit rate | share of pooled LRU | kv x1 hit rate | share |', '|---|---:|---:|---:|---:|---:|---:|'];
+  const bounds: string[] = [
+    '| trace | infinite-cache bound | pooled-LRU bound (4 x 65,536 blocks) | ttft x1 hit rate | share of pooled LRU | kv x1 hit rate | share |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
   const figures: Figure[] = [];
   const floors: string[] = [`| trace | ttft TTFT p90 at x${FLOOR_LOAD} ms (hit rate) | targets: 10% below the best-tuned kv, ms |`, '|---|---:|---|'];
-  const tails: string[] = ['| trace, load | ttft TTFT p90 ms | p90 of its own prefill alone (no wait) ms | requests within 10% of the p90: own prefill / wait ms | target ms |', '|---|---:|---:|---|---:|'];
+  const tails: string[] = [
+    '| trace, load | ttft TTFT p90 ms | p90 of its own prefill alone (no wait) ms | requests within 10% of the p90: own prefill / wait ms | target ms |',
+    '|---|---:|---:|---|---:|',
+  ];
   for (const [name, trace] of traces) {
     for (const load of LOADS) {
       const kv = new Map<number, PolicySummary>();
@@ -99,7 +115,9 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       const ttft = (await once(ctx, trace, name, 'ttft', load, undefined, (r) => (split = tailSplit(r)))).policies.ttft;
       cells.push({ trace: name, load, kv, ttft });
       const [bw, b] = best(kv);
-      tails.push(`| ${name} x${load} | ${Math.round(split!.p90)} | ${Math.round(split!.zeroWaitP90)} | ${Math.round(split!.bandOwnMs)} / ${Math.round(split!.bandWaitMs)} | ${Math.round(0.9 * p90(b))} |`);
+      tails.push(
+        `| ${name} x${load} | ${Math.round(split!.p90)} | ${Math.round(split!.zeroWaitP90)} | ${Math.round(split!.bandOwnMs)} / ${Math.round(split!.bandWaitMs)} | ${Math.round(0.9 * p90(b))} |`,
+      );
       const untuned = kv.get(1)!;
       figures.push({
         name: `ttft TTFT p90 against kv's best-tuned weight (prefillLoadScale ${bw} of ${weights.join(', ')}), ${name}, arrivals x${load}`,
@@ -121,14 +139,33 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       });
     }
     const floor = (await once(ctx, trace, name, 'ttft', FLOOR_LOAD)).policies.ttft;
-    floors.push(`| ${name} | ${Math.round(p90(floor))} (${pct(floor.hit_rate)}) | ${cells.filter((c) => c.trace === name).map((c) => `x${c.load}: ${Math.round(0.9 * p90(best(c.kv)[1]))}`).join(', ')} |`);
-    figures.push({ name: `ttft TTFT p90 at x${FLOOR_LOAD} (queues nearly empty; the conversation trace's same-second arrivals still queue), ${name}`, value: p90(floor), unit: 'ms', note: "the floor under the targets' 10% below the best-tuned kv" });
+    floors.push(
+      `| ${name} | ${Math.round(p90(floor))} (${pct(floor.hit_rate)}) | ${cells
+        .filter((c) => c.trace === name)
+        .map((c) => `x${c.load}: ${Math.round(0.9 * p90(best(c.kv)[1]))}`)
+        .join(', ')} |`,
+    );
+    figures.push({
+      name: `ttft TTFT p90 at x${FLOOR_LOAD} (queues nearly empty; the conversation trace's same-second arrivals still queue), ${name}`,
+      value: p90(floor),
+      unit: 'ms',
+      note: "the floor under the targets' 10% below the best-tuned kv",
+    });
     const x1 = cells.find((c) => c.trace === name && c.load === 1)!;
     const infinite = hitRateBound(trace);
     const pooled = pooledLruHitRate(trace, WORKERS * KV_BLOCKS, BLOCK_SIZE);
     const kv1 = x1.kv.get(1)!;
-    bounds.push(`| ${name} | ${pct(infinite)} | ${pct(pooled)} | ${pct(x1.ttft.hit_rate)} | ${pct(x1.ttft.hit_rate / pooled)} | ${pct(kv1.hit_rate)} | ${pct(kv1.hit_rate / pooled)} |`);
-    figures.push({ name: `ttft hit rate as a share of the pooled-LRU bound, ${name}, x1`, value: (x1.ttft.hit_rate / pooled) * 100, unit: '%', reference: { name: 'kv', value: (kv1.hit_rate / pooled) * 100 }, target: { op: '>=', value: 95 }, headline: true });
+    bounds.push(
+      `| ${name} | ${pct(infinite)} | ${pct(pooled)} | ${pct(x1.ttft.hit_rate)} | ${pct(x1.ttft.hit_rate / pooled)} | ${pct(kv1.hit_rate)} | ${pct(kv1.hit_rate / pooled)} |`,
+    );
+    figures.push({
+      name: `ttft hit rate as a share of the pooled-LRU bound, ${name}, x1`,
+      value: (x1.ttft.hit_rate / pooled) * 100,
+      unit: '%',
+      reference: { name: 'kv', value: (kv1.hit_rate / pooled) * 100 },
+      target: { op: '>=', value: 95 },
+      headline: true,
+    });
   }
 
   // The synthetic trace's load sweep: ttft against kv and kv_ttft at every load until all saturate.
@@ -175,7 +212,12 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
     { title: 'Load sweep, synthetic trace (TTFT p90 ms)', markdown: loadTable(sweep) },
   ];
   if (ctx.quick) sections.unshift({ title: 'Quick run', markdown: `The first ${limit} requests of each trace, kv weights ${weights.join(', ')} only.\n` });
-  return { figures, sections, charts: charts(cells, sweep), data: { cells: cells.map((c) => ({ trace: c.trace, load: c.load, kv: Object.fromEntries(c.kv), ttft: c.ttft })), sweep } };
+  return {
+    figures,
+    sections,
+    charts: charts(cells, sweep),
+    data: { cells: cells.map((c) => ({ trace: c.trace, load: c.load, kv: Object.fromEntries(c.kv), ttft: c.ttft })), sweep },
+  };
 }
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
@@ -195,7 +237,10 @@ function sweepTable(cells: Cell[], weights: readonly number[]): string {
 
 function loadTable(r: ReplayReport): string {
   const names = ['kv', 'kv_ttft', 'ttft'];
-  const rows = (r.sweep ?? []).map((pt) => `| x${pt.scale} (${pt.offered_rps} req/s) | ${names.map((n) => (pt.policies[n] ? `${Math.round(pt.policies[n].ttft_p90_ms)}${pt.policies[n].saturated ? ' (saturated)' : ''}` : '')).join(' | ')} |`);
+  const rows = (r.sweep ?? []).map(
+    (pt) =>
+      `| x${pt.scale} (${pt.offered_rps} req/s) | ${names.map((n) => (pt.policies[n] ? `${Math.round(pt.policies[n].ttft_p90_ms)}${pt.policies[n].saturated ? ' (saturated)' : ''}` : '')).join(' | ')} |`,
+  );
   return `${[`| load | ${names.join(' | ')} |`, '|---|---:|---:|---:|', ...rows].join('\n')}\n`;
 }
 

@@ -64,7 +64,11 @@ function tally(router: RouterSetup['key'], round: number, run: LoadRun, windowMs
 
 function describeFailures(how: Record<string, number>): string {
   const name = (status: string) => (status === '0' ? 'no answer' : status === '200' ? 'error frame' : status);
-  return Object.entries(how).map(([status, n]) => `${n}× ${name(status)}`).join(', ') || '-';
+  return (
+    Object.entries(how)
+      .map(([status, n]) => `${n}× ${name(status)}`)
+      .join(', ') || '-'
+  );
 }
 
 export const suite: BenchSuite = {
@@ -88,8 +92,26 @@ export const suite: BenchSuite = {
         const fleet = await startFaultFleet({ workers, routerFlags: r.flags, speedup: 1 });
         try {
           const victim = fleet.ids[1];
-          const run = await runLoad({ url: fleet.url, ratePerS, beforeMs, afterMs: windowMs, maxTokens: 8, tag: `${r.key}-${round}`, victim, kill: () => fleet.kill(victim) });
-          results.push(tally(r.key, round, run, windowMs, await metricSum(fleet.url, 'kvroute_leg_retries_total'), await metricSum(fleet.url, 'kvroute_worker_ejections_total')));
+          const run = await runLoad({
+            url: fleet.url,
+            ratePerS,
+            beforeMs,
+            afterMs: windowMs,
+            maxTokens: 8,
+            tag: `${r.key}-${round}`,
+            victim,
+            kill: () => fleet.kill(victim),
+          });
+          results.push(
+            tally(
+              r.key,
+              round,
+              run,
+              windowMs,
+              await metricSum(fleet.url, 'kvroute_leg_retries_total'),
+              await metricSum(fleet.url, 'kvroute_worker_ejections_total'),
+            ),
+          );
         } finally {
           await fleet.close();
         }
@@ -129,7 +151,10 @@ export const suite: BenchSuite = {
       });
     }
     const rows = results
-      .map((r) => `| ${r.round + 1} | ${ROUTERS.find((x) => x.key === r.router)!.label} | ${r.sentAfter} | ${r.failedAfter} | ${describeFailures(r.failedHow)} | ${r.failedInFlight} | ${r.retries} | ${r.ejections} |`)
+      .map(
+        (r) =>
+          `| ${r.round + 1} | ${ROUTERS.find((x) => x.key === r.router)!.label} | ${r.sentAfter} | ${r.failedAfter} | ${describeFailures(r.failedHow)} | ${r.failedInFlight} | ${r.retries} | ${r.ejections} |`,
+      )
       .join('\n');
     return {
       figures,

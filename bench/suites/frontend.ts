@@ -106,13 +106,13 @@ export const suite: BenchSuite = {
       `at once with ${r.output_tokens} tokens) and the load generator run in a process of their own, as clients and`,
       'engines are other machines in a deployment; token-id prompts go over loopback.',
       'Throughput: closed loop, 64 requests in flight, the load generator on its own thread. Overhead:',
-      'open loop at 1,000 req/s with the load generator on the engine\'s thread (that process keeps to',
+      "open loop at 1,000 req/s with the load generator on the engine's thread (that process keeps to",
       'one of the two cores, the router has the other), sends paced by a thread of their own: evenly',
-      'spaced (the target\'s load) and, for 1k-token prompts, also as a Poisson process (bursts: a',
+      "spaced (the target's load) and, for 1k-token prompts, also as a Poisson process (bursts: a",
       'request may arrive while the router is still busy with the one before); latency through the router minus latency',
       `straight to the engine at the same percentile, in ${r.overhead[0]?.rounds ?? 0} alternating rounds (direct then routed, then routed`,
       'then direct, ...); the figure is the median over the rounds, so a stall of the shared machine',
-      'that hits one run moves one round. Pooled: all rounds\' latencies together.',
+      "that hits one run moves one round. Pooled: all rounds' latencies together.",
       '',
       `Long streams: ${pt.stream_tokens}-token answers that the engine writes a token at a time (${pt.token_gap_ms} ms apart, a socket read`,
       `and a client write per token at the router), ${pt.concurrency} in flight: ${pt.tokens_per_s} tokens/s, router CPU ${pt.router_cpu_us_per_token ?? 'n/a'} us per token`,
@@ -175,7 +175,12 @@ function promptFormFigures(forms: PromptFormFigure[]): Figure[] {
         headline: true,
         note: `median of ${f.overhead.rounds} alternating rounds (${f.overhead.round_overhead_p99_ms.join(', ')} ms); pooled ${f.overhead.pooled_overhead_p99_ms} ms`,
       });
-      figures.push({ name: `added latency p50 at a steady ${f.overhead.rate_per_s} req/s, ${what}`, value: f.overhead.overhead_p50_ms, unit: 'ms', better: 'lower' });
+      figures.push({
+        name: `added latency p50 at a steady ${f.overhead.rate_per_s} req/s, ${what}`,
+        value: f.overhead.overhead_p50_ms,
+        unit: 'ms',
+        better: 'lower',
+      });
     }
   }
   return figures;

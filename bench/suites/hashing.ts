@@ -103,8 +103,16 @@ export const suite: BenchSuite = {
     // Per-call latency of the 8k case, for the record (p99 shows GC and scheduling noise).
     ctx.progress('computeBlockHashes per-call latency, 8k tokens');
     const p8k = promptOf(8192, 5);
-    const lat = summarize(sampleCalls(() => computeBlockHashes(p8k, BLOCK_SIZE), { samples: ctx.quick ? 2000 : 20000, maxMs: ctx.quick ? 1000 : 5000 }).perCallNs);
-    const latency: Figure = { name: 'computeBlockHashes p99 latency, 8k-token prompt', value: lat.p99 / 1000, unit: 'us', better: 'lower', note: `p50 ${formatNumber(lat.p50 / 1000)} us` };
+    const lat = summarize(
+      sampleCalls(() => computeBlockHashes(p8k, BLOCK_SIZE), { samples: ctx.quick ? 2000 : 20000, maxMs: ctx.quick ? 1000 : 5000 }).perCallNs,
+    );
+    const latency: Figure = {
+      name: 'computeBlockHashes p99 latency, 8k-token prompt',
+      value: lat.p99 / 1000,
+      unit: 'us',
+      better: 'lower',
+      note: `p50 ${formatNumber(lat.p50 / 1000)} us`,
+    };
     const co = await crossover(ctx);
     const loop = await asyncLoop(ctx);
     return {

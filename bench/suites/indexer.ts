@@ -1,4 +1,3 @@
-
 import { KvIndexer } from '../../src/core/indexer.js';
 import {
   BLOCK_SIZE,
@@ -188,7 +187,13 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       target: { op: '<=', value: 2.4 },
       headline: true,
     },
-    { name: `findMatches p99 with earlyExit, 8k-token prompt, ${setting}`, value: early.p99, unit: 'us', better: 'lower', note: `p50 ${formatNumber(early.p50)} us` },
+    {
+      name: `findMatches p99 with earlyExit, 8k-token prompt, ${setting}`,
+      value: early.p99,
+      unit: 'us',
+      better: 'lower',
+      note: `p50 ${formatNumber(early.p50)} us`,
+    },
     {
       name: `stored events applied per second from payload bytes (${EVENT_BLOCKS} blocks each, ${EVENTS_PER_BATCH} per batch; decoding and hashing included)`,
       value: rate(nativeStore),
@@ -224,7 +229,8 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       note: `native: stats().approxBytes ${formatNumber(ns.approxBytes / 2 ** 20)} MiB for ${formatCount(ns.blocks)} blocks, ${formatCount(ns.nodes)} distinct blocks on ${formatCount(ns.edges)} edges`,
     },
   ];
-  const table = (label: string, s: Summary) => `| ${label} | ${formatNumber(s.p50)} | ${formatNumber(s.p90)} | ${formatNumber(s.p99)} | ${formatNumber(s.max)} | ${s.n} |`;
+  const table = (label: string, s: Summary) =>
+    `| ${label} | ${formatNumber(s.p50)} | ${formatNumber(s.p90)} | ${formatNumber(s.p99)} | ${formatNumber(s.max)} | ${s.n} |`;
   const markdown = [
     `${WORKERS} workers each hold ${sizes.docsPerWorker} documents of ${DOC_BLOCKS} blocks (block size ${BLOCK_SIZE}), every document on two`,
     `workers, all starting with one of ${SYSTEM_PROMPTS} shared ${SYSTEM_BLOCKS}-block system prompts: ${formatCount(ns.blocks)} indexed (worker, block)`,

@@ -49,7 +49,16 @@ interface RunningRouter {
 async function startRouter(world: World, dir: string, extra: Record<string, unknown>): Promise<RunningRouter> {
   const { createRouter, listenUws } = await compiledRouter();
   const workers = world.engineUrls.map((baseUrl, id) => ({ id, role: 'aggregated' as const, kind: 'vllm' as const, baseUrl }));
-  const router = await createRouter({ port: 0, model: MODEL, tokenizer: dir, blockSize: 16, health: { intervalMs: 0 }, maxBodyBytes: 16 << 20, workers, ...extra });
+  const router = await createRouter({
+    port: 0,
+    model: MODEL,
+    tokenizer: dir,
+    blockSize: 16,
+    health: { intervalMs: 0 },
+    maxBodyBytes: 16 << 20,
+    workers,
+    ...extra,
+  });
   const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
   return {
     url: server.url,
@@ -78,7 +87,10 @@ async function chatRound(world: World, router: RunningRouter, body: string, inFl
   const maxMs = seconds * 1000;
   const m: Around<[LoadResult, LoadResult]> = await around(() =>
     Promise.all([
-      world.load({ url: router.url, path: '/v1/chat/completions', body, uniqueMarker: MARKER, concurrency: inFlight, requests: 1e9, maxMs }, { ownThread: true }),
+      world.load(
+        { url: router.url, path: '/v1/chat/completions', body, uniqueMarker: MARKER, concurrency: inFlight, requests: 1e9, maxMs },
+        { ownThread: true },
+      ),
       runProbes({ url: router.url, ratePerS: 20, seconds: seconds - 1 }),
     ]),
   );
@@ -112,14 +124,45 @@ interface MixRun {
   cpuUs: number;
 }
 
-async function mixRun(world: World, router: RunningRouter, sizes: Sizes, bodies: { short: string; longs: string[] }, condition: MixRun['condition']): Promise<MixRun> {
+async function mixRun(
+  world: World,
+  router: RunningRouter,
+  sizes: Sizes,
+  bodies: { short: string; longs: string[] },
+  condition: MixRun['condition'],
+): Promise<MixRun> {
   const maxMs = sizes.mixS * 1000;
   const withLong = condition !== 'short streams alone';
   const m = await around(() =>
     Promise.all([
       // Open loops: as many requests as the rate sends in the time (the schedule is made up front).
-      world.load({ url: router.url, path: '/v1/completions', body: bodies.short, concurrency: 16, requests: sizes.shortPerS * sizes.mixS, maxMs, ratePerS: sizes.shortPerS }, { ownThread: true }),
-      withLong ? world.load({ url: router.url, path: '/v1/completions', body: '', bodies: bodies.longs, concurrency: 8, requests: sizes.longPerS * sizes.mixS, maxMs, ratePerS: sizes.longPerS }, { ownThread: false }) : undefined,
+      world.load(
+        {
+          url: router.url,
+          path: '/v1/completions',
+          body: bodies.short,
+          concurrency: 16,
+          requests: sizes.shortPerS * sizes.mixS,
+          maxMs,
+          ratePerS: sizes.shortPerS,
+        },
+        { ownThread: true },
+      ),
+      withLong
+        ? world.load(
+            {
+              url: router.url,
+              path: '/v1/completions',
+              body: '',
+              bodies: bodies.longs,
+              concurrency: 8,
+              requests: sizes.longPerS * sizes.mixS,
+              maxMs,
+              ratePerS: sizes.longPerS,
+            },
+            { ownThread: false },
+          )
+        : undefined,
     ]),
   );
   const [short, long] = m.result;
@@ -144,8 +187,20 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   const hf = await loadHfTokenizer(dir);
   const count = (text: string) => hf.encode(text).length;
   const system = promptText(sizes.systemTokens, count, 31);
-  const chatBody = JSON.stringify({ model: MODEL, max_tokens: 4, messages: [{ role: 'system', content: system }, { role: 'user', content: `Question ${MARKER}: what does the passage above say about the cache?` }] });
-  const systemTokens = count(hf.chatTemplate!.render([{ role: 'system', content: system }, { role: 'user', content: 'Question 1: what does the passage above say about the cache?' }]));
+  const chatBody = JSON.stringify({
+    model: MODEL,
+    max_tokens: 4,
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content: `Question ${MARKER}: what does the passage above say about the cache?` },
+    ],
+  });
+  const systemTokens = count(
+    hf.chatTemplate!.render([
+      { role: 'system', content: system },
+      { role: 'user', content: 'Question 1: what does the passage above say about the cache?' },
+    ]),
+  );
   const longs = [1, 2, 3].map((seed) => JSON.stringify({ model: MODEL, max_tokens: 4, prompt: promptText(sizes.longTokens, count, 100 + seed) }));
   const longTokens = count(JSON.parse(longs[0]).prompt as string);
   const short = JSON.stringify({ model: MODEL, max_tokens: 16, stream: true, prompt: promptText(200, count, 7) });
@@ -158,13 +213,19 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   };
   try {
     // Warm up every router (JIT, the tokenizer, the cache's system prompt).
-    for (const r of Object.values(routers)) await world.load({ url: r.url, path: '/v1/chat/completions', body: chatBody, uniqueMarker: MARKER, concurrency: 4, requests: 40, maxMs: 30_000 }, { ownThread: true });
+    for (const r of Object.values(routers))
+      await world.load(
+        { url: r.url, path: '/v1/chat/completions', body: chatBody, uniqueMarker: MARKER, concurrency: 4, requests: 40, maxMs: 30_000 },
+        { ownThread: true },
+      );
     const chats: ChatRun[] = [];
     for (const inFlight of [32, 128]) {
       for (let round = 0; round < sizes.rounds; round++) {
         const order = round % 2 === 0 ? [true, false] : [false, true];
         for (const cache of order) {
-          ctx.progress(`shared ${Math.round(systemTokens / 1000)}k-token system prompt, ${inFlight} in flight, ${cache ? 'with' : 'without'} the prefix cache, round ${round + 1}`);
+          ctx.progress(
+            `shared ${Math.round(systemTokens / 1000)}k-token system prompt, ${inFlight} in flight, ${cache ? 'with' : 'without'} the prefix cache, round ${round + 1}`,
+          );
           chats.push(await chatRound(world, cache ? routers.cached : routers.uncached, chatBody, inFlight, sizes.chatRoundS, cache));
         }
       }
@@ -209,20 +270,76 @@ function report(chats: ChatRun[], mixes: MixRun[], systemTokens: number, longTok
       headline: inFlight === 32,
       note: `without/with: ${(cpu(off) / cpu(on)).toFixed(1)}x; the whole router process (event loop, libuv threads, GC)`,
     });
-    figures.push({ name: `CPU ratio without/with the prefix cache, ${sys}, ${inFlight} in flight`, value: cpu(off) / cpu(on), unit: 'x', better: 'higher', ...(inFlight === 32 ? { target: { op: '>=' as const, value: 5 } } : {}) });
-    figures.push({ name: `chat requests per second, ${sys}, ${inFlight} in flight, with the prefix cache`, value: rps(on), unit: 'req/s', better: 'higher', reference: { name: 'without the cache', value: rps(off) } });
-    figures.push({ name: `GET /live p99 during that load, ${inFlight} in flight, with the prefix cache`, value: live(on), unit: 'ms', better: 'lower', reference: { name: 'without the cache', value: live(off) } });
-    for (const [label, runs] of [['with cache', on], ['without', off]] as const) {
-      rows.push(`| ${inFlight} | ${label} | ${runs.reduce((a, r) => a + r.requests, 0)} | ${formatValue(rps(runs), 'req/s')} | ${formatValue(cpu(runs), 'us')} | ${formatValue(sum(runs, (r) => r.mainCpuUsPerRequest), 'us')} | ${formatValue(live(runs), 'ms')} | ${runs.reduce((a, r) => a + r.liveProbes, 0)} (${runs.reduce((a, r) => a + r.liveFailed, 0)}) |`);
+    figures.push({
+      name: `CPU ratio without/with the prefix cache, ${sys}, ${inFlight} in flight`,
+      value: cpu(off) / cpu(on),
+      unit: 'x',
+      better: 'higher',
+      ...(inFlight === 32 ? { target: { op: '>=' as const, value: 5 } } : {}),
+    });
+    figures.push({
+      name: `chat requests per second, ${sys}, ${inFlight} in flight, with the prefix cache`,
+      value: rps(on),
+      unit: 'req/s',
+      better: 'higher',
+      reference: { name: 'without the cache', value: rps(off) },
+    });
+    figures.push({
+      name: `GET /live p99 during that load, ${inFlight} in flight, with the prefix cache`,
+      value: live(on),
+      unit: 'ms',
+      better: 'lower',
+      reference: { name: 'without the cache', value: live(off) },
+    });
+    for (const [label, runs] of [
+      ['with cache', on],
+      ['without', off],
+    ] as const) {
+      rows.push(
+        `| ${inFlight} | ${label} | ${runs.reduce((a, r) => a + r.requests, 0)} | ${formatValue(rps(runs), 'req/s')} | ${formatValue(cpu(runs), 'us')} | ${formatValue(
+          sum(runs, (r) => r.mainCpuUsPerRequest),
+          'us',
+        )} | ${formatValue(live(runs), 'ms')} | ${runs.reduce((a, r) => a + r.liveProbes, 0)} (${runs.reduce((a, r) => a + r.liveFailed, 0)}) |`,
+      );
     }
   }
   const [alone, offThread, inline] = mixes;
   const long = `${Math.round(longTokens / 1000)}k-token text prompts at ${sizes.longPerS}/s`;
-  figures.push({ name: `event loop delay p99, ${long} read off-thread, short streams at ${sizes.shortPerS}/s`, value: offThread.loopDelayP99Ms, unit: 'ms', better: 'lower', target: { op: '<=', value: 1 }, reference: { name: 'the long prompts read inline', value: inline.loopDelayP99Ms }, headline: true });
-  figures.push({ name: `short streams' latency p99 beside ${long} (off-thread)`, value: offThread.shortP99Ms, unit: 'ms', better: 'lower', reference: { name: 'the short streams alone', value: alone.shortP99Ms } });
-  figures.push({ name: `short streams' latency p99 beside ${long} read inline`, value: inline.shortP99Ms, unit: 'ms', better: 'lower', reference: { name: 'the short streams alone', value: alone.shortP99Ms } });
-  if (offThread.cpuUsPerLong !== undefined) figures.push({ name: `router CPU per ${Math.round(longTokens / 1000)}k-token text prompt (off-thread)`, value: offThread.cpuUsPerLong, unit: 'us', better: 'lower', ...(inline.cpuUsPerLong !== undefined ? { reference: { name: 'read inline', value: inline.cpuUsPerLong } } : {}) });
-  const mixRows = mixes.map((m) => `| ${m.condition} | ${m.shorts} | ${m.longs}${m.longFailed ? ` (${m.longFailed} failed)` : ''} | ${formatValue(m.shortP50Ms, 'ms')} | ${formatValue(m.shortP99Ms, 'ms')} | ${formatValue(m.loopDelayP99Ms, 'ms')} | ${formatValue(m.loopDelayMaxMs, 'ms')} | ${m.cpuUsPerLong === undefined ? '-' : formatValue(m.cpuUsPerLong, 'us')} |`);
+  figures.push({
+    name: `event loop delay p99, ${long} read off-thread, short streams at ${sizes.shortPerS}/s`,
+    value: offThread.loopDelayP99Ms,
+    unit: 'ms',
+    better: 'lower',
+    target: { op: '<=', value: 1 },
+    reference: { name: 'the long prompts read inline', value: inline.loopDelayP99Ms },
+    headline: true,
+  });
+  figures.push({
+    name: `short streams' latency p99 beside ${long} (off-thread)`,
+    value: offThread.shortP99Ms,
+    unit: 'ms',
+    better: 'lower',
+    reference: { name: 'the short streams alone', value: alone.shortP99Ms },
+  });
+  figures.push({
+    name: `short streams' latency p99 beside ${long} read inline`,
+    value: inline.shortP99Ms,
+    unit: 'ms',
+    better: 'lower',
+    reference: { name: 'the short streams alone', value: alone.shortP99Ms },
+  });
+  if (offThread.cpuUsPerLong !== undefined)
+    figures.push({
+      name: `router CPU per ${Math.round(longTokens / 1000)}k-token text prompt (off-thread)`,
+      value: offThread.cpuUsPerLong,
+      unit: 'us',
+      better: 'lower',
+      ...(inline.cpuUsPerLong !== undefined ? { reference: { name: 'read inline', value: inline.cpuUsPerLong } } : {}),
+    });
+  const mixRows = mixes.map(
+    (m) =>
+      `| ${m.condition} | ${m.shorts} | ${m.longs}${m.longFailed ? ` (${m.longFailed} failed)` : ''} | ${formatValue(m.shortP50Ms, 'ms')} | ${formatValue(m.shortP99Ms, 'ms')} | ${formatValue(m.loopDelayP99Ms, 'ms')} | ${formatValue(m.loopDelayMaxMs, 'ms')} | ${m.cpuUsPerLong === undefined ? '-' : formatValue(m.cpuUsPerLong, 'us')} |`,
+  );
   const markdown = [
     `Qwen2.5's tokenizer and chat template (${REAL_TOKENIZER_PACKAGE}), the compiled router on uWebSockets.js in this process, two instant engines and the load generator in another process. CPU: the router process's (process.cpuUsage: every thread, libuv's included) over each round, per completed request; event loop: how late a 1 ms timer fired (monitorEventLoopDelay less its 1 ms interval).`,
     '',

@@ -46,7 +46,9 @@ const REFUSAL_CAPS = [1, 2, 4, 8] as const;
 
 const SETUPS: readonly Setup[] = [
   { name: "no protection (kvroute's default: nothing refused)", kind: 'none' },
-  ...REFUSAL_CAPS.map((k): Setup => ({ name: `refuse above ${k} x 8192 per worker`, kind: 'refuse', routing: { maxQueuedPrefillTokens: k * BATCH * WORKERS } })),
+  ...REFUSAL_CAPS.map(
+    (k): Setup => ({ name: `refuse above ${k} x 8192 per worker`, kind: 'refuse', routing: { maxQueuedPrefillTokens: k * BATCH * WORKERS } }),
+  ),
   { name: 'queue fcfs, threshold 2', kind: 'queue', routerQueue: { threshold: 2, policy: 'fcfs' } },
   // Issue 15's priority target with ttft: a lower threshold keeps more of the wait in the router,
   // where the class counts; forwarding the class lets the engines order their own queues by it.
@@ -56,7 +58,11 @@ const SETUPS: readonly Setup[] = [
   { name: 'queue wspt, threshold 2, max 262144 queued tokens', kind: 'queue', routerQueue: { threshold: 2, policy: 'wspt', maxTokens: 262_144 } },
   // The wait limit sheds what would be served late (and a long prompt wspt would hold back); the
   // tighter bounds keep what waits short.
-  { name: 'queue wspt, threshold 1, max 32768 queued tokens, max wait 200 ms', kind: 'queue', routerQueue: { threshold: 1, policy: 'wspt', maxTokens: 32_768, maxWaitMs: 200 } },
+  {
+    name: 'queue wspt, threshold 1, max 32768 queued tokens, max wait 200 ms',
+    kind: 'queue',
+    routerQueue: { threshold: 1, policy: 'wspt', maxTokens: 32_768, maxWaitMs: 200 },
+  },
 ];
 
 interface Outcome {
@@ -160,7 +166,12 @@ function policyFigures(policy: Policy, outcomes: Outcome[]): Figure[] {
       headline: q === bestPriority,
       note: `${ms(q.highP90)} against ${ms(q.lowP90)}`,
     });
-    figures.push({ name: `TTFT p90, ${name}`, value: q.summary.ttft_ms.p90, unit: 'ms', reference: { name: 'no protection', value: none.summary.ttft_ms.p90 } });
+    figures.push({
+      name: `TTFT p90, ${name}`,
+      value: q.summary.ttft_ms.p90,
+      unit: 'ms',
+      reference: { name: 'no protection', value: none.summary.ttft_ms.p90 },
+    });
   }
   return figures;
 }
@@ -182,7 +193,12 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   const rr = await roundRobinSaturation(trace, ctx);
   const overload = rr.load;
   const figures: Figure[] = [
-    { name: 'first arrival rate of the sweep where round robin saturates (the load below)', value: overload, unit: 'x', note: `p90 past ${SATURATION_TTFT_GROWTH}x its x${SWEEP[0]} figure` },
+    {
+      name: 'first arrival rate of the sweep where round robin saturates (the load below)',
+      value: overload,
+      unit: 'x',
+      note: `p90 past ${SATURATION_TTFT_GROWTH}x its x${SWEEP[0]} figure`,
+    },
   ];
   const byPolicy = new Map<Policy, Outcome[]>();
   for (const policy of POLICIES) {
@@ -209,9 +225,17 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
     charts: POLICIES.map((p) => ({
       name: `ttft-cdf-${p}`,
       title: `TTFT under overload, by setup, policy ${p}`,
-      svg: cdfChart({ title: `TTFT of served requests at x${overload}, synthetic trace, policy ${p}`, xLabel: 'time to first token (ms)', logX: true, series: byPolicy.get(p)!.map((o) => ({ name: o.setup.name, values: o.ttfts })) }),
+      svg: cdfChart({
+        title: `TTFT of served requests at x${overload}, synthetic trace, policy ${p}`,
+        xLabel: 'time to first token (ms)',
+        logX: true,
+        series: byPolicy.get(p)!.map((o) => ({ name: o.setup.name, values: o.ttfts })),
+      }),
     })),
-    data: { overload, outcomes: POLICIES.map((p) => ({ policy: p, outcomes: byPolicy.get(p)!.map((o) => ({ setup: o.setup, in_time: o.inTime, summary: o.summary })) })) },
+    data: {
+      overload,
+      outcomes: POLICIES.map((p) => ({ policy: p, outcomes: byPolicy.get(p)!.map((o) => ({ setup: o.setup, in_time: o.inTime, summary: o.summary })) })),
+    },
   };
 }
 

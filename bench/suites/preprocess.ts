@@ -63,7 +63,9 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
     }
   }
   ctx.progress('what each prompt form costs an engine');
-  const forms: EngineFormCost[] = SIZES.flatMap((tokens) => engineFormCosts(tokens, promptText(tokens, count), hf, { rounds: sizes.rounds * 2 + 1, calls: sizes.engineCalls[tokens] }));
+  const forms: EngineFormCost[] = SIZES.flatMap((tokens) =>
+    engineFormCosts(tokens, promptText(tokens, count), hf, { rounds: sizes.rounds * 2 + 1, calls: sizes.engineCalls[tokens] }),
+  );
   const totals = core.totals();
   if (totals.requests !== 0) throw new Error(`bookings leaked: ${JSON.stringify(totals)}`);
   return report(results, forms);
@@ -118,11 +120,23 @@ function report(results: Measured[], forms: EngineFormCost[]): SuiteResult {
     });
     for (const stage of ['parse', 'template', 'tokenize', 'engine body'] as Stage[]) {
       if (stage === 'template' && m.kind !== 'chat') continue;
-      figures.push({ name: `${stage}, ${label(m)}`, value: m.native[stage], unit: 'us', better: 'lower', reference: { name: 'JavaScript', value: m.js[stage] } });
+      figures.push({
+        name: `${stage}, ${label(m)}`,
+        value: m.native[stage],
+        unit: 'us',
+        better: 'lower',
+        reference: { name: 'JavaScript', value: m.js[stage] },
+      });
     }
   }
   for (const f of forms) {
-    figures.push({ name: `${f.engine} reading a ${f.size / 1024}k-token completions prompt sent as token ids`, value: f.idsUs, unit: 'us', better: 'lower', reference: { name: 'the same prompt sent as text', value: f.textUs } });
+    figures.push({
+      name: `${f.engine} reading a ${f.size / 1024}k-token completions prompt sent as token ids`,
+      value: f.idsUs,
+      unit: 'us',
+      better: 'lower',
+      reference: { name: 'the same prompt sent as text', value: f.textUs },
+    });
   }
   const rows = results.flatMap((m) => [
     `| ${label(m)} | native | ${STAGES.map((s) => us(m.native[s])).join(' | ')} | ${m.samples.native} |`,
@@ -131,10 +145,10 @@ function report(results: Measured[], forms: EngineFormCost[]): SuiteResult {
   const formRows = forms.map((f) => `| ${f.engine} | ${f.tokens} | ${us(f.textUs)} | ${us(f.idsUs)} |`);
   const markdown = [
     'Requests as a client sends them (a completions body with a text prompt; a chat body with a system and',
-    'a user message), Qwen2.5\'s tokenizer.json and chat template, through the router\'s preprocessing',
+    "a user message), Qwen2.5's tokenizer.json and chat template, through the router's preprocessing",
     '(src/server/openai/request.ts: the body read, rendered and tokenized in one native call) and through',
     'the JavaScript path it replaced (bench/reference/js-preprocess.ts), each followed by the same routing',
-    'decision (4 workers). Medians over alternating rounds of each round\'s median. parse: the body read',
+    "decision (4 workers). Medians over alternating rounds of each round's median. parse: the body read",
     '(natively, then JSON.parse of the rest; JavaScript: JSON.parse and the message checks); template and',
     'tokenize: timed inside the native call; hash and decide (match + select + book): timed inside the',
     'routing core; engine body: the completions body with the prompt as token ids, serialised.',
@@ -149,7 +163,7 @@ function report(results: Measured[], forms: EngineFormCost[]): SuiteResult {
     '|---|---|---|---|',
     ...formRows,
     '',
-    'Engines get token ids: their KV blocks then hash exactly as the router\'s (an engine tokenizing a',
+    "Engines get token ids: their KV blocks then hash exactly as the router's (an engine tokenizing a",
     'completions text adds its special tokens, and a BOS-adding model would shift every block), and an',
     'engine that really tokenizes spends as much or more on the text as on reading the ids; text is',
     'cheaper only for engines that do not tokenize it (the instant engine, the byte-tokenizing simulator).',

@@ -27,7 +27,13 @@ interface TraceRun {
 /** The sweep compares the baseline, the best load-only policy, kv and kv_ttft (all would double its time). */
 const SWEEP_POLICIES: readonly ReplayPolicy[] = ['round_robin', 'least_loaded', 'kv', 'kv_ttft'];
 
-async function replay(ctx: BenchContext, name: string, trace: TraceRequest[], policies: readonly ReplayPolicy[], extra: { kvBlocks?: number; sweep?: number[] } = {}): Promise<TraceRun> {
+async function replay(
+  ctx: BenchContext,
+  name: string,
+  trace: TraceRequest[],
+  policies: readonly ReplayPolicy[],
+  extra: { kvBlocks?: number; sweep?: number[] } = {},
+): Promise<TraceRun> {
   const ttfts = new Map<ReplayPolicy, number[]>();
   const report = await runReplay({
     trace,
@@ -103,7 +109,12 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
   ];
   if (ctx.quick) sections.unshift({ title: 'Quick run', markdown: `The first ${limit} requests of each trace, round_robin, kv and kv_ttft only.\n` });
 
-  return { figures, sections, charts: charts(syn, conv, big.report), data: { synthetic: syn.report, conversation: conv.report, synthetic_large_cache: big.report } };
+  return {
+    figures,
+    sections,
+    charts: charts(syn, conv, big.report),
+    data: { synthetic: syn.report, conversation: conv.report, synthetic_large_cache: big.report },
+  };
 }
 
 /** A policy's TTFT p90 over round_robin's at every sweep load where round_robin is not saturated. */

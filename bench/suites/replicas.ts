@@ -41,7 +41,15 @@ interface RunResult {
 }
 
 async function runSetup(setup: Setup, trace: TraceRequest[], nats: BenchNats, round: number): Promise<RunResult> {
-  const fleet = await startEmbeddedFleet({ prefill: 0, decode: WORKERS, style: 'vllm', speedup: SCALE, blockSize: BLOCK_SIZE, kvBlocks: KV_BLOCKS, model: MODEL });
+  const fleet = await startEmbeddedFleet({
+    prefill: 0,
+    decode: WORKERS,
+    style: 'vllm',
+    speedup: SCALE,
+    blockSize: BLOCK_SIZE,
+    kvBlocks: KV_BLOCKS,
+    model: MODEL,
+  });
   const routers: Array<{ router: Router; server: RunningServer }> = [];
   try {
     const count = setup === 'one router' ? 1 : 2;
@@ -54,7 +62,10 @@ async function runSetup(setup: Setup, trace: TraceRequest[], nats: BenchNats, ro
     }
     if (setup === 'two synced replicas') await waitForPeers(routers.map((r) => r.server.url));
     const run = await replayOnline({ urls: routers.map((r) => r.server.url), trace, arrivalScale: SCALE, seed: SEED, model: MODEL });
-    const result: RunResult = { summary: summarizeRun({ records: run.records, loadSpread: Number.NaN, simulatedMs: run.wallMs }, run.wallMs), errors: run.errors };
+    const result: RunResult = {
+      summary: summarizeRun({ records: run.records, loadSpread: Number.NaN, simulatedMs: run.wallMs }, run.wallMs),
+      errors: run.errors,
+    };
     if (setup === 'two synced replicas') {
       const lags = await Promise.all(routers.map(async (r) => (await health(r.server.url)).replicas?.syncLagMs));
       result.lagP99Ms = Math.max(...lags.map((l) => l?.p99 ?? 0));
@@ -127,7 +138,12 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
         ...(synced ? { target: { op: '<=' as const, value: one((r) => r.summary.ttft_ms.p90) * 1.05 } } : {}),
         headline: true,
       },
-      { name: `TTFT p50, ${setup}`, value: med(setup, (r) => r.summary.ttft_ms.p50), unit: 'ms', reference: { name: 'one router', value: one((r) => r.summary.ttft_ms.p50) } },
+      {
+        name: `TTFT p50, ${setup}`,
+        value: med(setup, (r) => r.summary.ttft_ms.p50),
+        unit: 'ms',
+        reference: { name: 'one router', value: one((r) => r.summary.ttft_ms.p50) },
+      },
       {
         name: `hit rate, ${setup}`,
         value: med(setup, (r) => r.summary.hit_rate * 100),
@@ -138,7 +154,12 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       },
     );
   }
-  figures.push({ name: 'sync lag p99 under the replay, loopback NATS', value: med('two synced replicas', (r) => r.lagP99Ms ?? Number.NaN), unit: 'ms', headline: true });
+  figures.push({
+    name: 'sync lag p99 under the replay, loopback NATS',
+    value: med('two synced replicas', (r) => r.lagP99Ms ?? Number.NaN),
+    unit: 'ms',
+    headline: true,
+  });
   figures.push(
     {
       name: 'frontend req/s of one replica with booking sync on, no peer (1k-token prompts, closed loop, 64 in flight)',
@@ -162,7 +183,10 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
       name: `time to ready of a new replica, warm start from a ${(warm.blocks / 1e6).toFixed(2)}M-block snapshot`,
       value: warm.medians.warmReadyMs,
       unit: 'ms',
-      reference: { name: "cold start, until its index holds as many blocks (whole history still in the engines' buffers)", value: warm.medians.coldFullIndexMs },
+      reference: {
+        name: "cold start, until its index holds as many blocks (whole history still in the engines' buffers)",
+        value: warm.medians.coldFullIndexMs,
+      },
       headline: true,
     },
     { name: 'warm start: snapshot fetch from the object store', value: warm.medians.fetchMs, unit: 'ms' },
@@ -202,7 +226,7 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
     `${warm.engines} engines (the simulated engine's KV event publisher and replay service) publish the history of a ${(warm.blocks / 1e6).toFixed(2)}M-block index`,
     `(prompts of 256 blocks of ${BLOCK_SIZE} tokens, 4 per batch); a source ingest indexes it and the replicas' publisher code captures it and puts it in the`,
     `object store (${(warm.snapshotBytes / 2 ** 20).toFixed(1)} MiB; capture and encoding ${warm.publishCaptureMs.toFixed(0)} ms, put ${warm.publishPutMs.toFixed(0)} ms). Then ${warm.catchUpBatches} more`,
-    "batches follow (what a newcomer must catch up on), and a router starts with warm start on; it is timed until /health answers 200, then checked to",
+    'batches follow (what a newcomer must catch up on), and a router starts with warm start on; it is timed until /health answers 200, then checked to',
     `hold as many blocks as the source (it did in every round: ${warm.rounds.map((r) => `${r.warmBlocks} of ${r.sourceBlocks}`).join(', ')}). A cold router (warm start off)`,
     'is timed until its index holds as many blocks, in the best case for it: the engines still buffer the whole history (a real engine keeps its',
     "last batches only, far less than a full cache's history: a cold replica then never learns the older blocks until they are stored again).",

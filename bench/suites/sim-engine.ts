@@ -159,7 +159,14 @@ export const suite: BenchSuite = {
       const headline = w.name === 'one-hour trace';
       figures.push(
         { name: `simulated requests per second, ${w.name}`, value: r.requests / s, unit: 'req/s', better: 'higher', headline, note },
-        { name: `KV events per second, ${w.name}`, value: r.events / s, unit: 'events/s', better: 'higher', headline, note: `${formatNumber(r.eventBlocks / s)} blocks/s in them` },
+        {
+          name: `KV events per second, ${w.name}`,
+          value: r.events / s,
+          unit: 'events/s',
+          better: 'higher',
+          headline,
+          note: `${formatNumber(r.eventBlocks / s)} blocks/s in them`,
+        },
         { name: `engine steps per second, ${w.name}`, value: r.steps / s, unit: 'steps/s', better: 'higher' },
         { name: `virtual time per wall second, ${w.name}`, value: r.virtualMs / r.wallMs, unit: 'x', better: 'higher' },
       );

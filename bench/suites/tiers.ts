@@ -97,7 +97,11 @@ async function run(ctx: BenchContext): Promise<SuiteResult> {
     });
   }
   const sections: Section[] = [{ title: 'TTFT and hits: no CPU tier, a tier the router credits, a tier it ignores', markdown: table(out) }];
-  if (ctx.quick) sections.unshift({ title: 'Quick run', markdown: `The first ${limit} requests of each trace, kv at x1 only, GPUs of ${QUICK_KV_BLOCKS} blocks (CPU tiers of ${4 * QUICK_KV_BLOCKS}).\n` });
+  if (ctx.quick)
+    sections.unshift({
+      title: 'Quick run',
+      markdown: `The first ${limit} requests of each trace, kv at x1 only, GPUs of ${QUICK_KV_BLOCKS} blocks (CPU tiers of ${4 * QUICK_KV_BLOCKS}).\n`,
+    });
   return { figures, sections, data: out };
 }
 

@@ -48,7 +48,9 @@ export async function run(argv: string[]): Promise<number> {
   const cargo = process.env.CARGO ?? 'cargo';
   const version = spawnSync(cargo, ['--version'], { encoding: 'utf8' });
   if (version.error || version.status !== 0) {
-    throw new Error(`cargo was not found (${version.error?.message ?? `exit status ${version.status}`}): install a Rust toolchain from https://rustup.rs and run this again`);
+    throw new Error(
+      `cargo was not found (${version.error?.message ?? `exit status ${version.status}`}): install a Rust toolchain from https://rustup.rs and run this again`,
+    );
   }
   console.error(`kvroute: building the native addon with ${version.stdout.trim()} (a few minutes)`);
 

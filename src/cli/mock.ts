@@ -152,7 +152,12 @@ export function parseMockArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Mock
     model,
     reusePort: values['reuse-port'] === true,
     drainTimeoutMs: intFlag(values['drain-timeout-ms'], '--drain-timeout-ms', 0, 3_600_000),
-    logLevel: values['log-level'] !== undefined ? oneOf(values['log-level'], '--log-level', LOG_LEVELS) : env.KVROUTE_LOG_LEVEL ? oneOf(env.KVROUTE_LOG_LEVEL, 'KVROUTE_LOG_LEVEL', LOG_LEVELS) : 'info',
+    logLevel:
+      values['log-level'] !== undefined
+        ? oneOf(values['log-level'], '--log-level', LOG_LEVELS)
+        : env.KVROUTE_LOG_LEVEL
+          ? oneOf(env.KVROUTE_LOG_LEVEL, 'KVROUTE_LOG_LEVEL', LOG_LEVELS)
+          : 'info',
   };
 }
 
@@ -220,7 +225,8 @@ export async function run(argv: string[], opts: { signal?: AbortSignal; log?: (l
     log(HELP);
     return 0;
   }
-  const logger = opts.logger ?? (await import('../server/observability/logger.js')).createLogger({ level: cfg.logLevel, base: { name: 'kvroute-mock', pid: process.pid } });
+  const logger =
+    opts.logger ?? (await import('../server/observability/logger.js')).createLogger({ level: cfg.logLevel, base: { name: 'kvroute-mock', pid: process.pid } });
   const fleet = await startMock(cfg);
   // Handlers first, then the ready message: a Ctrl-C sent as soon as it is printed must be caught.
   const stopped = onStopSignals(

@@ -47,7 +47,8 @@ export function schedulingFromFlags(v: Values, disaggregated: boolean): Pick<Rep
   const threshold = str('router-queue-threshold');
   const maxWait = str('router-queue-max-wait-ms');
   if (threshold !== undefined || str('router-queue-policy') !== undefined || str('router-queue-max-requests') !== undefined || maxWait !== undefined) {
-    if (threshold === undefined) throw new UsageError('--router-queue-policy, --router-queue-max-requests and --router-queue-max-wait-ms need --router-queue-threshold');
+    if (threshold === undefined)
+      throw new UsageError('--router-queue-policy, --router-queue-max-requests and --router-queue-max-wait-ms need --router-queue-threshold');
     const t = Number(threshold);
     const q = { ...DEFAULT_QUEUE_SETTINGS, threshold: threshold.trim() === '' ? NaN : t } as Parameters<typeof checkQueueSettings>[0];
     const policy = str('router-queue-policy');

@@ -88,9 +88,7 @@ export async function run(argv: string[]): Promise<number> {
   const workers = intFlag(values.workers, '--workers', 1, 1024);
   if ((values.prefill === undefined) !== (values.decode === undefined)) throw new UsageError('--prefill and --decode go together');
   const disaggregated =
-    values.prefill === undefined
-      ? undefined
-      : { prefill: intFlag(values.prefill, '--prefill', 1, 1024), decode: intFlag(values.decode, '--decode', 1, 1024) };
+    values.prefill === undefined ? undefined : { prefill: intFlag(values.prefill, '--prefill', 1, 1024), decode: intFlag(values.decode, '--decode', 1, 1024) };
   const handoff = values.handoff ?? 'vllm';
   if (!isEngineKind(handoff)) throw new UsageError(`unknown --handoff '${handoff}'; one of ${ENGINE_KINDS.join(', ')}`);
   if (values.handoff !== undefined && !disaggregated) throw new UsageError('--handoff needs --prefill and --decode');
@@ -138,10 +136,12 @@ export async function run(argv: string[]): Promise<number> {
   return 0;
 }
 
-
-
 /** The engines' CPU tier from --offload-blocks and --offload-bandwidth (checked as the engine checks them), and the router's use of it. */
-export function offloadFromFlags(blocks: string | undefined, bandwidth: string | undefined, noLowerTiers: boolean): Pick<ReplayConfig, 'engine' | 'lowerTiers'> {
+export function offloadFromFlags(
+  blocks: string | undefined,
+  bandwidth: string | undefined,
+  noLowerTiers: boolean,
+): Pick<ReplayConfig, 'engine' | 'lowerTiers'> {
   if (blocks === undefined) {
     if (bandwidth !== undefined || noLowerTiers) throw new UsageError('--offload-bandwidth and --no-lower-tiers need --offload-blocks');
     return {};

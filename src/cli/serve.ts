@@ -96,7 +96,10 @@ export async function serveOptions(argv: string[], env: NodeJS.ProcessEnv = proc
   }
   const shaping = Object.keys(fleet);
   if (!values.embedded) {
-    if (shaping.length > 0) throw new UsageError(`--${EMBEDDED_FLAGS.find((f) => f.path.at(-1) === shaping[0])?.cli.flag ?? 'embedded-*'} shapes the simulated fleet: add --embedded`);
+    if (shaping.length > 0)
+      throw new UsageError(
+        `--${EMBEDDED_FLAGS.find((f) => f.path.at(-1) === shaping[0])?.cli.flag ?? 'embedded-*'} shapes the simulated fleet: add --embedded`,
+      );
     if (config.workers.length === 0 && !workersCanArrive(config)) {
       throw new UsageError(
         "no workers: list the engines in the config's `workers` (or with --worker), or give --allow-empty-fleet to add them later through the admin API; --embedded serves a simulated fleet",

@@ -45,7 +45,12 @@ export type FlagValues = Record<string, string | boolean | Array<string | boolea
  * setting's path in `settings`, after checking it against the setting's declaration. An empty
  * value counts as not given. Objects on the way are copied, never changed in place.
  */
-export async function applyFlags(settings: Record<string, unknown>, flags: readonly DeclaredFlag[], values: FlagValues, env: NodeJS.ProcessEnv = {}): Promise<void> {
+export async function applyFlags(
+  settings: Record<string, unknown>,
+  flags: readonly DeclaredFlag[],
+  values: FlagValues,
+  env: NodeJS.ProcessEnv = {},
+): Promise<void> {
   for (const f of flags) {
     let given = values[f.cli.flag];
     let name = `--${f.cli.flag}`;
@@ -183,7 +188,8 @@ function helpText(f: DeclaredFlag): string {
   if (f.path.join('.') === 'workers') text += `; keys: ${workerKeysHelp()}`;
   const notes: string[] = [];
   if (f.cli.defaultHelp) notes.push(f.cli.defaultHelp);
-  else if (f.cli.arg && s.default !== undefined && !(Array.isArray(s.default) && s.default.length === 0)) notes.push(`default ${Array.isArray(s.default) ? s.default.join(',') : String(s.default)}`);
+  else if (f.cli.arg && s.default !== undefined && !(Array.isArray(s.default) && s.default.length === 0))
+    notes.push(`default ${Array.isArray(s.default) ? s.default.join(',') : String(s.default)}`);
   if (f.cli.env) notes.push(`env ${f.cli.env}`);
   return notes.length ? `${text} (${notes.join('; ')})` : text;
 }
@@ -195,7 +201,8 @@ function workerKeysHelp(): string {
     const details: string[] = [];
     const literals = literalsOf(s);
     if (literals) details.push(literals.join('|'));
-    if (Array.isArray(s.anyOf) && (s.anyOf as Schema[]).some((v) => v.type === 'array')) details.push("one endpoint, rank r on port + r, or one per rank separated by '|'");
+    if (Array.isArray(s.anyOf) && (s.anyOf as Schema[]).some((v) => v.type === 'array'))
+      details.push("one endpoint, rank r on port + r, or one per rank separated by '|'");
     if (s.type === 'object' && isAddress(s)) details.push('host:port');
     if (s.default !== undefined) details.push(`default ${String(s.default)}`);
     // Keys in a row with the same details share them: "events, replay (...)".

@@ -30,7 +30,8 @@ export class EngineBlockCache {
   private readonly handle: number;
 
   constructor(readonly totalBlocks: number) {
-    if (!Number.isInteger(totalBlocks) || totalBlocks < 1 || totalBlocks > 2 ** 30) throw new RangeError(`totalBlocks must be an integer in [1, 2^30], got ${totalBlocks}`);
+    if (!Number.isInteger(totalBlocks) || totalBlocks < 1 || totalBlocks > 2 ** 30)
+      throw new RangeError(`totalBlocks must be an integer in [1, 2^30], got ${totalBlocks}`);
     this.inner = callNative(() => new native.NativeSimKvCache(totalBlocks));
     this.handle = this.inner.handle;
     this.inner.stats(this.stats);

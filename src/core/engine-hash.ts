@@ -9,6 +9,16 @@ import { callNative } from './errors.js';
  * chained (the first to the hash with halves (parentHi, parentLo)), into `out[at, at + count)`.
  * A RangeError when the tokens or `out` are too short.
  */
-export function engineHashBlocks(tokens: Uint32Array, from: number, blockSize: number, count: number, parentHi: number, parentLo: number, lora: number, out: BigUint64Array, at: number): void {
+export function engineHashBlocks(
+  tokens: Uint32Array,
+  from: number,
+  blockSize: number,
+  count: number,
+  parentHi: number,
+  parentLo: number,
+  lora: number,
+  out: BigUint64Array,
+  at: number,
+): void {
   callNative(() => native.simEngineHashBlocks(tokens, from, blockSize, count, parentHi >>> 0, parentLo >>> 0, lora >>> 0, out, at));
 }

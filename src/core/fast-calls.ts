@@ -19,7 +19,15 @@ export interface FastCalls {
   /** KvIndexer.applyStored of the device tier without a LoRA or multimodal content, on the tree
    * `handle` (bindings/fast_events.rs): `parent` empty for a root block, else its first entry;
    * worker below 2^32. Returns 1 when applied, 0 when refused. */
-  applyStoredFast(handle: number, worker: number, dpRank: number, blockHashes: BigUint64Array, tokenIds: Uint32Array, parent: BigUint64Array, nowMs: number): number;
+  applyStoredFast(
+    handle: number,
+    worker: number,
+    dpRank: number,
+    blockHashes: BigUint64Array,
+    tokenIds: Uint32Array,
+    parent: BigUint64Array,
+    nowMs: number,
+  ): number;
   /** KvIndexer.applyRemoved of the device tier on the tree `handle`; returns the blocks removed. */
   applyRemovedFast(handle: number, worker: number, dpRank: number, blockHashes: BigUint64Array, nowMs: number): number;
 }

@@ -89,10 +89,7 @@ function checkHashCall(tokens: unknown, blockSize: unknown, opts: unknown): Chec
   const bs = expectBlockSize(blockSize);
   const o = expectObject(opts, 'opts');
   const eagle = expectOptionalBoolean(o.eagle, 'opts.eagle');
-  const seed = blockHashSeed(
-    expectOptionalString(o.loraName, 'opts.loraName'),
-    expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
-  );
+  const seed = blockHashSeed(expectOptionalString(o.loraName, 'opts.loraName'), expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'));
   return { seed, mm: encodeMultimodal(o.mmHashes), eagle, blocks: blockCount(t.length, bs, eagle) };
 }
 
@@ -156,10 +153,7 @@ export function expectOffsets(offsets: unknown, tokenCount: number): Uint32Array
 /** The seed and sequence flag of batch options (shared with HashPool). */
 export function checkBatchOptions(opts: unknown): { seed: bigint; sequenceHashes: boolean } {
   const o = expectObject(opts, 'opts');
-  const seed = blockHashSeed(
-    expectOptionalString(o.loraName, 'opts.loraName'),
-    expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'),
-  );
+  const seed = blockHashSeed(expectOptionalString(o.loraName, 'opts.loraName'), expectOptionalString(o.cacheNamespace, 'opts.cacheNamespace'));
   if (o.sequenceHashes !== undefined && typeof o.sequenceHashes !== 'boolean') {
     throw new TypeError(`opts.sequenceHashes must be a boolean, got ${describe(o.sequenceHashes)}`);
   }

@@ -170,14 +170,7 @@ export class KvIndexer {
    * `opts.medium` puts them on a lower tier (as applyEventBatch maps media); a medium it does
    * not know, or a lower tier when the indexer does not keep them, is a RangeError.
    */
-  applyStored(
-    worker: number,
-    dpRank: number,
-    parentHash: bigint | null,
-    blockHashes: BigUint64Array,
-    tokenIds: Uint32Array,
-    opts?: StoredOptions,
-  ): boolean {
+  applyStored(worker: number, dpRank: number, parentHash: bigint | null, blockHashes: BigUint64Array, tokenIds: Uint32Array, opts?: StoredOptions): boolean {
     this.expectMode('events', 'applyStored');
     expectWorkerId(worker);
     expectDpRank(dpRank);
@@ -187,7 +180,9 @@ export class KvIndexer {
     const plus = this.eagle && blockHashes.length > 0 ? ' + 1 (EAGLE)' : '';
     const want = blockHashes.length * this.blockSize + (plus ? 1 : 0);
     if (tokenIds.length !== want) {
-      throw new RangeError(`tokenIds must hold blockHashes.length x blockSize${plus} = ${blockHashes.length} x ${this.blockSize}${plus} = ${want} tokens, got ${tokenIds.length}`);
+      throw new RangeError(
+        `tokenIds must hold blockHashes.length x blockSize${plus} = ${blockHashes.length} x ${this.blockSize}${plus} = ${want} tokens, got ${tokenIds.length}`,
+      );
     }
     if (opts === undefined && worker <= MAX_U32) {
       // The common event (the device tier, no LoRA, no multimodal content) through the addon's

@@ -99,7 +99,7 @@ export class NativeBindingError extends Error {
     if (prebuilt) {
       lines.push(
         `npm installs ${prebuiltPackageName(platform)} with kvroute unless optional dependencies are omitted ` +
-          '(--omit=optional, --no-optional) or the lockfile was written by an npm that dropped other platforms\' ' +
+          "(--omit=optional, --no-optional) or the lockfile was written by an npm that dropped other platforms' " +
           'optional packages: reinstall kvroute without those.',
       );
     }

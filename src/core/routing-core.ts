@@ -12,14 +12,7 @@ import { readDecision, type RoutingDecision } from './decision-buffer.js';
 import { DECISION_LEN } from './generated/layout.js';
 import { perTierArray, perTierObject } from './tiers.js';
 import { nativeTtftModel } from './ttft-model.js';
-import {
-  checkRouteRequest,
-  resolveRoutingConfig,
-  toNativeSpec,
-  type ResolvedRoutingConfig,
-  type RoutingConfig,
-  type WorkerSpec,
-} from './routing-config.js';
+import { checkRouteRequest, resolveRoutingConfig, toNativeSpec, type ResolvedRoutingConfig, type RoutingConfig, type WorkerSpec } from './routing-config.js';
 import { translateRoutingError } from './routing-errors.js';
 import { describe, expectDpRank, expectInteger, expectObject, expectUint8Array, expectWorkerId } from '../util/validate.js';
 
@@ -239,7 +232,8 @@ export class RoutingCore {
     if (hashes.length % 8 !== 0) throw new RangeError(`booking.hashes must hold whole 8-byte hashes, got ${hashes.length} bytes`);
     const prompt = expectInteger(b.promptTokens, 'booking.promptTokens', 0, Number.MAX_SAFE_INTEGER);
     const overlap = expectInteger(b.overlapBlocks, 'booking.overlapBlocks', 0, 2 ** 32 - 1);
-    const expected = b.expectedOutputTokens === undefined ? undefined : expectInteger(b.expectedOutputTokens, 'booking.expectedOutputTokens', 0, MAX_OUTPUT_TOKENS);
+    const expected =
+      b.expectedOutputTokens === undefined ? undefined : expectInteger(b.expectedOutputTokens, 'booking.expectedOutputTokens', 0, MAX_OUTPUT_TOKENS);
     return this.native(() => this.core.applyRemoteBooking(origin, id, worker, dpRank, hashes, prompt, overlap, expected, this.now()));
   }
 

@@ -94,7 +94,8 @@ export class NativeTextTokenizer {
    * always those of the whole text.
    */
   withPrefixCache(maxBytes: number): NativeTextTokenizer {
-    if (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${describe(maxBytes)}`);
+    if (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes < 0)
+      throw new RangeError(`maxBytes must be a non-negative integer, got ${describe(maxBytes)}`);
     return new NativeTextTokenizer(this.binding.withPrefixCache(maxBytes));
   }
 
@@ -122,7 +123,10 @@ export class NativeTextTokenizer {
  * byte span it wrote into `where` and its stage timings into `times`: `call` returns their count, -1 for "not the plain case", and a
  * count above the array's length means they wait in the tokenizer for takeIds.
  */
-export function scannedIds(tokenizer: Binding.NativeTokenizer, call: (out: Uint32Array, where: Uint32Array, times: Float64Array) => number): ScannedPrompt | undefined {
+export function scannedIds(
+  tokenizer: Binding.NativeTokenizer,
+  call: (out: Uint32Array, where: Uint32Array, times: Float64Array) => number,
+): ScannedPrompt | undefined {
   let declined = false;
   const tokens = collectIds(tokenizer, (out) => {
     const count = call(out, span, timings);

@@ -88,4 +88,3 @@ export function nativeTtftModel(m: TtftModel) {
     transferMsPerToken: m.transferMsPerToken,
   };
 }
-

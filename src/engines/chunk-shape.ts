@@ -42,7 +42,14 @@ export function chunkShape(text: string): number {
       const len = i - start;
       i++;
       if (depth !== 1 || (len !== 7 && len !== 5)) continue;
-      const key = len === 7 && text.startsWith('choices', start) ? SHAPE_TOKEN : len === 5 && text.startsWith('usage', start) ? SHAPE_USAGE : len === 5 && text.startsWith('error', start) ? SHAPE_ERROR : 0;
+      const key =
+        len === 7 && text.startsWith('choices', start)
+          ? SHAPE_TOKEN
+          : len === 5 && text.startsWith('usage', start)
+            ? SHAPE_USAGE
+            : len === 5 && text.startsWith('error', start)
+              ? SHAPE_ERROR
+              : 0;
       if (key === 0 || (seen & key) !== 0) continue;
       const colon = skipSpace(text, i);
       if (colon >= n) return UNKNOWN_SHAPE;

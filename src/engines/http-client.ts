@@ -159,7 +159,13 @@ export class EngineClient {
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const text = await this.readText(res.body, MAX_ERROR_BODY_BYTES, signal).catch(() => '');
       const parsed = parseMaybeJson(text);
-      throw new EngineError(res.statusCode, parsed, `engine ${this.baseUrl} answered ${res.statusCode}: ${errorMessageOf(parsed) ?? text.slice(0, 200)}`, 'engine_rejected', this.baseUrl);
+      throw new EngineError(
+        res.statusCode,
+        parsed,
+        `engine ${this.baseUrl} answered ${res.statusCode}: ${errorMessageOf(parsed) ?? text.slice(0, 200)}`,
+        'engine_rejected',
+        this.baseUrl,
+      );
     }
     return res;
   }

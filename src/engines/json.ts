@@ -40,7 +40,9 @@ export class RawJson {
 
   get text(): string {
     if (this.decoded === undefined) {
-      this.decoded = this.tokenIds ? tokenIdsJsonText(this.tokenIds) : Buffer.from(this.bytes!.buffer, this.bytes!.byteOffset, this.bytes!.byteLength).toString('utf8');
+      this.decoded = this.tokenIds
+        ? tokenIdsJsonText(this.tokenIds)
+        : Buffer.from(this.bytes!.buffer, this.bytes!.byteOffset, this.bytes!.byteLength).toString('utf8');
     }
     return this.decoded;
   }
@@ -74,7 +76,7 @@ export function markVerbatim<T extends Record<string, unknown>>(body: T, bytes: 
  * bytes when it carries token ids, which are written natively; text otherwise).
  */
 export function engineBody(body: Record<string, unknown>): string | Uint8Array {
-  return ((body as { [VERBATIM]?: Uint8Array })[VERBATIM]) ?? serializeBody(body);
+  return (body as { [VERBATIM]?: Uint8Array })[VERBATIM] ?? serializeBody(body);
 }
 
 /** The JSON text of an engine body. */

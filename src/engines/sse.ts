@@ -110,7 +110,7 @@ export class SseParser {
     // Only `data` matters (event, id, retry and ":" comments are skipped): the field is the line
     // up to its first colon, or the whole line.
     const len = end - start;
-    if (len < 4 || !text.startsWith('data', start) || (len > 4 && text.charCodeAt(start + 4) !== 58 /* : */)) return;
+    if (len < 4 || !text.startsWith('data', start) || (len > 4 && text.charCodeAt(start + 4) !== 58) /* : */) return;
     let from = start + 5;
     if (from < end && text.charCodeAt(from) === 32) from++;
     const value = from >= end ? '' : text.slice(from, end);

@@ -61,7 +61,11 @@ export function eventWithPromptTokensDetails(ev: SseEvent, details: PromptTokens
 }
 
 /** The usage object an engine writes. */
-export function makeUsage(promptTokens: number, completionTokens: number, cachedTokens: number): { prompt_tokens: number; total_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } } {
+export function makeUsage(
+  promptTokens: number,
+  completionTokens: number,
+  cachedTokens: number,
+): { prompt_tokens: number; total_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } } {
   return {
     prompt_tokens: promptTokens,
     total_tokens: promptTokens + completionTokens,

@@ -65,14 +65,7 @@ const U32_MAX = 0xffff_ffff;
 const MAX_DP_RANK = 0xffff;
 
 /** KV cache spec kinds of a model's secondary groups: their blocks are not prefix-cache blocks. */
-const SECONDARY_SPEC_KINDS = new Set([
-  'sliding_window',
-  'sliding_window_mla',
-  'mamba',
-  'chunked_local_attention',
-  'encoder_only_attention',
-  'cross_attention',
-]);
+const SECONDARY_SPEC_KINDS = new Set(['sliding_window', 'sliding_window_mla', 'mamba', 'chunked_local_attention', 'encoder_only_attention', 'cross_attention']);
 
 export function decodeEventBatch(payload: Uint8Array): DecodeResult {
   if (!(payload instanceof Uint8Array)) {

@@ -84,7 +84,8 @@ export class EventIngest {
       maxMessageBytes: expectInteger(opts.maxMessageBytes ?? 64 << 20, 'maxMessageBytes', 1024, 2 ** 31 - 1),
     };
     if (opts.onError !== undefined && typeof opts.onError !== 'function') throw new TypeError(`onError must be a function, got ${describe(opts.onError)}`);
-    if (opts.onIncident !== undefined && typeof opts.onIncident !== 'function') throw new TypeError(`onIncident must be a function, got ${describe(opts.onIncident)}`);
+    if (opts.onIncident !== undefined && typeof opts.onIncident !== 'function')
+      throw new TypeError(`onIncident must be a function, got ${describe(opts.onIncident)}`);
     this.onIncident = opts.onIncident;
     this.onError = opts.onError ?? ((err, worker) => console.error(`kvroute: KV event ingestion for worker ${worker} failed:`, err));
   }
@@ -115,7 +116,8 @@ export class EventIngest {
     const resumeAfter = spec.resumeAfter ?? [];
     if (!Array.isArray(resumeAfter)) throw new TypeError(`spec.resumeAfter must be an array, got ${describe(resumeAfter)}`);
     resumeAfter.forEach((seq, i) => {
-      if (seq !== null && (typeof seq !== 'bigint' || seq < 0n)) throw new TypeError(`spec.resumeAfter[${i}] must be a non-negative bigint or null, got ${describe(seq)}`);
+      if (seq !== null && (typeof seq !== 'bigint' || seq < 0n))
+        throw new TypeError(`spec.resumeAfter[${i}] must be a non-negative bigint or null, got ${describe(seq)}`);
     });
 
     const subscribers: EventSubscriber[] = [];

@@ -211,7 +211,8 @@ export class EventSubscriber {
     if (this.closed) return;
     if (!this.opts.replayEndpoint) {
       // Nothing can prove that the engine behind the new connection is the one that was indexed.
-      if (this.disconnected && this.tracker.lastApplied !== null) this.resync('the event stream reconnected and there is no replay service to prove the engine did not restart');
+      if (this.disconnected && this.tracker.lastApplied !== null)
+        this.resync('the event stream reconnected and there is no replay service to prove the engine did not restart');
       else this.continuous = true;
       this.disconnected = false;
       return this.joinedNow();
@@ -410,7 +411,8 @@ export class EventSubscriber {
         // A buffer that answers from below the anchor (vLLM answers from it on): decided at the anchor.
         if (batch.seq < anchor!) continue;
         if (batch.seq === anchor) {
-          if (this.lastPayload !== null && !batch.payload.equals(this.lastPayload)) return this.restarted(endpoint, anchor, `the replay buffer holds another batch ${anchor} than the one applied`);
+          if (this.lastPayload !== null && !batch.payload.equals(this.lastPayload))
+            return this.restarted(endpoint, anchor, `the replay buffer holds another batch ${anchor} than the one applied`);
           verified = true;
           continue;
         }

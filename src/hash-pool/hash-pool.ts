@@ -9,13 +9,7 @@ import { callNative, translateNativeError } from '../core/errors.js';
 import { checkBatchOptions, expectOffsets, type BatchHashes, type BatchHashesOptions } from '../core/hashing.js';
 import { SharedScratch } from './shared-scratch.js';
 import { hashBatchTask, type HashBatchTask } from '../core/hash-batch.mjs';
-import {
-  describe,
-  expectBlockSize,
-  expectInteger,
-  expectObject,
-  expectUint32Array,
-} from '../util/validate.js';
+import { describe, expectBlockSize, expectInteger, expectObject, expectUint32Array } from '../util/validate.js';
 
 /**
  * Total tokens from which a batch goes to the pool, measured by `npm run bench` (suite "hashing",
@@ -102,10 +96,8 @@ export class HashPool {
       o.poolThresholdTokens === undefined
         ? DEFAULT_POOL_THRESHOLD_TOKENS
         : expectInteger(o.poolThresholdTokens, 'opts.poolThresholdTokens', 0, MAX_BATCH_TOKENS);
-    this.minTaskTokens =
-      o.minTaskTokens === undefined ? DEFAULT_MIN_TASK_TOKENS : expectInteger(o.minTaskTokens, 'opts.minTaskTokens', 1, MAX_BATCH_TOKENS);
-    this.#idleTimeoutMs =
-      o.idleTimeoutMs === undefined ? 30_000 : expectInteger(o.idleTimeoutMs, 'opts.idleTimeoutMs', 0, 2 ** 31 - 1);
+    this.minTaskTokens = o.minTaskTokens === undefined ? DEFAULT_MIN_TASK_TOKENS : expectInteger(o.minTaskTokens, 'opts.minTaskTokens', 1, MAX_BATCH_TOKENS);
+    this.#idleTimeoutMs = o.idleTimeoutMs === undefined ? 30_000 : expectInteger(o.idleTimeoutMs, 'opts.idleTimeoutMs', 0, 2 ** 31 - 1);
     this.#scratch = new SharedScratch(2 * this.threads, 64 << 20);
   }
 
@@ -229,10 +221,7 @@ export class HashPool {
     this.#stats.poolBatches++;
     this.#stats.poolTasks += parts.length;
     const runs = parts.map(([a, b]) =>
-      pool.run(
-        { tokens, offsets: offsets.slice(a, b + 1), blockSize, seed: o.seed, sequenceHashes: o.sequenceHashes },
-        { signal: o.signal ?? null },
-      ),
+      pool.run({ tokens, offsets: offsets.slice(a, b + 1), blockSize, seed: o.seed, sequenceHashes: o.sequenceHashes }, { signal: o.signal ?? null }),
     );
     let outputs;
     try {
@@ -275,9 +264,7 @@ function hashOneInline(prompt: Uint32Array, blockSize: number, o: ValidatedOptio
   const n = Math.floor(prompt.length / blockSize);
   const local = new BigUint64Array(n);
   const sequence = o.sequenceHashes ? new BigUint64Array(n) : undefined;
-  callNative(() =>
-    native.computeBlockHashesBatchInto(prompt, Uint32Array.of(0, prompt.length), blockSize, o.seed, local, ONE_PROMPT_OFFSETS, sequence),
-  );
+  callNative(() => native.computeBlockHashesBatchInto(prompt, Uint32Array.of(0, prompt.length), blockSize, o.seed, local, ONE_PROMPT_OFFSETS, sequence));
   return sequence ? { local, sequence } : { local };
 }
 
@@ -305,10 +292,7 @@ export function splitByTokens(offsets: Uint32Array, parts: number, minTokens: nu
   return runs;
 }
 
-function mergeOutputs(
-  outputs: ReadonlyArray<ReturnType<typeof hashBatchTask>>,
-  withSequence: boolean,
-): Omit<BatchHashResult, 'placement'> {
+function mergeOutputs(outputs: ReadonlyArray<ReturnType<typeof hashBatchTask>>, withSequence: boolean): Omit<BatchHashResult, 'placement'> {
   if (outputs.length === 1) {
     const [o] = outputs;
     return withSequence ? { hashes: o.hashes, hashOffsets: o.hashOffsets, sequenceHashes: o.sequenceHashes } : { hashes: o.hashes, hashOffsets: o.hashOffsets };

@@ -71,7 +71,8 @@ export async function loadHfTokenizer(dir: string): Promise<HfTokenizer> {
   try {
     config = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot load the tokenizer of ${dir}: tokenizer_config.json: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new Error(`cannot load the tokenizer of ${dir}: tokenizer_config.json: ${(err as Error).message}`);
   }
   return new HfTokenizer({ tokenizer, config }, dir);
 }

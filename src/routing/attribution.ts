@@ -22,7 +22,11 @@ export function attributePrefillWorker(
 
 function fromPayload(payload: unknown, dpSizeOf: (worker: number) => number | undefined): WorkerRef | undefined {
   if (!isPlainObject(payload)) return undefined;
-  const ids = isPlainObject(payload.worker_id) ? payload.worker_id : isPlainObject(payload.nvext) && isPlainObject(payload.nvext.worker_id) ? payload.nvext.worker_id : undefined;
+  const ids = isPlainObject(payload.worker_id)
+    ? payload.worker_id
+    : isPlainObject(payload.nvext) && isPlainObject(payload.nvext.worker_id)
+      ? payload.nvext.worker_id
+      : undefined;
   if (!ids) return undefined;
   const worker = ids.prefill_worker_id;
   if (typeof worker !== 'number' || !Number.isSafeInteger(worker) || worker < 0) return undefined;

@@ -66,9 +66,7 @@ export function parseRoutingHints(bag: HeaderBag | undefined, nvext?: unknown, o
     const fromHeader = headerValue(headers, spec);
     const fromBody = ext ? nvextValue(ext, spec) : undefined;
     if (fromHeader !== undefined && fromBody !== undefined && fromHeader !== fromBody) {
-      throw new InvalidRoutingHintError(
-        `header ${spec.header} (${fromHeader}) disagrees with nvext.${nvextName(ext!, spec)} (${fromBody})`,
-      );
+      throw new InvalidRoutingHintError(`header ${spec.header} (${fromHeader}) disagrees with nvext.${nvextName(ext!, spec)} (${fromBody})`);
     }
     const v = fromHeader ?? fromBody;
     if (v !== undefined) hints[spec.key] = v;

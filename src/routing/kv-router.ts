@@ -149,15 +149,18 @@ export class KvRouter {
     this.core = o.core;
     this.pool = o.pool;
     const t = o.transport as Partial<LegTransport> | undefined;
-    if (typeof t?.json !== 'function' || typeof t.stream !== 'function') throw new TypeError(`options.transport must be a LegTransport (json and stream), got ${describe(o.transport)}`);
+    if (typeof t?.json !== 'function' || typeof t.stream !== 'function')
+      throw new TypeError(`options.transport must be a LegTransport (json and stream), got ${describe(o.transport)}`);
     this.transport = o.transport;
     this.abandonAfterMs = o.abandonAfterMs === undefined ? 120_000 : expectInteger(o.abandonAfterMs, 'abandonAfterMs', 1, 86_400_000);
     this.releaseTimeoutMs = o.releaseTimeoutMs === undefined ? 60_000 : expectInteger(o.releaseTimeoutMs, 'releaseTimeoutMs', 1, 86_400_000);
     this.maxRetries = o.maxRetries === undefined ? 2 : expectInteger(o.maxRetries, 'maxRetries', 0, 100);
     if (o.onRetry !== undefined && typeof o.onRetry !== 'function') throw new TypeError(`options.onRetry must be a function, got ${describe(o.onRetry)}`);
     this.onRetry = o.onRetry;
-    if (o.trackOutputBlocks !== undefined && typeof o.trackOutputBlocks !== 'boolean') throw new TypeError(`options.trackOutputBlocks must be a boolean, got ${describe(o.trackOutputBlocks)}`);
-    if (o.trackOutputBlocks && typeof o.core.addOutputTokens !== 'function') throw new TypeError('options.trackOutputBlocks needs a core with addOutputTokens()');
+    if (o.trackOutputBlocks !== undefined && typeof o.trackOutputBlocks !== 'boolean')
+      throw new TypeError(`options.trackOutputBlocks must be a boolean, got ${describe(o.trackOutputBlocks)}`);
+    if (o.trackOutputBlocks && typeof o.core.addOutputTokens !== 'function')
+      throw new TypeError('options.trackOutputBlocks needs a core with addOutputTokens()');
     this.trackOutputBlocks = o.trackOutputBlocks === true;
   }
 
@@ -181,7 +184,8 @@ export class KvRouter {
     const decision = this.core.route(tokens, withFields(leg, { allowedWorkers: this.pool.allowedWorkers() }));
     const worker = this.workerOf(decision);
     o.trace?.decision(this.pool.name, decision, startedAt);
-    const failover = o.failover === false || this.maxRetries === 0 ? undefined : { tokens, route: o.failover ?? leg, accept: o.accept, failed: new Set<number>() };
+    const failover =
+      o.failover === false || this.maxRetries === 0 ? undefined : { tokens, route: o.failover ?? leg, accept: o.accept, failed: new Set<number>() };
     return new Booking(decision, worker, this.guardOf(decision), this.core, failover, this.loadDropped);
   }
 
@@ -227,7 +231,14 @@ export class KvRouter {
     return this.unlessClientLeaves(settled, o.signal, () => {
       const timer = setTimeout(() => leg.abort(), this.releaseTimeoutMs);
       timer.unref();
-      this.track(settled.then(() => {}, () => {}).finally(() => clearTimeout(timer)));
+      this.track(
+        settled
+          .then(
+            () => {},
+            () => {},
+          )
+          .finally(() => clearTimeout(timer)),
+      );
     });
   }
 
@@ -324,7 +335,15 @@ export class KvRouter {
    * another worker and sends again, at most maxRetries times. Every attempt's outcome goes to the
    * pool (outlier detection).
    */
-  private async send<T>(b: Booking, route: OpenAiRoute, body: LegBody, o: LegOptions, signal: SignalLike, call: (leg: Leg) => Promise<T>, span?: LegTrace): Promise<T> {
+  private async send<T>(
+    b: Booking,
+    route: OpenAiRoute,
+    body: LegBody,
+    o: LegOptions,
+    signal: SignalLike,
+    call: (leg: Leg) => Promise<T>,
+    span?: LegTrace,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const worker = b.worker.id;
       const onSent = span ? () => (span.sent(), o.onSent?.(b)) : o.onSent && (() => o.onSent!(b));
@@ -341,7 +360,16 @@ export class KvRouter {
         if (!(err instanceof EngineError) || err.mayHaveAccepted || attempt > this.maxRetries || signal.aborted || !this.move(b, worker)) throw err;
         this.counts.retries++;
         span?.retried(err.failure, b.worker, b.decision.dpRank);
-        this.onRetry?.({ pool: this.pool.name, requestId: o.requestId, traceId: o.trace?.traceId, worker, to: b.worker.id, reason: err.failure, attempt, error: err });
+        this.onRetry?.({
+          pool: this.pool.name,
+          requestId: o.requestId,
+          traceId: o.trace?.traceId,
+          worker,
+          to: b.worker.id,
+          reason: err.failure,
+          attempt,
+          error: err,
+        });
         continue;
       }
       span?.firstByte();

@@ -65,7 +65,8 @@ export class OutlierDetection {
 
   constructor(o: OutlierDetectionOptions = {}) {
     if (o === null || typeof o !== 'object') throw new TypeError(`outlier detection options must be an object, got ${describe(o)}`);
-    this.consecutiveConnectFailures = o.consecutiveConnectFailures === undefined ? 1 : expectInteger(o.consecutiveConnectFailures, 'consecutiveConnectFailures', 0, 1_000_000);
+    this.consecutiveConnectFailures =
+      o.consecutiveConnectFailures === undefined ? 1 : expectInteger(o.consecutiveConnectFailures, 'consecutiveConnectFailures', 0, 1_000_000);
     this.consecutive5xx = o.consecutive5xx === undefined ? 5 : expectInteger(o.consecutive5xx, 'consecutive5xx', 0, 1_000_000);
     this.baseEjectionTimeMs = o.baseEjectionTimeMs === undefined ? 30_000 : expectInteger(o.baseEjectionTimeMs, 'baseEjectionTimeMs', 1, 86_400_000);
     this.maxEjectionTimeMs = o.maxEjectionTimeMs === undefined ? 300_000 : expectInteger(o.maxEjectionTimeMs, 'maxEjectionTimeMs', 1, 86_400_000);
@@ -76,7 +77,8 @@ export class OutlierDetection {
   }
 
   add(worker: number): void {
-    if (!this.entries.has(worker)) this.entries.set(worker, { connectFailures: 0, serverErrors: 0, run: 0, ejections: 0, ejectedUntil: undefined, lastReason: undefined });
+    if (!this.entries.has(worker))
+      this.entries.set(worker, { connectFailures: 0, serverErrors: 0, run: 0, ejections: 0, ejectedUntil: undefined, lastReason: undefined });
   }
 
   remove(worker: number): void {

@@ -24,7 +24,15 @@ import { runBootstrap } from './prefill/bootstrap.js';
 import { RequestContext, type RequestDone, type RouterEnv, routingPriority } from './prefill/context.js';
 import { admitted } from './prefill/admission.js';
 import { estimateModes } from './prefill/estimate.js';
-import { chooseMode, conditionalSettings, type ConditionalDisaggSettings, DEFAULT_CONDITIONAL_DISAGG, type ModeDecision, type ModeReason, MODE_REASONS } from './prefill/mode.js';
+import {
+  chooseMode,
+  conditionalSettings,
+  type ConditionalDisaggSettings,
+  DEFAULT_CONDITIONAL_DISAGG,
+  type ModeDecision,
+  type ModeReason,
+  MODE_REASONS,
+} from './prefill/mode.js';
 import { AdmissionQueue, type QueueEvent, type QueueSettings, type QueueStats } from './queue/admission-queue.js';
 import { runSequential } from './prefill/sequential.js';
 import { PrefillUnusableError } from './errors.js';
@@ -88,10 +96,7 @@ export interface PrefillRouterOptions {
 
 export type { PoolName };
 
-export type PrefillRouterEvent =
-  | { type: 'deactivated' }
-  | { type: 'reactivated' }
-  | { type: 'fallback'; requestId: string; error: unknown };
+export type PrefillRouterEvent = { type: 'deactivated' } | { type: 'reactivated' } | { type: 'fallback'; requestId: string; error: unknown };
 
 export interface RouteQuery {
   mode: 'aggregated' | 'disaggregated';
@@ -145,7 +150,8 @@ export class PrefillRouter {
     if (o === null || typeof o !== 'object') throw new TypeError(`options must be an object, got ${describe(o)}`);
     if (!(o.prefill instanceof KvRouter)) throw new TypeError(`options.prefill must be a KvRouter, got ${describe(o.prefill)}`);
     if (!(o.decode instanceof KvRouter)) throw new TypeError(`options.decode must be a KvRouter, got ${describe(o.decode)}`);
-    if (o.prefill === o.decode || o.prefill.pool === o.decode.pool) throw new TypeError('options.prefill and options.decode must be routers of two different pools');
+    if (o.prefill === o.decode || o.prefill.pool === o.decode.pool)
+      throw new TypeError('options.prefill and options.decode must be routers of two different pools');
     for (const k of ['enforceDisagg', 'fallbackToAggregated', 'forwardPriority'] as const) {
       if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new TypeError(`options.${k} must be a boolean, got ${describe(o[k])}`);
     }
@@ -158,9 +164,11 @@ export class PrefillRouter {
     this.fallbackToAggregated = o.fallbackToAggregated ?? true;
     this.randomRoom = o.randomRoom ?? randomRoomValue;
     this.clock = o.clock ?? defaultClock;
-    if (o.timers !== undefined && typeof o.timers?.at !== 'function') throw new TypeError(`options.timers must have an at(atMs, fn) method, got ${describe(o.timers)}`);
+    if (o.timers !== undefined && typeof o.timers?.at !== 'function')
+      throw new TypeError(`options.timers must have an at(atMs, fn) method, got ${describe(o.timers)}`);
     const timers = o.timers ?? realTimers(this.clock);
-    if (o.sessions !== undefined && !(o.sessions instanceof SessionAffinity)) throw new TypeError(`options.sessions must be a SessionAffinity, got ${describe(o.sessions)}`);
+    if (o.sessions !== undefined && !(o.sessions instanceof SessionAffinity))
+      throw new TypeError(`options.sessions must be a SessionAffinity, got ${describe(o.sessions)}`);
     this.sessions = o.sessions;
     this.onRequestDone = o.onRequestDone;
     this.onEvent = o.onEvent;
@@ -296,11 +304,19 @@ export class PrefillRouter {
     const sessionId = clientHints.sessionId;
     const affine = sessionId === undefined || !this.sessions ? clientHints : this.pinned(clientHints, this.sessions.peek(sessionId, this.canServe) ?? {});
     const hints = this.sessionControl.peek(affine);
-    const probe = new RequestContext(this.env, { route: '/v1/completions', body: {}, tokens, requestId: opts.requestId ?? 'query', hints, signal: NEVER, loraName: opts.loraName }, this.clock);
+    const probe = new RequestContext(
+      this.env,
+      { route: '/v1/completions', body: {}, tokens, requestId: opts.requestId ?? 'query', hints, signal: NEVER, loraName: opts.loraName },
+      this.clock,
+    );
     const decision = this.decide(probe);
     base.enginePriority = probe.routingPriority;
     if (decision.mode === 'aggregated') {
-      return { mode: 'aggregated', reason: decision.reason, decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })) };
+      return {
+        mode: 'aggregated',
+        reason: decision.reason,
+        decode: this.decode.query(tokens, withFields(base, { pinnedWorker: hints.workerId, pinnedDpRank: hints.dpRank })),
+      };
     }
     this.requirePrefillHint(hints);
     return {
@@ -367,7 +383,8 @@ export class PrefillRouter {
   }
 
   /** A session's bound worker is used while selectable (one that left, drained or failed is routed anew). */
-  private readonly canServe = (pool: keyof SessionBinding, worker: number): boolean => (pool === 'decode' ? this.decode : this.prefill).pool.isSelectable(worker);
+  private readonly canServe = (pool: keyof SessionBinding, worker: number): boolean =>
+    (pool === 'decode' ? this.decode : this.prefill).pool.isSelectable(worker);
 
   /** `hints` with the bound workers (and their ranks, while still in range) filling what is unset. */
   private pinned(hints: RoutingHints, bound: SessionBinding): RoutingHints {
@@ -398,7 +415,14 @@ export class PrefillRouter {
 
   /** The mode with conditional disaggregation left out. */
   private basicMode(): ModeDecision {
-    return chooseMode({ prefillAvailable: this.active, enforceDisagg: this.enforceDisagg, conditional: DEFAULT_CONDITIONAL_DISAGG, prefillPinned: false, decodeComputesPrompts: () => true, estimate: NO_ESTIMATE });
+    return chooseMode({
+      prefillAvailable: this.active,
+      enforceDisagg: this.enforceDisagg,
+      conditional: DEFAULT_CONDITIONAL_DISAGG,
+      prefillPinned: false,
+      decodeComputesPrompts: () => true,
+      estimate: NO_ESTIMATE,
+    });
   }
 
   /** No selectable decode worker is an SGLang decode worker (which serves only bootstrapped requests). */
@@ -444,7 +468,11 @@ export class PrefillRouter {
     // pinned to it so that random tie-breaks cannot choose differently.
     const pinned = this.prefill.policy === 'round_robin' ? leg : withFields(leg, { pinnedWorker: peek.worker, pinnedDpRank: peek.dpRank });
     // A failover keeps to the engine kind of the chosen worker (the handoff path depends on it).
-    return this.prefill.book(req.tokens, pinned, ctx.bookOptions('prefill', leg, (w) => w.kind === worker?.kind && (w.kind !== 'sglang' || w.bootstrapHost !== undefined)));
+    return this.prefill.book(
+      req.tokens,
+      pinned,
+      ctx.bookOptions('prefill', leg, (w) => w.kind === worker?.kind && (w.kind !== 'sglang' || w.bootstrapHost !== undefined)),
+    );
   }
 
   private requirePrefillHint(hints: RoutingHints): void {
@@ -462,5 +490,3 @@ export class PrefillRouter {
     this.onEvent?.({ type: now ? 'reactivated' : 'deactivated' });
   }
 }
-
-

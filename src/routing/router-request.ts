@@ -76,7 +76,8 @@ function checkSchedulingHints(h: RoutingHints): void {
     if (sc === null || typeof sc !== 'object') throw new TypeError(`hints.sessionControl must be an object, got ${describe(sc)}`);
     if (typeof sc.sessionId !== 'string') throw new TypeError(`hints.sessionControl.sessionId must be a string, got ${describe(sc.sessionId)}`);
     checkSessionId(sc.sessionId, 'hints.sessionControl.sessionId');
-    if (sc.action !== undefined && sc.action !== 'open' && sc.action !== 'close') throw new RangeError(`hints.sessionControl.action must be 'open' or 'close', got ${describe(sc.action)}`);
+    if (sc.action !== undefined && sc.action !== 'open' && sc.action !== 'close')
+      throw new RangeError(`hints.sessionControl.action must be 'open' or 'close', got ${describe(sc.action)}`);
     if (sc.timeoutS !== undefined) expectInteger(sc.timeoutS, 'hints.sessionControl.timeoutS', 1, 86_400);
   }
 }

@@ -63,11 +63,8 @@ export function parseSchedulingHints(header: HeaderReader, ext: Record<string, u
     return undefined;
   };
 
-  const priority = agreed(
-    'x-kvroute-priority',
-    header('x-kvroute-priority'),
-    fromBody([[agent, 'priority', 'nvext.agent_hints.priority']]),
-    (v, where) => integer(v, where, PRIORITY_MIN, PRIORITY_MAX),
+  const priority = agreed('x-kvroute-priority', header('x-kvroute-priority'), fromBody([[agent, 'priority', 'nvext.agent_hints.priority']]), (v, where) =>
+    integer(v, where, PRIORITY_MIN, PRIORITY_MAX),
   );
   if (priority !== undefined) out.priority = priority;
 
@@ -111,7 +108,8 @@ function sessionControl(header: HeaderReader, ext: Record<string, unknown> | und
   let fromBody: Partial<SessionControlHint> | undefined;
   if (raw !== undefined) {
     for (const key of Object.keys(raw)) {
-      if (key !== 'session_id' && key !== 'action' && key !== 'timeout') throw new InvalidRoutingHintError(`nvext.session_control has an unknown field '${key.slice(0, 64)}' (session_id, action, timeout)`);
+      if (key !== 'session_id' && key !== 'action' && key !== 'timeout')
+        throw new InvalidRoutingHintError(`nvext.session_control has an unknown field '${key.slice(0, 64)}' (session_id, action, timeout)`);
     }
     fromBody = {};
     if (raw.session_id === undefined || raw.session_id === null) throw new InvalidRoutingHintError('nvext.session_control.session_id is required');
@@ -133,23 +131,31 @@ function sessionControl(header: HeaderReader, ext: Record<string, unknown> | und
     }
   }
   const merged: Partial<SessionControlHint> = Object.assign({}, fromBody, fromHeaders);
-  if (merged.sessionId === undefined) throw new InvalidRoutingHintError('session control needs a session id: header x-kvroute-session-id or nvext.session_control.session_id');
+  if (merged.sessionId === undefined)
+    throw new InvalidRoutingHintError('session control needs a session id: header x-kvroute-session-id or nvext.session_control.session_id');
   if (merged.timeoutS !== undefined && merged.action !== 'open') throw new InvalidRoutingHintError("a session timeout goes with action 'open'");
   return merged as SessionControlHint;
 }
 
 /** A value given as a header and in the body: parsed both ways, and they must agree. */
-function agreed<T>(headerName: string, fromHeader: string | undefined, fromBody: { v: unknown; name: string } | undefined, parse: (v: unknown, where: string) => T): T | undefined {
+function agreed<T>(
+  headerName: string,
+  fromHeader: string | undefined,
+  fromBody: { v: unknown; name: string } | undefined,
+  parse: (v: unknown, where: string) => T,
+): T | undefined {
   const h = fromHeader === undefined ? undefined : parse(fromHeader, `header ${headerName}`);
   const b = fromBody === undefined ? undefined : parse(fromBody.v, fromBody.name);
-  if (h !== undefined && b !== undefined && h !== b) throw new InvalidRoutingHintError(`header ${headerName} (${String(h)}) disagrees with ${fromBody!.name} (${String(b)})`);
+  if (h !== undefined && b !== undefined && h !== b)
+    throw new InvalidRoutingHintError(`header ${headerName} (${String(h)}) disagrees with ${fromBody!.name} (${String(b)})`);
   return h ?? b;
 }
 
 function objectField(ext: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
   const v = ext[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'object' || Array.isArray(v)) throw new InvalidRoutingHintError(`nvext.${key} must be an object, got ${Array.isArray(v) ? 'an array' : typeof v}`);
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new InvalidRoutingHintError(`nvext.${key} must be an object, got ${Array.isArray(v) ? 'an array' : typeof v}`);
   return v as Record<string, unknown>;
 }
 
@@ -159,13 +165,15 @@ function shown(v: unknown): string {
 
 function integer(v: unknown, where: string, min: number, max: number): number {
   const n = typeof v === 'string' && /^-?\d{1,16}$/.test(v.trim()) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) throw new InvalidRoutingHintError(`${where} must be an integer in [${min}, ${max}], got ${shown(v)}`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
+    throw new InvalidRoutingHintError(`${where} must be an integer in [${min}, ${max}], got ${shown(v)}`);
   return n;
 }
 
 function number(v: unknown, where: string, min: number, max: number): number {
   const n = typeof v === 'string' && /^\d{1,16}(\.\d{1,16})?$/.test(v.trim()) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max) throw new InvalidRoutingHintError(`${where} must be a number in [${min}, ${max}], got ${shown(v)}`);
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max)
+    throw new InvalidRoutingHintError(`${where} must be a number in [${min}, ${max}], got ${shown(v)}`);
   return n;
 }
 

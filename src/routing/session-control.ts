@@ -86,7 +86,13 @@ export class SessionControl {
         this.closeOnEngine(worker, sc.sessionId, req.requestId);
         throw new InvalidRoutingHintError(`session '${sc.sessionId}' is already open`);
       }
-      this.open.set(sc.sessionId, { worker, dpRank, timeoutMs: sc.timeoutS === undefined ? this.defaultTimeoutMs : sc.timeoutS * 1000, usedAt: now, closing: false });
+      this.open.set(sc.sessionId, {
+        worker,
+        dpRank,
+        timeoutMs: sc.timeoutS === undefined ? this.defaultTimeoutMs : sc.timeoutS * 1000,
+        usedAt: now,
+        closing: false,
+      });
       this.counts.opened++;
       return { hints: pinnedTo(req.hints, worker.id, dpRank) };
     }
@@ -114,7 +120,13 @@ export class SessionControl {
   }
 
   stats(): SessionControlStats {
-    return { open: this.open.size, opened: this.counts.opened, closed: this.counts.closed, expired: this.counts.expired, closeFailures: this.counts.closeFailures };
+    return {
+      open: this.open.size,
+      opened: this.counts.opened,
+      closed: this.counts.closed,
+      expired: this.counts.expired,
+      closeFailures: this.counts.closeFailures,
+    };
   }
 
   /** Closes every open session on its engine (the router is closing); resolves when the calls settled. */

@@ -18,7 +18,10 @@ export interface PoolCore {
 
 export class UnknownPoolWorkerError extends RangeError {
   override name = 'UnknownPoolWorkerError';
-  constructor(readonly pool: string, readonly worker: number) {
+  constructor(
+    readonly pool: string,
+    readonly worker: number,
+  ) {
     super(`pool '${pool}' has no worker ${worker}`);
   }
 }
@@ -169,7 +172,10 @@ export class WorkerPool {
   selectable(): readonly number[] {
     this.liftExpired();
     if (!this.selectableCache) {
-      this.selectableCache = [...this.entries.values()].filter((e) => e.healthy && !e.draining && !e.ejected).map((e) => e.info.id).sort((a, b) => a - b);
+      this.selectableCache = [...this.entries.values()]
+        .filter((e) => e.healthy && !e.draining && !e.ejected)
+        .map((e) => e.info.id)
+        .sort((a, b) => a - b);
     }
     return this.selectableCache;
   }
@@ -278,7 +284,8 @@ export function validateWorkerInfo(value: unknown): WorkerInfo {
   const hasPort = o.bootstrapPort !== undefined;
   if (hasHost !== hasPort) throw new TypeError(`${at}: bootstrapHost and bootstrapPort go together`);
   if (hasHost) {
-    if (typeof o.bootstrapHost !== 'string' || o.bootstrapHost === '') throw new TypeError(`${at}: bootstrapHost must be a non-empty string, got ${describe(o.bootstrapHost)}`);
+    if (typeof o.bootstrapHost !== 'string' || o.bootstrapHost === '')
+      throw new TypeError(`${at}: bootstrapHost must be a non-empty string, got ${describe(o.bootstrapHost)}`);
     info.bootstrapHost = o.bootstrapHost;
     info.bootstrapPort = expectInteger(o.bootstrapPort, `${at}: bootstrapPort`, 1, 65535);
   }

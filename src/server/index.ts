@@ -1,7 +1,15 @@
 // The server's public surface: createRouter (the library entry), its frontends and adapters, and
 // the configuration it reads.
 export { createRouter, type CreateRouterOptions, type DrainOptions, type DrainResult, type Router } from './app/router.js';
-export { loadConfigFile, parseRouterConfig, parseWorkerConfig, type RouterConfig, type RouterConfigInput, type WorkerConfig, type WorkerInput } from './config/config.js';
+export {
+  loadConfigFile,
+  parseRouterConfig,
+  parseWorkerConfig,
+  type RouterConfig,
+  type RouterConfigInput,
+  type WorkerConfig,
+  type WorkerInput,
+} from './config/config.js';
 export { listenUws, type ListenOptions, type RunningServer } from './http/uws.js';
 export { nodeHandler, type NodeHandler } from './http/adapters/node-http.js';
 export { fetchHandler, type FetchHandler, type FetchInfo } from './http/adapters/fetch.js';

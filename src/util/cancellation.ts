@@ -19,7 +19,13 @@ export interface SignalLike {
 /** True for an AbortSignal, a Cancellation, or anything else with their abort API. */
 export function isSignalLike(v: unknown): v is SignalLike {
   const s = v as Partial<SignalLike> | null;
-  return typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function' && typeof s.removeEventListener === 'function';
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.aborted === 'boolean' &&
+    typeof s.addEventListener === 'function' &&
+    typeof s.removeEventListener === 'function'
+  );
 }
 
 export class Cancellation implements SignalLike {

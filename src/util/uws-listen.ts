@@ -25,7 +25,14 @@ export interface ListenOptions {
   onWaitForRelease?(): void;
 }
 
-export async function listenOn(app: TemplatedApp, host: string, port: number, reusePort: boolean, what = 'HTTP server', o: ListenOptions = {}): Promise<us_listen_socket> {
+export async function listenOn(
+  app: TemplatedApp,
+  host: string,
+  port: number,
+  reusePort: boolean,
+  what = 'HTTP server',
+  o: ListenOptions = {},
+): Promise<us_listen_socket> {
   const deadline = Date.now() + (o.releaseWaitMs ?? RELEASE_WAIT_MS);
   let waiting = false;
   for (;;) {
@@ -34,7 +41,9 @@ export async function listenOn(app: TemplatedApp, host: string, port: number, re
     // Port 0 never fails for being held; a port something accepts connections on is busy.
     const held = port !== 0 && Date.now() < deadline && (await heldByClosedConnections(host, port));
     if (!held) {
-      throw new Error(`cannot listen on ${host}:${port} (${what}): the port is in use by another process, or the address is not available here${reusePort ? '' : ' (--reuse-port shares a port with processes that allow sharing)'}${waiting ? ' (still held by the closed connections of a process that ended)' : ''}`);
+      throw new Error(
+        `cannot listen on ${host}:${port} (${what}): the port is in use by another process, or the address is not available here${reusePort ? '' : ' (--reuse-port shares a port with processes that allow sharing)'}${waiting ? ' (still held by the closed connections of a process that ended)' : ''}`,
+      );
     }
     if (!waiting) o.onWaitForRelease?.();
     waiting = true;

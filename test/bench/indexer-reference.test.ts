@@ -43,9 +43,29 @@ type Op =
   | { kind: 'query'; choices: number[] };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('store' as const), worker: fc.integer({ min: 0, max: 3 }), dpRank: fc.integer({ min: 0, max: 1 }), from: fc.nat(), choices: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 6 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('remove' as const), worker: fc.integer({ min: 0, max: 3 }), dpRank: fc.integer({ min: 0, max: 1 }), pick: fc.nat() }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('query' as const), choices: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 12 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('store' as const),
+      worker: fc.integer({ min: 0, max: 3 }),
+      dpRank: fc.integer({ min: 0, max: 1 }),
+      from: fc.nat(),
+      choices: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 6 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('remove' as const),
+      worker: fc.integer({ min: 0, max: 3 }),
+      dpRank: fc.integer({ min: 0, max: 1 }),
+      pick: fc.nat(),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('query' as const), choices: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 12 }) }),
+  },
 );
 
 describe('ReferenceIndexer', () => {

@@ -8,7 +8,10 @@ import { benchRequest, MODEL } from '../../bench/preprocess/requests.js';
 import { JsPreprocess } from '../../bench/reference/js-preprocess.js';
 import { QWEN, TINY_BPE } from '../preprocess/tokenizer-fixtures.js';
 
-for (const [name, dir] of [['tiny-bpe', TINY_BPE], ['Qwen2.5 (bench/.cache)', QWEN]] as const) {
+for (const [name, dir] of [
+  ['tiny-bpe', TINY_BPE],
+  ['Qwen2.5 (bench/.cache)', QWEN],
+] as const) {
   describe.skipIf(dir === undefined)(`JsPreprocess = the native path: ${name}`, () => {
     it('gives the same ids and engine body for text and chat requests', async () => {
       const hf = await loadHfTokenizer(dir!);

@@ -85,7 +85,9 @@ describe('npm run bench', () => {
     const r = await bench(['--suites', join(FIXTURES, 'suites-mixed'), '--out', out, '--timeout', '3']);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/failed suites: .*broken/);
-    const stamp = readdirSync(out).find((f) => f.endsWith('.json'))?.replace(/\.json$/, '');
+    const stamp = readdirSync(out)
+      .find((f) => f.endsWith('.json'))
+      ?.replace(/\.json$/, '');
     const json = JSON.parse(readFileSync(join(out, `${stamp}.json`), 'utf8'));
     const byName = Object.fromEntries(json.suites.map((s: { name: string }) => [s.name, s]));
     expect(byName.fine.ok).toBe(true);
@@ -101,7 +103,9 @@ describe('npm run bench', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/\[prepares [\d.]+s\] installing/);
     expect(r.stdout).toContain('measuring with /opt/peer');
-    const stamp = readdirSync(out).find((f) => f.endsWith('.json'))?.replace(/\.json$/, '');
+    const stamp = readdirSync(out)
+      .find((f) => f.endsWith('.json'))
+      ?.replace(/\.json$/, '');
     const json = JSON.parse(readFileSync(join(out, `${stamp}.json`), 'utf8'));
     expect(json.suites[0].prepareS).toBeGreaterThanOrEqual(2.5);
     expect(readFileSync(join(out, `${stamp}.md`), 'utf8')).toMatch(/s of it installing or building what it needs\)/);

@@ -16,7 +16,19 @@ interface Mock {
 }
 
 async function startMock(id: number, ports: { http: number; zmq: number; replay: number } = { http: 0, zmq: 0, replay: 0 }): Promise<Mock> {
-  const p = spawnCli(['mock', '--id', String(id), '--port', String(ports.http), '--zmq-port', String(ports.zmq), '--replay-port', String(ports.replay), '--log-level', 'warn']);
+  const p = spawnCli([
+    'mock',
+    '--id',
+    String(id),
+    '--port',
+    String(ports.http),
+    '--zmq-port',
+    String(ports.zmq),
+    '--replay-port',
+    String(ports.replay),
+    '--log-level',
+    'warn',
+  ]);
   // On the ports of a killed process the kernel holds them for the TIME_WAIT of its connections (60 s).
   const m = await p.waitFor(/http (http:\/\/\S+)\s+events (tcp:\/\/\S+)\s+replay (tcp:\/\/\S+)/, 90_000);
   return { id, p, url: m[1], events: m[2], replay: m[3] };
@@ -142,7 +154,12 @@ describe('kvroute serve in front of four kvroute mock workers, one SIGKILLed', (
     expect(await metricSum(rr.url, 'kvroute_leg_retries_total', `worker="${victim.id}"`)).toBe(1);
     expect(await metricSum(rr.url, 'kvroute_leg_retries_total')).toBe(1);
     expect(await metricSum(rr.url, 'kvroute_worker_ejections_total', `worker="${victim.id}",reason="connect_failure"`)).toBe(1);
-    expect(await adminWorker(rr.url, victim.id)).toMatchObject({ state: 'healthy', inSelection: false, ejected: true, ejection: { ejections: 1, lastReason: 'connect_failure' } });
+    expect(await adminWorker(rr.url, victim.id)).toMatchObject({
+      state: 'healthy',
+      inSelection: false,
+      ejected: true,
+      ejection: { ejections: 1, lastReason: 'connect_failure' },
+    });
   });
 
   it('without failover and ejection, every request round robin sends to the dead worker fails (503, Retry-After: it never ran)', async () => {
@@ -177,7 +194,10 @@ describe('kvroute serve in front of four kvroute mock workers, one SIGKILLed', (
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
     const listed = async () => ((await (await fetch(`${kv.url}/admin/workers`)).json()) as { workers: Array<{ id: number }> }).workers.map((w) => w.id);
     const before = await listed();
-    const bad = await fetch(`${kv.url}/admin/workers`, { method: 'POST', body: JSON.stringify({ id: 99, role: 'boss', baseUrl: 'http://user:pw@127.0.0.1:1' }) });
+    const bad = await fetch(`${kv.url}/admin/workers`, {
+      method: 'POST',
+      body: JSON.stringify({ id: 99, role: 'boss', baseUrl: 'http://user:pw@127.0.0.1:1' }),
+    });
     expect(bad.status).toBe(400);
     expect(await bad.text()).not.toContain('pw@');
     expect(await listed()).toEqual(before);

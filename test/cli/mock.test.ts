@@ -30,11 +30,31 @@ describe('parseMockArgs', () => {
   });
 
   it('reads every flag', () => {
-    const argv = '--workers 3 --role prefill --pd-style sglang --port 9000 --zmq-port 6000 --replay-port 6100 --bootstrap-port 7000 --block-size 64 --kv-blocks 1000 --speedup 2.5 --event-encoding array --seed 9 --model m'.split(' ');
-    expect(parseMockArgs(argv)).toMatchObject({ workers: 3, role: 'prefill', pdStyle: 'sglang', port: 9000, zmqPort: 6000, replayPort: 6100, bootstrapPort: 7000, blockSize: 64, kvBlocks: 1000, speedup: 2.5, eventEncoding: 'array', seed: 9, model: 'm' });
+    const argv =
+      '--workers 3 --role prefill --pd-style sglang --port 9000 --zmq-port 6000 --replay-port 6100 --bootstrap-port 7000 --block-size 64 --kv-blocks 1000 --speedup 2.5 --event-encoding array --seed 9 --model m'.split(
+        ' ',
+      );
+    expect(parseMockArgs(argv)).toMatchObject({
+      workers: 3,
+      role: 'prefill',
+      pdStyle: 'sglang',
+      port: 9000,
+      zmqPort: 6000,
+      replayPort: 6100,
+      bootstrapPort: 7000,
+      blockSize: 64,
+      kvBlocks: 1000,
+      speedup: 2.5,
+      eventEncoding: 'array',
+      seed: 9,
+      model: 'm',
+    });
     expect(parseMockArgs(['--help'])).toBeNull();
     expect(parseMockArgs(['-h'])).toBeNull();
-    expect(parseMockArgs(['--offload-blocks', '4096', '--offload-bandwidth', '12.5e9'])).toMatchObject({ offloadBlocks: 4096, offloadBandwidthBytesPerS: 12.5e9 });
+    expect(parseMockArgs(['--offload-blocks', '4096', '--offload-bandwidth', '12.5e9'])).toMatchObject({
+      offloadBlocks: 4096,
+      offloadBandwidthBytesPerS: 12.5e9,
+    });
     expect(parseMockArgs([])).toMatchObject({ offloadBlocks: 0 });
     expect(parseMockArgs(['--scheduling-policy', 'priority'])).toMatchObject({ schedulingPolicy: 'priority' });
   });
@@ -90,10 +110,15 @@ describe('kvroute mock', () => {
   it('starts workers, prints their URLs, serves a streamed completion and stops on abort', async () => {
     const lines: string[] = [];
     const ac = new AbortController();
-    const done = run(['--workers', '2', '--port', '0', '--zmq-port', '0', '--replay-port', '0', '--speedup', '100'], { signal: ac.signal, log: (l) => lines.push(l) });
+    const done = run(['--workers', '2', '--port', '0', '--zmq-port', '0', '--replay-port', '0', '--speedup', '100'], {
+      signal: ac.signal,
+      log: (l) => lines.push(l),
+    });
     const deadline = Date.now() + 15_000;
     while (lines.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(lines[0]).toMatch(/^worker 0 \(aggregated, vllm\)\s+http http:\/\/127\.0\.0\.1:\d+\s+events tcp:\/\/127\.0\.0\.1:\d+\s+replay tcp:\/\/127\.0\.0\.1:\d+$/);
+    expect(lines[0]).toMatch(
+      /^worker 0 \(aggregated, vllm\)\s+http http:\/\/127\.0\.0\.1:\d+\s+events tcp:\/\/127\.0\.0\.1:\d+\s+replay tcp:\/\/127\.0\.0\.1:\d+$/,
+    );
     expect(lines[1]).toMatch(/^worker 1 /);
     const url = /http (http:\/\/\S+)/.exec(lines[1])?.[1];
     const res = await fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'Hello', max_tokens: 3, stream: true }) });
@@ -109,13 +134,19 @@ describe('kvroute mock --ids', () => {
   it('names its workers by their ids in its lines, /health and the /metrics engine label', async () => {
     const lines: string[] = [];
     const ac = new AbortController();
-    const done = run(['--ids', '41,7', '--port', '0', '--zmq-port', '0', '--replay-port', '0', '--speedup', '100'], { signal: ac.signal, log: (l) => lines.push(l) });
+    const done = run(['--ids', '41,7', '--port', '0', '--zmq-port', '0', '--replay-port', '0', '--speedup', '100'], {
+      signal: ac.signal,
+      log: (l) => lines.push(l),
+    });
     try {
       const deadline = Date.now() + 15_000;
       while (lines.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(lines[0]).toMatch(/^worker 41 \(aggregated, vllm\)/);
       expect(lines[1]).toMatch(/^worker 7 /);
-      for (const [line, id] of [[lines[0], 41], [lines[1], 7]] as const) {
+      for (const [line, id] of [
+        [lines[0], 41],
+        [lines[1], 7],
+      ] as const) {
         const url = /http (http:\/\/\S+)/.exec(line)![1];
         expect(await (await fetch(`${url}/health`)).json()).toEqual({ status: 'ok', worker_id: id, role: 'aggregated' });
         expect(await (await fetch(`${url}/metrics`)).text()).toContain(`vllm:num_requests_running{model_name="kvroute-sim",engine="${id}"}`);
@@ -170,7 +201,8 @@ describe('kvroute mock --scheduling-policy', () => {
   }
 
   const prompt = (first: number, n: number) => Array.from({ length: n }, (_, i) => first + i);
-  const complete = (url: string, body: Record<string, unknown>) => fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ max_tokens: 1, stream: true, ...body }) });
+  const complete = (url: string, body: Record<string, unknown>) =>
+    fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ max_tokens: 1, stream: true, ...body }) });
 
   it('priority: a waiting request of a better priority (lower, as vLLM) gets its first token first', async () => {
     const { url, stop } = await mock(['--scheduling-policy', 'priority']);

@@ -117,7 +117,10 @@ describe('kvroute replay --online', () => {
 
 describe('kvroute replay (offline) as a process', () => {
   it('prints progress as plain lines on a pipe, no carriage returns or escapes', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'replay', '--trace', trace, '--limit', '100', '--policy', 'kv', '--workers', '2'], { cwd: root, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'replay', '--trace', trace, '--limit', '100', '--policy', 'kv', '--workers', '2'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/^kv x1: 100\/100 requests \(\d+ s\)$/m);
     expect(r.stderr).not.toMatch(/[\r\x1b]/);
@@ -149,7 +152,9 @@ describe('kvroute replay --handoff', () => {
 
   it('refuses an unknown style, and a style without a disaggregated fleet', async () => {
     await expect(run(['--trace', small, '--prefill', '1', '--decode', '1', '--handoff', 'nixl'])).rejects.toThrow(UsageError);
-    await expect(run(['--trace', small, '--prefill', '1', '--decode', '1', '--handoff', 'nixl'])).rejects.toThrow(/unknown --handoff 'nixl'; one of vllm, sglang, trtllm/);
+    await expect(run(['--trace', small, '--prefill', '1', '--decode', '1', '--handoff', 'nixl'])).rejects.toThrow(
+      /unknown --handoff 'nixl'; one of vllm, sglang, trtllm/,
+    );
     await expect(run(['--trace', small, '--handoff', 'trtllm'])).rejects.toThrow(/--handoff needs --prefill and --decode/);
   });
 });
@@ -161,7 +166,9 @@ describe('kvroute replay, scheduling flags', () => {
     dir = await mkdtemp(join(tmpdir(), 'kvroute-replay-'));
     small = join(dir, 'trace.jsonl');
     // Four requests at once on one worker: the router queue holds three of them.
-    const lines = [0, 1, 2, 3].map((i) => JSON.stringify({ timestamp: 0, input_length: 700, output_length: 4, hash_ids: [1, 10 + i], priority: i === 3 ? 1 : 0 }));
+    const lines = [0, 1, 2, 3].map((i) =>
+      JSON.stringify({ timestamp: 0, input_length: 700, output_length: 4, hash_ids: [1, 10 + i], priority: i === 3 ? 1 : 0 }),
+    );
     await writeFile(small, `${lines.join('\n')}\n`);
   });
   afterAll(async () => {
@@ -170,14 +177,45 @@ describe('kvroute replay, scheduling flags', () => {
 
   it('queues in the router with the settings given, and reports priorities, the queue and mode reasons', async () => {
     const out = join(dir, 'queue.json');
-    const r = await replay(['--trace', small, '--workers', '1', '--policy', 'kv', '--router-queue-threshold', '0', '--router-queue-max-requests', '2', '--json', out]);
+    const r = await replay([
+      '--trace',
+      small,
+      '--workers',
+      '1',
+      '--policy',
+      'kv',
+      '--router-queue-threshold',
+      '0',
+      '--router-queue-max-requests',
+      '2',
+      '--json',
+      out,
+    ]);
     expect(r.code).toBe(0);
     const kv = JSON.parse(await readFile(out, 'utf8')).policies.kv;
     // The priority-1 request came last to a full queue and took the place of the last low one.
     expect(kv).toMatchObject({ completed: 3, refused: 1, queue: { queued: 3, rejected: { displaced: 1 } } });
     expect(Object.keys(kv.ttft_p90_ms_by_priority)).toEqual(['0', '1']);
     const cond = join(dir, 'cond.json');
-    expect((await replay(['--trace', small, '--prefill', '1', '--decode', '1', '--policy', 'kv', '--conditional-disagg', '--disagg-bypass-below', '1000', '--json', cond])).code).toBe(0);
+    expect(
+      (
+        await replay([
+          '--trace',
+          small,
+          '--prefill',
+          '1',
+          '--decode',
+          '1',
+          '--policy',
+          'kv',
+          '--conditional-disagg',
+          '--disagg-bypass-below',
+          '1000',
+          '--json',
+          cond,
+        ])
+      ).code,
+    ).toBe(0);
     expect(JSON.parse(await readFile(cond, 'utf8')).policies.kv.mode_reasons).toEqual({ below_threshold: 4 });
   });
 
@@ -191,10 +229,14 @@ describe('kvroute replay, scheduling flags', () => {
   it('refuses bad scheduling flags with a UsageError naming them', async () => {
     await expect(run(['--trace', small, '--router-queue-threshold=-1'])).rejects.toThrow(/queue threshold must be a finite number >= 0/);
     await expect(run(['--trace', small, '--router-queue-threshold', ''])).rejects.toThrow(UsageError);
-    await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-policy', 'sjf'])).rejects.toThrow(/queue policy must be one of fcfs, lcfs, wspt/);
+    await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-policy', 'sjf'])).rejects.toThrow(
+      /queue policy must be one of fcfs, lcfs, wspt/,
+    );
     await expect(run(['--trace', small, '--router-queue-policy', 'wspt'])).rejects.toThrow(/need --router-queue-threshold/);
     await expect(run(['--trace', small, '--router-queue-max-wait-ms', '100'])).rejects.toThrow(/need --router-queue-threshold/);
-    await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-max-wait-ms=-1'])).rejects.toThrow(/maxWaitMs must be a finite number >= 0/);
+    await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-max-wait-ms=-1'])).rejects.toThrow(
+      /maxWaitMs must be a finite number >= 0/,
+    );
     await expect(run(['--trace', small, '--router-queue-threshold', '1', '--router-queue-max-wait-ms', 'soon'])).rejects.toThrow(/maxWaitMs/);
     await expect(run(['--trace', small, '--high-priority-share', '1.5'])).rejects.toThrow(/--high-priority-share must be a number in \[0, 1\]/);
     await expect(run(['--trace', small, '--max-queued-prefill-tokens', '0'])).rejects.toThrow(/--max-queued-prefill-tokens must be an integer/);
@@ -211,7 +253,11 @@ describe('kvroute replay, a CPU offload tier', () => {
     dir = await mkdtemp(join(tmpdir(), 'kvroute-replay-'));
     small = join(dir, 'trace.jsonl');
     // One worker of 80 blocks: the second prompt pushes the first out of the GPU, the third is the first again.
-    const ids = [[1, 2], [3, 4], [1, 2]];
+    const ids = [
+      [1, 2],
+      [3, 4],
+      [1, 2],
+    ];
     const lines = ids.map((hashIds, i) => JSON.stringify({ timestamp: i * 2000, input_length: 1024, output_length: 4, hash_ids: hashIds }));
     await writeFile(small, `${lines.join('\n')}\n`);
   });
@@ -221,7 +267,22 @@ describe('kvroute replay, a CPU offload tier', () => {
 
   it('reloads from the CPU tier what the GPU evicted, and reports GPU and CPU hits apart', async () => {
     const out = join(dir, 'tier.json');
-    const r = await replay(['--trace', small, '--workers', '1', '--kv-blocks', '80', '--policy', 'kv', '--offload-blocks', '256', '--offload-bandwidth', '1e10', '--json', out]);
+    const r = await replay([
+      '--trace',
+      small,
+      '--workers',
+      '1',
+      '--kv-blocks',
+      '80',
+      '--policy',
+      'kv',
+      '--offload-blocks',
+      '256',
+      '--offload-bandwidth',
+      '1e10',
+      '--json',
+      out,
+    ]);
     expect(r.code).toBe(0);
     expect(r.out[0]).toContain('80 KV blocks per worker + a CPU tier of 256 blocks (the router indexing it)');
     expect(r.out[0]).toContain('| policy | GPU hits | CPU hits (reloaded) |');
@@ -239,7 +300,21 @@ describe('kvroute replay, a CPU offload tier', () => {
     expect(without.policies.kv.hit_rate).toBeLessThan(hit_rate);
     // The router may ignore the tier; the engine still reloads what it finds there.
     const ignored = join(dir, 'ignored.json');
-    const r2 = await replay(['--trace', small, '--workers', '1', '--kv-blocks', '80', '--policy', 'kv', '--offload-blocks', '256', '--no-lower-tiers', '--json', ignored]);
+    const r2 = await replay([
+      '--trace',
+      small,
+      '--workers',
+      '1',
+      '--kv-blocks',
+      '80',
+      '--policy',
+      'kv',
+      '--offload-blocks',
+      '256',
+      '--no-lower-tiers',
+      '--json',
+      ignored,
+    ]);
     expect(r2.out[0]).toContain('(the router ignoring it)');
     const ign = JSON.parse(await readFile(ignored, 'utf8'));
     expect(ign).toMatchObject({ offload_blocks: 256, lower_tiers: false });
@@ -249,7 +324,9 @@ describe('kvroute replay, a CPU offload tier', () => {
   it('refuses bad tier flags with a UsageError naming them', async () => {
     await expect(run(['--trace', small, '--offload-blocks=-1'])).rejects.toThrow(/--offload-blocks must be an integer/);
     await expect(run(['--trace', small, '--offload-blocks', 'many'])).rejects.toThrow(/--offload-blocks must be an integer/);
-    await expect(run(['--trace', small, '--offload-blocks', '8', '--offload-bandwidth', '0'])).rejects.toThrow(/--offload-bandwidth must be a number of bytes\/s > 0/);
+    await expect(run(['--trace', small, '--offload-blocks', '8', '--offload-bandwidth', '0'])).rejects.toThrow(
+      /--offload-bandwidth must be a number of bytes\/s > 0/,
+    );
     await expect(run(['--trace', small, '--offload-blocks', '8', '--offload-bandwidth', ''])).rejects.toThrow(UsageError);
     await expect(run(['--trace', small, '--offload-bandwidth', '1e9'])).rejects.toThrow(/need --offload-blocks/);
     await expect(run(['--trace', small, '--no-lower-tiers'])).rejects.toThrow(/need --offload-blocks/);

@@ -15,7 +15,13 @@ async function opts(argv: string[]) {
 describe('kvroute serve --discovery', () => {
   it('turns on Kubernetes discovery with its namespace and selector, and no embedded fleet', async () => {
     const o = await opts(['--discovery', 'kubernetes', '--discovery-namespace', 'llm', '--discovery-selector', 'app=vllm']);
-    expect(o.config.discovery?.kubernetes).toMatchObject({ namespace: 'llm', selector: 'app=vllm', retryBaseMs: 1000, retryMaxMs: 30_000, watchTimeoutSeconds: 300 });
+    expect(o.config.discovery?.kubernetes).toMatchObject({
+      namespace: 'llm',
+      selector: 'app=vllm',
+      retryBaseMs: 1000,
+      retryMaxMs: 30_000,
+      watchTimeoutSeconds: 300,
+    });
     expect(o.embedded).toBeUndefined();
     expect(o.config.workers).toEqual([]);
   });
@@ -34,7 +40,9 @@ describe('kvroute serve --discovery', () => {
     await expect(serveOptions(['--discovery', 'kubernetes', '--discovery-selector', 'app in (vllm'], {})).rejects.toThrow(
       "invalid configuration: discovery.kubernetes.selector is not a label selector (unbalanced parentheses): 'app in (vllm'",
     );
-    await expect(serveOptions(['--discovery', 'kubernetes', '--discovery-selector', 'app=vllm', '--discovery-namespace', 'Bad_NS'], {})).rejects.toThrow(/--discovery-namespace must be a Kubernetes namespace name/);
+    await expect(serveOptions(['--discovery', 'kubernetes', '--discovery-selector', 'app=vllm', '--discovery-namespace', 'Bad_NS'], {})).rejects.toThrow(
+      /--discovery-namespace must be a Kubernetes namespace name/,
+    );
     await expect(serveOptions(['--embedded', '--discovery', 'kubernetes', '--discovery-selector', 'app=vllm'], {})).rejects.toThrow(/drop --discovery/);
   });
 

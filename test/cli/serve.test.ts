@@ -47,7 +47,11 @@ describe('kvroute serve options', () => {
 
   it('turns session affinity on with --session-header (and --session-ttl-ms)', async () => {
     expect((await opts(['--embedded'])).config.sessionAffinity).toBeUndefined();
-    expect((await opts(['--embedded', '--session-header', 'X-Conversation'])).config.sessionAffinity).toEqual({ header: 'x-conversation', ttlMs: 600_000, maxSessions: 100_000 });
+    expect((await opts(['--embedded', '--session-header', 'X-Conversation'])).config.sessionAffinity).toEqual({
+      header: 'x-conversation',
+      ttlMs: 600_000,
+      maxSessions: 100_000,
+    });
     expect((await opts(['--embedded', '--session-ttl-ms', '5000'])).config.sessionAffinity).toMatchObject({ header: 'x-session-id', ttlMs: 5000 });
     await expect(serveOptions(['--session-ttl-ms', '0'], {})).rejects.toThrow(/--session-ttl-ms/);
     await expect(serveOptions(['--session-header', 'bad header'], {})).rejects.toThrow(/--session-header must be an HTTP header name, got 'bad header'/);
@@ -55,10 +59,22 @@ describe('kvroute serve options', () => {
 
   it('shares state with other replicas with --nats (and --replica-id, --replica-cluster, --replica-ttl-ms)', async () => {
     expect((await opts(['--embedded'])).config.replicas).toBeUndefined();
-    const o = await opts(['--embedded', '--nats', 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', '--replica-id', 'r-1', '--replica-cluster', 'llama', '--replica-ttl-ms', '3000']);
+    const o = await opts([
+      '--embedded',
+      '--nats',
+      'nats://10.0.0.5:4222,nats://10.0.0.6:4222',
+      '--replica-id',
+      'r-1',
+      '--replica-cluster',
+      'llama',
+      '--replica-ttl-ms',
+      '3000',
+    ]);
     // The defaults themselves are checked in test/server/config.
     const defaults = parseRouterConfig({ replicas: { nats: 'nats://x:1' } }).replicas;
-    expect(o.config.replicas).toEqual(Object.assign({}, defaults, { nats: 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', id: 'r-1', cluster: 'llama', ttlMs: 3000 }));
+    expect(o.config.replicas).toEqual(
+      Object.assign({}, defaults, { nats: 'nats://10.0.0.5:4222,nats://10.0.0.6:4222', id: 'r-1', cluster: 'llama', ttlMs: 3000 }),
+    );
     await expect(serveOptions(['--nats', 'http://10.0.0.5:4222'], {})).rejects.toThrow(/--nats must be nats:\/\/host:port/);
     await expect(serveOptions(['--nats', 'nats://h:1', '--replica-id', 'a b'], {})).rejects.toThrow(/--replica-id/);
     await expect(serveOptions(['--replica-id', 'a'], {})).rejects.toThrow(/replicas.nats/);
@@ -69,11 +85,18 @@ describe('kvroute serve options', () => {
     const o = await opts(['--embedded', '--nats', 'nats://h:1', '--no-warm-start', '--warm-start-timeout-ms', '9000', '--snapshot-interval-ms', '0']);
     expect(o.config.replicas).toMatchObject({ warmStart: false, warmStartTimeoutMs: 9000, snapshotIntervalMs: 0 });
     await expect(serveOptions(['--nats', 'nats://h:1', '--warm-start-timeout-ms', 'soon'], {})).rejects.toThrow(/--warm-start-timeout-ms/);
-    await expect(serveOptions(['--nats', 'nats://h:1', '--snapshot-interval-ms', '10'], {})).rejects.toThrow(/snapshotIntervalMs must be 0 \(never\) or at least 1000/);
+    await expect(serveOptions(['--nats', 'nats://h:1', '--snapshot-interval-ms', '10'], {})).rejects.toThrow(
+      /snapshotIntervalMs must be 0 \(never\) or at least 1000/,
+    );
   });
 
   it('adds --worker flags to the fleet', async () => {
-    const o = await opts(['--worker', 'id=1,role=aggregated,url=http://127.0.0.1:9001,events=tcp://127.0.0.1:5557', '--worker', 'id=2,url=http://127.0.0.1:9002']);
+    const o = await opts([
+      '--worker',
+      'id=1,role=aggregated,url=http://127.0.0.1:9001,events=tcp://127.0.0.1:5557',
+      '--worker',
+      'id=2,url=http://127.0.0.1:9002',
+    ]);
     expect(o.embedded).toBeUndefined();
     expect(o.config.workers.map((w) => [w.id, w.role])).toEqual([
       [1, 'aggregated'],
@@ -93,7 +116,28 @@ describe('kvroute serve options', () => {
 
   it('reads the operations settings: log level, drain timeout, ports, TLS, limits, secrets in files', async () => {
     const o = await opts(
-      ['--embedded', '--log-level', 'debug', '--drain-timeout-ms', '5000', '--reuse-port', '--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--max-tokens-limit', '8192', '--admin-token-file', '/run/secrets/admin', '--api-keys-file', 'keys.txt', '--key-requests-per-minute', '60', '--key-tokens-per-minute', '100000'],
+      [
+        '--embedded',
+        '--log-level',
+        'debug',
+        '--drain-timeout-ms',
+        '5000',
+        '--reuse-port',
+        '--tls-cert',
+        'c.pem',
+        '--tls-key',
+        'k.pem',
+        '--max-tokens-limit',
+        '8192',
+        '--admin-token-file',
+        '/run/secrets/admin',
+        '--api-keys-file',
+        'keys.txt',
+        '--key-requests-per-minute',
+        '60',
+        '--key-tokens-per-minute',
+        '100000',
+      ],
       {},
     );
     expect(o.config).toMatchObject({
@@ -108,8 +152,13 @@ describe('kvroute serve options', () => {
     });
     const d = await opts(['--embedded']);
     expect(d.config).toMatchObject({ logLevel: 'info', drainTimeoutMs: 30_000, reusePort: false, maxTokensLimit: 1_048_576, rateLimit: {} });
-    expect((await opts(['--embedded'], { KVROUTE_LOG_LEVEL: 'warn', KVROUTE_ADMIN_TOKEN_FILE: '/t' })).config).toMatchObject({ logLevel: 'warn', adminTokenFile: '/t' });
-    await expect(serveOptions(['--log-level', 'loud'], {})).rejects.toThrow(/--log-level must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'/);
+    expect((await opts(['--embedded'], { KVROUTE_LOG_LEVEL: 'warn', KVROUTE_ADMIN_TOKEN_FILE: '/t' })).config).toMatchObject({
+      logLevel: 'warn',
+      adminTokenFile: '/t',
+    });
+    await expect(serveOptions(['--log-level', 'loud'], {})).rejects.toThrow(
+      /--log-level must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'/,
+    );
   });
 
   it('reads API keys from KVROUTE_API_KEYS, never echoing one in an error', async () => {
@@ -117,7 +166,9 @@ describe('kvroute serve options', () => {
     expect(o.apiKeys?.map((k) => k.name)).toEqual(['team-a', 'team-b']);
     const bad = serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' });
     await expect(bad).rejects.toBeInstanceOf(UsageError);
-    await expect(serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' })).rejects.toThrow(/^KVROUTE_API_KEYS line 1: the key of 'team-a' must be 16 to 512/);
+    await expect(serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' })).rejects.toThrow(
+      /^KVROUTE_API_KEYS line 1: the key of 'team-a' must be 16 to 512/,
+    );
     await expect(serveOptions([], { KVROUTE_API_KEYS: 'team-a:short-secret' })).rejects.not.toThrow(/short-secret/);
   });
 
@@ -163,7 +214,9 @@ describe('kvroute serve options', () => {
     for (const argv of [['--config', file], []]) {
       const p = serveOptions(argv, {});
       await expect(p).rejects.toBeInstanceOf(UsageError);
-      await expect(serveOptions(argv, {})).rejects.toThrow(/no workers: list the engines in the config's `workers` \(or with --worker\), or give --allow-empty-fleet .*; --embedded serves a simulated fleet/);
+      await expect(serveOptions(argv, {})).rejects.toThrow(
+        /no workers: list the engines in the config's `workers` \(or with --worker\), or give --allow-empty-fleet .*; --embedded serves a simulated fleet/,
+      );
     }
     // The simulated fleet only when asked for, by --embedded or its shape flags with it.
     await expect(serveOptions(['--embedded-decode', '1'], {})).rejects.toThrow(/--embedded-decode shapes the simulated fleet: add --embedded/);
@@ -189,7 +242,10 @@ describe('kvroute serve options', () => {
 describe('kvroute serve as a process', () => {
   it('prints its URL and a working curl command, serves it, and stops cleanly on SIGINT', async () => {
     const root = fileURLToPath(new URL('../..', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--embedded', '--port', '0', '--speedup', '100'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--embedded', '--port', '0', '--speedup', '100'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -5,7 +5,9 @@ import { RouterConfigSchema } from '../../src/server/config/schema.js';
 
 describe('parseWorkerFlag', () => {
   it('parses the compact --worker syntax', () => {
-    const w = parseWorkerFlag('id=3,role=decode,kind=vllm,url=http://127.0.0.1:9000,events=tcp://127.0.0.1:5557,replay=tcp://127.0.0.1:5600,dp=2,capacity=4096,bootstrap=127.0.0.1:8998');
+    const w = parseWorkerFlag(
+      'id=3,role=decode,kind=vllm,url=http://127.0.0.1:9000,events=tcp://127.0.0.1:5557,replay=tcp://127.0.0.1:5600,dp=2,capacity=4096,bootstrap=127.0.0.1:8998',
+    );
     expect(w).toEqual({
       id: 3,
       role: 'decode',
@@ -30,7 +32,6 @@ describe('parseWorkerFlag', () => {
     expect(() => parseWorkerFlag('id=1,url=http://h:1,bootstrap=h')).toThrow(/bootstrap must be host:port/);
   });
 });
-
 
 describe('flags declared on the settings', () => {
   const flags = declaredFlags(RouterConfigSchema);
@@ -59,7 +60,12 @@ describe('flags declared on the settings', () => {
   it('set their settings, the environment under the flags, an empty value as not given, loaded objects copied not changed', async () => {
     const routing = { policy: 'kv', temperature: 0.5 };
     const settings: Record<string, unknown> = { routing, sessionAffinity: true };
-    await applyFlags(settings, flags, { policy: 'random', 'session-ttl-ms': '5000', approximate: true, 'no-fallback': true, 'forward-priority': true, port: '' }, { PORT: '9100', HOST: '10.0.0.1' });
+    await applyFlags(
+      settings,
+      flags,
+      { policy: 'random', 'session-ttl-ms': '5000', approximate: true, 'no-fallback': true, 'forward-priority': true, port: '' },
+      { PORT: '9100', HOST: '10.0.0.1' },
+    );
     expect(settings).toEqual({
       routing: { policy: 'random', temperature: 0.5 },
       sessionAffinity: { ttlMs: 5000 },
@@ -67,7 +73,6 @@ describe('flags declared on the settings', () => {
       fallbackToAggregated: false,
       forwardPriority: true,
       host: '10.0.0.1', // an empty --port is not given, and hides PORT as it did before
-
     });
     expect(routing).toEqual({ policy: 'kv', temperature: 0.5 });
   });
@@ -75,8 +80,12 @@ describe('flags declared on the settings', () => {
   it('check each value against its setting, naming the flag or the variable', async () => {
     await expect(applyFlags({}, flags, { port: '80x' })).rejects.toThrow(new UsageError('--port must be an integer in [0, 65535], got 80x'));
     await expect(applyFlags({}, flags, {}, { PORT: '-1' })).rejects.toThrow('PORT must be an integer in [0, 65535], got -1');
-    await expect(applyFlags({}, flags, { 'max-queued-prefill-tokens': '0' })).rejects.toThrow('--max-queued-prefill-tokens must be an integer in [1, 9007199254740991], got 0');
-    await expect(applyFlags({}, flags, { 'prefill-policy': 'best' })).rejects.toThrow("--prefill-policy must be one of kv, round_robin, random, least_loaded, direct, ttft, got 'best'");
+    await expect(applyFlags({}, flags, { 'max-queued-prefill-tokens': '0' })).rejects.toThrow(
+      '--max-queued-prefill-tokens must be an integer in [1, 9007199254740991], got 0',
+    );
+    await expect(applyFlags({}, flags, { 'prefill-policy': 'best' })).rejects.toThrow(
+      "--prefill-policy must be one of kv, round_robin, random, least_loaded, direct, ttft, got 'best'",
+    );
     await expect(applyFlags({}, flags, { worker: ['id=1,url=http://h:1,replay=tcp://h:5600'] })).rejects.toThrow(/replayEndpoint needs/);
   });
 });

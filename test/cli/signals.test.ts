@@ -65,7 +65,17 @@ async function faults(url: string, cmd: Record<string, unknown>): Promise<void> 
  */
 async function routerOverMock(drainMs: number) {
   const mock = await startMock(['--speedup', '1']);
-  const serve = spawnCli(['serve', '--port', '0', '--health-interval-ms', '0', '--drain-timeout-ms', String(drainMs), '--worker', `id=0,url=${mock.url},events=${mock.events},replay=${mock.replay}`]);
+  const serve = spawnCli([
+    'serve',
+    '--port',
+    '0',
+    '--health-interval-ms',
+    '0',
+    '--drain-timeout-ms',
+    String(drainMs),
+    '--worker',
+    `id=0,url=${mock.url},events=${mock.events},replay=${mock.replay}`,
+  ]);
   const url = (await serve.waitFor(/kvroute listening on (http:\/\/\S+)/))[1];
   return { mock, serve, url };
 }
@@ -146,7 +156,9 @@ describe('npm start', () => {
   const built = existsSync(join(ROOT, 'dist/cli.js'));
 
   it.runIf(built)('leaves no process behind when npm gets SIGTERM', async () => {
-    const npm = spawnTracked('npm', ['start', '--silent', '--', '--port', '0', '--embedded-decode', '1', '--embedded-prefill', '0'], { env: { KVROUTE_LOG_LEVEL: 'info' } });
+    const npm = spawnTracked('npm', ['start', '--silent', '--', '--port', '0', '--embedded-decode', '1', '--embedded-prefill', '0'], {
+      env: { KVROUTE_LOG_LEVEL: 'info' },
+    });
     const pid = Number((await npm.waitFor(/"pid":(\d+).*"msg":"kvroute started"/))[1]);
     expect(pid).not.toBe(npm.child.pid);
     try {
@@ -160,7 +172,9 @@ describe('npm start', () => {
   });
 
   it.runIf(built)('drains on one Ctrl-C (the terminal and npm both send SIGINT: counted once)', async () => {
-    const npm = spawnTracked('npm', ['start', '--silent', '--', '--port', '0', '--embedded-decode', '1', '--embedded-prefill', '0', '--speedup', '0.25'], { detached: true });
+    const npm = spawnTracked('npm', ['start', '--silent', '--', '--port', '0', '--embedded-decode', '1', '--embedded-prefill', '0', '--speedup', '0.25'], {
+      detached: true,
+    });
     const url = (await npm.waitFor(/kvroute listening on (http:\/\/\S+)/))[1];
     const pid = Number((await npm.waitFor(/"pid":(\d+).*"msg":"kvroute started"/))[1]);
     const s = stream(url, 80);

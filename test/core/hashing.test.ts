@@ -60,9 +60,7 @@ describe('computeBlockHashes', () => {
 describe('computeSequenceHashes', () => {
   it('chains local hashes with seed 1337', () => {
     const local = computeBlockHashes(range(0, 48), 16);
-    expect(computeSequenceHashes(local)).toEqual(
-      BigUint64Array.of(15310707395893867146n, 13769157705258532664n, 11879827756109914528n),
-    );
+    expect(computeSequenceHashes(local)).toEqual(BigUint64Array.of(15310707395893867146n, 13769157705258532664n, 11879827756109914528n));
   });
 
   it('handles the empty sequence and refuses non-BigUint64Array input', () => {
@@ -107,12 +105,14 @@ describe('computeBlockHashesAsync', () => {
     expect(await pending).toEqual(BigUint64Array.of(14643705804678351452n));
   });
 
-  it('gives the sync form\'s hashes for any prompt, block size and options', async () => {
+  it("gives the sync form's hashes for any prompt, block size and options", async () => {
     const optionsArb = fc.record(
       {
         loraName: fc.constantFrom('my-lora', ''),
         cacheNamespace: fc.constantFrom('tenant-a', ''),
-        mmHashes: fc.array(fc.array(fc.oneof(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.constantFrom('image-1', digest)), { maxLength: 3 }), { maxLength: 4 }),
+        mmHashes: fc.array(fc.array(fc.oneof(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.constantFrom('image-1', digest)), { maxLength: 3 }), {
+          maxLength: 4,
+        }),
       },
       { requiredKeys: [] },
     );

@@ -43,7 +43,15 @@ describe('KvIndexer off-thread calls', () => {
   it('applyEventBatch (counts written into an array) reports exactly what the async call does', async () => {
     const packr = new Packr({ useRecords: false, variableMapSize: true });
     const tokens = [...tokensOf([0, 1])];
-    const stored = (h: number, medium: string | null, parent: number | null = null) => ['BlockStored', [BigInt(h), BigInt(h + 1)], parent === null ? null : BigInt(parent), tokens, BS, null, medium];
+    const stored = (h: number, medium: string | null, parent: number | null = null) => [
+      'BlockStored',
+      [BigInt(h), BigInt(h + 1)],
+      parent === null ? null : BigInt(parent),
+      tokens,
+      BS,
+      null,
+      medium,
+    ];
     const payloads = [
       chain(5, 1),
       // Lower tiers, an unknown medium, a refusal, an event of the wrong types, a dp rank.
@@ -63,7 +71,10 @@ describe('KvIndexer off-thread calls', () => {
     }
     const mixed = new KvIndexer({ blockSize: BS }).applyEventBatch(2, 1, payloads[1]);
     expect(mixed).toMatchObject({ events: 6, stored: 0, ts: 2.5, dpRank: 3, unknownTypes: 1, refused: { unknownParent: 1, invalid: 1 } });
-    expect(mixed.lowerTiers).toEqual([{ tier: 'host', stored: 1, removed: 0 }, { tier: 'disk', stored: 0, removed: 1 }]);
+    expect(mixed.lowerTiers).toEqual([
+      { tier: 'host', stored: 1, removed: 0 },
+      { tier: 'disk', stored: 0, removed: 1 },
+    ]);
     expect(mixed.otherMedia).toEqual([{ medium: 'nvme-x', stored: 1, removed: 0 }]);
     expect(mixed.invalidEvent?.path).toMatch(/^events\[3\]/);
     // Results do not share their arrays.

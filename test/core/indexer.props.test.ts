@@ -144,7 +144,12 @@ describe('KvIndexer against a reference model', () => {
         expect(ix.stats().blocks).toBe(model.blocks());
         // The final state survives a snapshot.
         const copy = KvIndexer.restore(ix.snapshot());
-        for (const q of [[0, 1, 2], [1, 0], [2, 2, 2, 2]]) expect(copy.findMatches(localOf(q))).toEqual(model.matches(q));
+        for (const q of [
+          [0, 1, 2],
+          [1, 0],
+          [2, 2, 2, 2],
+        ])
+          expect(copy.findMatches(localOf(q))).toEqual(model.matches(q));
       }),
       { numRuns: 60 },
     );

@@ -29,7 +29,7 @@ describe('platformCandidates', () => {
     expect(platformCandidates({ platform: 'darwin', arch: 'arm64' })).toEqual(['darwin-arm64']);
   });
 
-  it('detects this machine\'s libc as npm does (glibc here: /usr/bin/ldd is GNU\'s)', () => {
+  it("detects this machine's libc as npm does (glibc here: /usr/bin/ldd is GNU's)", () => {
     expect(detectLibc('darwin')).toBeUndefined();
     const expected = process.report.getReport() as { header: { glibcVersionRuntime?: string } };
     expect(detectLibc()).toBe(expected.header.glibcVersionRuntime ? 'gnu' : 'musl');

@@ -14,7 +14,15 @@ function make(config: Partial<RoutingConfig> = {}) {
 describe('RoutingCore configuration', () => {
   it('fills defaults and shows the seed it uses', () => {
     const core = make({ seed: undefined });
-    expect(core.config).toMatchObject({ blockSize: BS, policy: 'kv', overlapScoreCredit: 1, prefillLoadScale: 1, temperature: 0, staleBookingMs: 600_000, approximate: false });
+    expect(core.config).toMatchObject({
+      blockSize: BS,
+      policy: 'kv',
+      overlapScoreCredit: 1,
+      prefillLoadScale: 1,
+      temperature: 0,
+      staleBookingMs: 600_000,
+      approximate: false,
+    });
     expect(Number.isInteger(core.config.seed)).toBe(true);
     expect(Object.isFrozen(core.config)).toBe(true);
   });

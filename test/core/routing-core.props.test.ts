@@ -19,7 +19,10 @@ type Op =
   | { kind: 'removeWorker'; worker: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('route' as const), prefix: fc.nat(3), length: fc.nat(120), expected: fc.nat(40), pin: fc.option(fc.nat(5)) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ kind: fc.constant('route' as const), prefix: fc.nat(3), length: fc.nat(120), expected: fc.nat(40), pin: fc.option(fc.nat(5)) }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('first' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('output' as const), pick: fc.nat(), tokens: fc.nat(30) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('free' as const), pick: fc.nat() }) },

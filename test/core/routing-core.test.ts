@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KvIndexer } from '../../src/core/indexer.js';
 import { RoutingCore, type RoutingConfig, type RoutingDecision } from '../../src/core/routing-core.js';
-import {
-  BackpressureError,
-  DuplicateRequestError,
-  MissingRoutingHintError,
-  NoEligibleWorkerError,
-  RoutingError,
-} from '../../src/core/routing-errors.js';
+import { BackpressureError, DuplicateRequestError, MissingRoutingHintError, NoEligibleWorkerError, RoutingError } from '../../src/core/routing-errors.js';
 
 const BS = 4;
 const range = (first: number, n: number) => Uint32Array.from({ length: n }, (_, i) => first + i);
@@ -40,7 +34,15 @@ describe('RoutingCore decisions', () => {
     const d = core.route(t, { requestId: 'a' });
     expect(d).toMatchObject({ requestId: 'a', worker: 2, dpRank: 0, overlapBlocks: 3, promptTokens: 18, cachedTokens: 12, prefillTokens: 6, policy: 'kv' });
     // 18 tokens = 4.5 blocks, credit 3: prefill term 1.5; decode: 4 new blocks.
-    expect(d.candidates[0]).toEqual({ worker: 2, dpRank: 0, overlapBlocks: 3, lowerTierBlocks: { host: 0, disk: 0, external: 0 }, prefillBlocks: 4.5, decodeBlocks: 4, cost: 5.5 });
+    expect(d.candidates[0]).toEqual({
+      worker: 2,
+      dpRank: 0,
+      overlapBlocks: 3,
+      lowerTierBlocks: { host: 0, disk: 0, external: 0 },
+      prefillBlocks: 4.5,
+      decodeBlocks: 4,
+      cost: 5.5,
+    });
     expect(d.candidates.map((c) => c.cost)).toEqual([5.5, 8.5, 8.5]);
     for (const k of ['hash', 'match', 'select', 'total'] as const) expect(d.timingsUs[k]).toBeGreaterThanOrEqual(0);
     expect(d.timingsUs.total).toBeGreaterThanOrEqual(d.timingsUs.hash);
@@ -96,30 +98,30 @@ describe('RoutingCore decisions', () => {
   });
 });
 
-  it('returns worker ids past the small-integer range exactly, after many small ones', () => {
-    const clock = virtualClock();
-    const indexer = new KvIndexer({ blockSize: BS, clock: clock.fn });
-    const core = new RoutingCore(indexer, { blockSize: BS, seed: 1, clock: clock.fn });
-    const big = [2 ** 30 - 1, 2 ** 30, 2 ** 31 + 5, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
-    core.setWorkers([0, 1, ...big].map((worker) => ({ worker, kvCapacityBlocks: 100 })));
-    const t = range(0, 18);
-    hold(indexer, 1, t, 2);
-    // Warm the decision path on small ids first (the optimised code then meets the large ones).
-    for (let i = 0; i < 2_000; i++) {
-      expect(core.route(t, { requestId: `s${i}` })).toMatchObject({ worker: 1, overlapBlocks: 2, promptTokens: 18, cachedTokens: 8 });
-      core.free(`s${i}`);
-    }
-    for (const w of big) {
-      const tokens = range(1000 + (w % 1000), 18);
-      const engineHashes = BigUint64Array.from({ length: 3 }, (_, i) => BigInt(9_000_000 + (w % 1000) * 10 + i));
-      expect(indexer.applyStored(w, 0, null, engineHashes, tokens.subarray(0, 3 * BS))).toBe(true);
-      const d = core.route(tokens, { requestId: `b${w}` });
-      expect(d).toMatchObject({ worker: w, dpRank: 0, overlapBlocks: 3, promptTokens: 18, cachedTokens: 12, prefillTokens: 6 });
-      expect(d.candidates[0]).toMatchObject({ worker: w, overlapBlocks: 3, lowerTierBlocks: { host: 0, disk: 0, external: 0 } });
-      expect(Object.is(d.candidates[0].worker, w)).toBe(true);
-      core.free(`b${w}`);
-    }
-  });
+it('returns worker ids past the small-integer range exactly, after many small ones', () => {
+  const clock = virtualClock();
+  const indexer = new KvIndexer({ blockSize: BS, clock: clock.fn });
+  const core = new RoutingCore(indexer, { blockSize: BS, seed: 1, clock: clock.fn });
+  const big = [2 ** 30 - 1, 2 ** 30, 2 ** 31 + 5, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
+  core.setWorkers([0, 1, ...big].map((worker) => ({ worker, kvCapacityBlocks: 100 })));
+  const t = range(0, 18);
+  hold(indexer, 1, t, 2);
+  // Warm the decision path on small ids first (the optimised code then meets the large ones).
+  for (let i = 0; i < 2_000; i++) {
+    expect(core.route(t, { requestId: `s${i}` })).toMatchObject({ worker: 1, overlapBlocks: 2, promptTokens: 18, cachedTokens: 8 });
+    core.free(`s${i}`);
+  }
+  for (const w of big) {
+    const tokens = range(1000 + (w % 1000), 18);
+    const engineHashes = BigUint64Array.from({ length: 3 }, (_, i) => BigInt(9_000_000 + (w % 1000) * 10 + i));
+    expect(indexer.applyStored(w, 0, null, engineHashes, tokens.subarray(0, 3 * BS))).toBe(true);
+    const d = core.route(tokens, { requestId: `b${w}` });
+    expect(d).toMatchObject({ worker: w, dpRank: 0, overlapBlocks: 3, promptTokens: 18, cachedTokens: 12, prefillTokens: 6 });
+    expect(d.candidates[0]).toMatchObject({ worker: w, overlapBlocks: 3, lowerTierBlocks: { host: 0, disk: 0, external: 0 } });
+    expect(Object.is(d.candidates[0].worker, w)).toBe(true);
+    core.free(`b${w}`);
+  }
+});
 
 describe('RoutingCore policies and eligibility', () => {
   it('breaks exact ties uniformly at random, reproducibly with the seed', () => {
@@ -227,7 +229,7 @@ describe('RoutingCore policies and eligibility', () => {
     expect(core.stats().booked).toBe(2);
   });
 
-  it('ttft with engine priority: a class waits only for the started and its own or higher classes\' queued work', () => {
+  it("ttft with engine priority: a class waits only for the started and its own or higher classes' queued work", () => {
     // Worker 0 has a long queue of class 0 booked (waiting behind its first request); worker 1 a
     // shorter one of class 1.
     const { core } = setup(2, { policy: 'ttft' });
@@ -347,7 +349,8 @@ describe('RoutingCore: bookings of other router replicas', () => {
 
   it('drops every booking of a silent replica at once', () => {
     const b = setup(2);
-    for (let i = 0; i < 5; i++) b.core.applyRemoteBooking('A', { requestId: `r${i}`, worker: i % 2, dpRank: 0, promptTokens: 8, overlapBlocks: 0, hashes: new Uint8Array(16) });
+    for (let i = 0; i < 5; i++)
+      b.core.applyRemoteBooking('A', { requestId: `r${i}`, worker: i % 2, dpRank: 0, promptTokens: 8, overlapBlocks: 0, hashes: new Uint8Array(16) });
     b.core.applyRemoteBooking('B', { requestId: 'r0', worker: 1, dpRank: 0, promptTokens: 8, overlapBlocks: 0, hashes: new Uint8Array(0) });
     expect(b.core.dropReplica('A')).toBe(5);
     expect(b.core.remoteStats()).toMatchObject({ dropped: 5, active: 1, replicas: [{ replica: 'B', requests: 1 }] });

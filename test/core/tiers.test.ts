@@ -46,11 +46,15 @@ describe('KvIndexer lower tiers', () => {
 
   it('refuses unknown media, lower tiers it does not keep, and lowerTiers outside events mode', () => {
     const indexer = new KvIndexer({ blockSize: BS });
-    expect(() => indexer.applyStored(1, 0, null, engine(10, 1), range(0, 4), { medium: 'TAPE' })).toThrow(expect.objectContaining({ name: 'RangeError', message: "unknown medium 'TAPE'", code: 'ERR_KVROUTE_OUT_OF_RANGE' }));
+    expect(() => indexer.applyStored(1, 0, null, engine(10, 1), range(0, 4), { medium: 'TAPE' })).toThrow(
+      expect.objectContaining({ name: 'RangeError', message: "unknown medium 'TAPE'", code: 'ERR_KVROUTE_OUT_OF_RANGE' }),
+    );
     expect(() => indexer.applyRemoved(1, 0, engine(10, 1), { medium: 7 as unknown as string })).toThrow(TypeError);
     const plain = new KvIndexer({ blockSize: BS, lowerTiers: false });
     expect(plain.lowerTiers).toBe(false);
-    expect(() => plain.applyStored(1, 0, null, engine(10, 1), range(0, 4), { medium: 'DISK' })).toThrow(/does not keep lower tiers \(medium 'DISK' is on the disk tier\)/);
+    expect(() => plain.applyStored(1, 0, null, engine(10, 1), range(0, 4), { medium: 'DISK' })).toThrow(
+      /does not keep lower tiers \(medium 'DISK' is on the disk tier\)/,
+    );
     expect(plain.applyStored(1, 0, null, engine(10, 1), range(0, 4), { medium: 'GPU' })).toBe(true);
     expect(() => new KvIndexer({ blockSize: BS, mode: 'approximate', lowerTiers: true })).toThrow(RangeError);
     expect(() => new KvIndexer({ blockSize: BS, lowerTiers: 'yes' as unknown as boolean })).toThrow(TypeError);
@@ -62,7 +66,10 @@ describe('RoutingCore tier credit', () => {
   function fleet(config: ConstructorParameters<typeof RoutingCore>[1]) {
     const indexer = new KvIndexer({ blockSize: BS });
     const core = new RoutingCore(indexer, config);
-    core.setWorkers([{ worker: 0, kvCapacityBlocks: 100 }, { worker: 1, kvCapacityBlocks: 100 }]);
+    core.setWorkers([
+      { worker: 0, kvCapacityBlocks: 100 },
+      { worker: 1, kvCapacityBlocks: 100 },
+    ]);
     const t = range(0, 32); // 8 blocks
     // Worker 0: the first 4 blocks on the GPU. Worker 1: all 8 on the given medium.
     indexer.applyStored(0, 0, null, engine(100, 4), t.subarray(0, 16));
@@ -70,7 +77,10 @@ describe('RoutingCore tier credit', () => {
   }
 
   it('credits host blocks at 0.75 and disk blocks at 0.25 in kv, and books them as cached', () => {
-    for (const [medium, winner] of [['CPU', 1], ['DISK', 0]] as const) {
+    for (const [medium, winner] of [
+      ['CPU', 1],
+      ['DISK', 0],
+    ] as const) {
       const { core, indexer, t } = fleet({ blockSize: BS, seed: 1 });
       indexer.applyStored(1, 0, null, engine(200, 8), t, { medium });
       const d = core.query(t);

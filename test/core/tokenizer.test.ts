@@ -25,7 +25,7 @@ describe('NativeTextTokenizer', () => {
     expect(() => bytes.decode([256])).toThrow(/below 256/);
   });
 
-  it('reads and tokenizes a body\'s text prompt with its span, and declines anything else', () => {
+  it("reads and tokenizes a body's text prompt with its span, and declines anything else", () => {
     const body = enc('{"model":"m","prompt":"world hello","max_tokens":1}');
     const r = tiny.encodePromptBody(body)!;
     expect(Array.from(r.tokens)).toEqual([6, 5]);

@@ -19,9 +19,25 @@ const RATE_INTERVAL = '10s';
 /** Panels whose value is NaN without sibling router replicas (a quantile of no observations); they must still return a series. */
 const NAN_WITHOUT_REPLICAS = new Set(['Replica sync lag']);
 
-interface Target { expr: string; legendFormat?: string; refId: string; datasource?: { uid: string } }
-interface Panel { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; datasource?: { uid: string }; targets?: Target[] }
-interface Dashboard { uid: string; panels: Panel[]; templating: { list: Array<{ name: string; type: string; query: unknown; allValue?: string }> } }
+interface Target {
+  expr: string;
+  legendFormat?: string;
+  refId: string;
+  datasource?: { uid: string };
+}
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  gridPos: { x: number; y: number; w: number; h: number };
+  datasource?: { uid: string };
+  targets?: Target[];
+}
+interface Dashboard {
+  uid: string;
+  panels: Panel[];
+  templating: { list: Array<{ name: string; type: string; query: unknown; allValue?: string }> };
+}
 type Matrix = Array<{ metric: Record<string, string>; values: Array<[number, string]> }>;
 
 const graphPanels = DASHBOARD.panels.filter((p) => p.type !== 'row');
@@ -81,12 +97,25 @@ describe.skipIf(PROMETHEUS_SKIP_REASON !== null)('deploy/grafana/kvroute.json ag
       // Round robin: the dead worker below gets its share of legs (retried elsewhere) until it is ejected,
       // and again each time its 1 s ejection ends.
       // A queue that holds requests as soon as every worker has prefill work, and refuses beyond 3 waiting.
-      config: { routerQueue: { threshold: 0.005, maxRequests: 3 }, sessionAffinity: true, routing: { policy: 'round_robin' }, outlierDetection: { baseEjectionTimeMs: 1000 } },
+      config: {
+        routerQueue: { threshold: 0.005, maxRequests: 3 },
+        sessionAffinity: true,
+        routing: { policy: 'round_robin' },
+        outlierDetection: { baseEjectionTimeMs: 1000 },
+      },
     });
     // A decode worker whose engine is down (legs sent there fail and are retried, then it is ejected),
     // with a scripted engine's KV event stream of its own.
     engine = await TestEngine.start();
-    t.router.registry.add({ id: 90, role: 'decode', kind: 'vllm', baseUrl: 'http://127.0.0.1:9', dpSize: 1, kvEvents: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!] });
+    t.router.registry.add({
+      id: 90,
+      role: 'decode',
+      kind: 'vllm',
+      baseUrl: 'http://127.0.0.1:9',
+      dpSize: 1,
+      kvEvents: [engine.endpoint],
+      replayEndpoints: [engine.replayEndpoint!],
+    });
     prom = await startPrometheus(JOB, [new URL(t.url).host]);
     started = Date.now() / 1000;
   }, 60_000);
@@ -99,7 +128,14 @@ describe.skipIf(PROMETHEUS_SKIP_REASON !== null)('deploy/grafana/kvroute.json ag
   });
 
   it('answers every panel query with data', async () => {
-    await waitFor(async () => (await prom.api<Array<{ health: string }>>('targets', {}).then((d) => (d as unknown as { activeTargets: Array<{ health: string }> }).activeTargets)).some((a) => a.health === 'up'), 'the router target to be up', 20_000);
+    await waitFor(
+      async () =>
+        (
+          await prom.api<Array<{ health: string }>>('targets', {}).then((d) => (d as unknown as { activeTargets: Array<{ health: string }> }).activeTargets)
+        ).some((a) => a.health === 'up'),
+      'the router target to be up',
+      20_000,
+    );
     await traffic(t, engine);
     // Two scrapes after the traffic, so the last increase is in.
     await new Promise((r) => setTimeout(r, 2500));
@@ -114,7 +150,12 @@ describe.skipIf(PROMETHEUS_SKIP_REASON !== null)('deploy/grafana/kvroute.json ag
     for (const p of graphPanels) {
       for (const target of p.targets ?? []) {
         const expr = substitute(target.expr);
-        const data = await prom.api<{ resultType: string; result: Matrix }>('query_range', { query: expr, start: String(started), end: String(end), step: '1' });
+        const data = await prom.api<{ resultType: string; result: Matrix }>('query_range', {
+          query: expr,
+          start: String(started),
+          end: String(end),
+          step: '1',
+        });
         const where = `${p.title} [${target.refId}] ${expr}`;
         if (data.result.length === 0) empty.push(where);
         else if (!NAN_WITHOUT_REPLICAS.has(p.title) && !data.result.some((s) => s.values.some(([, v]) => Number.isFinite(Number(v))))) noValue.push(where);
@@ -159,8 +200,13 @@ async function traffic(t: TestRouter, engine: TestEngine): Promise<void> {
   const incidents = (async () => {
     await new Promise((r) => setTimeout(r, 2000));
     const blocks = (from: number) => Array.from({ length: 16 }, (_, i) => from + i);
-    await engine.publish([{ type: 'BlockStored', blockHashes: [11n], parentBlockHash: null, tokenIds: blocks(0), blockSize: 16, loraName: null, medium: 'GPU' }]);
-    await engine.publish([{ type: 'BlockStored', blockHashes: [12n], parentBlockHash: 11n, tokenIds: blocks(16), blockSize: 16, loraName: null, medium: 'GPU' }], { drop: true });
+    await engine.publish([
+      { type: 'BlockStored', blockHashes: [11n], parentBlockHash: null, tokenIds: blocks(0), blockSize: 16, loraName: null, medium: 'GPU' },
+    ]);
+    await engine.publish(
+      [{ type: 'BlockStored', blockHashes: [12n], parentBlockHash: 11n, tokenIds: blocks(16), blockSize: 16, loraName: null, medium: 'GPU' }],
+      { drop: true },
+    );
     await engine.publish([{ type: 'BlockRemoved', blockHashes: [777n], medium: 'GPU' }]); // after the gap: replayed, then rejected (unknown block)
     await engine.publishPayload(Buffer.from('not msgpack at all'));
     await new Promise((r) => setTimeout(r, 2000));
@@ -169,7 +215,9 @@ async function traffic(t: TestRouter, engine: TestEngine): Promise<void> {
     await engine.publishPayload(Buffer.from('still not msgpack'));
     await new Promise((r) => setTimeout(r, 2000));
     engine.restart();
-    await engine.publish([{ type: 'BlockStored', blockHashes: [21n], parentBlockHash: null, tokenIds: blocks(100), blockSize: 16, loraName: null, medium: 'GPU' }]);
+    await engine.publish([
+      { type: 'BlockStored', blockHashes: [21n], parentBlockHash: null, tokenIds: blocks(100), blockSize: 16, loraName: null, medium: 'GPU' },
+    ]);
   })();
   // Rounds of 10 requests at once: each burst fills the router queue (waits and refusals) again.
   const one = async (i: number) => {
@@ -188,5 +236,8 @@ async function traffic(t: TestRouter, engine: TestEngine): Promise<void> {
   };
   await Promise.all([incidents, rounds()]);
   for (const s of [200, 400, 401, 429]) expect(statuses.get(s), `answers with status ${s}: ${JSON.stringify([...statuses])}`).toBeGreaterThan(0);
-  expect([...statuses.keys()].some((s) => s >= 500), `a 5xx among ${JSON.stringify([...statuses])}`).toBe(true);
+  expect(
+    [...statuses.keys()].some((s) => s >= 500),
+    `a 5xx among ${JSON.stringify([...statuses])}`,
+  ).toBe(true);
 }

@@ -20,7 +20,11 @@ function anchorsOf(markdown: string): Set<string> {
   for (const line of markdown.replace(/```[\s\S]*?```/g, '').split('\n')) {
     const m = /^#{1,6}\s+(.*)$/.exec(line);
     if (!m) continue;
-    const base = m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = m[1]
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -90,7 +94,8 @@ describe('the error reference', () => {
   const codes = serverErrorCodes();
 
   it('finds the codes it checks (the scan itself works)', () => {
-    for (const known of ['invalid_json', 'no_eligible_worker', 'queue_full', 'engine_unreachable', 'rate_limit_exceeded']) expect(codes.has(known), known).toBe(true);
+    for (const known of ['invalid_json', 'no_eligible_worker', 'queue_full', 'engine_unreachable', 'rate_limit_exceeded'])
+      expect(codes.has(known), known).toBe(true);
   });
 
   it('lists every error code the server can answer with', () => {

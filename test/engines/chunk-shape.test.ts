@@ -15,7 +15,9 @@ function parsedShape(chunk: Record<string, unknown>): number {
 
 describe('chunkShape', () => {
   it('reads the chunks engines send', () => {
-    expect(chunkShape('{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"x","finish_reason":null}]}')).toBe(SHAPE_TOKEN);
+    expect(chunkShape('{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"x","finish_reason":null}]}')).toBe(
+      SHAPE_TOKEN,
+    );
     expect(chunkShape('{"id":"cmpl-1","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}')).toBe(SHAPE_USAGE);
     // Python's json.dumps spacing, and usage: null in every chunk (OpenAI with include_usage).
     expect(chunkShape('{"id": "c", "choices": [ {"index": 0, "text": "x"} ], "usage": null}')).toBe(SHAPE_TOKEN);
@@ -48,7 +50,11 @@ describe('chunkShape', () => {
       },
       { requiredKeys: [] },
     );
-    const others = fc.dictionary(fc.string({ maxLength: 8 }).filter((k) => k !== '__proto__'), value, { maxKeys: 4 });
+    const others = fc.dictionary(
+      fc.string({ maxLength: 8 }).filter((k) => k !== '__proto__'),
+      value,
+      { maxKeys: 4 },
+    );
     fc.assert(
       fc.property(chunk, others, fc.boolean(), fc.integer({ min: 0, max: 2 }), (c, rest, restFirst, indent) => {
         for (const k of ['choices', 'usage', 'error']) delete rest[k];

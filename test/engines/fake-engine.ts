@@ -178,7 +178,8 @@ export async function startFakeEngine(opts: {
     if (opts.role === 'prefill') {
       if (opts.kind === 'sglang') {
         const key = roomKey(rec);
-        if (key === undefined) return void res.writeHead(400, { 'content-type': 'application/json' }).end(errorJson('missing bootstrap_room', 'missing_bootstrap'));
+        if (key === undefined)
+          return void res.writeHead(400, { 'content-type': 'application/json' }).end(errorJson('missing bootstrap_room', 'missing_bootstrap'));
         const room = world.room(key);
         room.prefillSeen = true;
         room.decode?.();
@@ -274,12 +275,27 @@ export async function startFakeEngine(opts: {
       if (!eos) world.holds.set(holdKey, false);
       answer.kv_transfer_params = eos
         ? null
-        : { do_remote_prefill: true, do_remote_decode: false, remote_block_ids: [1, 2], remote_engine_id: `engine-${opts.id}`, remote_request_id: requestId, remote_host: '127.0.0.1', remote_port: port, tp_size: 1 };
+        : {
+            do_remote_prefill: true,
+            do_remote_decode: false,
+            remote_block_ids: [1, 2],
+            remote_engine_id: `engine-${opts.id}`,
+            remote_request_id: requestId,
+            remote_host: '127.0.0.1',
+            remote_port: port,
+            tp_size: 1,
+          };
     }
     if (isPrefillLeg && opts.kind === 'trtllm') {
       const state = `ctx:${opts.id}:${++holdSeq}`;
       if (!eos) world.holds.set(state, false);
-      choice.disaggregated_params = { request_type: 'context_only', first_gen_tokens: [7], ctx_request_id: holdSeq, encoded_opaque_state: state, draft_tokens: null };
+      choice.disaggregated_params = {
+        request_type: 'context_only',
+        first_gen_tokens: [7],
+        ctx_request_id: holdSeq,
+        encoded_opaque_state: state,
+        draft_tokens: null,
+      };
     }
     if (isPrefillLeg && b.workerIdPayload) answer.worker_id = b.workerIdPayload;
     if (b.tokenDelayMs > 0) await sleep(b.tokenDelayMs * n);

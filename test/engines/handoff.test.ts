@@ -22,7 +22,14 @@ describe('vLLM NIXL adapter (PROTOCOLS.md 3a)', () => {
       stream: false,
       max_tokens: 1,
       temperature: 0,
-      kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null, remote_block_ids: null, remote_host: null, remote_port: null },
+      kv_transfer_params: {
+        do_remote_decode: true,
+        do_remote_prefill: false,
+        remote_engine_id: null,
+        remote_block_ids: null,
+        remote_host: null,
+        remote_port: null,
+      },
     });
     expect(client.stream_options).toEqual({ include_usage: true }); // the client's body is untouched
     expect(vllmHandoff.prefillBody({ ...client, max_completion_tokens: 9 }).max_completion_tokens).toBe(1);
@@ -30,9 +37,22 @@ describe('vLLM NIXL adapter (PROTOCOLS.md 3a)', () => {
   });
 
   it('hands kv_transfer_params and the prefill cache details to the decode leg', () => {
-    const params = { do_remote_prefill: true, remote_block_ids: [1], remote_engine_id: 'e', remote_request_id: 'r', remote_host: 'h', remote_port: 1, tp_size: 1 };
+    const params = {
+      do_remote_prefill: true,
+      remote_block_ids: [1],
+      remote_engine_id: 'e',
+      remote_request_id: 'r',
+      remote_host: 'h',
+      remote_port: 1,
+      tp_size: 1,
+    };
     const outcome = vllmHandoff.interpretPrefill(
-      { id: 'x', choices: [{ text: 'a', finish_reason: 'length' }], usage: { prompt_tokens: 3, prompt_tokens_details: { cached_tokens: 2 } }, kv_transfer_params: params },
+      {
+        id: 'x',
+        choices: [{ text: 'a', finish_reason: 'length' }],
+        usage: { prompt_tokens: 3, prompt_tokens_details: { cached_tokens: 2 } },
+        kv_transfer_params: params,
+      },
       'e',
     );
     expect(outcome).toEqual({ kind: 'handoff', params, promptTokensDetails: { cached_tokens: 2 } });
@@ -50,7 +70,9 @@ describe('vLLM NIXL adapter (PROTOCOLS.md 3a)', () => {
     expect(() => vllmHandoff.interpretPrefill({ choices: [{ finish_reason: 'length' }], kv_transfer_params: 5 }, 'e')).toThrow(EngineError);
     expect(() => vllmHandoff.interpretPrefill({ choices: [] }, 'e')).toThrow(/no choices/);
     expect(() => vllmHandoff.interpretPrefill('nope', 'e')).toThrow(/not a JSON object/);
-    expect(() => vllmHandoff.interpretPrefill(null, 'http://e')).toThrow(expect.objectContaining({ status: 502, failure: 'engine_bad_response', engine: 'http://e' }));
+    expect(() => vllmHandoff.interpretPrefill(null, 'http://e')).toThrow(
+      expect.objectContaining({ status: 502, failure: 'engine_bad_response', engine: 'http://e' }),
+    );
   });
 });
 
@@ -60,7 +82,10 @@ describe('TensorRT-LLM adapter (PROTOCOLS.md 3c)', () => {
     expect(body).toMatchObject({ stream: false, max_tokens: 1, disaggregated_params: { request_type: 'context_only' } });
     expect('stream_options' in body || 'min_tokens' in body).toBe(false);
     const dp = { request_type: 'context_only', ctx_request_id: 4, encoded_opaque_state: 'b64', first_gen_tokens: [9] };
-    const outcome = trtllmHandoff.interpretPrefill({ choices: [{ finish_reason: 'length', disaggregated_params: dp }], usage: { prompt_tokens_details: { cached_tokens: 1 } } }, 'e');
+    const outcome = trtllmHandoff.interpretPrefill(
+      { choices: [{ finish_reason: 'length', disaggregated_params: dp }], usage: { prompt_tokens_details: { cached_tokens: 1 } } },
+      'e',
+    );
     expect(outcome).toEqual({ kind: 'handoff', params: dp, promptTokensDetails: { cached_tokens: 1 } });
     if (outcome.kind !== 'handoff') throw new Error('unreachable');
     expect(trtllmHandoff.decodeBody(client, outcome)).toEqual({ ...client, disaggregated_params: { ...dp, request_type: 'generation_only' } });
@@ -115,7 +140,14 @@ describe('handoffFor', () => {
 
 describe('completionAsEvents', () => {
   it('retells a completion as one chunk, the usage chunk and [DONE]', () => {
-    const answer = { id: 'cmpl-1', created: 1, model: 'm', object: 'text_completion', choices: [{ index: 0, text: 'hi', finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 3 } };
+    const answer = {
+      id: 'cmpl-1',
+      created: 1,
+      model: 'm',
+      object: 'text_completion',
+      choices: [{ index: 0, text: 'hi', finish_reason: 'stop', logprobs: null }],
+      usage: { prompt_tokens: 3 },
+    };
     const events = completionAsEvents('/v1/completions', answer, true);
     expect(events.map((e) => e.data)).toEqual([
       '{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"hi","logprobs":null,"finish_reason":"stop"}]}',
@@ -128,6 +160,12 @@ describe('completionAsEvents', () => {
   it('retells a chat completion as a delta', () => {
     const answer = { id: 'c', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'yo' }, finish_reason: 'stop' }] };
     const [first] = completionAsEvents('/v1/chat/completions', answer, true);
-    expect(first.json).toEqual({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'yo' }, logprobs: null, finish_reason: 'stop' }] });
+    expect(first.json).toEqual({
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm',
+      choices: [{ index: 0, delta: { role: 'assistant', content: 'yo' }, logprobs: null, finish_reason: 'stop' }],
+    });
   });
 });

@@ -78,7 +78,12 @@ describe('EngineClient.postJson', () => {
     const c = client(`${s.url}/prefix/`);
     expect(await c.postJson('/v1/completions', { prompt: [1], bootstrap_room: (1n << 63n) - 1n }, { requestId: 'r-1' })).toEqual({ ok: true });
     expect(await c.postJson('/v1/chat/completions', { a: 1 }, { requestId: 'r-2', headers: { 'x-extra': '1' } })).toEqual({ ok: true });
-    expect(seen[0]).toEqual({ path: '/prefix/v1/completions', id: 'r-1', body: '{"prompt":[1],"bootstrap_room":9223372036854775807}', type: 'application/json' });
+    expect(seen[0]).toEqual({
+      path: '/prefix/v1/completions',
+      id: 'r-1',
+      body: '{"prompt":[1],"bootstrap_room":9223372036854775807}',
+      type: 'application/json',
+    });
     expect(seen[1].path).toBe('/prefix/v1/chat/completions');
     for (let i = 0; i < 10; i++) await c.postJson('/v1/completions', {}, { requestId: `k${i}` });
     // Keep-alive: connections are reused (undici may open a second one while the first is released).
@@ -93,8 +98,13 @@ describe('EngineClient.postJson', () => {
     });
     const c = client(s.url);
     await c.postJson('/v1/completions', {}, { requestId: 'r-1' });
-    await c.postJson('/v1/completions', {}, { requestId: 'r-2', headers: { 'x-data-parallel-rank': '3', accept: 'application/x-ndjson', 'x-request-id': 'own' } });
-    const pairs = (h: string[]) => h.flatMap((v, i) => (i % 2 === 0 ? [[v.toLowerCase(), h[i + 1]]] : [])).filter(([n]) => n !== 'host' && n !== 'connection' && n !== 'content-length');
+    await c.postJson(
+      '/v1/completions',
+      {},
+      { requestId: 'r-2', headers: { 'x-data-parallel-rank': '3', accept: 'application/x-ndjson', 'x-request-id': 'own' } },
+    );
+    const pairs = (h: string[]) =>
+      h.flatMap((v, i) => (i % 2 === 0 ? [[v.toLowerCase(), h[i + 1]]] : [])).filter(([n]) => n !== 'host' && n !== 'connection' && n !== 'content-length');
     expect(pairs(raw[0])).toEqual([
       ['content-type', 'application/json'],
       ['accept', 'application/json'],
@@ -116,16 +126,23 @@ describe('EngineClient.postJson', () => {
     });
     const c = client(s.url);
     await expect(c.postJson('/v1/completions', {}, { requestId: 'a\r\nx-evil: 1' })).rejects.toMatchObject({ status: 502, mayHaveAccepted: false });
-    await expect(c.postJson('/v1/completions', {}, { requestId: 'ok', headers: { 'x-data-parallel-rank': '1\n' } })).rejects.toMatchObject({ status: 502, mayHaveAccepted: false });
+    await expect(c.postJson('/v1/completions', {}, { requestId: 'ok', headers: { 'x-data-parallel-rank': '1\n' } })).rejects.toMatchObject({
+      status: 502,
+      mayHaveAccepted: false,
+    });
     expect(await c.postJson('/v1/completions', {}, { requestId: 'ok' })).toEqual({});
     expect(requests).toBe(1);
   });
 
   it('turns a non-2xx answer into EngineError with the status and the parsed body', async () => {
     const s = await serve((_req, _body, res) => {
-      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"prompt too long","type":"invalid_request_error","code":"too_long"}}');
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"prompt too long","type":"invalid_request_error","code":"too_long"}}');
     });
-    const err = await client(s.url).postJson('/v1/completions', {}, { requestId: 'x' }).catch((e: unknown) => e);
+    const err = await client(s.url)
+      .postJson('/v1/completions', {}, { requestId: 'x' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineError);
     expect(err).toMatchObject({ status: 400, failure: 'engine_rejected', body: { error: { code: 'too_long' } } });
     expect((err as Error).message).toContain('prompt too long');
@@ -152,8 +169,16 @@ describe('EngineClient.postJson', () => {
     const s = await serve(() => {});
     const url = s.url;
     await s.close();
-    await expect(client(url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 502, failure: 'engine_unreachable', engine: url, mayHaveAccepted: false });
-    await expect(client(url).postStream('/v1/completions', {}, { requestId: 'y' })).rejects.toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false });
+    await expect(client(url).postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({
+      status: 502,
+      failure: 'engine_unreachable',
+      engine: url,
+      mayHaveAccepted: false,
+    });
+    await expect(client(url).postStream('/v1/completions', {}, { requestId: 'y' })).rejects.toMatchObject({
+      failure: 'engine_unreachable',
+      mayHaveAccepted: false,
+    });
   });
 
   it('says a request may have been accepted once it was written: a connection lost after, or any answer', async () => {
@@ -171,7 +196,11 @@ describe('EngineClient.postJson', () => {
     const rejecting = await serve((_req, _body, res) => {
       res.writeHead(503).end('{}');
     });
-    await expect(client(rejecting.url).postJson('/v1/completions', {}, { requestId: 'z' })).rejects.toMatchObject({ status: 503, failure: 'engine_rejected', mayHaveAccepted: true });
+    await expect(client(rejecting.url).postJson('/v1/completions', {}, { requestId: 'z' })).rejects.toMatchObject({
+      status: 503,
+      failure: 'engine_rejected',
+      mayHaveAccepted: true,
+    });
   });
 
   it('calls onSent once the request is written, and never for a request the engine did not get', async () => {
@@ -183,15 +212,22 @@ describe('EngineClient.postJson', () => {
     const dropping = await serve((req) => {
       req.socket.destroy();
     });
-    await client(dropping.url).postJson('/v1/completions', {}, { requestId: 'b', onSent: () => sent.push('b') }).catch(() => undefined);
+    await client(dropping.url)
+      .postJson('/v1/completions', {}, { requestId: 'b', onSent: () => sent.push('b') })
+      .catch(() => undefined);
     const dead = await serve(() => {});
     await dead.close();
-    await client(dead.url).postStream('/v1/completions', {}, { requestId: 'c', onSent: () => sent.push('c') }).catch(() => undefined);
+    await client(dead.url)
+      .postStream('/v1/completions', {}, { requestId: 'c', onSent: () => sent.push('c') })
+      .catch(() => undefined);
     expect(sent).toEqual(['a', 'b']);
   });
 
   it('a name that does not resolve is engine_unreachable, never accepted', async () => {
-    await expect(client('http://kvroute-test.invalid:8000').postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false });
+    await expect(client('http://kvroute-test.invalid:8000').postJson('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({
+      failure: 'engine_unreachable',
+      mayHaveAccepted: false,
+    });
   });
 
   it('times out with 504 when the engine sends nothing before the first-byte timeout', async () => {
@@ -227,7 +263,11 @@ describe('EngineClient.postStream', () => {
       res.end();
     });
     const events = await collect(await client(s.url).postStream('/v1/completions', { stream: true }, { requestId: 'x' }));
-    expect(events.map((e) => ({ data: e.data, json: e.json }))).toEqual([{ data: '{"i":0}', json: { i: 0 } }, { data: '{"i":1}', json: { i: 1 } }, { data: '[DONE]' }]);
+    expect(events.map((e) => ({ data: e.data, json: e.json }))).toEqual([
+      { data: '{"i":0}', json: { i: 0 } },
+      { data: '{"i":1}', json: { i: 1 } },
+      { data: '[DONE]' },
+    ]);
   });
 
   it('nextBatch() returns every event one read completed; next() and nextBatch() mix without loss', async () => {
@@ -340,7 +380,10 @@ describe('EngineClient.postStream', () => {
       if (req.url === '/v1/completions') res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"boom"}}');
       else res.writeHead(200, { 'content-type': 'application/json' }).end('{"error":"not streaming"}');
     });
-    await expect(client(s.url).postStream('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({ status: 500, body: { error: { message: 'boom' } } });
+    await expect(client(s.url).postStream('/v1/completions', {}, { requestId: 'x' })).rejects.toMatchObject({
+      status: 500,
+      body: { error: { message: 'boom' } },
+    });
     await expect(client(s.url).postStream('/v1/chat/completions', {}, { requestId: 'x' })).rejects.toMatchObject({
       status: 502,
       failure: 'engine_bad_response',
@@ -400,13 +443,17 @@ describe('a connection the engine resets before answering', () => {
   it('sends the request again once, on a new connection, when the engine reset it unread', async () => {
     const engine = await resettingEngine(1);
     let sent = 0;
-    const answer = await client(engine.url).postJson('/v1/completions', { prompt: 'p' }, {
-      requestId: 'r',
-      onSent: () => {
-        sent++;
-        engine.reset();
+    const answer = await client(engine.url).postJson(
+      '/v1/completions',
+      { prompt: 'p' },
+      {
+        requestId: 'r',
+        onSent: () => {
+          sent++;
+          engine.reset();
+        },
       },
-    });
+    );
     expect(answer).toEqual({ ok: true });
     expect({ connections: engine.connections, requestsRead: engine.requestsRead, sent }).toEqual({ connections: 2, requestsRead: 1, sent: 1 });
   });
@@ -414,13 +461,17 @@ describe('a connection the engine resets before answering', () => {
   it('a second reset is a 502 that may have been accepted, with no third attempt', async () => {
     const engine = await resettingEngine(Infinity);
     let sent = 0;
-    const call = client(engine.url).postStream('/v1/completions', {}, {
-      requestId: 'r',
-      onSent: () => {
-        sent++;
-        engine.reset();
+    const call = client(engine.url).postStream(
+      '/v1/completions',
+      {},
+      {
+        requestId: 'r',
+        onSent: () => {
+          sent++;
+          engine.reset();
+        },
       },
-    });
+    );
     // The retry's onSent is not called (the first write's was): close the retry's connection once
     // it is there. Reset or orderly close (if its request had not arrived yet), it is not retried.
     await until(() => engine.connections === 2, 'the retry connecting');
@@ -499,7 +550,10 @@ describe('options and errors', () => {
     // nor when undici lost the connection before it wrote the request; after that, it may have.
     expect(translateUndiciError(e('UND_ERR_CONNECT_TIMEOUT'), undefined, 'u', false)).toMatchObject({ mayHaveAccepted: false });
     expect(translateUndiciError(e('ENOTFOUND'), undefined, 'u', false)).toMatchObject({ mayHaveAccepted: false });
-    expect(translateUndiciError(new RequestNotSentError(e('ECONNRESET')), undefined, 'u', false)).toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: false });
+    expect(translateUndiciError(new RequestNotSentError(e('ECONNRESET')), undefined, 'u', false)).toMatchObject({
+      failure: 'engine_unreachable',
+      mayHaveAccepted: false,
+    });
     expect(translateUndiciError(e('ECONNRESET'), undefined, 'u', false)).toMatchObject({ failure: 'engine_unreachable', mayHaveAccepted: true });
     expect(translateUndiciError(e('UND_ERR_HEADERS_TIMEOUT'), undefined, 'u', false)).toMatchObject({ mayHaveAccepted: true });
     expect(isAbortError(translateUndiciError(e('UND_ERR_SOCKET'), AbortSignal.abort(), 'u', true))).toBe(true);

@@ -23,7 +23,10 @@ describe('SseParser', () => {
     for (let cut = 1; cut < bytes.length; cut++) {
       const p = new SseParser();
       const events = [...p.push(bytes.subarray(0, cut)), ...p.push(bytes.subarray(cut)), ...p.end()];
-      expect(events.map((e) => e.data), `cut at ${cut}`).toEqual(['one', 'two', 'three']);
+      expect(
+        events.map((e) => e.data),
+        `cut at ${cut}`,
+      ).toEqual(['one', 'two', 'three']);
     }
   });
 
@@ -38,12 +41,19 @@ describe('SseParser', () => {
   it('decodes like a streaming TextDecoder wherever chunks split, invalid bytes included', () => {
     const text = enc('data: {"t":"a"}\n\ndata: {"t":"é✓😀"}\n\ndata: ascii again\n\n');
     const bytes = new Uint8Array([...text, ...enc('data: bad '), 0xff, 0xc3, ...enc('\n\n')]);
-    const whole = new TextDecoder().decode(bytes).split('\n\n').filter(Boolean).map((line) => line.slice(6));
+    const whole = new TextDecoder()
+      .decode(bytes)
+      .split('\n\n')
+      .filter(Boolean)
+      .map((line) => line.slice(6));
     for (let a = 1; a < bytes.length; a += 3) {
       for (let b = a + 1; b < bytes.length; b += 5) {
         const p = new SseParser();
         const events = [...p.push(bytes.subarray(0, a)), ...p.push(bytes.subarray(a, b)), ...p.push(bytes.subarray(b)), ...p.end()];
-        expect(events.map((e) => e.data), `cuts at ${a}, ${b}`).toEqual(whole);
+        expect(
+          events.map((e) => e.data),
+          `cuts at ${a}, ${b}`,
+        ).toEqual(whole);
       }
     }
   });
@@ -61,7 +71,10 @@ describe('SseParser', () => {
     fc.assert(
       fc.property(fc.array(event, { maxLength: 5 }), fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 4 }), (evs, eol, cuts) => {
         const text = evs.map((ev) => ev.map((f) => f.text + eol).join('') + eol).join('');
-        const expected = evs.map((ev) => ev.filter((f) => f.data !== undefined).map((f) => f.data)).filter((d) => d.length > 0).map((d) => d.join('\n'));
+        const expected = evs
+          .map((ev) => ev.filter((f) => f.data !== undefined).map((f) => f.data))
+          .filter((d) => d.length > 0)
+          .map((d) => d.join('\n'));
         const bytes = enc(text);
         const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
         const p = new SseParser();

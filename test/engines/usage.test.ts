@@ -25,7 +25,11 @@ describe('usage helper', () => {
   it('counts tokens: malformed or missing counts are 0, cached tokens undefined when absent', () => {
     expect(usageCounts(makeUsage(9, 3, 8))).toEqual({ promptTokens: 9, completionTokens: 3, cachedTokens: 8 });
     expect(usageCounts({ prompt_tokens: 9 })).toEqual({ promptTokens: 9, completionTokens: 0, cachedTokens: undefined });
-    expect(usageCounts({ prompt_tokens: -1, completion_tokens: 'x', prompt_tokens_details: { cached_tokens: Number.NaN } })).toEqual({ promptTokens: 0, completionTokens: 0, cachedTokens: undefined });
+    expect(usageCounts({ prompt_tokens: -1, completion_tokens: 'x', prompt_tokens_details: { cached_tokens: Number.NaN } })).toEqual({
+      promptTokens: 0,
+      completionTokens: 0,
+      cachedTokens: undefined,
+    });
     expect(makeUsage(9, 3, 8)).toEqual({ prompt_tokens: 9, total_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 8 } });
   });
 

@@ -65,7 +65,12 @@ describe('BatchApplier', () => {
     const t = range(0, 8);
     await applier.applyPayload(3, 1, payload([stored(t, 10n, null)]), counters);
     // The second GPU block offloaded to the CPU (same engine hash), then dropped from the CPU.
-    await applier.applyPayload(3, 1, payload([stored(t.subarray(4), 11n, 10n, 'CPU'), removed([11n], 'CPU'), stored(range(100, 104), 50n, null, 'DISK'), removed([11n], 'LMCache')]), counters);
+    await applier.applyPayload(
+      3,
+      1,
+      payload([stored(t.subarray(4), 11n, 10n, 'CPU'), removed([11n], 'CPU'), stored(range(100, 104), 50n, null, 'DISK'), removed([11n], 'LMCache')]),
+      counters,
+    );
     expect(held(t)).toBe(2);
     expect(held(range(100, 104))).toBe(0);
     expect(indexer.stats().lowerTierBlocks).toEqual({ host: 0, disk: 1, external: 0 });
@@ -107,7 +112,21 @@ describe('BatchApplier', () => {
   it('counts unknown event types and secondary-group events', async () => {
     const { applier, counters } = setup();
     const otherGroup = ['BlockRemoved', [1n], null, 1];
-    await applier.applyPayload(3, 1, payload([['Foo'], ['Bar', 1], otherGroup, new Map<string, unknown>([['type', 'BlockRemoved'], ['block_hashes', [1n]], ['kv_cache_spec_kind', 'mamba']])]), counters);
+    await applier.applyPayload(
+      3,
+      1,
+      payload([
+        ['Foo'],
+        ['Bar', 1],
+        otherGroup,
+        new Map<string, unknown>([
+          ['type', 'BlockRemoved'],
+          ['block_hashes', [1n]],
+          ['kv_cache_spec_kind', 'mamba'],
+        ]),
+      ]),
+      counters,
+    );
     expect(counters).toMatchObject({ batches: 1, unknownEventTypes: 2, otherGroupEvents: 2, applied: 0 });
   });
 
@@ -148,7 +167,7 @@ describe('native decoding against decodeEventBatch (TypeScript)', () => {
     const { KvEventBatchEncoder } = await import('../../src/sim/worker/kv-event-encoding.js');
     const { decodeEventBatch } = await import('../../src/events/decode.js');
     let seed = 7;
-    const rnd = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) >>> 0) % n);
+    const rnd = (n: number) => (seed = (seed * 1_103_515_245 + 12_345) >>> 0) % n;
     for (const encoding of ['map', 'array'] as const) {
       const enc = new KvEventBatchEncoder(encoding);
       const viaNative = new KvIndexer({ blockSize: BS });
@@ -163,7 +182,15 @@ describe('native decoding against decodeEventBatch (TypeScript)', () => {
             const parent = known.length > 0 && rnd(2) ? known[rnd(known.length)] : null;
             known.push(...blockHashes);
             const tokenIds = Array.from({ length: n * BS }, () => rnd(3));
-            return { type: 'BlockStored' as const, blockHashes, parentBlockHash: parent, tokenIds, blockSize: BS, loraName: rnd(5) === 0 ? 'l' : null, medium: rnd(6) === 0 ? 'CPU' : 'GPU' };
+            return {
+              type: 'BlockStored' as const,
+              blockHashes,
+              parentBlockHash: parent,
+              tokenIds,
+              blockSize: BS,
+              loraName: rnd(5) === 0 ? 'l' : null,
+              medium: rnd(6) === 0 ? 'CPU' : 'GPU',
+            };
           }
           if (kind < 9) return { type: 'BlockRemoved' as const, blockHashes: [known[rnd(known.length + 1)] ?? 1n], medium: rnd(5) === 0 ? 'cpu' : 'GPU' };
           return { type: 'AllBlocksCleared' as const };

@@ -117,7 +117,10 @@ describe('decodeEventBatch: event encodings', () => {
 
   it('reads lora_name in both encodings, and treats an empty name as none', () => {
     const positional = batchOf(`98 ${s('BlockStored')} 91 01 c0 92 0506 02 01 ${s('GPU')} ${s('my-lora')}`, 1);
-    const mapped = batchOf(`85 ${s('type')} ${s('BlockStored')} ${s('block_hashes')} 91 01 ${s('token_ids')} 92 0506 ${s('block_size')} 02 ${s('lora_name')} ${s('my-lora')}`, 1);
+    const mapped = batchOf(
+      `85 ${s('type')} ${s('BlockStored')} ${s('block_hashes')} 91 01 ${s('token_ids')} 92 0506 ${s('block_size')} 02 ${s('lora_name')} ${s('my-lora')}`,
+      1,
+    );
     expect(storedEvent(decodeOk(positional)).loraName).toBe('my-lora');
     expect(storedEvent(decodeOk(mapped)).loraName).toBe('my-lora');
     const empty = batchOf(`98 ${s('BlockStored')} 91 01 c0 92 0506 02 c0 c0 a0`, 1);
@@ -126,7 +129,10 @@ describe('decodeEventBatch: event encodings', () => {
 
   it('reads BlockRemoved and AllBlocksCleared in both encodings', () => {
     const positional = batchOf(`93 ${s('BlockRemoved')} 92 01 02 ${s('CPU')} 91 ${s('AllBlocksCleared')}`, 2);
-    const mapped = batchOf(`83 ${s('type')} ${s('BlockRemoved')} ${s('block_hashes')} 92 01 02 ${s('medium')} ${s('CPU')} 81 ${s('type')} ${s('AllBlocksCleared')}`, 2);
+    const mapped = batchOf(
+      `83 ${s('type')} ${s('BlockRemoved')} ${s('block_hashes')} 92 01 02 ${s('medium')} ${s('CPU')} 81 ${s('type')} ${s('AllBlocksCleared')}`,
+      2,
+    );
     const expected = [{ kind: 'removed', blockHashes: BigUint64Array.of(1n, 2n), medium: 'CPU' }, { kind: 'cleared' }];
     expect(decodeOk(positional).events).toEqual(expected);
     expect(decodeOk(mapped).events).toEqual(expected);
@@ -147,10 +153,7 @@ describe('decodeEventBatch: event encodings', () => {
   });
 
   it('skips and counts unknown event types', () => {
-    const bytes = batchOf(
-      `92 ${s('BlockUpdated')} 91 01 82 ${s('type')} ${s('Offloaded')} ${s('x')} 01 91 ${s('AllBlocksCleared')}`,
-      3,
-    );
+    const bytes = batchOf(`92 ${s('BlockUpdated')} 91 01 82 ${s('type')} ${s('Offloaded')} ${s('x')} 01 91 ${s('AllBlocksCleared')}`, 3);
     const batch = decodeOk(bytes);
     expect(batch.skippedUnknown).toBe(2);
     expect(batch.events).toEqual([{ kind: 'cleared' }]);
@@ -158,8 +161,14 @@ describe('decodeEventBatch: event encodings', () => {
 
   it('skips and counts events of a secondary KV cache group', () => {
     const group1 = batchOf(`9a ${s('BlockStored')} 91 01 c0 92 0506 02 c0 ${s('GPU')} c0 c0 01`, 1);
-    const slidingMap = batchOf(`84 ${s('type')} ${s('BlockRemoved')} ${s('block_hashes')} 91 01 ${s('group_idx')} 00 ${s('kv_cache_spec_kind')} ${s('sliding_window')}`, 1);
-    const mainGroup = batchOf(`85 ${s('type')} ${s('BlockRemoved')} ${s('block_hashes')} 91 01 ${s('group_idx')} 00 ${s('kv_cache_spec_kind')} ${s('mla_attention')} ${s('medium')} c0`, 1);
+    const slidingMap = batchOf(
+      `84 ${s('type')} ${s('BlockRemoved')} ${s('block_hashes')} 91 01 ${s('group_idx')} 00 ${s('kv_cache_spec_kind')} ${s('sliding_window')}`,
+      1,
+    );
+    const mainGroup = batchOf(
+      `85 ${s('type')} ${s('BlockRemoved')} ${s('block_hashes')} 91 01 ${s('group_idx')} 00 ${s('kv_cache_spec_kind')} ${s('mla_attention')} ${s('medium')} c0`,
+      1,
+    );
     expect(decodeOk(group1)).toMatchObject({ events: [], skippedOtherGroup: 1, skippedUnknown: 0 });
     expect(decodeOk(slidingMap)).toMatchObject({ events: [], skippedOtherGroup: 1 });
     expect(decodeOk(mainGroup)).toMatchObject({ events: [{ kind: 'removed' }], skippedOtherGroup: 0 });
@@ -281,7 +290,15 @@ describe('decodeEventBatch: what the simulated engine publishes', () => {
     const bytes = encoder.encode(
       12.5,
       [
-        { type: 'BlockStored', blockHashes: [2n ** 64n - 5n, 17n], parentBlockHash: 3n, tokenIds: [1, 2, 3, 4], blockSize: 2, loraName: 'lora-x', medium: 'GPU' },
+        {
+          type: 'BlockStored',
+          blockHashes: [2n ** 64n - 5n, 17n],
+          parentBlockHash: 3n,
+          tokenIds: [1, 2, 3, 4],
+          blockSize: 2,
+          loraName: 'lora-x',
+          medium: 'GPU',
+        },
         { type: 'BlockRemoved', blockHashes: [17n], medium: 'GPU' },
         { type: 'AllBlocksCleared' },
       ],
@@ -291,7 +308,15 @@ describe('decodeEventBatch: what the simulated engine publishes', () => {
       ts: 12.5,
       dpRank: 7,
       events: [
-        { kind: 'stored', blockHashes: BigUint64Array.of(2n ** 64n - 5n, 17n), parentHash: 3n, tokenIds: Uint32Array.of(1, 2, 3, 4), blockSize: 2, loraName: 'lora-x', medium: 'GPU' },
+        {
+          kind: 'stored',
+          blockHashes: BigUint64Array.of(2n ** 64n - 5n, 17n),
+          parentHash: 3n,
+          tokenIds: Uint32Array.of(1, 2, 3, 4),
+          blockSize: 2,
+          loraName: 'lora-x',
+          medium: 'GPU',
+        },
         { kind: 'removed', blockHashes: BigUint64Array.of(17n), medium: 'GPU' },
         { kind: 'cleared' },
       ],

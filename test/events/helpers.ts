@@ -209,7 +209,9 @@ export async function warmUp(engine: TestEngine, ingest: EventIngest, worker: nu
 /** `promise`, or an error naming `what` once `deadline` (ms since the epoch) has passed. */
 export async function withDeadline<T>(promise: Promise<T>, deadline: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), Math.max(0, deadline - Date.now()))));
+  const expired = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), Math.max(0, deadline - Date.now()))),
+  );
   try {
     return await Promise.race([promise, expired]);
   } finally {
@@ -230,7 +232,13 @@ export async function caughtUp(engine: TestEngine, ingest: EventIngest, worker: 
 export const range = (from: number, to: number): Uint32Array => Uint32Array.from({ length: to - from }, (_, i) => from + i);
 
 /** A BlockStored event for `tokens` (complete blocks), with engine hashes base, base+1, ... */
-export function storedEvent(tokens: Uint32Array, blockSize: number, base: bigint, parent: bigint | null, extra: Partial<EncodableKvEvent & { type: 'BlockStored' }> = {}): EncodableKvEvent {
+export function storedEvent(
+  tokens: Uint32Array,
+  blockSize: number,
+  base: bigint,
+  parent: bigint | null,
+  extra: Partial<EncodableKvEvent & { type: 'BlockStored' }> = {},
+): EncodableKvEvent {
   const blocks = tokens.length / blockSize;
   return {
     type: 'BlockStored',

@@ -17,7 +17,13 @@ async function setup(engineOpts: Parameters<typeof TestEngine.start>[0] = {}) {
   const incidents: IngestIncident[] = [];
   const ingest = new EventIngest({ indexer: new KvIndexer({ blockSize: BS }), replayTimeoutMs: 10_000, onIncident: (i) => incidents.push(i) });
   ingests.push(ingest);
-  ingest.addWorker({ worker: W, endpoints: [engine.endpoint], replayEndpoints: engine.replayEndpoint ? [engine.replayEndpoint] : undefined, topic: engine.topic, blockSize: BS });
+  ingest.addWorker({
+    worker: W,
+    endpoints: [engine.endpoint],
+    replayEndpoints: engine.replayEndpoint ? [engine.replayEndpoint] : undefined,
+    topic: engine.topic,
+    blockSize: BS,
+  });
   await warmUp(engine, ingest, W);
   return { engine, ingest, incidents, after: incidents.length };
 }
@@ -45,7 +51,10 @@ describe('EventIngest onIncident', () => {
     await engine.publish([storeB], { drop: true });
     await engine.publish([storeC]);
     await caughtUp(engine, ingest, W);
-    expect(incidents.slice(after).map((i) => i.what)).toEqual([expect.objectContaining({ kind: 'gap' }), { kind: 'index_cleared', reason: 'no replay endpoint to repair the gap' }]);
+    expect(incidents.slice(after).map((i) => i.what)).toEqual([
+      expect.objectContaining({ kind: 'gap' }),
+      { kind: 'index_cleared', reason: 'no replay endpoint to repair the gap' },
+    ]);
   });
 
   it('reports an engine restart', async () => {

@@ -41,7 +41,18 @@ describe('EventIngest: events reach the index', () => {
     expect(s.applied - base.applied).toBe(4);
     expect(s.batches - base.batches).toBe(4);
     expect(s.rejected).toEqual(base.rejected);
-    expect(s.ranks).toEqual([{ dpRank: 0, endpoint: engine.endpoint, replayEndpoint: engine.replayEndpoint, lastSeq: engine.nextSeq - 1n, queued: 0, replaying: false, continuous: true, blockSizeMismatch: null }]);
+    expect(s.ranks).toEqual([
+      {
+        dpRank: 0,
+        endpoint: engine.endpoint,
+        replayEndpoint: engine.replayEndpoint,
+        lastSeq: engine.nextSeq - 1n,
+        queued: 0,
+        replaying: false,
+        continuous: true,
+        blockSizeMismatch: null,
+      },
+    ]);
   });
 
   it('receives only the subscribed topic prefix', async () => {
@@ -158,7 +169,14 @@ describe('EventIngest: a restored index resumes where its snapshot ended (resume
     const incidents: unknown[] = [];
     const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
     ingests.push(ingest);
-    ingest.addWorker({ worker: 5, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS, resumeAfter: [lastSeq] });
+    ingest.addWorker({
+      worker: 5,
+      endpoints: [engine.endpoint],
+      replayEndpoints: [engine.replayEndpoint!],
+      topic: engine.topic,
+      blockSize: BS,
+      resumeAfter: [lastSeq],
+    });
     // caughtUp settles once the replay is applied (what a replica's warm start waits for).
     await ingest.caughtUp(5);
     expect(indexer.findMatches(computeBlockHashes(range(0, 16), BS))).toEqual([{ worker: 5, dpRank: 0, blocks: 4 }]);
@@ -188,7 +206,14 @@ describe('EventIngest: a restored index resumes where its snapshot ended (resume
     const incidents: Array<{ kind: string }> = [];
     const ingest = new EventIngest({ indexer, onIncident: (i) => incidents.push(i.what) });
     ingests.push(ingest);
-    ingest.addWorker({ worker: 5, endpoints: [engine.endpoint], replayEndpoints: [engine.replayEndpoint!], topic: engine.topic, blockSize: BS, resumeAfter: [lastSeq] });
+    ingest.addWorker({
+      worker: 5,
+      endpoints: [engine.endpoint],
+      replayEndpoints: [engine.replayEndpoint!],
+      topic: engine.topic,
+      blockSize: BS,
+      resumeAfter: [lastSeq],
+    });
     await ingest.idle();
     expect(incidents.map((i) => i.kind)).toEqual(['index_cleared', 'caught_up']);
     // Rebuilt from what the buffer held: the removal it missed cannot leave a stale block behind.

@@ -27,7 +27,13 @@ async function setup(engineOpts: Parameters<typeof TestEngine.start>[0] = {}) {
   const incidents: Array<IngestIncident['what']> = [];
   const ingest = new EventIngest({ indexer, replayTimeoutMs: 10_000, onIncident: (i) => incidents.push(i.what) });
   ingests.push(ingest);
-  ingest.addWorker({ worker: W, endpoints: [engine.endpoint], replayEndpoints: engine.replayEndpoint ? [engine.replayEndpoint] : undefined, topic: engine.topic, blockSize: BS });
+  ingest.addWorker({
+    worker: W,
+    endpoints: [engine.endpoint],
+    replayEndpoints: engine.replayEndpoint ? [engine.replayEndpoint] : undefined,
+    topic: engine.topic,
+    blockSize: BS,
+  });
   await warmUp(engine, ingest, W);
   await engine.publish([storeA]);
   await caughtUp(engine, ingest, W);
@@ -50,7 +56,13 @@ describe('EventSubscriber: an engine restarted on the same address', () => {
     const restarted = await relaunch(engine);
     await waitFor(() => workerStats(ingest, W).restarts === 1, 'the restart to be seen');
     expect(blocksOf(indexer, a)).toBe(0);
-    expect(incidents).toContainEqual({ kind: 'restart', via: 'replay', seq: null, lastSeq: last, reason: `the replay buffer holds nothing from batch ${last} on` });
+    expect(incidents).toContainEqual({
+      kind: 'restart',
+      via: 'replay',
+      seq: null,
+      lastSeq: last,
+      reason: `the replay buffer holds nothing from batch ${last} on`,
+    });
     expect(restarted.replayRequests).toContain(last);
     // The new process's batches then apply from 0 on.
     await restarted.publish([storeOther]);
@@ -73,7 +85,9 @@ describe('EventSubscriber: an engine restarted on the same address', () => {
     await caughtUp(restarted, ingest, W);
     expect(blocksOf(indexer, a)).toBe(0);
     expect(blocksOf(indexer, other)).toBe(3);
-    expect(incidents).toContainEqual(expect.objectContaining({ kind: 'restart', via: 'replay', lastSeq: last, reason: `the replay buffer holds another batch ${last} than the one applied` }));
+    expect(incidents).toContainEqual(
+      expect.objectContaining({ kind: 'restart', via: 'replay', lastSeq: last, reason: `the replay buffer holds another batch ${last} than the one applied` }),
+    );
   });
 
   it('the same process reconnected (a network blip) keeps its blocks: the probe finds the last batch as it was applied', async () => {
@@ -92,7 +106,10 @@ describe('EventSubscriber: an engine restarted on the same address', () => {
     const { engine, indexer, ingest, incidents } = await setup({ replay: false });
     await relaunch(engine);
     await waitFor(() => blocksOf(indexer, a) === 0, 'the worker to be cleared');
-    expect(incidents).toContainEqual({ kind: 'index_cleared', reason: 'the event stream reconnected and there is no replay service to prove the engine did not restart' });
+    expect(incidents).toContainEqual({
+      kind: 'index_cleared',
+      reason: 'the event stream reconnected and there is no replay service to prove the engine did not restart',
+    });
   });
 
   it('resync clears at once and rebuilds from the buffer of an engine that kept running', async () => {

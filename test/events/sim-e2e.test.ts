@@ -102,7 +102,13 @@ function expectSameBlocks(worker: SimWorker, indexer: KvIndexer, prompts: Uint32
 
 async function setup(encoding: 'map' | 'array') {
   // 48 blocks of 16 tokens: the workload needs several times that, so the engine evicts.
-  const worker = await startSimWorker({ id: ID, host: '127.0.0.1', engine: { blockSize: BS, kvBlocks: 48, speedup: 1000 }, eventEncoding: encoding, topic: 'kv-events' });
+  const worker = await startSimWorker({
+    id: ID,
+    host: '127.0.0.1',
+    engine: { blockSize: BS, kvBlocks: 48, speedup: 1000 },
+    eventEncoding: encoding,
+    topic: 'kv-events',
+  });
   workers.push(worker);
   const indexer = new KvIndexer({ blockSize: BS });
   const ingest = new EventIngest({ indexer });

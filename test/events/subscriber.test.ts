@@ -321,7 +321,12 @@ describe('EventSubscriber: several publishers', () => {
     const indexer = new KvIndexer({ blockSize: BS });
     const ingest = new EventIngest({ indexer });
     ingests.push(ingest);
-    ingest.addWorker({ worker: 1, endpoints: [rank0.endpoint, rank1.endpoint], replayEndpoints: [rank0.replayEndpoint!, rank1.replayEndpoint!], topic: 'kv-events' });
+    ingest.addWorker({
+      worker: 1,
+      endpoints: [rank0.endpoint, rank1.endpoint],
+      replayEndpoints: [rank0.replayEndpoint!, rank1.replayEndpoint!],
+      topic: 'kv-events',
+    });
     ingest.addWorker({ worker: 2, endpoints: [other.endpoint], replayEndpoints: [other.replayEndpoint!] });
     // Both ranks must be live: warm up rank 1 through its own probes.
     await warmUp(rank0, ingest, 1);

@@ -22,9 +22,7 @@ function perPrompt(r: { hashes: BigUint64Array; hashOffsets: Uint32Array; sequen
   }));
 }
 
-const promptArb = fc.integer({ min: 0, max: 400 }).chain((len) =>
-  fc.uint32Array({ minLength: len, maxLength: len }),
-);
+const promptArb = fc.integer({ min: 0, max: 400 }).chain((len) => fc.uint32Array({ minLength: len, maxLength: len }));
 const batchArb = fc.record({
   prompts: fc.array(promptArb, { minLength: 0, maxLength: 24 }),
   blockSize: fc.constantFrom(1, 4, 16, 64),
@@ -169,9 +167,9 @@ describe('HashPool', () => {
   it('rejects a batch whose signal is already aborted', async () => {
     const pool = open({ threads: 1 });
     const t = Uint32Array.from({ length: 64 }, (_, i) => i);
-    await expect(
-      pool.hashBatch(t, Uint32Array.of(0, 64), 16, { placement: 'pool', signal: AbortSignal.abort() }),
-    ).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(pool.hashBatch(t, Uint32Array.of(0, 64), 16, { placement: 'pool', signal: AbortSignal.abort() })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
     expect((await pool.hashBatch(t, Uint32Array.of(0, 64), 16, { placement: 'pool' })).hashes).toHaveLength(4);
   });
 
@@ -257,16 +255,21 @@ describe('splitByTokens', () => {
 
   it('covers every prompt exactly once, in order', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 1000 }), { maxLength: 50 }), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 5000 }), (lens, parts, min) => {
-        const offsets = new Uint32Array(lens.length + 1);
-        lens.forEach((n, i) => (offsets[i + 1] = offsets[i] + n));
-        const runs = splitByTokens(offsets, parts, min);
-        expect(runs.length).toBeLessThanOrEqual(parts);
-        expect(runs[0][0]).toBe(0);
-        expect(runs[runs.length - 1][1]).toBe(lens.length);
-        for (let i = 1; i < runs.length; i++) expect(runs[i][0]).toBe(runs[i - 1][1]);
-        for (const [a, b] of runs) if (lens.length > 0) expect(b).toBeGreaterThan(a);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 1000 }), { maxLength: 50 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 5000 }),
+        (lens, parts, min) => {
+          const offsets = new Uint32Array(lens.length + 1);
+          lens.forEach((n, i) => (offsets[i + 1] = offsets[i] + n));
+          const runs = splitByTokens(offsets, parts, min);
+          expect(runs.length).toBeLessThanOrEqual(parts);
+          expect(runs[0][0]).toBe(0);
+          expect(runs[runs.length - 1][1]).toBe(lens.length);
+          for (let i = 1; i < runs.length; i++) expect(runs[i][0]).toBe(runs[i - 1][1]);
+          for (const [a, b] of runs) if (lens.length > 0) expect(b).toBeGreaterThan(a);
+        },
+      ),
     );
   });
 });

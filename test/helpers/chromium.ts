@@ -7,7 +7,9 @@ import { chromium, type Browser } from 'playwright-core';
 export const CHROMIUM_PATH = process.env.KVROUTE_CHROMIUM ?? '/usr/bin/chromium';
 
 export const CHROMIUM_SKIP_REASON: string | null =
-  existsSync(CHROMIUM_PATH) || process.env.CI ? null : `chromium is not installed at ${CHROMIUM_PATH} (apt-get install chromium; .ci/run installs it): the live page's browser test is skipped`;
+  existsSync(CHROMIUM_PATH) || process.env.CI
+    ? null
+    : `chromium is not installed at ${CHROMIUM_PATH} (apt-get install chromium; .ci/run installs it): the live page's browser test is skipped`;
 
 if (CHROMIUM_SKIP_REASON) console.warn(`SKIPPED: ${CHROMIUM_SKIP_REASON}`);
 

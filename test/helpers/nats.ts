@@ -9,7 +9,9 @@ export const NATS_SERVER_INSTALLED = commandInstalled('nats-server');
 
 /** Why the NATS tests are skipped; null when they run (CI runs them whatever: a missing server then fails them). */
 export const NATS_SKIP_REASON: string | null =
-  NATS_SERVER_INSTALLED || process.env.CI ? null : 'nats-server is not installed (apt-get install nats-server; .ci/run installs it): the router replica tests are skipped';
+  NATS_SERVER_INSTALLED || process.env.CI
+    ? null
+    : 'nats-server is not installed (apt-get install nats-server; .ci/run installs it): the router replica tests are skipped';
 
 if (NATS_SKIP_REASON) console.warn(`SKIPPED: ${NATS_SKIP_REASON}`);
 

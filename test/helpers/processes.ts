@@ -22,7 +22,9 @@ const running = new Set<ChildProcess>();
 
 /** `kvroute <args>` as a process of its own. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProcess {
-  return track(spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }));
+  return track(
+    spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }),
+  );
 }
 
 /** Any command, tracked and collected the same way. */
@@ -49,7 +51,8 @@ function track(child: ChildProcess): CliProcess {
       for (;;) {
         const m = pattern.exec(out);
         if (m) return m;
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the process ended (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${out}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`the process ended (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${out}`);
         if (Date.now() > end) throw new Error(`timed out waiting for ${pattern}:\n${out}`);
         await new Promise((r) => setTimeout(r, 25));
       }

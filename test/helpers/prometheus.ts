@@ -10,7 +10,9 @@ export const PROMETHEUS_INSTALLED = commandInstalled('prometheus');
 
 /** Why the Prometheus tests are skipped; null when they run (under CI a missing prometheus fails them). */
 export const PROMETHEUS_SKIP_REASON: string | null =
-  PROMETHEUS_INSTALLED || process.env.CI ? null : 'prometheus is not installed (apt-get install prometheus; .ci/run installs it): the Grafana dashboard test is skipped';
+  PROMETHEUS_INSTALLED || process.env.CI
+    ? null
+    : 'prometheus is not installed (apt-get install prometheus; .ci/run installs it): the Grafana dashboard test is skipped';
 
 if (PROMETHEUS_SKIP_REASON) console.warn(`SKIPPED: ${PROMETHEUS_SKIP_REASON}`);
 
@@ -26,14 +28,25 @@ export async function startPrometheus(job: string, targets: string[]): Promise<P
   if (!PROMETHEUS_INSTALLED) throw new Error('prometheus is not installed (apt-get install prometheus); under CI the dashboard test must run');
   const dir = mkdtempSync(join(tmpdir(), 'kvroute-prometheus-'));
   const config = join(dir, 'prometheus.yml');
-  writeFileSync(config, `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: ${job}\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]\n`);
+  writeFileSync(
+    config,
+    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: ${job}\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]\n`,
+  );
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  let proc: CliProcess | undefined = spawnTracked('prometheus', [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn']);
+  let proc: CliProcess | undefined = spawnTracked('prometheus', [
+    `--config.file=${config}`,
+    `--storage.tsdb.path=${join(dir, 'data')}`,
+    `--web.listen-address=127.0.0.1:${port}`,
+    '--log.level=warn',
+  ]);
   try {
     const end = Date.now() + 20_000;
     for (;;) {
-      const ready = await fetch(`${url}/-/ready`).then((r) => r.ok, () => false);
+      const ready = await fetch(`${url}/-/ready`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ready) break;
       if (proc.child.exitCode !== null) throw new Error(`prometheus exited (${proc.child.exitCode}):\n${proc.output()}`);
       if (Date.now() > end) throw new Error(`prometheus was not ready within 20 s:\n${proc.output()}`);

@@ -9,7 +9,9 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; import: string; default: string } | string> };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  exports: Record<string, { types: string; import: string; default: string } | string>;
+};
 const HELPER = join(import.meta.dirname, 'loaded-modules.mjs');
 
 /** ./dist/server/index.js -> src/server/index.ts */
@@ -37,7 +39,17 @@ function summarize(files: string[]): { packages: string[]; sources: string[] } {
   return { packages: [...packages].sort(), sources: [...sources].sort() };
 }
 
-const HEAVY = ['uWebSockets.js', 'zeromq', 'piscina', 'undici', 'prom-client', 'msgpackr', '@huggingface/jinja', '@huggingface/tokenizers', '@kubernetes/client-node'];
+const HEAVY = [
+  'uWebSockets.js',
+  'zeromq',
+  'piscina',
+  'undici',
+  'prom-client',
+  'msgpackr',
+  '@huggingface/jinja',
+  '@huggingface/tokenizers',
+  '@kubernetes/client-node',
+];
 
 // What each subpath is for (a package it must load, so the check cannot pass by seeing nothing)
 // and the stacks of the others it must leave alone.

@@ -29,7 +29,8 @@ function userEnv(): NodeJS.ProcessEnv {
   }
   const dirs = (process.env.PATH ?? '').split(delimiter).filter((d) => d && !RUST_TOOLS.some((t) => existsSync(join(d, t))));
   const nodeDir = dirname(process.execPath);
-  if (RUST_TOOLS.some((t) => existsSync(join(nodeDir, t)))) throw new Error(`node's own folder ${nodeDir} holds a Rust tool: cannot hide cargo from the install`);
+  if (RUST_TOOLS.some((t) => existsSync(join(nodeDir, t))))
+    throw new Error(`node's own folder ${nodeDir} holds a Rust tool: cannot hide cargo from the install`);
   env.PATH = [nodeDir, ...dirs.filter((d) => d !== nodeDir)].join(delimiter);
   return env;
 }
@@ -65,7 +66,15 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`the packed package installe
     const start = performance.now();
     // --ignore-scripts: no install script of kvroute or of any dependency may be needed for a
     // working install (npm 11 can hold back the scripts of dependencies nobody approved).
-    const install = ['install', main.file, `express@${devDependencies.express}`, `@types/node@${devDependencies['@types/node']}`, '--ignore-scripts', '--no-audit', '--no-fund'];
+    const install = [
+      'install',
+      main.file,
+      `express@${devDependencies.express}`,
+      `@types/node@${devDependencies['@types/node']}`,
+      '--ignore-scripts',
+      '--no-audit',
+      '--no-fund',
+    ];
     await run('npm', install, { cwd: project, env });
     installMs = performance.now() - start;
   }, 300_000);
@@ -81,8 +90,10 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`the packed package installe
     }
   });
 
-  it('installs this platform\'s binary package from kvroute\'s optional dependencies, and no other', () => {
-    const installed = JSON.parse(readFileSync(join(project, 'node_modules', 'kvroute', 'package.json'), 'utf8')) as { optionalDependencies: Record<string, string> };
+  it("installs this platform's binary package from kvroute's optional dependencies, and no other", () => {
+    const installed = JSON.parse(readFileSync(join(project, 'node_modules', 'kvroute', 'package.json'), 'utf8')) as {
+      optionalDependencies: Record<string, string>;
+    };
     expect(installed.optionalDependencies).toEqual(Object.fromEntries(PREBUILT_PLATFORMS.map((p) => [prebuiltPackageName(p), main.version])));
     for (const p of PREBUILT_PLATFORMS) {
       expect(existsSync(join(project, 'node_modules', prebuiltPackageName(p))), p).toBe(p === host);
@@ -94,7 +105,9 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`the packed package installe
     expect(fetched.filter((r) => r !== `/-/tarballs/${basename(binding.file)}`)).toEqual([]);
     // The main package ships no binary of its own.
     expect(existsSync(join(project, 'node_modules', 'kvroute', 'native', 'kvroute.node'))).toBe(false);
-    console.log(`install: ${(installMs / 1000).toFixed(1)} s; tarballs: kvroute ${(main.size / 1024).toFixed(0)} KiB (${main.entryCount} files), ${binding.name} ${(binding.size / 1024).toFixed(0)} KiB`);
+    console.log(
+      `install: ${(installMs / 1000).toFixed(1)} s; tarballs: kvroute ${(main.size / 1024).toFixed(0)} KiB (${main.entryCount} files), ${binding.name} ${(binding.size / 1024).toFixed(0)} KiB`,
+    );
   });
 
   it('routes a completion through an Express app with kvroute/server in front of a kvroute/sim worker', async () => {
@@ -142,7 +155,20 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`the packed package installe
   // past vitest's default limit of 30 s.
   it('ships declarations that type-check for every subpath (skipLibCheck off)', async () => {
     const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const options = ['--noEmit', '--strict', '--skipLibCheck', 'false', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node'];
+    const options = [
+      '--noEmit',
+      '--strict',
+      '--skipLibCheck',
+      'false',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--target',
+      'es2022',
+      '--types',
+      'node',
+    ];
     await run(process.execPath, [tsc, ...options, 'types-check.ts'], { cwd: project, env }).catch((err: { stdout?: string }) => {
       throw new Error(`tsc failed:\n${err.stdout}`);
     });

@@ -51,7 +51,10 @@ export async function startScopedRegistry(packages: readonly RegistryPackage[]):
       dist.shasum = createHash('sha1').update(bytes).digest('hex');
     }
     const version = { ...manifest, _id: `${manifest.name}@${manifest.version}`, dist };
-    packuments.set(manifest.name, JSON.stringify({ name: manifest.name, 'dist-tags': { latest: manifest.version }, versions: { [manifest.version]: version } }));
+    packuments.set(
+      manifest.name,
+      JSON.stringify({ name: manifest.name, 'dist-tags': { latest: manifest.version }, versions: { [manifest.version]: version } }),
+    );
   }
   return {
     url,

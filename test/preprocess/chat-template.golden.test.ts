@@ -22,7 +22,9 @@ interface Chat {
 
 const GOLDEN = fileURLToPath(new URL('../fixtures/golden/', import.meta.url));
 /** One conversation a line, kept as written: a request body is made of its own text. */
-const lines = readFileSync(join(GOLDEN, 'chats.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '');
+const lines = readFileSync(join(GOLDEN, 'chats.jsonl'), 'utf8')
+  .split('\n')
+  .filter((l) => l.trim() !== '');
 const chats = lines.map((l) => JSON.parse(l) as Chat);
 const renders = JSON.parse(readFileSync(join(GOLDEN, 'chat-renders.json'), 'utf8')) as Record<string, ({ text: string } | { error: string })[]>;
 

@@ -18,7 +18,12 @@ const text = fc.oneof(
 const toolCall = fc.record({
   id: fc.string({ minLength: 1, maxLength: 8 }),
   type: fc.constant('function'),
-  function: fc.record({ name: fc.constantFrom('get_weather', 'add', 'search'), arguments: fc.dictionary(fc.string({ maxLength: 5 }), fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean()), { maxKeys: 3 }).map((a) => JSON.stringify(a)) }),
+  function: fc.record({
+    name: fc.constantFrom('get_weather', 'add', 'search'),
+    arguments: fc
+      .dictionary(fc.string({ maxLength: 5 }), fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean()), { maxKeys: 3 })
+      .map((a) => JSON.stringify(a)),
+  }),
 });
 const message = fc.oneof(
   fc.record({ role: fc.constantFrom('system', 'user', 'assistant'), content: text }),
@@ -28,9 +33,17 @@ const message = fc.oneof(
 );
 const tool = fc.record({
   type: fc.constant('function'),
-  function: fc.record({ name: fc.constantFrom('get_weather', 'add', 'search'), description: text, parameters: fc.constant({ type: 'object', properties: { q: { type: 'string', description: 'what' } }, required: ['q'] }) }),
+  function: fc.record({
+    name: fc.constantFrom('get_weather', 'add', 'search'),
+    description: text,
+    parameters: fc.constant({ type: 'object', properties: { q: { type: 'string', description: 'what' } }, required: ['q'] }),
+  }),
 });
-const conversation = fc.record({ messages: fc.array(message, { minLength: 1, maxLength: 8 }), tools: fc.option(fc.array(tool, { minLength: 1, maxLength: 3 }), { nil: undefined }), addGenerationPrompt: fc.boolean() });
+const conversation = fc.record({
+  messages: fc.array(message, { minLength: 1, maxLength: 8 }),
+  tools: fc.option(fc.array(tool, { minLength: 1, maxLength: 3 }), { nil: undefined }),
+  addGenerationPrompt: fc.boolean(),
+});
 
 const models: [string, string | undefined][] = [
   ['tiny-model', TINY_MODEL],

@@ -22,15 +22,25 @@ describe('ChatTemplate', () => {
   });
 
   it('parses OpenAI messages, including text content parts', () => {
-    expect(parseChatMessages([{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }])).toEqual([
-      { role: 'user', content: 'ab' },
-    ]);
+    expect(
+      parseChatMessages([
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+        },
+      ]),
+    ).toEqual([{ role: 'user', content: 'ab' }]);
   });
 
   it('gives the template tools and template kwargs, and None for absent tools', () => {
     const t = new ChatTemplate('{{ tools is none }}|{% for t in tools or [] %}{{ t.function.name }}{% endfor %}|{{ flavour | default("-") }}');
     expect(t.render([{ role: 'user', content: 'x' }])).toBe('True||-');
-    expect(t.render([{ role: 'user', content: 'x' }], true, { tools: [{ type: 'function', function: { name: 'f' } }], chat_template_kwargs: { flavour: 'mint' } })).toBe('False|f|mint');
+    expect(
+      t.render([{ role: 'user', content: 'x' }], true, { tools: [{ type: 'function', function: { name: 'f' } }], chat_template_kwargs: { flavour: 'mint' } }),
+    ).toBe('False|f|mint');
   });
 
   it('renders lone surrogates as U+FFFD, as they reach the tokenizer', () => {
@@ -38,8 +48,18 @@ describe('ChatTemplate', () => {
   });
 
   it('accepts HuggingFace generation blocks (assistant masks) and renders their body', () => {
-    const t = new ChatTemplate("{% for m in messages %}{%- if m.role == 'assistant' %}{% generation %}[{{ m.content }}]{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}");
-    expect(t.render([{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], false)).toBe('q[a]');
+    const t = new ChatTemplate(
+      "{% for m in messages %}{%- if m.role == 'assistant' %}{% generation %}[{{ m.content }}]{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}",
+    );
+    expect(
+      t.render(
+        [
+          { role: 'user', content: 'q' },
+          { role: 'assistant', content: 'a' },
+        ],
+        false,
+      ),
+    ).toBe('q[a]');
   });
 
   it('refuses a template that does not compile, and throws ChatRenderError when a render fails', () => {

@@ -15,26 +15,85 @@ import { HfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { QWEN, TINY_BPE, TINY_MODEL } from './tokenizer-fixtures.js';
 
 const PIECES = [
-  'hello', ' world', 'world', 'user', '\n', '\n\n', '\t', '  ', '   \n', '\r\n', ' \r\n ', '\u00a0', '\u2028', '\ufeff', '\u200b', '\u3000',
-  '<|im_start|>', '<|im_end|>', '<|endoftext|>', '<tool_call>', '</tool_call>', '<|im_start', 'im_end|>',
-  "I'm", "'S", "'ll", "DON'T", '123456789', '3.14', '-0', '1e9', '0x1F', '==>', '...', '!!!', '{"a": [1, 2]}',
-  'é', 'e\u0301', 'A\u030a', '\u212b', 'ﬁ', 'Straße', '東京', '你好，世界', '🙂', '👍🏽', '👨‍👩‍👧', '\ud800', '\udfff', 'x'.repeat(300),
+  'hello',
+  ' world',
+  'world',
+  'user',
+  '\n',
+  '\n\n',
+  '\t',
+  '  ',
+  '   \n',
+  '\r\n',
+  ' \r\n ',
+  '\u00a0',
+  '\u2028',
+  '\ufeff',
+  '\u200b',
+  '\u3000',
+  '<|im_start|>',
+  '<|im_end|>',
+  '<|endoftext|>',
+  '<tool_call>',
+  '</tool_call>',
+  '<|im_start',
+  'im_end|>',
+  "I'm",
+  "'S",
+  "'ll",
+  "DON'T",
+  '123456789',
+  '3.14',
+  '-0',
+  '1e9',
+  '0x1F',
+  '==>',
+  '...',
+  '!!!',
+  '{"a": [1, 2]}',
+  'é',
+  'e\u0301',
+  'A\u030a',
+  '\u212b',
+  'ﬁ',
+  'Straße',
+  '東京',
+  '你好，世界',
+  '🙂',
+  '👍🏽',
+  '👨‍👩‍👧',
+  '\ud800',
+  '\udfff',
+  'x'.repeat(300),
 ];
 
 const anyText = (pieces: readonly string[]) =>
   fc
-    .array(fc.oneof(fc.constantFrom(...pieces), fc.string({ unit: 'grapheme', maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 12 }), fc.string({ maxLength: 20 })), { maxLength: 40 })
+    .array(
+      fc.oneof(
+        fc.constantFrom(...pieces),
+        fc.string({ unit: 'grapheme', maxLength: 12 }),
+        fc.string({ unit: 'binary', maxLength: 12 }),
+        fc.string({ maxLength: 20 }),
+      ),
+      { maxLength: 40 },
+    )
     .map((parts) => parts.join(''));
 
 /** A long text: many sentences of words, numbers and symbols, a few paragraphs. */
 const longText = (words: readonly string[]) =>
   fc
-    .array(fc.tuple(fc.array(fc.constantFrom(...words), { minLength: 3, maxLength: 15 }), fc.constantFrom('. ', '? ', '.\n\n', '!\n')), { minLength: 200, maxLength: 600 })
+    .array(fc.tuple(fc.array(fc.constantFrom(...words), { minLength: 3, maxLength: 15 }), fc.constantFrom('. ', '? ', '.\n\n', '!\n')), {
+      minLength: 200,
+      maxLength: 600,
+    })
     .map((sentences) => sentences.map(([w, end]) => w.join(' ') + end).join(''));
 
 // The WordLevel fixture's words, specials and the whitespace its pre-tokenizer splits on.
 const TINY_WORDS = ['hello', 'world', 'user', 'assistant', '<|im_start|>', '<|im_end|>', '<unk>'];
-const tinyText = fc.array(fc.oneof(fc.constantFrom(...TINY_WORDS), fc.constantFrom(' ', '\n', '\t', '  ', '\r\n', '\n\n')), { maxLength: 60 }).map((p) => p.join(''));
+const tinyText = fc
+  .array(fc.oneof(fc.constantFrom(...TINY_WORDS), fc.constantFrom(' ', '\n', '\t', '  ', '\r\n', '\n\n')), { maxLength: 60 })
+  .map((p) => p.join(''));
 
 function bothTokenizers(dir: string) {
   const json = readFileSync(join(dir, 'tokenizer.json'));

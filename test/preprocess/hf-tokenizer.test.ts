@@ -6,7 +6,6 @@ import { CHATML_TEMPLATE, ChatTemplate } from '../../src/preprocess/chat-templat
 import { HfTokenizer, loadHfTokenizer } from '../../src/preprocess/hf-tokenizer.js';
 import { TINY_MODEL } from './tokenizer-fixtures.js';
 
-
 describe('HfTokenizer', () => {
   let tok: HfTokenizer;
   beforeAll(async () => {

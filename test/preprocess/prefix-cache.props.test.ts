@@ -43,12 +43,50 @@ const MODELS: Model[] = [
 // Words and the hard cases: special-token text inside a message, whitespace runs at the edges
 // (which the templates strip or keep), CRLF, combining marks, emoji, CJK, lone surrogates.
 const PIECES = [
-  'hello', ' world', 'the', 'user', '\n', '\n\n', '\t', '  ', ' \r\n', '\u00a0', '\u3000', 'é', 'e\u0301', '東京', '你好，世界', '🙂', '👨‍👩‍👧', '\ud800',
-  '<|im_start|>', '<|im_end|>', '<|endoftext|>', '<s>', '</s>', '[INST]', '<<SYS>>', '<|im_start', "I'm", '123456', '3.14', '{"a": [1]}', '...', '▁', 'x'.repeat(50),
+  'hello',
+  ' world',
+  'the',
+  'user',
+  '\n',
+  '\n\n',
+  '\t',
+  '  ',
+  ' \r\n',
+  '\u00a0',
+  '\u3000',
+  'é',
+  'e\u0301',
+  '東京',
+  '你好，世界',
+  '🙂',
+  '👨‍👩‍👧',
+  '\ud800',
+  '<|im_start|>',
+  '<|im_end|>',
+  '<|endoftext|>',
+  '<s>',
+  '</s>',
+  '[INST]',
+  '<<SYS>>',
+  '<|im_start',
+  "I'm",
+  '123456',
+  '3.14',
+  '{"a": [1]}',
+  '...',
+  '▁',
+  'x'.repeat(50),
 ];
-const words = fc.array(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...PIECES) }, fc.string({ unit: 'grapheme', maxLength: 8 }), fc.string({ unit: 'binary', maxLength: 6 })), { maxLength: 30 }).map((p) => p.join(''));
+const words = fc
+  .array(
+    fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...PIECES) }, fc.string({ unit: 'grapheme', maxLength: 8 }), fc.string({ unit: 'binary', maxLength: 6 })),
+    { maxLength: 30 },
+  )
+  .map((p) => p.join(''));
 /** A system prompt long enough (several KB) for the cache to look it up. */
-const system = fc.tuple(fc.array(fc.constantFrom(...PIECES.slice(0, 20)), { minLength: 8, maxLength: 20 }), fc.integer({ min: 40, max: 90 }), words).map(([w, n, tail]) => `${w.join(' ')}. `.repeat(n) + tail);
+const system = fc
+  .tuple(fc.array(fc.constantFrom(...PIECES.slice(0, 20)), { minLength: 8, maxLength: 20 }), fc.integer({ min: 40, max: 90 }), words)
+  .map(([w, n, tail]) => `${w.join(' ')}. `.repeat(n) + tail);
 
 /** What happens next to the conversations seen so far. */
 type Step =
@@ -117,7 +155,12 @@ for (const model of MODELS) {
       // A first exchange shared too: Llama 2's template writes the system prompt inside the first
       // user turn, so its first cut is the second turn's <s>.
       for (const user of ['first question', 'second question', 'a third one <|im_end|> with a special token']) {
-        const messages = [{ role: 'system', content: sys }, { role: 'user', content: 'hello' }, { role: 'assistant', content: 'How can I help?' }, { role: 'user', content: user }];
+        const messages = [
+          { role: 'system', content: sys },
+          { role: 'user', content: 'hello' },
+          { role: 'assistant', content: 'How can I help?' },
+          { role: 'user', content: user },
+        ];
         const body = Buffer.from(JSON.stringify({ model: 'm', messages }));
         const whole = Array.from(tokenizer.encode(template.render(messages)));
         expect(Array.from(template.compiled.encodeBody(cached, body)!.tokens)).toEqual(whole);

@@ -213,7 +213,13 @@ describe('GuardedStream frees exactly once on every path', () => {
     let close!: () => void;
     const closed = new Promise<void>((r) => (close = r));
     const finishes: FreeReason[] = [];
-    const stream = new GuardedStream({ source, cancel: () => closed, guard: new BookingGuard(core, 'slow'), abandonAfterMs: 60_000, onFinish: (r) => finishes.push(r) });
+    const stream = new GuardedStream({
+      source,
+      cancel: () => closed,
+      guard: new BookingGuard(core, 'slow'),
+      abandonAfterMs: 60_000,
+      onFinish: (r) => finishes.push(r),
+    });
     await stream.return();
     await new Promise((r) => setTimeout(r, 20));
     expect(core.frees.get('slow')).toBeUndefined();

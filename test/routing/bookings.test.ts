@@ -38,16 +38,39 @@ function plan(r: () => number): Plan {
     return items[items.length - 1][1];
   };
   return {
-    prefill: pick<Directive | undefined>([[70, undefined], [10, 'fail'], [2, 'hang'], [5, 'eos'], [5, 'break'], [8, 'slow']]),
-    decode: pick<Directive | undefined>([[70, undefined], [10, 'fail'], [2, 'hang'], [10, 'break'], [8, 'slow']]),
+    prefill: pick<Directive | undefined>([
+      [70, undefined],
+      [10, 'fail'],
+      [2, 'hang'],
+      [5, 'eos'],
+      [5, 'break'],
+      [8, 'slow'],
+    ]),
+    decode: pick<Directive | undefined>([
+      [70, undefined],
+      [10, 'fail'],
+      [2, 'hang'],
+      [10, 'break'],
+      [8, 'slow'],
+    ]),
     stream: r() < 0.75,
-    consumer: pick<Consumer>([[60, 'read'], [15, 'leave-early'], [10, 'abort-mid'], [3, 'never-read'], [12, 'abort-before']]),
+    consumer: pick<Consumer>([
+      [60, 'read'],
+      [15, 'leave-early'],
+      [10, 'abort-mid'],
+      [3, 'never-read'],
+      [12, 'abort-before'],
+    ]),
   };
 }
 
 async function runOne(f: Fleet, p: Plan): Promise<string> {
   const ac = new AbortController();
-  const req = request({ signal: ac.signal, tokens: Uint32Array.of(1, 2, 3, 4, 5, 6, 7, 8), body: { model: 'fake', prompt: [1, 2, 3, 4, 5, 6, 7, 8], max_tokens: 4, stream: p.stream, x_fake: { prefill: p.prefill, decode: p.decode } } });
+  const req = request({
+    signal: ac.signal,
+    tokens: Uint32Array.of(1, 2, 3, 4, 5, 6, 7, 8),
+    body: { model: 'fake', prompt: [1, 2, 3, 4, 5, 6, 7, 8], max_tokens: 4, stream: p.stream, x_fake: { prefill: p.prefill, decode: p.decode } },
+  });
   if (p.consumer === 'abort-before') setTimeout(() => ac.abort(), 1);
   try {
     const res = await f.router.handle(req);
@@ -96,7 +119,8 @@ describe.each<EngineKind>(['vllm', 'sglang', 'trtllm'])('%s: bookings after many
     expect(f.decodeCore.stats().active).toBe(0);
     expect(f.decodeCore.stats().booked).toBe(f.decodeCore.stats().freed);
     // The mix really covered each way of ending.
-    for (const o of ['read', 'json', 'left', 'never-read', 'AbortError', 'EngineError']) expect(outcomes.get(o) ?? 0, `${o} in ${[...outcomes]}`).toBeGreaterThan(0);
+    for (const o of ['read', 'json', 'left', 'never-read', 'AbortError', 'EngineError'])
+      expect(outcomes.get(o) ?? 0, `${o} in ${[...outcomes]}`).toBeGreaterThan(0);
     expect(f.router.stats().fallbacks).toBeGreaterThan(0);
   }, 120_000);
 });

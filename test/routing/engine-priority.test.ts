@@ -28,7 +28,8 @@ describe('the priority field by engine kind', () => {
     expect(withEnginePriority(b, 'vllm', 1)).toEqual({ model: 'm', priority: -1 });
     expect(b.priority).toBe(9); // the client's body is not changed
     expect(withEnginePriority(b, 'trtllm', 1)).toBe(b);
-    for (const kind of ['vllm', 'sglang'] as EngineKind[]) for (const p of [-3, 0, 4]) expect(lowerFirstPriority(kind, enginePriorityField(kind, p)!)).toBe(p === 0 ? 0 : -p);
+    for (const kind of ['vllm', 'sglang'] as EngineKind[])
+      for (const p of [-3, 0, 4]) expect(lowerFirstPriority(kind, enginePriorityField(kind, p)!)).toBe(p === 0 ? 0 : -p);
   });
 });
 
@@ -83,7 +84,9 @@ describe('PrefillRouter forwardPriority', () => {
     const f = await start({ kind: 'vllm', prefill: 0, decode: 1 });
     const { prefill, decode } = f.router;
     for (const bad of ['yes', 1, null]) {
-      expect(() => new PrefillRouter({ prefill, decode, forwardPriority: bad as never })).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(/forwardPriority must be a boolean/) }));
+      expect(() => new PrefillRouter({ prefill, decode, forwardPriority: bad as never })).toThrow(
+        expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(/forwardPriority must be a boolean/) }),
+      );
     }
   });
 });

@@ -65,7 +65,13 @@ async function start(kind: EngineKind, o: Omit<FleetOptions, 'kind'> & { deadPre
   return { f, log, retries };
 }
 
-const body = (extra: Record<string, unknown> = {}) => ({ model: 'fake', prompt: Array.from({ length: 16 }, (_, i) => i), max_tokens: 3, stream: true, ...extra });
+const body = (extra: Record<string, unknown> = {}) => ({
+  model: 'fake',
+  prompt: Array.from({ length: 16 }, (_, i) => i),
+  max_tokens: 3,
+  stream: true,
+  ...extra,
+});
 
 async function idle(f: Fleet) {
   await f.router.idle();

@@ -93,7 +93,13 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   for (const e of prefillEngines) prefillPool.add(info(e));
   for (const e of decodeEngines) decodePool.add(info(e));
   const clients = new EngineClients({ firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, ...o.client });
-  const legs = { transport: new HttpTransport(clients), abandonAfterMs: o.abandonAfterMs, releaseTimeoutMs: o.releaseTimeoutMs, trackOutputBlocks: o.trackOutputBlocks, ...o.failover };
+  const legs = {
+    transport: new HttpTransport(clients),
+    abandonAfterMs: o.abandonAfterMs,
+    releaseTimeoutMs: o.releaseTimeoutMs,
+    trackOutputBlocks: o.trackOutputBlocks,
+    ...o.failover,
+  };
   const routerCore = o.routerCore ?? ((_pool, core) => core);
   const events: PrefillRouterEvent[] = [];
   const done: RequestDone[] = [];

@@ -35,7 +35,9 @@ describe('parseRoutingHints', () => {
 
   it('accepts the same hint both ways and refuses a disagreement', () => {
     expect(parseRoutingHints({ 'x-worker-instance-id': '4' }, { backend_instance_id: 4 })).toEqual({ workerId: 4 });
-    expect(() => parseRoutingHints({ 'x-worker-instance-id': '4' }, { backend_instance_id: 5 })).toThrow(/x-worker-instance-id \(4\) disagrees with nvext.backend_instance_id \(5\)/);
+    expect(() => parseRoutingHints({ 'x-worker-instance-id': '4' }, { backend_instance_id: 5 })).toThrow(
+      /x-worker-instance-id \(4\) disagrees with nvext.backend_instance_id \(5\)/,
+    );
   });
 
   it('reads the session id header only when session affinity names one', () => {

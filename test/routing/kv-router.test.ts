@@ -73,7 +73,9 @@ describe('KvRouter', () => {
     expect(zeroTotals(core)).toBe(true);
     const b2 = router.book(tokens, { requestId: 'g' });
     await expect(router.json(b2, '/v1/completions', body, { requestId: 'g', signal: AbortSignal.abort() })).rejects.toSatisfy(isAbortError);
-    await expect(router.stream(router.book(tokens, { requestId: 'h' }), '/v1/completions', body, { requestId: 'h', signal: AbortSignal.abort() })).rejects.toSatisfy(isAbortError);
+    await expect(
+      router.stream(router.book(tokens, { requestId: 'h' }), '/v1/completions', body, { requestId: 'h', signal: AbortSignal.abort() }),
+    ).rejects.toSatisfy(isAbortError);
     expect(zeroTotals(core)).toBe(true);
     expect(engines[0].received).toHaveLength(1);
   });

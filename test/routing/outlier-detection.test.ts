@@ -10,7 +10,13 @@ function detection(o: ConstructorParameters<typeof OutlierDetection>[0] = {}, wo
 describe('OutlierDetection', () => {
   it("has Envoy's shape with kvroute's defaults: one connect failure, five 5xx, 30 s growing to 300 s, half a pool", () => {
     const d = new OutlierDetection();
-    expect(d).toMatchObject({ consecutiveConnectFailures: 1, consecutive5xx: 5, baseEjectionTimeMs: 30_000, maxEjectionTimeMs: 300_000, maxEjectionPercent: 50 });
+    expect(d).toMatchObject({
+      consecutiveConnectFailures: 1,
+      consecutive5xx: 5,
+      baseEjectionTimeMs: 30_000,
+      maxEjectionTimeMs: 300_000,
+      maxEjectionPercent: 50,
+    });
   });
 
   it('ejects after the consecutive failures of one kind; an answer in between starts the count again', () => {
@@ -103,7 +109,9 @@ describe('OutlierDetection', () => {
     expect(() => new OutlierDetection({ consecutive5xx: -1 })).toThrow(RangeError);
     expect(() => new OutlierDetection({ maxEjectionPercent: 101 })).toThrow(/maxEjectionPercent/);
     expect(() => new OutlierDetection({ baseEjectionTimeMs: 0 })).toThrow(/baseEjectionTimeMs/);
-    expect(() => new OutlierDetection({ baseEjectionTimeMs: 10, maxEjectionTimeMs: 5 })).toThrow(/maxEjectionTimeMs \(5\) must be at least baseEjectionTimeMs \(10\)/);
+    expect(() => new OutlierDetection({ baseEjectionTimeMs: 10, maxEjectionTimeMs: 5 })).toThrow(
+      /maxEjectionTimeMs \(5\) must be at least baseEjectionTimeMs \(10\)/,
+    );
     expect(() => new OutlierDetection({ consecutiveConnectFailures: 1.5 })).toThrow(/consecutiveConnectFailures/);
     expect(() => new OutlierDetection(null as never)).toThrow(TypeError);
   });

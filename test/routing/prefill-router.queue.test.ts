@@ -27,7 +27,12 @@ const body = (tokens = 16, fake?: Record<string, string>) => ({
 
 /** A streamed request of `tokens` prompt tokens (1, 2, ...), as the router and the engine see it. */
 const req = (tokens = 16, o: { fake?: Record<string, string>; signal?: AbortSignal; hints?: RoutingHints } = {}) =>
-  request({ tokens: Uint32Array.from({ length: tokens }, (_, i) => i + 1), body: body(tokens, o.fake), hints: o.hints ?? {}, ...(o.signal ? { signal: o.signal } : {}) });
+  request({
+    tokens: Uint32Array.from({ length: tokens }, (_, i) => i + 1),
+    body: body(tokens, o.fake),
+    hints: o.hints ?? {},
+    ...(o.signal ? { signal: o.signal } : {}),
+  });
 
 async function drained(f: Fleet) {
   await f.router.idle();
@@ -122,7 +127,13 @@ describe('the router queue in PrefillRouter', () => {
     const { PrefillRouter } = await import('../../src/routing/prefill-router.js');
     const { KvRouter } = await import('../../src/routing/kv-router.js');
     const core = f.decodeCore;
-    const blind = { config: core.config, route: core.route.bind(core), query: core.query.bind(core), markPrefillCompleted: core.markPrefillCompleted.bind(core), free: core.free.bind(core) };
+    const blind = {
+      config: core.config,
+      route: core.route.bind(core),
+      query: core.query.bind(core),
+      markPrefillCompleted: core.markPrefillCompleted.bind(core),
+      free: core.free.bind(core),
+    };
     const transport = { json: async () => ({}), stream: async () => ({ nextBatch: async () => null, cancel() {} }) };
     const other = new KvRouter({ core: blind, pool: f.decodePool, transport });
     expect(() => new PrefillRouter({ prefill: f.router.prefill, decode: other, queue: { threshold: 1 } })).toThrow(/needs the load/);
@@ -155,7 +166,12 @@ describe('conditional disaggregation in PrefillRouter', () => {
   });
 
   it('disaggregates above the cap, and when the client pinned the prefill worker', async () => {
-    const f = await start({ kind: 'vllm', prefill: 1, decode: 1, router: { conditionalDisagg: { ...conditional, bypassBelowTokens: 100, disaggAboveTokens: 48 } } });
+    const f = await start({
+      kind: 'vllm',
+      prefill: 1,
+      decode: 1,
+      router: { conditionalDisagg: { ...conditional, bypassBelowTokens: 100, disaggAboveTokens: 48 } },
+    });
     const long = await f.router.handle(req(64));
     expect(long.headers['x-kvroute-mode-reason']).toBe('above_cap');
     await collect(long.stream);

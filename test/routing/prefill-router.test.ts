@@ -33,7 +33,12 @@ describe('aggregated serving (no prefill workers)', () => {
     const body = streamBody();
     const res = await f.router.handle(request({ body, requestId: 'agg-1' }));
     expect(res.status).toBe(200);
-    expect(res.headers).toMatchObject({ 'x-request-id': 'agg-1', 'x-kvroute-mode': 'aggregated', 'x-kvroute-decode-worker': '200', 'x-kvroute-overlap-blocks': '0' });
+    expect(res.headers).toMatchObject({
+      'x-request-id': 'agg-1',
+      'x-kvroute-mode': 'aggregated',
+      'x-kvroute-decode-worker': '200',
+      'x-kvroute-overlap-blocks': '0',
+    });
     expect(res.headers['x-kvroute-prefill-worker']).toBeUndefined();
     const events = await collect(res.stream);
     expect(events.map((e) => e.data).at(-1)).toBe('[DONE]');
@@ -75,7 +80,12 @@ describe.each<EngineKind>(['vllm', 'trtllm'])('%s sequential handoff, end to end
     const f = await start({ kind, prefill: 1, decode: 1, prefillBehaviour: { cachedTokens: 12 } });
     const body = streamBody();
     const res = await f.router.handle(request({ body, requestId: `${kind}-1` }));
-    expect(res.headers).toMatchObject({ 'x-kvroute-mode': 'disaggregated', 'x-kvroute-prefill-worker': '100', 'x-kvroute-prefill-dp-rank': '0', 'x-kvroute-decode-worker': '200' });
+    expect(res.headers).toMatchObject({
+      'x-kvroute-mode': 'disaggregated',
+      'x-kvroute-prefill-worker': '100',
+      'x-kvroute-prefill-dp-rank': '0',
+      'x-kvroute-decode-worker': '200',
+    });
     const events = await collect(res.stream);
     const [pre] = f.prefillEngines[0].received;
     const [dec] = f.decodeEngines[0].received;
@@ -83,7 +93,14 @@ describe.each<EngineKind>(['vllm', 'trtllm'])('%s sequential handoff, end to end
     expect(pre.body).toMatchObject({ max_tokens: 1, stream: false, prompt: body.prompt });
     expect('stream_options' in pre.body || 'min_tokens' in pre.body).toBe(false);
     if (kind === 'vllm') {
-      expect(pre.body.kv_transfer_params).toEqual({ do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null, remote_block_ids: null, remote_host: null, remote_port: null });
+      expect(pre.body.kv_transfer_params).toEqual({
+        do_remote_decode: true,
+        do_remote_prefill: false,
+        remote_engine_id: null,
+        remote_block_ids: null,
+        remote_host: null,
+        remote_port: null,
+      });
       expect(dec.body.kv_transfer_params).toMatchObject({ do_remote_prefill: true, remote_request_id: `${kind}-1`, remote_engine_id: 'engine-100' });
     } else {
       expect(pre.body.disaggregated_params).toEqual({ request_type: 'context_only' });
@@ -98,7 +115,11 @@ describe.each<EngineKind>(['vllm', 'trtllm'])('%s sequential handoff, end to end
     expect(usage?.prompt_tokens_details).toEqual({ cached_tokens: 12 });
     expect(events.at(-1)?.data).toBe('[DONE]');
     expect(f.world.strandedHolds()).toEqual([]);
-    expect(f.done[0]).toMatchObject({ mode: 'disaggregated', outcome: 'end', summary: { workers: { prefill: { worker: 100 }, decode: { worker: 200 } }, engineKvHitRate: 12 / 16 } });
+    expect(f.done[0]).toMatchObject({
+      mode: 'disaggregated',
+      outcome: 'end',
+      summary: { workers: { prefill: { worker: 100 }, decode: { worker: 200 } }, engineKvHitRate: 12 / 16 },
+    });
     await drained(f);
   });
 
@@ -232,7 +253,12 @@ describe('choosing workers', () => {
   it('pins the decode worker, the prefill worker and their ranks from hints', async () => {
     const f = await start({ kind: 'vllm', prefill: 2, decode: 3, prefillDpSize: 2, decodeDpSize: 4 });
     const res = await f.router.handle(request({ body: plain(), hints: { workerId: 202, dpRank: 3, prefillWorkerId: 100, prefillDpRank: 1 } }));
-    expect(res.headers).toMatchObject({ 'x-kvroute-prefill-worker': '100', 'x-kvroute-prefill-dp-rank': '1', 'x-kvroute-decode-worker': '202', 'x-kvroute-decode-dp-rank': '3' });
+    expect(res.headers).toMatchObject({
+      'x-kvroute-prefill-worker': '100',
+      'x-kvroute-prefill-dp-rank': '1',
+      'x-kvroute-decode-worker': '202',
+      'x-kvroute-decode-dp-rank': '3',
+    });
     expect(f.decodeEngines[2].received[0].headers['x-data-parallel-rank']).toBe('3');
     expect(f.prefillEngines[0].received[0].headers['x-data-parallel-rank']).toBe('1');
     await expect(f.router.handle(request({ hints: { workerId: 999 } }))).rejects.toThrow(UnknownWorkerHintError);
@@ -334,7 +360,9 @@ describe('bad requests', () => {
     expect(() => new PrefillRouter({ prefill, decode, enforceDisagg: 'yes' as never })).toThrow(/enforceDisagg must be a boolean/);
     expect(() => new PrefillRouter({ prefill, decode, clock: 5 as never })).toThrow(/clock must be a function/);
     for (const timers of [5, {}, { at: 'soon' }, null]) {
-      expect(() => new PrefillRouter({ prefill, decode, timers: timers as never })).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(/options.timers must have an at/) }));
+      expect(() => new PrefillRouter({ prefill, decode, timers: timers as never })).toThrow(
+        expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(/options.timers must have an at/) }),
+      );
     }
   });
 });

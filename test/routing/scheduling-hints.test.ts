@@ -3,9 +3,11 @@ import { InvalidRoutingHintError, parseRoutingHints } from '../../src/routing/hi
 
 describe('scheduling hints', () => {
   it('read priority, priority jump and expected output from headers', () => {
-    expect(
-      parseRoutingHints({ 'X-Kvroute-Priority': '3', 'x-kvroute-priority-jump': '1.5', 'x-kvroute-expected-output-tokens': '256' }),
-    ).toEqual({ priority: 3, priorityJump: 1.5, expectedOutputTokens: 256 });
+    expect(parseRoutingHints({ 'X-Kvroute-Priority': '3', 'x-kvroute-priority-jump': '1.5', 'x-kvroute-expected-output-tokens': '256' })).toEqual({
+      priority: 3,
+      priorityJump: 1.5,
+      expectedOutputTokens: 256,
+    });
     expect(parseRoutingHints({ 'x-kvroute-priority': '-2' })).toEqual({ priority: -2 });
   });
 
@@ -48,7 +50,9 @@ describe('scheduling hints', () => {
       sessionControl: { sessionId: 'sub-1', action: 'open', timeoutS: 60 },
     });
     expect(parseRoutingHints({}, { session_control: { session_id: 'sub-1' } })).toEqual({ sessionControl: { sessionId: 'sub-1' } });
-    expect(parseRoutingHints({ 'x-kvroute-session-id': 's', 'x-kvroute-session-action': 'close' })).toEqual({ sessionControl: { sessionId: 's', action: 'close' } });
+    expect(parseRoutingHints({ 'x-kvroute-session-id': 's', 'x-kvroute-session-action': 'close' })).toEqual({
+      sessionControl: { sessionId: 's', action: 'close' },
+    });
     // Both ways, agreeing: one hint.
     expect(parseRoutingHints({ 'x-kvroute-session-id': 's' }, { session_control: { session_id: 's', action: 'close' } })).toEqual({
       sessionControl: { sessionId: 's', action: 'close' },

@@ -16,7 +16,14 @@ class RecordingCore {
   }
 }
 
-const w = (id: number, extra: Partial<WorkerInfo> = {}): WorkerInfo => ({ id, role: 'decode', kind: 'vllm', baseUrl: `http://127.0.0.1:${9000 + id}`, dpSize: 1, ...extra });
+const w = (id: number, extra: Partial<WorkerInfo> = {}): WorkerInfo => ({
+  id,
+  role: 'decode',
+  kind: 'vllm',
+  baseUrl: `http://127.0.0.1:${9000 + id}`,
+  dpSize: 1,
+  ...extra,
+});
 
 describe('WorkerPool', () => {
   it('keeps its RoutingCore worker set in step', () => {
@@ -106,7 +113,12 @@ describe('WorkerPool ejection (outlier detection)', () => {
     expect(pool.selectable()).toEqual([1, 3, 4]);
     expect(pool.isSelectable(2)).toBe(false);
     expect(pool.allowedWorkers()).toEqual([1, 3, 4]);
-    expect(pool.state(2)).toMatchObject({ healthy: true, ejected: true, selectable: false, outlier: { ejectedUntil: 1000, ejections: 1, lastEjectionReason: 'connect_failure' } });
+    expect(pool.state(2)).toMatchObject({
+      healthy: true,
+      ejected: true,
+      selectable: false,
+      outlier: { ejectedUntil: 1000, ejections: 1, lastEjectionReason: 'connect_failure' },
+    });
     expect(pool.ejectedCount).toBe(1);
     now = 999;
     expect(pool.selectable()).toEqual([1, 3, 4]);

@@ -14,8 +14,7 @@ import { REPO_ROOT, platformBinaryPath } from '../../scripts/prebuilt-targets.js
 const run = promisify(execFile);
 const host = platformCandidates()[0];
 const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-const packAll = (args: string[]) =>
-  run(process.execPath, ['--import', 'tsx', 'scripts/pack-all.ts', ...args], { cwd: REPO_ROOT, encoding: 'utf8' });
+const packAll = (args: string[]) => run(process.execPath, ['--import', 'tsx', 'scripts/pack-all.ts', ...args], { cwd: REPO_ROOT, encoding: 'utf8' });
 const readFromTarball = (tarball: string, path: string) => execFileSync('tar', ['-xOzf', tarball, `package/${path}`], { encoding: 'utf8' });
 const listTarball = (tarball: string) => execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n');
 
@@ -49,8 +48,11 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`npm run pack:all -- --local
     if (out) rmSync(out, { recursive: true, force: true });
   });
 
-  it('packs kvroute and this platform\'s package alone, its binary the clone\'s own build', () => {
-    const written = stdout.trim().split('\n').map((line) => line.split(/\s+/)[0]);
+  it("packs kvroute and this platform's package alone, its binary the clone's own build", () => {
+    const written = stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(/\s+/)[0]);
     expect(written).toEqual([mainTarball, bindingTarball]);
     const manifest = JSON.parse(readFromTarball(bindingTarball, 'package.json')) as { name: string; main: string };
     expect(manifest.name).toBe(prebuiltPackageName(host));
@@ -59,7 +61,10 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`npm run pack:all -- --local
   });
 
   it('ships a main package that runs no script on install', () => {
-    const manifest = JSON.parse(readFromTarball(mainTarball, 'package.json')) as { scripts?: Record<string, string>; optionalDependencies: Record<string, string> };
+    const manifest = JSON.parse(readFromTarball(mainTarball, 'package.json')) as {
+      scripts?: Record<string, string>;
+      optionalDependencies: Record<string, string>;
+    };
     for (const script of INSTALL_SCRIPTS) expect(manifest.scripts?.[script], script).toBeUndefined();
     expect(manifest.scripts).toBeUndefined();
     expect(Object.keys(manifest.optionalDependencies).sort()).toEqual(PREBUILT_PLATFORMS.map(prebuiltPackageName).sort());
@@ -89,6 +94,10 @@ describe.skipIf(!PREBUILT_PLATFORMS.includes(host))(`npm run pack:all -- --local
       (err: { code: number; stderr: string }) => err,
     );
     expect(failure?.code).toBe(1);
-    expect(failure?.stderr).toMatch(new RegExp(`^pack:all: no binary for ${other as string} at .*: run \`npm run build:prebuilt\` first, or pack this machine's own build with --local-build\\n$`));
+    expect(failure?.stderr).toMatch(
+      new RegExp(
+        `^pack:all: no binary for ${other as string} at .*: run \`npm run build:prebuilt\` first, or pack this machine's own build with --local-build\\n$`,
+      ),
+    );
   });
 });

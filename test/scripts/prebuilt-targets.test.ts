@@ -12,7 +12,9 @@ const NPM_LIBC: Record<string, string> = { gnu: 'glibc', musl: 'musl' };
 describe('the prebuilt platforms', () => {
   it('are the same in the loader, the release build and npm/', () => {
     expect(Object.keys(PREBUILT_TARGETS).sort()).toEqual([...PREBUILT_PLATFORMS].sort());
-    const dirs = readdirSync(join(REPO_ROOT, 'npm'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    const dirs = readdirSync(join(REPO_ROOT, 'npm'), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
     expect(dirs.sort()).toEqual([...PREBUILT_PLATFORMS].sort());
   });
 

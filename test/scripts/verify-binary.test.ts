@@ -25,7 +25,7 @@ describe('verify-binary', () => {
     expect(parseReadelf(READELF)).toEqual({ machine: 'AArch64', type: 'DYN', needed: ['libm.so.6', 'libc.so.6'], glibc: '2.17' });
   });
 
-  it('flags a binary linked against a newer glibc than the target allows (the checkout\'s own build, against the release floor)', () => {
+  it("flags a binary linked against a newer glibc than the target allows (the checkout's own build, against the release floor)", () => {
     const report = verifyBinary(LOCAL_BUILD_PATH, PREBUILT_TARGETS['linux-x64-gnu']);
     expect(report.machine).toBe(process.arch === 'x64' ? 'Advanced Micro Devices X86-64' : 'AArch64');
     expect(report.file).toMatch(/ELF 64-bit LSB shared object/);
@@ -33,6 +33,8 @@ describe('verify-binary', () => {
     expect(report.glibc).toMatch(/^2\.\d+/);
     expect(report.problems.some((p) => /newer than 2\.17/.test(p))).toBe(compareVersions(report.glibc!, '2.17') > 0);
     const asMusl = verifyBinary(LOCAL_BUILD_PATH, PREBUILT_TARGETS['linux-x64-musl']);
-    expect(asMusl.problems).toEqual(expect.arrayContaining([expect.stringMatching(/^unexpected shared libraries: .*libc\.so\.6/), expect.stringMatching(/on a non-glibc target/)]));
+    expect(asMusl.problems).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^unexpected shared libraries: .*libc\.so\.6/), expect.stringMatching(/on a non-glibc target/)]),
+    );
   });
 });

@@ -8,7 +8,13 @@ afterAll(async () => {
 
 describe('fleetWorkerOptions', () => {
   it('counts ids, ports and seeds up from the first worker', () => {
-    const opts = { workers: 3, id: 10, role: 'decode' as const, basePorts: { http: 8000, zmq: 5557, replay: 5600, bootstrap: 8998 }, engine: { seed: 7, blockSize: 4 } };
+    const opts = {
+      workers: 3,
+      id: 10,
+      role: 'decode' as const,
+      basePorts: { http: 8000, zmq: 5557, replay: 5600, bootstrap: 8998 },
+      engine: { seed: 7, blockSize: 4 },
+    };
     expect(fleetWorkerOptions(opts, 2)).toEqual({
       role: 'decode',
       id: 12,

@@ -5,7 +5,7 @@ import * as events from 'kvroute/events';
 import { EventIngest, decodeEventBatch, type DecodeResult, type WorkerIngestStats } from 'kvroute/events';
 
 describe('kvroute/events', () => {
-  it('keeps a KvIndexer in step with the engines\' KV events', () => {
+  it("keeps a KvIndexer in step with the engines' KV events", () => {
     const ingest = new EventIngest({ indexer: new KvIndexer({ blockSize: 16 }) });
     expectTypeOf(ingest.stats()).toEqualTypeOf<WorkerIngestStats[]>();
     expectTypeOf(decodeEventBatch).returns.toEqualTypeOf<DecodeResult>();

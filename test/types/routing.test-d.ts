@@ -1,7 +1,20 @@
 // The public API of `kvroute/routing`: the orchestration classes and the engine clients.
 import { describe, expectTypeOf, it } from 'vitest';
 import * as routing from 'kvroute/routing';
-import { type HttpTransport, type KvRouter, type PrefillRouter, type WorkerPool, parseRoutingHints, type LegRetry, type LegTransport, type OutlierDetectionOptions, type RoutedResponse, type RouterRequest, type RoutingHints, type SseEvent } from 'kvroute/routing';
+import {
+  type HttpTransport,
+  type KvRouter,
+  type PrefillRouter,
+  type WorkerPool,
+  parseRoutingHints,
+  type LegRetry,
+  type LegTransport,
+  type OutlierDetectionOptions,
+  type RoutedResponse,
+  type RouterRequest,
+  type RoutingHints,
+  type SseEvent,
+} from 'kvroute/routing';
 
 describe('kvroute/routing', () => {
   it('routes a tokenized request to a response', () => {

@@ -34,7 +34,7 @@ describe('kvroute/server', () => {
     expectTypeOf(handler).toExtend<RequestHandler>();
   });
 
-  it('keeps the composition root\'s classes internal', () => {
+  it("keeps the composition root's classes internal", () => {
     expectTypeOf(server).not.toHaveProperty('RouterImpl');
     expectTypeOf(server).not.toHaveProperty('EMBEDDED_KV_BLOCKS');
   });

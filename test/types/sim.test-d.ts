@@ -1,6 +1,16 @@
 // The public API of `kvroute/sim`.
 import { describe, expectTypeOf, it } from 'vitest';
-import { loadTrace, runReplay, startSimFleet, startSimWorker, type ReplayConfig, type ReplayReport, type SimFleet, type SimWorker, type TraceRequest } from 'kvroute/sim';
+import {
+  loadTrace,
+  runReplay,
+  startSimFleet,
+  startSimWorker,
+  type ReplayConfig,
+  type ReplayReport,
+  type SimFleet,
+  type SimWorker,
+  type TraceRequest,
+} from 'kvroute/sim';
 
 describe('kvroute/sim', () => {
   it('starts simulated workers and fleets', () => {

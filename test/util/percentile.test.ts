@@ -22,15 +22,19 @@ describe('percentile', () => {
 
   it('stays between the two samples around rank p/100 x (n - 1) and grows with p', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: -1e6, max: 1e6, noNaN: true }), { minLength: 1, maxLength: 200 }), fc.double({ min: 0, max: 100, noNaN: true }), (xs, p) => {
-        const s = Float64Array.from(xs).sort();
-        const v = percentile(s, p);
-        // Between the two samples around its rank, and monotone in p.
-        const rank = (p / 100) * (s.length - 1);
-        expect(v).toBeGreaterThanOrEqual(s[Math.floor(rank)] - 1e-9);
-        expect(v).toBeLessThanOrEqual(s[Math.ceil(rank)] + 1e-9);
-        expect(percentile(s, Math.min(100, p + 1))).toBeGreaterThanOrEqual(v - 1e-9);
-      }),
+      fc.property(
+        fc.array(fc.double({ min: -1e6, max: 1e6, noNaN: true }), { minLength: 1, maxLength: 200 }),
+        fc.double({ min: 0, max: 100, noNaN: true }),
+        (xs, p) => {
+          const s = Float64Array.from(xs).sort();
+          const v = percentile(s, p);
+          // Between the two samples around its rank, and monotone in p.
+          const rank = (p / 100) * (s.length - 1);
+          expect(v).toBeGreaterThanOrEqual(s[Math.floor(rank)] - 1e-9);
+          expect(v).toBeLessThanOrEqual(s[Math.ceil(rank)] + 1e-9);
+          expect(percentile(s, Math.min(100, p + 1))).toBeGreaterThanOrEqual(v - 1e-9);
+        },
+      ),
     );
   });
 });

@@ -34,12 +34,17 @@ describe('SteadyMap', () => {
     expect(m.size).toBe(64);
     expect(m.capacity).toBe(capacity);
     expect((m as unknown as { keys: unknown[] }).keys).toBe(storage);
-    expect(m.values().map((v) => v.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 64 }, (_, i) => 99_936 + i));
+    expect(
+      m
+        .values()
+        .map((v) => v.id)
+        .sort((a, b) => a - b),
+    ).toEqual(Array.from({ length: 64 }, (_, i) => 99_936 + i));
   });
 
   it('grows to at least twice its entries, and what a growth left behind holds no entry', () => {
     const m = new SteadyMap<object>();
-    const first = (m as unknown as { keys: unknown[]; vals: unknown[] });
+    const first = m as unknown as { keys: unknown[]; vals: unknown[] };
     const [keys, vals] = [first.keys, first.vals];
     for (let i = 0; i < 1000; i++) m.set(String(i), {});
     expect(m.capacity).toBeGreaterThanOrEqual(2000);

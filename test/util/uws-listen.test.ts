@@ -7,7 +7,18 @@ import { freePort, killAll, spawnCli } from '../helpers/processes.js';
 
 afterEach(() => killAll());
 
-const mockArgs = (port: number, extra: string[] = []) => ['mock', '--port', String(port), '--zmq-port', '0', '--replay-port', '0', '--log-level', 'warn', ...extra];
+const mockArgs = (port: number, extra: string[] = []) => [
+  'mock',
+  '--port',
+  String(port),
+  '--zmq-port',
+  '0',
+  '--replay-port',
+  '0',
+  '--log-level',
+  'warn',
+  ...extra,
+];
 
 describe('listenOn', () => {
   it('binds exclusively unless sharing is asked for, naming the port when it is taken', async () => {
@@ -29,7 +40,9 @@ describe('listenOn', () => {
 describe('listenOn, a port it cannot have', () => {
   it('fails at once on an address this host does not have (no wait for a release that never comes)', async () => {
     let waited = false;
-    await expect(listenOn(uWS.App(), '192.0.2.1', await freePort(), false, 'router', { onWaitForRelease: () => (waited = true) })).rejects.toThrow(/cannot listen on 192\.0\.2\.1:\d+ \(router\)/);
+    await expect(listenOn(uWS.App(), '192.0.2.1', await freePort(), false, 'router', { onWaitForRelease: () => (waited = true) })).rejects.toThrow(
+      /cannot listen on 192\.0\.2\.1:\d+ \(router\)/,
+    );
     expect(waited).toBe(false); // refused without waiting for the port's release
   });
 });

@@ -34,7 +34,8 @@ export function prepare(w: FleetWorkload): Prepared[] {
   return w.ops.map((op): Prepared => {
     if (op.kind === OP_QUERY) return { kind: 0, atMs: op.atMs, local: localHashesOf(op.blocks, bs) };
     const hashes = BigUint64Array.from(op.blocks, (b) => BigInt(b));
-    if (op.kind === OP_STORED) return { kind: 1, atMs: op.atMs, worker: op.worker, parent: op.parent >= 0 ? BigInt(op.parent) : null, hashes, tokens: tokensOf(op.blocks, bs) };
+    if (op.kind === OP_STORED)
+      return { kind: 1, atMs: op.atMs, worker: op.worker, parent: op.parent >= 0 ? BigInt(op.parent) : null, hashes, tokens: tokensOf(op.blocks, bs) };
     return { kind: 2, atMs: op.atMs, worker: op.worker, hashes };
   });
 }

@@ -35,8 +35,8 @@ export function encodeFleetOps(w: FleetWorkload): Buffer {
     buf.writeBigUInt64LE(op.parent >= 0 ? BigInt(op.parent) : 0n, at + 24);
     at += 32;
     const first = op.kind === OP_QUERY ? localHashesOf(op.blocks, blockSize) : BigUint64Array.from(op.blocks, (b) => BigInt(b));
-    for (const h of first) (buf.writeBigUInt64LE(h, at), (at += 8));
-    if (op.kind === OP_STORED) for (const h of localHashesOf(op.blocks, blockSize)) (buf.writeBigUInt64LE(h, at), (at += 8));
+    for (const h of first) buf.writeBigUInt64LE(h, at), (at += 8);
+    if (op.kind === OP_STORED) for (const h of localHashesOf(op.blocks, blockSize)) buf.writeBigUInt64LE(h, at), (at += 8);
   }
   return buf;
 }

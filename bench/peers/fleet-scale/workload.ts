@@ -138,7 +138,12 @@ function simulateCopy(trace: readonly TraceRequest[], o: FleetWorkloadOptions): 
 /** The whole fleet's timeline: `duplication` copies of one copy's, ids and workers offset, merged by time. */
 export function fleetWorkload(trace: readonly TraceRequest[], o: FleetWorkloadOptions): FleetWorkload {
   if (trace.length === 0) throw new RangeError('the trace has no requests');
-  for (const [k, v] of Object.entries({ uniqueWorkers: o.uniqueWorkers, duplication: o.duplication, capacityBlocks: o.capacityBlocks, blockSize: o.blockSize })) {
+  for (const [k, v] of Object.entries({
+    uniqueWorkers: o.uniqueWorkers,
+    duplication: o.duplication,
+    capacityBlocks: o.capacityBlocks,
+    blockSize: o.blockSize,
+  })) {
     if (!Number.isInteger(v) || v < 1) throw new RangeError(`${k} must be a positive integer, got ${v}`);
   }
   const base = simulateCopy(trace, o);
@@ -159,9 +164,9 @@ export function fleetWorkload(trace: readonly TraceRequest[], o: FleetWorkloadOp
   ops.sort((a, b) => a.atMs - b.atMs); // stable: equal times keep the simulation's order
   const counts = { queries: 0, stored: 0, removed: 0, storedBlocks: 0, removedBlocks: 0, queryBlocks: 0 };
   for (const op of ops) {
-    if (op.kind === OP_QUERY) (counts.queries++, (counts.queryBlocks += op.blocks.length));
-    else if (op.kind === OP_STORED) (counts.stored++, (counts.storedBlocks += op.blocks.length));
-    else (counts.removed++, (counts.removedBlocks += op.blocks.length));
+    if (op.kind === OP_QUERY) counts.queries++, (counts.queryBlocks += op.blocks.length);
+    else if (op.kind === OP_STORED) counts.stored++, (counts.storedBlocks += op.blocks.length);
+    else counts.removed++, (counts.removedBlocks += op.blocks.length);
   }
   return { options: o, ops, counts, workers: o.uniqueWorkers * o.duplication };
 }

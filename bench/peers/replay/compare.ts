@@ -38,7 +38,16 @@ export interface ReplayGroup {
 }
 
 async function kvrouteRun(trace: readonly TraceRequest[], policy: 'round_robin' | 'kv', s: ReplaySetting): Promise<KvrouteReplayRun> {
-  const r = await runReplay({ trace: [...trace], traceName: 'synthetic', workers: REPLAY_WORKERS, policies: [policy], blockSize: s.blockSize, kvBlocks: s.kvBlocks, arrivalScale: 1, seed: 0 });
+  const r = await runReplay({
+    trace: [...trace],
+    traceName: 'synthetic',
+    workers: REPLAY_WORKERS,
+    policies: [policy],
+    blockSize: s.blockSize,
+    kvBlocks: s.kvBlocks,
+    arrivalScale: 1,
+    seed: 0,
+  });
   const p = r.policies[policy];
   return { wall_s: p.wall_s, simulated_s: p.simulated_s, completed: p.completed, hit_rate: p.hit_rate, median_ttft_ms: p.ttft_ms.p50 };
 }
@@ -54,7 +63,9 @@ export async function compareReplays(
   rounds: number,
   log: (line: string) => void,
 ): Promise<ReplayGroup[]> {
-  const groups: ReplayGroup[] = settings.flatMap((setting) => POLICY_PAIRS.map((policy) => ({ setting: checkReplaySetting(setting), policy, rounds: [] as ReplayRound[] })));
+  const groups: ReplayGroup[] = settings.flatMap((setting) =>
+    POLICY_PAIRS.map((policy) => ({ setting: checkReplaySetting(setting), policy, rounds: [] as ReplayRound[] })),
+  );
   for (let round = 0; round <= rounds; round++) {
     for (const g of groups) {
       let ours!: KvrouteReplayRun;

@@ -53,7 +53,9 @@ export function dynamoRunCommand(routerMode: 'round_robin' | 'kv_router', settin
 /** The replay ran with the engines it was asked for (a key Dynamo ignored would show here). */
 export function checkEcho(reply: DynamoReplayRun, setting: ReplaySetting): DynamoReplayRun {
   if (reply.block_size !== setting.blockSize || reply.num_gpu_blocks !== setting.kvBlocks) {
-    throw new Error(`Dynamo's replay ran ${reply.block_size}-token blocks x ${reply.num_gpu_blocks}, not the ${setting.blockSize} x ${setting.kvBlocks} asked for`);
+    throw new Error(
+      `Dynamo's replay ran ${reply.block_size}-token blocks x ${reply.num_gpu_blocks}, not the ${setting.blockSize} x ${setting.kvBlocks} asked for`,
+    );
   }
   return reply;
 }

@@ -63,8 +63,14 @@ function groupRows(g: ReplayGroup): string[] {
   // The Dynamo row's setting is the one its replay echoed (every round's, checked by the peer).
   const echoed = d[d.length - 1];
   return [
-    `| ${g.setting.blockSize} x ${formatCount(g.setting.kvBlocks)} | ${g.policy.kvroute} | kvroute replay | ${formatNumber(median(k.map((r) => r.wall_s)))} | ${formatNumber(warm.kvroute.wall_s)} | ${spread(k.map((r) => r.simulated_s))} | ${formatNumber(median(rounds.map(kvrouteSpeed)))} | ${formatNumber(median(paired))} (${range(paired)}) | ${spread(k.map((r) => r.completed))} | ${spread(k.map((r) => r.hit_rate * 100), '%')} | ${spread(k.map((r) => r.median_ttft_ms))} |`,
-    `| ${echoed.block_size} x ${formatCount(echoed.num_gpu_blocks)} | ${g.policy.dynamo} | Dynamo replay | ${formatNumber(median(d.map((r) => r.wall_time_ms / 1000)))} (call ${formatNumber(median(d.map((r) => r.call_s)))}) | ${formatNumber(warm.dynamo.wall_time_ms / 1000)} | ${spread(d.map((r) => r.duration_ms / 1000))} | ${formatNumber(median(rounds.map(dynamoSpeed)))} | | ${spread(d.map((r) => r.completed))} | ${spread(d.map((r) => r.prefix_cache_reused_ratio * 100), '%')} | ${spread(d.map((r) => r.median_ttft_ms))} |`,
+    `| ${g.setting.blockSize} x ${formatCount(g.setting.kvBlocks)} | ${g.policy.kvroute} | kvroute replay | ${formatNumber(median(k.map((r) => r.wall_s)))} | ${formatNumber(warm.kvroute.wall_s)} | ${spread(k.map((r) => r.simulated_s))} | ${formatNumber(median(rounds.map(kvrouteSpeed)))} | ${formatNumber(median(paired))} (${range(paired)}) | ${spread(k.map((r) => r.completed))} | ${spread(
+      k.map((r) => r.hit_rate * 100),
+      '%',
+    )} | ${spread(k.map((r) => r.median_ttft_ms))} |`,
+    `| ${echoed.block_size} x ${formatCount(echoed.num_gpu_blocks)} | ${g.policy.dynamo} | Dynamo replay | ${formatNumber(median(d.map((r) => r.wall_time_ms / 1000)))} (call ${formatNumber(median(d.map((r) => r.call_s)))}) | ${formatNumber(warm.dynamo.wall_time_ms / 1000)} | ${spread(d.map((r) => r.duration_ms / 1000))} | ${formatNumber(median(rounds.map(dynamoSpeed)))} | | ${spread(d.map((r) => r.completed))} | ${spread(
+      d.map((r) => r.prefix_cache_reused_ratio * 100),
+      '%',
+    )} | ${spread(d.map((r) => r.median_ttft_ms))} |`,
   ];
 }
 
@@ -75,10 +81,10 @@ export function replayReport(c: ReplayComparison): SuiteResult {
     "configuration at each setting: Dynamo's mocker default (64-token blocks x 16,384 per worker) and vLLM's block size",
     "(16-token blocks x 65,536, kvroute replay's default), the same 1M tokens of KV cache. A warm-up round runs every setting and",
     'policy first and is left out of the medians (its wall times are shown); then each round runs them all, who goes first',
-    "alternating. Dynamo: `run_trace_replay` of the ai-dynamo 1.6.1 wheels (installed with --no-deps: its dependency aisimulate",
-    "cannot be installed here, and the offline replay does not need it), the setting passed as `extra_engine_args` and echoed",
+    'alternating. Dynamo: `run_trace_replay` of the ai-dynamo 1.6.1 wheels (installed with --no-deps: its dependency aisimulate',
+    'cannot be installed here, and the offline replay does not need it), the setting passed as `extra_engine_args` and echoed',
     "back as its config normalizer read it (the Dynamo rows' setting column), logs at warn; its speed uses its own wall_time_ms",
-    "(its runtime built and run); the whole Python call is shown in brackets. kvroute: runReplay (what `kvroute replay` runs) on the",
+    '(its runtime built and run); the whole Python call is shown in brackets. kvroute: runReplay (what `kvroute replay` runs) on the',
     "trace already parsed. Hit rate: kvroute's engine-reported cached prompt tokens, Dynamo's prefix_cache_reused_ratio. What each",
     "simulated is one figure when every measured round gave it, else the rounds' range (Dynamo's kv_router breaks ties between",
     'equal-cost workers at random, so its routing differs from round to round; kvroute replay is deterministic for a seed).',

@@ -27,7 +27,10 @@ export function settingLabel(s: ReplaySetting): string {
 
 /** Throws TypeError / RangeError unless both simulators can run `s` on the traces. */
 export function checkReplaySetting(s: ReplaySetting): ReplaySetting {
-  for (const [name, v] of [['blockSize', s.blockSize], ['kvBlocks', s.kvBlocks]] as const) {
+  for (const [name, v] of [
+    ['blockSize', s.blockSize],
+    ['kvBlocks', s.kvBlocks],
+  ] as const) {
     if (typeof v !== 'number' || !Number.isInteger(v)) throw new TypeError(`${name} must be an integer, got ${String(v)}`);
     if (v < 1 || v > 2 ** 30) throw new RangeError(`${name} must be between 1 and 2^30, got ${v}`);
   }

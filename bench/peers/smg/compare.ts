@@ -152,9 +152,18 @@ export function steadyOrder<T>(items: readonly T[], r: number): T[] {
   return r % 2 === 1 ? order.reverse() : order;
 }
 
-export async function measureThroughput(world: World, contenders: readonly Contender[], s: FrontendSizes, log: (line: string) => void): Promise<Record<string, ThroughputRound[]>> {
+export async function measureThroughput(
+  world: World,
+  contenders: readonly Contender[],
+  s: FrontendSizes,
+  log: (line: string) => void,
+): Promise<Record<string, ThroughputRound[]>> {
   // A request count or a time limit, whichever comes first: a slow router's round stays bounded.
-  const closed = (c: Contender, requests: number) => (c.world ?? world).load({ url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS }, { ownThread: true });
+  const closed = (c: Contender, requests: number) =>
+    (c.world ?? world).load(
+      { url: c.url, path: PATH, body: c.bodies[0], bodies: c.bodies, concurrency: CONCURRENCY, requests, maxMs: CLOSED_MAX_MS },
+      { ownThread: true },
+    );
   for (const c of contenders) await closed(c, s.warmupRequests);
   const out: Record<string, ThroughputRound[]> = Object.fromEntries(contenders.map((c) => [c.name, []]));
   for (let round = 0; round < s.rounds; round++) {
@@ -165,10 +174,22 @@ export async function measureThroughput(world: World, contenders: readonly Conte
       const after = cpuSnapshot(w, c.pid);
       const machine = machineCpuOfRound(before, after, r.completed);
       const threads = threadsOfRound(before, after, w, c.pid);
-      const t: ThroughputRound = { rps: r.rps, completed: r.completed, failed: r.failed, ...(cpuUs !== undefined && r.completed > 0 ? { cpuUsPerRequest: cpuUs / r.completed } : {}), ...(machine ? { machine } : {}), ...(threads ? { threads } : {}), ...(r.firstError ? { firstError: r.firstError } : {}) };
+      const t: ThroughputRound = {
+        rps: r.rps,
+        completed: r.completed,
+        failed: r.failed,
+        ...(cpuUs !== undefined && r.completed > 0 ? { cpuUsPerRequest: cpuUs / r.completed } : {}),
+        ...(machine ? { machine } : {}),
+        ...(threads ? { threads } : {}),
+        ...(r.firstError ? { firstError: r.firstError } : {}),
+      };
       out[c.name].push(t);
-      const m = machine ? `, world ${Math.round(machine.worldUsPerRequest)} us, machine busy ${Math.round(machine.busyUsPerRequest)} us/request, idle ${Math.round(machine.idleShare * 100)}%` : '';
-      log(`round ${round + 1}/${s.rounds} ${c.name}: ${Math.round(t.rps)} req/s, router CPU ${t.cpuUsPerRequest === undefined ? '?' : Math.round(t.cpuUsPerRequest)} us/request${m}${threads ? `; ${threadsLine(threads)}` : ''}${t.failed ? `, ${t.failed} failed (${t.firstError})` : ''}`);
+      const m = machine
+        ? `, world ${Math.round(machine.worldUsPerRequest)} us, machine busy ${Math.round(machine.busyUsPerRequest)} us/request, idle ${Math.round(machine.idleShare * 100)}%`
+        : '';
+      log(
+        `round ${round + 1}/${s.rounds} ${c.name}: ${Math.round(t.rps)} req/s, router CPU ${t.cpuUsPerRequest === undefined ? '?' : Math.round(t.cpuUsPerRequest)} us/request${m}${threads ? `; ${threadsLine(threads)}` : ''}${t.failed ? `, ${t.failed} failed (${t.firstError})` : ''}`,
+      );
     }
   }
   return out;
@@ -182,7 +203,10 @@ export async function measureAddedLatency(
   log: (line: string) => void,
 ): Promise<Record<string, AddedLatency>> {
   const open = (p: { url: string; bodies: readonly string[] }, requests: number) =>
-    world.load({ url: p.url, path: PATH, body: p.bodies[0], bodies: p.bodies, concurrency: 32, requests, maxMs: requests * 2 + 10_000, ratePerS: STEADY_RATE }, { ownThread: false });
+    world.load(
+      { url: p.url, path: PATH, body: p.bodies[0], bodies: p.bodies, concurrency: 32, requests, maxMs: requests * 2 + 10_000, ratePerS: STEADY_RATE },
+      { ownThread: false },
+    );
   const runs: Array<{ name: string; url: string; bodies: readonly string[]; pid?: number }> = [...directs, ...contenders];
   for (const p of runs) await open(p, Math.min(s.overheadRequests, 1_000));
   const latencies: Record<string, Float64Array[]> = Object.fromEntries(runs.map((p) => [p.name, []]));
@@ -193,7 +217,8 @@ export async function measureAddedLatency(
     // so the same run always follows the same one (kvroute's token-id run its text run).
     for (const p of steadyOrder(runs, round)) {
       if (p.pid !== undefined) await open(p, STEADY_WARMUP_REQUESTS);
-      const { r, cpuUs } = p.pid === undefined ? { r: await open(p, s.overheadRequests), cpuUs: undefined } : await withCpu(p.pid, () => open(p, s.overheadRequests));
+      const { r, cpuUs } =
+        p.pid === undefined ? { r: await open(p, s.overheadRequests), cpuUs: undefined } : await withCpu(p.pid, () => open(p, s.overheadRequests));
       latencies[p.name].push(r.latenciesMs);
       if (p.name in cpu && cpuUs !== undefined) {
         cpu[p.name].us += cpuUs;
@@ -214,7 +239,9 @@ export async function measureAddedLatency(
       failed: failed[c.name],
       ...(cpu[c.name].requests > 0 ? { cpu_us_per_request: Math.round((cpu[c.name].us / cpu[c.name].requests) * 10) / 10 } : {}),
     };
-    log(`${c.name}: added latency at ${STEADY_RATE} req/s p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (rounds ${ov.round_overhead_p99_ms.join(', ')})`);
+    log(
+      `${c.name}: added latency at ${STEADY_RATE} req/s p50 ${ov.overhead_p50_ms} ms, p99 ${ov.overhead_p99_ms} ms (rounds ${ov.round_overhead_p99_ms.join(', ')})`,
+    );
   }
   return out;
 }

@@ -66,7 +66,13 @@ function threadBudget(rounds: readonly ThroughputRound[]): { threads: ThreadBudg
       return xs.length === all.length ? median(xs) : undefined;
     };
     const [waiting, busiestWaiting] = [med((r) => r.waiting), med((r) => r.busiestWaiting)];
-    return { share: med((r) => r.share)!, ...(waiting === undefined ? {} : { waiting }), busiest: med((r) => r.busiest)!, ...(busiestWaiting === undefined ? {} : { busiestWaiting }), threads: Math.max(...all.map((r) => r.threads)) };
+    return {
+      share: med((r) => r.share)!,
+      ...(waiting === undefined ? {} : { waiting }),
+      busiest: med((r) => r.busiest)!,
+      ...(busiestWaiting === undefined ? {} : { busiestWaiting }),
+      threads: Math.max(...all.map((r) => r.threads)),
+    };
   };
   return {
     threads: {
@@ -107,7 +113,10 @@ export function roundsBound(b: CpuBudget): RoundsBound | undefined {
 function boundText(b: CpuBudget): string {
   const bound = roundsBound(b);
   if (!bound) return 'n/a';
-  if (bound.kind === 'thread') return b.idleShare < SATURATED_IDLE_SHARE ? `${bound.thread} (on a core ${percentOf(bound.busy)} of the round), on a saturated machine` : `${bound.thread} (work ${percentOf(bound.busy)} of the round)`;
+  if (bound.kind === 'thread')
+    return b.idleShare < SATURATED_IDLE_SHARE
+      ? `${bound.thread} (on a core ${percentOf(bound.busy)} of the round), on a saturated machine`
+      : `${bound.thread} (work ${percentOf(bound.busy)} of the round)`;
   if (bound.kind === 'machine') return `the machine's cores (${percentOf(b.idleShare)} idle), no thread on a core ${percentOf(SATURATED_THREAD)} of the round`;
   return 'latency x concurrency: no thread full, cores idle';
 }
@@ -127,8 +136,9 @@ export function capacityBound(reference: CpuBudget, ratio: number): number {
 
 /** The section's text: a table of the budgets and what they say about the target. */
 export function cpuBudgetMarkdown(budgets: ReadonlyArray<{ label: string; budget: CpuBudget }>, reference: CpuBudget, ratio: number): string {
-  const rows = budgets.map(({ label, budget: b }) =>
-    `| ${label} | ${formatNumber(b.rps)} | ${formatNumber(b.routerUs)} | ${formatNumber(b.worldUs)} | ${formatNumber(b.restUs)} | ${formatNumber(b.busyUs)} | ${percentOf(b.idleShare)} |`,
+  const rows = budgets.map(
+    ({ label, budget: b }) =>
+      `| ${label} | ${formatNumber(b.rps)} | ${formatNumber(b.routerUs)} | ${formatNumber(b.worldUs)} | ${formatNumber(b.restUs)} | ${formatNumber(b.busyUs)} | ${percentOf(b.idleShare)} |`,
   );
   const kv = budgets.filter(({ budget }) => budget !== reference);
   const bound = routerPlusWorldBound(reference, ratio);
@@ -189,7 +199,7 @@ function threadsMarkdown(budgets: ReadonlyArray<{ label: string; budget: CpuBudg
     '',
     `**Thread by thread** (medians of rounds, shares of one core over the round: on a core, + waiting for one, from /proc/<pid>/task/*/schedstat; the world's two engines share its main thread or have threads of their own, its closed-loop load generator has a thread of its own; a thread with work ${percentOf(SATURATED_THREAD)} of the round or more bounds it; on a saturated machine, where every thread waits, one on a core that long):`,
     '',
-    "| router | world engines | world load generator | world other threads | router main thread | router other threads | what bounded the rounds |",
+    '| router | world engines | world load generator | world other threads | router main thread | router other threads | what bounded the rounds |',
     '|---|---|---|---|---|---|---|',
     ...rows,
   ];

@@ -32,7 +32,13 @@ export class GcTrace {
       else if (f.gc === 'mc') markCompacts++;
     }
     const kb = (name: string) => median(scavenges.map((s) => Number(s[name]) / 1024));
-    return { scavenges: scavenges.length, markCompacts, survivedKb: kb('new_space_survived'), promotedKb: kb('promoted'), scavengeMs: median(scavenges.map((s) => Number(s.pause))) };
+    return {
+      scavenges: scavenges.length,
+      markCompacts,
+      survivedKb: kb('new_space_survived'),
+      promotedKb: kb('promoted'),
+      scavengeMs: median(scavenges.map((s) => Number(s.pause))),
+    };
   }
 
   private readNew(): string {

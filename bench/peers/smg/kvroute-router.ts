@@ -81,7 +81,12 @@ export async function startKvroute(o: KvrouteRouterOptions): Promise<RunningKvro
   const stdout = o.traceGcFile ? openSync(o.traceGcFile, 'w') : 'ignore';
   const child = fork(o.processScript ?? new URL('./kvroute-router-process.mjs', import.meta.url), [], {
     execArgv: flags,
-    env: { ...process.env, KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)), ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}), ...(o.stages ? { KVROUTE_PEERS_ROUTER_STAGES: '1' } : {}) },
+    env: {
+      ...process.env,
+      KVROUTE_PEERS_ROUTER_CONFIG: JSON.stringify(kvrouteConfig(o)),
+      ...(o.gcStats ? { KVROUTE_PEERS_ROUTER_GC_STATS: '1' } : {}),
+      ...(o.stages ? { KVROUTE_PEERS_ROUTER_STAGES: '1' } : {}),
+    },
     stdio: ['ignore', stdout, 'pipe', 'ipc'],
   });
   if (typeof stdout === 'number') closeSync(stdout);

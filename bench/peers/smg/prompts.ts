@@ -45,5 +45,11 @@ export async function buildPrompts(tokenizerDir: string, count: number, tokens =
 
 /** A streamed /v1/completions body, as the frontend suite sends them. */
 export function completionBody(model: string, prompt: string | Uint32Array, maxTokens: number): string {
-  return JSON.stringify({ model, prompt: typeof prompt === 'string' ? prompt : Array.from(prompt), max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } });
+  return JSON.stringify({
+    model,
+    prompt: typeof prompt === 'string' ? prompt : Array.from(prompt),
+    max_tokens: maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
 }

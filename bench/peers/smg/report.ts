@@ -43,12 +43,18 @@ export interface ThroughputSummary {
 
 export function summarizeThroughput(rounds: readonly ThroughputRound[]): ThroughputSummary {
   const cpu = rounds.map((r) => r.cpuUsPerRequest).filter((x): x is number => x !== undefined);
-  return { rps: median(rounds.map((r) => r.rps)), cpuUsPerRequest: cpu.length ? median(cpu) : Number.NaN, roundsRps: rounds.map((r) => r.rps), roundsCpu: cpu, failed: rounds.reduce((n, r) => n + r.failed, 0) };
+  return {
+    rps: median(rounds.map((r) => r.rps)),
+    cpuUsPerRequest: cpu.length ? median(cpu) : Number.NaN,
+    roundsRps: rounds.map((r) => r.rps),
+    roundsCpu: cpu,
+    failed: rounds.reduce((n, r) => n + r.failed, 0),
+  };
 }
 
 /** How the router's node flags read in the report, saying whether they are npm start's. */
 export function nodeFlagsText(flags: readonly string[]): string {
-  if (flags.length === 0) return 'node without flags, not npm start\'s';
+  if (flags.length === 0) return "node without flags, not npm start's";
   const same = flags.length === ROUTER_NODE_FLAGS.length && flags.every((f, i) => f === ROUTER_NODE_FLAGS[i]);
   return `node ${flags.map((f) => `\`${f}\``).join(' ')}${same ? ", npm start's flags" : `, not npm start's (${ROUTER_FLAGS_ENV})`}`;
 }
@@ -111,15 +117,18 @@ export function smgReport(c: SmgComparison): SuiteResult {
     : '';
   const budgets = [SMG, KV_TEXT, KV_IDS].map((w) => ({ label: LABEL[w], budget: cpuBudget(c.throughput[w] ?? []) }));
   const smgBudget = budgets[0].budget;
-  const budgetText = smgBudget && budgets.every((b) => b.budget) ? cpuBudgetMarkdown(budgets as Array<{ label: string; budget: NonNullable<typeof smgBudget> }>, smgBudget, 1.5) : '';
+  const budgetText =
+    smgBudget && budgets.every((b) => b.budget)
+      ? cpuBudgetMarkdown(budgets as Array<{ label: string; budget: NonNullable<typeof smgBudget> }>, smgBudget, 1.5)
+      : '';
   const markdown = [
     `SMG ${c.smgVersion} (pip, the Rust router spun out of SGLang) runs \`smg launch --policy cache_aware\` with Qwen2.5's tokenizer folder`,
     'as its model path and no workers; the engines are added with POST /workers (runtime_type vllm, the served model named).',
     `kvroute runs in a process of its own (startServer, as \`kvroute serve\`, ${nodeFlagsText(c.routerNodeFlags)}), policy kv, the same`,
-    "tokenizer, and the approximate indexer: the engines publish no KV events, so each router learns from its own decisions.",
+    'tokenizer, and the approximate indexer: the engines publish no KV events, so each router learns from its own decisions.',
     `Both route to the same ${c.engines} instant engines (bench/frontend/instant-engine.ts: ${c.outputTokens} output tokens at once), run with the`,
-    'load generator in a process of their own (bench/frontend/world.ts: the engines on its main thread, the closed-loop load generator on a thread kept for the run with undici\'s dispatch, the open loop on the main thread with its request()). Prompts: '
-      + `${c.prompts} texts of ${formatNumber(c.promptTokens)} tokens (8 shared 512-token openings, then a passage of their own), sent in turn;`,
+    "load generator in a process of their own (bench/frontend/world.ts: the engines on its main thread, the closed-loop load generator on a thread kept for the run with undici's dispatch, the open loop on the main thread with its request()). Prompts: " +
+      `${c.prompts} texts of ${formatNumber(c.promptTokens)} tokens (8 shared 512-token openings, then a passage of their own), sent in turn;`,
     'kvroute also gets the token ids of the same texts. Throughput: closed loop, the runs of one round in rotating order; CPU: the',
     "router process's user + system time over the run (all its threads) / requests. Added latency: open loop at a steady",
     `${STEADY_RATE} req/s, latency through the router minus straight to an engine with the same bodies, per round, median of rounds.`,
@@ -160,6 +169,16 @@ export function smgReport(c: SmgComparison): SuiteResult {
         }),
       },
     ],
-    data: { routerNodeFlags: c.routerNodeFlags, cpuBudget: Object.fromEntries(budgets.map((b) => [b.label, b.budget])), routerPlusWorldBoundUs: smgBudget ? routerPlusWorldBound(smgBudget, 1.5) : undefined, throughput: t, rounds: c.throughput, added: c.added, tokenIdProbe: probe, promptTokens: c.promptTokens, prompts: c.prompts },
+    data: {
+      routerNodeFlags: c.routerNodeFlags,
+      cpuBudget: Object.fromEntries(budgets.map((b) => [b.label, b.budget])),
+      routerPlusWorldBoundUs: smgBudget ? routerPlusWorldBound(smgBudget, 1.5) : undefined,
+      throughput: t,
+      rounds: c.throughput,
+      added: c.added,
+      tokenIdProbe: probe,
+      promptTokens: c.promptTokens,
+      prompts: c.prompts,
+    },
   };
 }

@@ -34,29 +34,50 @@ const count = (name: string, text: string) => {
 };
 if (!values.base) throw new TypeError('--base DIR is required: a build to compare against (see the header of this file)');
 const baseScript = join(resolve(values.base), 'bench/peers/smg/kvroute-router-process.mjs');
-if (!existsSync(baseScript) || !existsSync(join(resolve(values.base), 'dist/server/index.js'))) throw new RangeError(`${values.base} has no dist/ and router process script (see the header of this file)`);
+if (!existsSync(baseScript) || !existsSync(join(resolve(values.base), 'dist/server/index.js')))
+  throw new RangeError(`${values.base} has no dist/ and router process script (see the header of this file)`);
 const forms = values.forms.split(',');
 for (const f of forms) if (f !== 'text' && f !== 'ids') throw new RangeError(`--forms takes text and ids, not ${JSON.stringify(f)}`);
-const sizes = { rounds: count('rounds', values.rounds), closedRequests: count('requests', values.requests), warmupRequests: 3_000, overheadRounds: 0, overheadRequests: 0 };
+const sizes = {
+  rounds: count('rounds', values.rounds),
+  closedRequests: count('requests', values.requests),
+  warmupRequests: 3_000,
+  overheadRounds: 0,
+  overheadRequests: 0,
+};
 
 const { tokenizerDir, bodies, world } = await startScriptWorkload(log);
 const builds: Array<{ name: string; router?: RunningKvroute; script?: URL }> = [{ name: 'base', script: pathToFileURL(baseScript) }, { name: 'this' }];
 try {
-  for (const b of builds) b.router = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), processScript: b.script });
+  for (const b of builds)
+    b.router = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), processScript: b.script });
   const contenders: Contender[] = builds.flatMap((b) =>
-    forms.map((f) => ({ name: `${b.name} ${f}`, url: b.router!.url, pid: b.router!.pid, bodies: f === 'text' ? bodies.text : bodies.ids, direct: `direct-${f}` })),
+    forms.map((f) => ({
+      name: `${b.name} ${f}`,
+      url: b.router!.url,
+      pid: b.router!.pid,
+      bodies: f === 'text' ? bodies.text : bodies.ids,
+      direct: `direct-${f}`,
+    })),
   );
   const rounds = await measureThroughput(world, contenders, sizes, log);
   const summary = (name: string) => {
     const r = rounds[name];
-    return { rps: median(r.map((x) => x.rps)), cpu: median(r.map((x) => x.cpuUsPerRequest ?? Number.NaN)), failed: r.reduce((n, x) => n + x.failed, 0), rounds: r };
+    return {
+      rps: median(r.map((x) => x.rps)),
+      cpu: median(r.map((x) => x.cpuUsPerRequest ?? Number.NaN)),
+      failed: r.reduce((n, x) => n + x.failed, 0),
+      rounds: r,
+    };
   };
   console.log('\n| form | build | req/s (median) | router CPU us/request (median) | rounds (CPU us) | failed |');
   console.log('|---|---|---|---|---|---|');
   for (const f of forms) {
     for (const b of builds) {
       const s = summary(`${b.name} ${f}`);
-      console.log(`| ${f} | ${b.name} | ${Math.round(s.rps)} | ${s.cpu.toFixed(1)} | ${s.rounds.map((x) => Math.round(x.cpuUsPerRequest ?? Number.NaN)).join(', ')} | ${s.failed} |`);
+      console.log(
+        `| ${f} | ${b.name} | ${Math.round(s.rps)} | ${s.cpu.toFixed(1)} | ${s.rounds.map((x) => Math.round(x.cpuUsPerRequest ?? Number.NaN)).join(', ')} | ${s.failed} |`,
+      );
     }
     const [a, t] = [summary(`base ${f}`), summary(`this ${f}`)];
     console.log(`| ${f} | this / base | ${(t.rps / a.rps).toFixed(3)} | ${(t.cpu / a.cpu).toFixed(3)} | | |`);

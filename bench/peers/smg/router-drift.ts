@@ -31,7 +31,8 @@ if (!['both', 'text', 'ids'].includes(forms)) throw new RangeError(`forms must b
 const rounds = Number(args.positionals[1] ?? 8);
 if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`rounds must be a positive integer, got ${args.positionals[1]}`);
 const fullGcAfter = Number(args.values['full-gc-after'] ?? 0);
-if (!Number.isInteger(fullGcAfter) || fullGcAfter < 0) throw new RangeError(`--full-gc-after must be a pass number (0: never), got ${args.values['full-gc-after']}`);
+if (!Number.isInteger(fullGcAfter) || fullGcAfter < 0)
+  throw new RangeError(`--full-gc-after must be a pass number (0: never), got ${args.values['full-gc-after']}`);
 const queue = args.values.queue === undefined ? undefined : Number(args.values.queue);
 if (queue !== undefined && !(queue >= 0)) throw new RangeError(`--queue must be a threshold >= 0, got ${args.values.queue}`);
 
@@ -42,9 +43,20 @@ if (nats) config.replicas = { nats: nats.url, warmStart: false, snapshotInterval
 if (queue !== undefined) Object.assign(config, { routerQueue: { threshold: queue }, indexerMode: 'events' });
 const traceDir = mkdtempSync(join(tmpdir(), 'kvroute-drift-'));
 const traceGcFile = join(traceDir, 'router-gc.nvp');
-const kv = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), gcStats: true, forcibleGc: fullGcAfter > 0, traceGcFile, config });
+const kv = await startKvroute({
+  tokenizerDir,
+  model: MODEL,
+  workers: world.engineUrls,
+  nodeFlags: routerNodeFlags(),
+  gcStats: true,
+  forcibleGc: fullGcAfter > 0,
+  traceGcFile,
+  config,
+});
 try {
-  log(`router: ${nats ? 'a replica (NATS)' : 'alone'}, ${queue === undefined ? 'no queue' : `queue threshold ${queue}`}${fullGcAfter > 0 ? `, a full GC forced after pass ${fullGcAfter}` : ''}`);
+  log(
+    `router: ${nats ? 'a replica (NATS)' : 'alone'}, ${queue === undefined ? 'no queue' : `queue threshold ${queue}`}${fullGcAfter > 0 ? `, a full GC forced after pass ${fullGcAfter}` : ''}`,
+  );
   const contenders: Contender[] = [];
   if (forms !== 'ids') contenders.push({ name: 'text', url: kv.url, pid: kv.pid, bodies: bodies.text, direct: 'direct-text' });
   if (forms !== 'text') contenders.push({ name: 'ids', url: kv.url, pid: kv.pid, bodies: bodies.ids, direct: 'direct-ids' });

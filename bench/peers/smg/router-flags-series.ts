@@ -30,17 +30,33 @@ const count = (name: string, text: string) => {
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`--${name} must be a whole number >= 1, not ${JSON.stringify(text)}`);
   return n;
 };
-const sizes = { overheadRounds: count('rounds', values.rounds), overheadRequests: count('requests', values.requests), rounds: count('closed-rounds', values['closed-rounds']), closedRequests: 6_000, warmupRequests: 2_000 };
+const sizes = {
+  overheadRounds: count('rounds', values.rounds),
+  overheadRequests: count('requests', values.requests),
+  rounds: count('closed-rounds', values['closed-rounds']),
+  closedRequests: 6_000,
+  warmupRequests: 2_000,
+};
 if (positionals.length === 0) throw new RangeError('name at least one flag set, e.g. --max-semi-space-size=8');
 const flagSets = positionals.map((p) => parseNodeFlags(p));
 const labels = flagSets.map((f, i) => `${String.fromCharCode(65 + i)} [${f.join(' ') || 'no flags'}]`);
 
 /** Pauses between two snapshots of a router's GC stats, per kind. */
 function gcDelta(a: RouterGcStats, b: RouterGcStats): RouterGcStats {
-  return Object.fromEntries(Object.entries(b).map(([kind, s]) => {
-    const before = a[kind] ?? { count: 0, totalMs: 0, maxMs: 0, over1Ms: 0 };
-    return [kind, { count: s.count - before.count, totalMs: Math.round((s.totalMs - before.totalMs) * 10) / 10, maxMs: Math.round(s.maxMs * 100) / 100 /* since snapshot a */, over1Ms: s.over1Ms - before.over1Ms }];
-  }));
+  return Object.fromEntries(
+    Object.entries(b).map(([kind, s]) => {
+      const before = a[kind] ?? { count: 0, totalMs: 0, maxMs: 0, over1Ms: 0 };
+      return [
+        kind,
+        {
+          count: s.count - before.count,
+          totalMs: Math.round((s.totalMs - before.totalMs) * 10) / 10,
+          maxMs: Math.round(s.maxMs * 100) / 100 /* since snapshot a */,
+          over1Ms: s.over1Ms - before.over1Ms,
+        },
+      ];
+    }),
+  );
 }
 
 const { tokenizerDir, bodies, world } = await startScriptWorkload(log);
@@ -66,10 +82,17 @@ try {
     const a = added[c.name];
     const t = summarizeThroughput(throughput[c.name]);
     const [label, form] = [c.name.slice(0, c.name.lastIndexOf(' ')), c.name.slice(c.name.lastIndexOf(' ') + 1)];
-    console.log(`| ${label} | ${form} | ${a.overhead_p50_ms} / ${a.overhead_p99_ms} | ${a.round_overhead_p99_ms.join(', ')} | ${Math.round(t.rps)} | ${Math.round(t.cpuUsPerRequest)} | ${a.cpu_us_per_request ?? '?'} |`);
+    console.log(
+      `| ${label} | ${form} | ${a.overhead_p50_ms} / ${a.overhead_p99_ms} | ${a.round_overhead_p99_ms.join(', ')} | ${Math.round(t.rps)} | ${Math.round(t.cpuUsPerRequest)} | ${a.cpu_us_per_request ?? '?'} |`,
+    );
   }
   console.log('\nGC pauses over the steady-rate rounds (both forms), per kind: count, total ms, max ms, count over 1 ms');
-  for (const [i, g] of gc.entries()) console.log(`${labels[i]}: ${Object.entries(g).map(([k, s]) => `kind ${k}: ${s.count}, ${s.totalMs} ms, max ${s.maxMs}, ${s.over1Ms} > 1 ms`).join('; ')}`);
+  for (const [i, g] of gc.entries())
+    console.log(
+      `${labels[i]}: ${Object.entries(g)
+        .map(([k, s]) => `kind ${k}: ${s.count}, ${s.totalMs} ms, max ${s.maxMs}, ${s.over1Ms} > 1 ms`)
+        .join('; ')}`,
+    );
   if (values.out) writeFileSync(values.out, JSON.stringify({ at: new Date().toISOString(), sizes, labels, added, throughput, gc }, null, 2));
 } finally {
   for (const r of routers) await r.close();

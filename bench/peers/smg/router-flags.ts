@@ -9,7 +9,10 @@ export const ROUTER_FLAGS_ENV = 'KVROUTE_BENCH_ROUTER_FLAGS';
 
 /** One flag set as written on a command line: flags separated by white space, each `--name[=value]`. */
 export function parseNodeFlags(text: string): string[] {
-  const flags = text.trim().split(/\s+/).filter((f) => f !== '');
+  const flags = text
+    .trim()
+    .split(/\s+/)
+    .filter((f) => f !== '');
   for (const f of flags) {
     if (!/^--[a-z0-9][a-z0-9_-]*(=\S+)?$/i.test(f)) throw new RangeError(`not a node flag: ${JSON.stringify(f)} (expected --name or --name=value)`);
   }

@@ -70,7 +70,15 @@ export function recordStages() {
     const external = /** @type {any} */ (getHeapStatistics()).external_memory ?? Number.NaN;
     for (const e of list.getEntries()) {
       const detail = /** @type {any} */ (e).detail;
-      gc.push(originNs + e.startTime * 1e6, e.duration * 1e6, detail?.kind ?? 0, detail?.flags ?? 0, young ? young.space_used_size + young.space_available_size : Number.NaN, young?.space_used_size ?? Number.NaN, external);
+      gc.push(
+        originNs + e.startTime * 1e6,
+        e.duration * 1e6,
+        detail?.kind ?? 0,
+        detail?.flags ?? 0,
+        young ? young.space_used_size + young.space_available_size : Number.NaN,
+        young?.space_used_size ?? Number.NaN,
+        external,
+      );
     }
   }).observe({ entryTypes: ['gc'] });
   return {

@@ -74,9 +74,18 @@ export async function startSmg(o: SmgOptions): Promise<RunningSmg> {
   const url = `http://127.0.0.1:${port}`;
   const close = () => stopProcess(child, () => child.kill('SIGTERM'));
   try {
-    await until('starting smg', 60_000, async () => ((await request(`${url}/health`)).statusCode === 200 ? true : undefined), () => exited);
+    await until(
+      'starting smg',
+      60_000,
+      async () => ((await request(`${url}/health`)).statusCode === 200 ? true : undefined),
+      () => exited,
+    );
     for (const w of o.workers) {
-      const res = await request(`${url}/workers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(workerBody(w, o.model)) });
+      const res = await request(`${url}/workers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(workerBody(w, o.model)),
+      });
       const text = await res.body.text();
       if (res.statusCode >= 300) throw new Error(`smg refused worker ${w}: ${res.statusCode} ${text}`);
     }

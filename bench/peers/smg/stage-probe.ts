@@ -18,12 +18,22 @@ import { routerNodeFlags } from './router-flags.js';
 import { attribute, type StageRow } from './stage-split.js';
 import { MODEL, stampedLog as log, startScriptWorkload } from './workload.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '6' }, requests: { type: 'string', default: '2500' }, out: { type: 'string' }, 'ids-first': { type: 'boolean', default: false }, 'fixed-order': { type: 'boolean', default: false }, warmup: { type: 'string', default: String(STEADY_WARMUP_REQUESTS) } } });
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '6' },
+    requests: { type: 'string', default: '2500' },
+    out: { type: 'string' },
+    'ids-first': { type: 'boolean', default: false },
+    'fixed-order': { type: 'boolean', default: false },
+    warmup: { type: 'string', default: String(STEADY_WARMUP_REQUESTS) },
+  },
+});
 const warmup = Number(values.warmup);
 if (!Number.isInteger(warmup) || warmup < 0) throw new RangeError('--warmup must be a whole number >= 0');
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
-if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(requests) || requests < 100) throw new RangeError('--rounds >= 1 and --requests >= 100, whole numbers');
+if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(requests) || requests < 100)
+  throw new RangeError('--rounds >= 1 and --requests >= 100, whole numbers');
 
 const { tokenizerDir, bodies, world } = await startScriptWorkload(log);
 const router = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), stages: true });
@@ -38,7 +48,20 @@ const runs: Array<{ name: string; form: Form; routed: boolean }> = [
   ...forms.map((form) => ({ name: form, form, routed: true })),
 ];
 const open = (url: string, form: Form, n: number, trace?: string) =>
-  world.load({ url, path: '/v1/completions', body: bodies[form][0], bodies: bodies[form], concurrency: 32, requests: n, maxMs: n * 2 + 10_000, ratePerS: STEADY_RATE, ...(trace ? { trace } : {}) }, { ownThread: false });
+  world.load(
+    {
+      url,
+      path: '/v1/completions',
+      body: bodies[form][0],
+      bodies: bodies[form],
+      concurrency: 32,
+      requests: n,
+      maxMs: n * 2 + 10_000,
+      ratePerS: STEADY_RATE,
+      ...(trace ? { trace } : {}),
+    },
+    { ownThread: false },
+  );
 const rows: Record<string, StageRow[]> = { text: [], ids: [] };
 const gcByForm: Record<string, number[]> = { text: [], ids: [] };
 const connectsByForm: Record<string, number[]> = { text: [], ids: [] };
@@ -83,7 +106,9 @@ try {
 const ms = (x: number) => Math.round(x * 1000) / 1000;
 for (const form of ['text', 'ids'] as const) {
   const added = Array.from({ length: rounds }, (_, i) => percentile(totals[form][i], 99) - percentile(totals[`direct-${form}`][i], 99));
-  console.log(`\n## ${form}: ${rows[form].length} requests traced; added p99 per round ${added.map(ms).join(', ')} ms (median ${ms(percentile(sorted(added), 50))})`);
+  console.log(
+    `\n## ${form}: ${rows[form].length} requests traced; added p99 per round ${added.map(ms).join(', ')} ms (median ${ms(percentile(sorted(added), 50))})`,
+  );
   const a = attribute(rows[form], gcByForm[form], gcFields.length);
   console.log('| stage | p50 (ms) | p99 | p99.9 | mean in the slowest 1% | excess over the median request |');
   console.log('|---|---:|---:|---:|---:|---:|');
@@ -92,8 +117,12 @@ for (const form of ['text', 'ids'] as const) {
   const slowStart = rows[form].filter((x) => (x.headers - x.create) / 1e6 > 0.2);
   const c = connectsByForm[form];
   const duringConnect = slowStart.filter((x) => c.some((t, i) => i % 2 === 1 && t >= x.create && t <= x.headers)).length;
-  console.log(`new engine connections: ${c.length / 2}; requests whose engine call waited > 0.2 ms before its head was built: ${slowStart.length}, ${duringConnect} of them with a new connection made meanwhile`);
-  console.log(`slowest 1% (${a.tailCount} requests, total >= ${ms(a.tailFrom)} ms): ${a.tailWithGc} overlap a router GC pause (all requests: ${a.allWithGc} of ${rows[form].length}); router GC pauses ${a.gcCount} (${ms(a.gcTotalMs)} ms, longest ${ms(a.gcMaxMs)} ms)`);
+  console.log(
+    `new engine connections: ${c.length / 2}; requests whose engine call waited > 0.2 ms before its head was built: ${slowStart.length}, ${duringConnect} of them with a new connection made meanwhile`,
+  );
+  console.log(
+    `slowest 1% (${a.tailCount} requests, total >= ${ms(a.tailFrom)} ms): ${a.tailWithGc} overlap a router GC pause (all requests: ${a.allWithGc} of ${rows[form].length}); router GC pauses ${a.gcCount} (${ms(a.gcTotalMs)} ms, longest ${ms(a.gcMaxMs)} ms)`,
+  );
 }
 /** Pauses per perf_hooks kind (1 scavenge, 4 mark-compact, 8 incremental marking step), and the young generation's capacity seen after scavenges. */
 function gcSummary(gc: readonly number[], fields: readonly string[]): string {
@@ -108,7 +137,25 @@ function gcSummary(gc: readonly number[], fields: readonly string[]): string {
     if (k === 1) capacities.push(gc[i + col('youngCapacity')] / 1024);
   }
   const cap = sorted(capacities);
-  return `router GC by kind: ${Object.entries(kinds).map(([k, v]) => `kind ${k}: ${v.n} (${ms(v.ms)} ms)`).join(', ')}; young generation capacity after scavenges (KB): min ${Math.round(cap[0] ?? 0)}, median ${Math.round(percentile(cap, 50))}, max ${Math.round(cap[cap.length - 1] ?? 0)}`;
+  return `router GC by kind: ${Object.entries(kinds)
+    .map(([k, v]) => `kind ${k}: ${v.n} (${ms(v.ms)} ms)`)
+    .join(
+      ', ',
+    )}; young generation capacity after scavenges (KB): min ${Math.round(cap[0] ?? 0)}, median ${Math.round(percentile(cap, 50))}, max ${Math.round(cap[cap.length - 1] ?? 0)}`;
 }
 console.log(`\nrouter threads at the end (${threads.length}): ${threads.join(', ')}`);
-if (values.out) writeFileSync(values.out, JSON.stringify({ at: new Date().toISOString(), rounds, requests, rows, gcFields, gcByForm, connectsByForm, totals: Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v.map((x) => Array.from(x))])), threads }));
+if (values.out)
+  writeFileSync(
+    values.out,
+    JSON.stringify({
+      at: new Date().toISOString(),
+      rounds,
+      requests,
+      rows,
+      gcFields,
+      gcByForm,
+      connectsByForm,
+      totals: Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v.map((x) => Array.from(x))])),
+      threads,
+    }),
+  );

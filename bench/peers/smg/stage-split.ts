@@ -79,7 +79,13 @@ export function attribute(rows: readonly StageRow[], gc: readonly number[], gcWi
     stages: names.map((name) => {
       const v = sorted(d.map((x) => x[name]).filter((x) => !Number.isNaN(x)));
       const tv = tail.map(({ x }) => x[name]).filter((x) => !Number.isNaN(x));
-      return { name, p50: percentile(v, 50), p99: percentile(v, 99), p999: percentile(v, 99.9), tailMean: tv.reduce((n, x) => n + x, 0) / Math.max(1, tv.length) };
+      return {
+        name,
+        p50: percentile(v, 50),
+        p99: percentile(v, 99),
+        p999: percentile(v, 99.9),
+        tailMean: tv.reduce((n, x) => n + x, 0) / Math.max(1, tv.length),
+      };
     }),
     tailCount: tail.length,
     tailFrom,

@@ -37,7 +37,13 @@ const count = (name: string, text: string) => {
   return n;
 };
 if (values.form !== 'text' && values.form !== 'ids') throw new RangeError(`--form takes text or ids, not ${JSON.stringify(values.form)}`);
-const sizes = { overheadRounds: count('rounds', values.rounds), overheadRequests: count('requests', values.requests), rounds: count('closed-rounds', values['closed-rounds']), closedRequests: 4_000, warmupRequests: 2_000 };
+const sizes = {
+  overheadRounds: count('rounds', values.rounds),
+  overheadRequests: count('requests', values.requests),
+  rounds: count('closed-rounds', values['closed-rounds']),
+  closedRequests: 4_000,
+  warmupRequests: 2_000,
+};
 
 /** An OTLP/HTTP receiver that reads each export and answers 200: the exporter's real work, nothing kept. */
 async function startSink(): Promise<{ url: string; exports: () => number; bytes: () => number; close(): Promise<void> }> {
@@ -61,7 +67,9 @@ async function startSink(): Promise<{ url: string; exports: () => number; bytes:
 
 const sink = await startSink();
 const settings: Array<{ name: string; config?: Record<string, unknown>; script?: URL }> = [
-  ...(values.base ? [{ name: 'base build, tracing off', script: pathToFileURL(join(resolve(values.base), 'bench/peers/smg/kvroute-router-process.mjs')) }] : []),
+  ...(values.base
+    ? [{ name: 'base build, tracing off', script: pathToFileURL(join(resolve(values.base), 'bench/peers/smg/kvroute-router-process.mjs')) }]
+    : []),
   { name: 'tracing off' },
   { name: 'tracing 1%', config: { tracing: { enabled: true, endpoint: sink.url, sampleRatio: 0.01 } } },
   { name: 'tracing 100%', config: { tracing: { enabled: true, endpoint: sink.url, sampleRatio: 1 } } },
@@ -70,7 +78,10 @@ const { tokenizerDir, bodies, world } = await startScriptWorkload(log);
 const formBodies = values.form === 'text' ? bodies.text : bodies.ids;
 const routers: RunningKvroute[] = [];
 try {
-  for (const s of settings) routers.push(await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), processScript: s.script, config: s.config }));
+  for (const s of settings)
+    routers.push(
+      await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags(), processScript: s.script, config: s.config }),
+    );
   const contenders: Contender[] = routers.map((r, i) => ({ name: settings[i].name, url: r.url, pid: r.pid, bodies: formBodies, direct: 'direct' }));
   const directs = [{ name: 'direct', url: world.engineUrl, bodies: formBodies }];
   const throughput = await measureThroughput(world, contenders, sizes, log);
@@ -81,9 +92,27 @@ try {
   for (const c of contenders) {
     const t = summarizeThroughput(throughput[c.name]);
     const a = added[c.name];
-    console.log(`| ${c.name} | ${t.cpuUsPerRequest.toFixed(1)} | ${t.roundsCpu.map((x) => Math.round(x)).join(', ')} | ${Math.round(t.rps)} | ${a.overhead_p50_ms} / ${a.overhead_p99_ms} | ${a.round_overhead_p99_ms.join(', ')} | ${a.cpu_us_per_request ?? '?'} |`);
+    console.log(
+      `| ${c.name} | ${t.cpuUsPerRequest.toFixed(1)} | ${t.roundsCpu.map((x) => Math.round(x)).join(', ')} | ${Math.round(t.rps)} | ${a.overhead_p50_ms} / ${a.overhead_p99_ms} | ${a.round_overhead_p99_ms.join(', ')} | ${a.cpu_us_per_request ?? '?'} |`,
+    );
   }
-  if (values.out) writeFileSync(values.out, JSON.stringify({ at: new Date().toISOString(), sizes, form: values.form, settings: settings.map((s) => s.name), added, throughput, sink: { exports: sink.exports(), bytes: sink.bytes() } }, null, 2));
+  if (values.out)
+    writeFileSync(
+      values.out,
+      JSON.stringify(
+        {
+          at: new Date().toISOString(),
+          sizes,
+          form: values.form,
+          settings: settings.map((s) => s.name),
+          added,
+          throughput,
+          sink: { exports: sink.exports(), bytes: sink.bytes() },
+        },
+        null,
+        2,
+      ),
+    );
 } finally {
   for (const r of routers) await r.close();
   await world.close();

@@ -27,12 +27,19 @@ export async function startScriptWorkload(log: (line: string) => void): Promise<
   await compilePackage(log);
   const tokenizerDir = realTokenizerDir();
   const prompts = await buildPrompts(tokenizerDir, PROMPTS, PROMPT_TOKENS);
-  const bodies = { text: prompts.text.map((p) => completionBody(MODEL, p, OUTPUT_TOKENS)), ids: prompts.ids.map((p) => completionBody(MODEL, p, OUTPUT_TOKENS)) };
+  const bodies = {
+    text: prompts.text.map((p) => completionBody(MODEL, p, OUTPUT_TOKENS)),
+    ids: prompts.ids.map((p) => completionBody(MODEL, p, OUTPUT_TOKENS)),
+  };
   const world = await startWorld(OUTPUT_TOKENS, 64, ENGINES);
   return { tokenizerDir, bodies, world };
 }
 
 /** Prints a line stamped with the UTC time and the load average (the scripts' figures need both). */
 export function stampedLog(line: string): void {
-  console.log(`${new Date().toISOString().slice(11, 19)} load ${loadavg().map((x) => x.toFixed(2)).join(' ')} | ${line}`);
+  console.log(
+    `${new Date().toISOString().slice(11, 19)} load ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')} | ${line}`,
+  );
 }

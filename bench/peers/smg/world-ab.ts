@@ -19,7 +19,13 @@ import { routerNodeFlags } from './router-flags.js';
 import { startSmg } from './smg-router.js';
 import { ENGINES, MODEL, OUTPUT_TOKENS, stampedLog as log, startScriptWorkload } from './workload.js';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'main/request/per-run,main/request,main/dispatch,threads/dispatch' }, rounds: { type: 'string', default: '4' }, requests: { type: 'string', default: '10000' } } });
+const { values } = parseArgs({
+  options: {
+    layouts: { type: 'string', default: 'main/request/per-run,main/request,main/dispatch,threads/dispatch' },
+    rounds: { type: 'string', default: '4' },
+    requests: { type: 'string', default: '10000' },
+  },
+});
 const count = (name: string, text: string) => {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`--${name} must be a whole number >= 1, not ${JSON.stringify(text)}`);
@@ -31,13 +37,24 @@ const count = (name: string, text: string) => {
  */
 function parseLayout(text: string): WorldLayout {
   const [engines, client, perRun, ...rest] = text.split('/');
-  if ((engines !== 'main' && engines !== 'threads') || (client !== 'request' && client !== 'dispatch') || (perRun !== undefined && perRun !== 'per-run') || rest.length > 0) {
+  if (
+    (engines !== 'main' && engines !== 'threads') ||
+    (client !== 'request' && client !== 'dispatch') ||
+    (perRun !== undefined && perRun !== 'per-run') ||
+    rest.length > 0
+  ) {
     throw new RangeError(`a layout is (main|threads)/(request|dispatch)[/per-run], not ${JSON.stringify(text)}`);
   }
   return { engineThreads: engines === 'threads', loadClient: client as LoadClient, loadThreadPerRun: perRun === 'per-run' };
 }
 const layouts = values.layouts.split(',').map((t) => ({ name: t, layout: parseLayout(t) }));
-const sizes = { rounds: count('rounds', values.rounds), closedRequests: count('requests', values.requests), warmupRequests: 3_000, overheadRounds: 0, overheadRequests: 0 };
+const sizes = {
+  rounds: count('rounds', values.rounds),
+  closedRequests: count('requests', values.requests),
+  warmupRequests: 3_000,
+  overheadRounds: 0,
+  overheadRequests: 0,
+};
 
 const smgBin = await installSmg(log);
 const { tokenizerDir, bodies, world: spare } = await startScriptWorkload(log);
@@ -54,7 +71,9 @@ try {
     closing.unshift(() => smg.close());
     const kv = await startKvroute({ tokenizerDir, model: MODEL, workers: world.engineUrls, nodeFlags: routerNodeFlags() });
     closing.unshift(() => kv.close());
-    log(`layout ${name}: world pid ${world.pid} (engine threads ${world.threads.engine.join(', ')}, load thread ${world.threads.load.join(', ')}), smg pid ${smg.pid}, kvroute pid ${kv.pid}`);
+    log(
+      `layout ${name}: world pid ${world.pid} (engine threads ${world.threads.engine.join(', ')}, load thread ${world.threads.load.join(', ')}), smg pid ${smg.pid}, kvroute pid ${kv.pid}`,
+    );
     contenders.push(
       { name: `${name} smg-text`, url: smg.url, pid: smg.pid, bodies: bodies.text, direct: '', world },
       { name: `${name} kvroute-text`, url: kv.url, pid: kv.pid, bodies: bodies.text, direct: '', world },
@@ -65,9 +84,12 @@ try {
   const med = (rs: readonly ThroughputRound[], f: (r: ThroughputRound) => number | undefined) => median(rs.map((r) => f(r) ?? Number.NaN));
   const pct = (x: number) => `${Math.round(x * 100)}%`;
   // A role's median share of a core and its median wait for one.
-  const role = (rs: readonly ThroughputRound[], f: (r: RoundThreads) => RoleShare) => `${pct(med(rs, (r) => r.threads && f(r.threads).share))} +${pct(med(rs, (r) => r.threads && f(r.threads).waiting))}`;
+  const role = (rs: readonly ThroughputRound[], f: (r: RoundThreads) => RoleShare) =>
+    `${pct(med(rs, (r) => r.threads && f(r.threads).share))} +${pct(med(rs, (r) => r.threads && f(r.threads).waiting))}`;
   console.log('\nShares of one core, medians of rounds; "+x" the share of the round a role\'s threads waited for a core.');
-  console.log('\n| layout | router | req/s | router CPU (us) | world CPU (us) | machine idle | world engine threads | world load thread | world other | router main | router other (busiest) | failed |');
+  console.log(
+    '\n| layout | router | req/s | router CPU (us) | world CPU (us) | machine idle | world engine threads | world load thread | world other | router main | router other (busiest) | failed |',
+  );
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const c of contenders) {
     const rs = rounds[c.name];

@@ -20,7 +20,9 @@ async function run(ctx: BenchContext, binary: unknown): Promise<SuiteResult> {
   writeFileSync(file, encodeWorkload(peerWorkload(w)));
   const { peer, ready } = await DynamoIndexer.start(binary as string, file);
   try {
-    ctx.progress(`${ready.crate} loaded ${ready.stored} stored events, ${ready.removed} removed, ${ready.queries} queries; ${ready.hash_check.mismatches} of ${ready.hash_check.blocks} blocks hashed differently from kvroute`);
+    ctx.progress(
+      `${ready.crate} loaded ${ready.stored} stored events, ${ready.removed} removed, ${ready.queries} queries; ${ready.hash_check.mismatches} of ${ready.hash_check.blocks} blocks hashed differently from kvroute`,
+    );
     return indexerReport(await compareIndexers(w, peer, ready, sizes, ctx.progress));
   } finally {
     await peer.close();

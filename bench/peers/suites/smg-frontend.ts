@@ -15,8 +15,22 @@ import { KV_IDS, KV_TEXT, SMG, smgReport } from '../smg/report.js';
 import { startSmg } from '../smg/smg-router.js';
 import { ENGINES, MODEL, OUTPUT_TOKENS, PROMPT_TOKENS, PROMPTS } from '../smg/workload.js';
 
-const FULL: FrontendSizes & { prompts: number } = { prompts: PROMPTS, rounds: 5, closedRequests: 10_000, warmupRequests: 3_000, overheadRounds: 5, overheadRequests: 2_500 };
-const QUICK: FrontendSizes & { prompts: number } = { prompts: 64, rounds: 2, closedRequests: 1_500, warmupRequests: 500, overheadRounds: 2, overheadRequests: 500 };
+const FULL: FrontendSizes & { prompts: number } = {
+  prompts: PROMPTS,
+  rounds: 5,
+  closedRequests: 10_000,
+  warmupRequests: 3_000,
+  overheadRounds: 5,
+  overheadRequests: 2_500,
+};
+const QUICK: FrontendSizes & { prompts: number } = {
+  prompts: 64,
+  rounds: 2,
+  closedRequests: 1_500,
+  warmupRequests: 500,
+  overheadRounds: 2,
+  overheadRequests: 500,
+};
 
 interface Prepared {
   smg: string;
@@ -54,7 +68,11 @@ async function run(ctx: BenchContext, prepared: unknown): Promise<SuiteResult> {
     ctx.progress(`kvroute ${kv.url} (pid ${kv.pid}, node ${nodeFlags.join(' ') || 'without flags'}) routes to ${world.engineUrls.join(', ')}`);
     const tokenIdProbe = { smg: await probe(smg.url, idBodies[0]), kvroute: { status: (await probe(kv.url, idBodies[0])).status } };
     ctx.progress(`a token-id prompt: SMG ${tokenIdProbe.smg.status} (${tokenIdProbe.smg.message}), kvroute ${tokenIdProbe.kvroute.status}`);
-    for (const [name, url, body] of [[SMG, smg.url, textBodies[0]], [KV_TEXT, kv.url, textBodies[0]], [KV_IDS, kv.url, idBodies[0]]] as const) {
+    for (const [name, url, body] of [
+      [SMG, smg.url, textBodies[0]],
+      [KV_TEXT, kv.url, textBodies[0]],
+      [KV_IDS, kv.url, idBodies[0]],
+    ] as const) {
       const p = await probe(url, body);
       if (p.status !== 200) throw new Error(`${name} does not serve the benchmark's requests: ${p.status} ${p.message}`);
     }
@@ -69,7 +87,17 @@ async function run(ctx: BenchContext, prepared: unknown): Promise<SuiteResult> {
     ];
     const throughput = await measureThroughput(world, contenders, sizes, ctx.progress);
     const added = await measureAddedLatency(world, contenders, directs, sizes, ctx.progress);
-    return smgReport({ smgVersion: SMG_VERSION, engines: ENGINES, promptTokens: prompts.meanTokens, prompts: sizes.prompts, outputTokens: OUTPUT_TOKENS, routerNodeFlags: nodeFlags, throughput, added, tokenIdProbe });
+    return smgReport({
+      smgVersion: SMG_VERSION,
+      engines: ENGINES,
+      promptTokens: prompts.meanTokens,
+      prompts: sizes.prompts,
+      outputTokens: OUTPUT_TOKENS,
+      routerNodeFlags: nodeFlags,
+      throughput,
+      added,
+      tokenIdProbe,
+    });
   } finally {
     for (const close of closing) await close();
   }

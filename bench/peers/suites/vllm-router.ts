@@ -43,7 +43,11 @@ async function counters(engines: readonly VllmEngine[]): Promise<{ hits: number;
 async function kvrouteReady(url: string, engines: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const res = await request(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'ready?' }) });
+    const res = await request(`${url}/v1/route`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: 'ready?' }),
+    });
     const e = (await res.body.json()) as { decode?: { candidates?: unknown[] } };
     if ((e.decode?.candidates?.length ?? 0) === engines) return;
     if (Date.now() > deadline) throw new Error('kvroute did not see both engines in 60 s');
@@ -61,16 +65,37 @@ async function run(ctx: BenchContext, prepared: unknown): Promise<SuiteResult> {
   try {
     const ports: Array<{ port: number; eventsPort: number; replayPort: number }> = [];
     for (let i = 0; i < 2; i++) ports.push({ port: await freePort(), eventsPort: await freePort(), replayPort: await freePort() });
-    for (const [i, pt] of ports.entries()) engines.push(await startVllm({ python: p.python, model: p.modelDir, servedName: MODEL, blockSize: BLOCK, name: `peer-engine-${i + 1}`, cpus: String(i), log: ctx.progress, ...pt }));
+    for (const [i, pt] of ports.entries())
+      engines.push(
+        await startVllm({
+          python: p.python,
+          model: p.modelDir,
+          servedName: MODEL,
+          blockSize: BLOCK,
+          name: `peer-engine-${i + 1}`,
+          cpus: String(i),
+          log: ctx.progress,
+          ...pt,
+        }),
+      );
     const urls = engines.map((e) => e.url);
     const kvWorkers = engines.map((e, i) => ({ id: i + 1, url: e.url, eventsPort: ports[i].eventsPort, replayPort: ports[i].replayPort }));
-    const vr = (policy: VllmRouterPolicy): Contender => ({ name: `vllm-router ${policy}`, start: (ws) => startVllmRouter({ bin: p.vllmRouter, policy, workers: ws, model: MODEL }) });
+    const vr = (policy: VllmRouterPolicy): Contender => ({
+      name: `vllm-router ${policy}`,
+      start: (ws) => startVllmRouter({ bin: p.vllmRouter, policy, workers: ws, model: MODEL }),
+    });
     const contenders: Contender[] = [
-      { name: 'kvroute (default policy)', start: async () => {
-        const k = await startKvrouteProcess('peer-kvroute', routerConfig({ port: 0, model: MODEL, tokenizer: p.modelDir, blockSize: BLOCK, workers: kvWorkers }));
-        await kvrouteReady(k.url, engines.length);
-        return { url: k.url, close: () => k.kill() };
-      } },
+      {
+        name: 'kvroute (default policy)',
+        start: async () => {
+          const k = await startKvrouteProcess(
+            'peer-kvroute',
+            routerConfig({ port: 0, model: MODEL, tokenizer: p.modelDir, blockSize: BLOCK, workers: kvWorkers }),
+          );
+          await kvrouteReady(k.url, engines.length);
+          return { url: k.url, close: () => k.kill() };
+        },
+      },
       vr('cache_aware'),
       vr('round_robin'),
     ];

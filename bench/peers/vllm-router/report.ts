@@ -38,7 +38,14 @@ export function summarizeContender(rounds: readonly ContenderRound[]): Contender
   const each = rounds.map((r) => {
     const ok = r.samples.filter((s) => s.status === 200);
     const ttft = summarize(ok.map((s) => s.ttftMs).filter((x) => Number.isFinite(x)));
-    return { p50: ttft.p50, p90: ttft.p90, rps: ok.length / r.seconds, tps: ok.reduce((a, s) => a + s.outputTokens, 0) / r.seconds, hit: (r.hits / r.queries) * 100, failed: r.samples.length - ok.length };
+    return {
+      p50: ttft.p50,
+      p90: ttft.p90,
+      rps: ok.length / r.seconds,
+      tps: ok.reduce((a, s) => a + s.outputTokens, 0) / r.seconds,
+      hit: (r.hits / r.queries) * 100,
+      failed: r.samples.length - ok.length,
+    };
   });
   return {
     contender: rounds[0].contender,
@@ -60,7 +67,7 @@ export function vllmRouterReport(c: VllmRouterComparison): SuiteResult {
   // Every prefix computed once, on one engine: the best any router can do on this workload.
   const prefixBlocks = Math.floor(w.prefixTokens / c.blockSize) * c.blockSize;
   const queriesPerRequest = c.rounds[0] ? c.rounds[0].queries / c.rounds[0].samples.length : Number.NaN;
-  const bestHit = ((w.requests - w.prefixes) * prefixBlocks) / (w.requests * queriesPerRequest) * 100;
+  const bestHit = (((w.requests - w.prefixes) * prefixBlocks) / (w.requests * queriesPerRequest)) * 100;
   const figures: Figure[] = sums.flatMap((s) => [
     { name: `${s.contender}: TTFT p50, ${setting}`, value: s.ttftP50Ms, unit: 'ms', better: 'lower' as const, headline: true },
     { name: `${s.contender}: TTFT p90, ${setting}`, value: s.ttftP90Ms, unit: 'ms', better: 'lower' as const },
@@ -75,7 +82,21 @@ export function vllmRouterReport(c: VllmRouterComparison): SuiteResult {
     '',
     '| router | TTFT p50 | TTFT p90 | req/s | output tokens/s | hit rate (engines) | failed |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...sums.map((s) => `| ${s.contender} | ${f(s.ttftP50Ms)} ms | ${f(s.ttftP90Ms)} ms | ${f(s.requestsPerSecond, 2)} | ${f(s.outputTokensPerSecond)} | ${f(s.hitRatePercent)}% | ${s.failed} |`),
+    ...sums.map(
+      (s) =>
+        `| ${s.contender} | ${f(s.ttftP50Ms)} ms | ${f(s.ttftP90Ms)} ms | ${f(s.requestsPerSecond, 2)} | ${f(s.outputTokensPerSecond)} | ${f(s.hitRatePercent)}% | ${s.failed} |`,
+    ),
   ].join('\n');
-  return { figures, sections: [{ title: `vllm-router ${c.version} and kvroute on real vLLM engines`, markdown }], data: { summaries: sums, bestHitRatePercent: bestHit, rounds: c.rounds.map((r) => ({ ...r, samples: r.samples.map((s) => [s.status, Math.round(s.ttftMs * 10) / 10, Math.round(s.e2eMs * 10) / 10, s.outputTokens]) })) } };
+  return {
+    figures,
+    sections: [{ title: `vllm-router ${c.version} and kvroute on real vLLM engines`, markdown }],
+    data: {
+      summaries: sums,
+      bestHitRatePercent: bestHit,
+      rounds: c.rounds.map((r) => ({
+        ...r,
+        samples: r.samples.map((s) => [s.status, Math.round(s.ttftMs * 10) / 10, Math.round(s.e2eMs * 10) / 10, s.outputTokens]),
+      })),
+    },
+  };
 }

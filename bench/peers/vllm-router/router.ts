@@ -28,7 +28,17 @@ export async function startVllmRouter(o: { bin: string; policy: VllmRouterPolicy
     const deadline = Date.now() + 120_000;
     for (;;) {
       if (exited) throw new Error(exited);
-      const ok = await request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: o.model, prompt: 'ready?', max_tokens: 1 }) }).then(async (r) => { await r.body.dump(); return r.statusCode === 200; }, () => false);
+      const ok = await request(`${url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: o.model, prompt: 'ready?', max_tokens: 1 }),
+      }).then(
+        async (r) => {
+          await r.body.dump();
+          return r.statusCode === 200;
+        },
+        () => false,
+      );
       if (ok) break;
       if (Date.now() > deadline) throw new Error(`vllm-router not serving after 120 s: ${stderr.trim().slice(-500)}`);
       await new Promise((r) => setTimeout(r, 250));

@@ -49,7 +49,15 @@ async function one(url: string, model: string, prompt: string, outputTokens: num
     const res = await request(`${url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model, prompt, max_tokens: outputTokens, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } }),
+      body: JSON.stringify({
+        model,
+        prompt,
+        max_tokens: outputTokens,
+        temperature: 0,
+        ignore_eos: true,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     });
     if (res.statusCode !== 200) {
       await res.body.dump();
@@ -73,7 +81,12 @@ async function one(url: string, model: string, prompt: string, outputTokens: num
 }
 
 /** Sends every prompt at the workload's rate (open loop) and waits for all; seconds from the first send to the last end. */
-export async function runRound(url: string, model: string, prompts: readonly string[], w: PrefixWorkload): Promise<{ samples: RequestSample[]; seconds: number }> {
+export async function runRound(
+  url: string,
+  model: string,
+  prompts: readonly string[],
+  w: PrefixWorkload,
+): Promise<{ samples: RequestSample[]; seconds: number }> {
   const t0 = performance.now();
   const pending = prompts.map(async (p, i) => {
     const wait = t0 + (i * 1000) / w.ratePerSecond - performance.now();

@@ -34,7 +34,9 @@ function bootstrapFields(client: Body, b: BootstrapAddress): Body {
   const batch = batchSize(client);
   const rooms = Array.isArray(b.room) ? b.room : [b.room];
   if (batch === undefined ? rooms.length !== 1 || Array.isArray(b.room) : rooms.length !== batch) {
-    throw new RangeError(`the body needs ${batch === undefined ? 'one room' : `${batch} rooms (one per batch item)`}, got ${Array.isArray(b.room) ? `${rooms.length} rooms` : 'one room'}`);
+    throw new RangeError(
+      `the body needs ${batch === undefined ? 'one room' : `${batch} rooms (one per batch item)`}, got ${Array.isArray(b.room) ? `${rooms.length} rooms` : 'one room'}`,
+    );
   }
   return { bootstrap_host: b.host, bootstrap_port: b.port, bootstrap_room: b.room };
 }

@@ -38,7 +38,11 @@ export const vllmHandoff: SequentialHandoff = {
     }
     if (answer.choices[0].finish_reason === 'length') {
       // Stopped on the one-token cap yet nothing to hand off: the engine is not a NIXL prefill worker.
-      throw transportError('engine_bad_response', engine, 'the vLLM prefill answer has no kv_transfer_params (is the worker started with a NIXL kv-transfer config?)');
+      throw transportError(
+        'engine_bad_response',
+        engine,
+        'the vLLM prefill answer has no kv_transfer_params (is the worker started with a NIXL kv-transfer config?)',
+      );
     }
     const response: Body = copyFields(answer);
     delete response.kv_transfer_params;

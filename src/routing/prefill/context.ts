@@ -20,7 +20,6 @@ import type { SessionAffinity } from '../session-affinity.js';
 import type { ModeReason } from './mode.js';
 import { responseHeaders } from './response.js';
 
-
 export interface RequestDone {
   summary: TrackerSummary;
   mode: ServeMode;
@@ -113,7 +112,13 @@ export class RequestContext {
   /** The prefill leg, where the client (or its session) pinned it. */
   prefillLeg(): LegRoute {
     const { req } = this;
-    return { requestId: req.requestId, loraName: req.loraName, pinnedWorker: req.hints.prefillWorkerId, pinnedDpRank: req.hints.prefillDpRank, enginePriority: this.routingPriority };
+    return {
+      requestId: req.requestId,
+      loraName: req.loraName,
+      pinnedWorker: req.hints.prefillWorkerId,
+      pinnedDpRank: req.hints.prefillDpRank,
+      enginePriority: this.routingPriority,
+    };
   }
 
   /** The decode leg of a disaggregated request: credit 0, no assumed KV reuse (the seeds' decode override). */
@@ -184,7 +189,12 @@ export class RequestContext {
   }
 
   /** The response: the session bound to the workers that served it, the routing headers. */
-  respond(mode: ServeMode, prefill: Booking | undefined, decode: Booking | undefined, payload: { stream?: AsyncIterable<SseEvent>; body?: unknown }): RoutedResponse {
+  respond(
+    mode: ServeMode,
+    prefill: Booking | undefined,
+    decode: Booking | undefined,
+    payload: { stream?: AsyncIterable<SseEvent>; body?: unknown },
+  ): RoutedResponse {
     const { req, env } = this;
     const sessionId = req.hints.sessionId;
     if (sessionId !== undefined && env.sessions) {

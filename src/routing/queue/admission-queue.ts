@@ -199,7 +199,8 @@ export class AdmissionQueue {
     const rekey = next.policy !== this.s.policy;
     this.s = next;
     if (rekey) {
-      for (const w of this.best.toArray()) w.key.score = scoreOf(next.policy, { arrivalMs: w.arrivalMs, priorityJump: w.ticket.priorityJump, uncachedTokens: w.uncached });
+      for (const w of this.best.toArray())
+        w.key.score = scoreOf(next.policy, { arrivalMs: w.arrivalMs, priorityJump: w.ticket.priorityJump, uncachedTokens: w.uncached });
       for (const w of this.best.toArray()) {
         this.best.update(w);
         this.worst.update(w);
@@ -274,7 +275,10 @@ export class AdmissionQueue {
     return {
       depth: this.best.size,
       tokens: this.queuedTokens,
-      byPriority: [...this.perPriority].filter(([, n]) => n > 0).sort(([a], [b]) => a - b).map(([priority, depth]) => ({ priority, depth })),
+      byPriority: [...this.perPriority]
+        .filter(([, n]) => n > 0)
+        .sort(([a], [b]) => a - b)
+        .map(([priority, depth]) => ({ priority, depth })),
       oldestWaitMs: now - oldest,
       queued: this.counts.queued,
       dispatched: this.counts.dispatched,
@@ -511,5 +515,12 @@ export function checkQueueSettings(s: QueueSettings): QueueSettings {
   if (s.maxWaitMs !== null && (typeof s.maxWaitMs !== 'number' || !Number.isFinite(s.maxWaitMs) || s.maxWaitMs < 0)) {
     throw new RangeError(`queue maxWaitMs must be a finite number >= 0 or null (no limit), got ${describe(s.maxWaitMs)}`);
   }
-  return { threshold: s.threshold, policy: s.policy, maxRequests: s.maxRequests, maxTokens: s.maxTokens, maxNumBatchedTokens: s.maxNumBatchedTokens, maxWaitMs: s.maxWaitMs };
+  return {
+    threshold: s.threshold,
+    policy: s.policy,
+    maxRequests: s.maxRequests,
+    maxTokens: s.maxTokens,
+    maxNumBatchedTokens: s.maxNumBatchedTokens,
+    maxWaitMs: s.maxWaitMs,
+  };
 }

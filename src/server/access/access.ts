@@ -33,7 +33,11 @@ export class RateLimitedError extends HttpError {
 export class AccessControl {
   private readonly byDigest = new Map<string, Caller>();
 
-  constructor(keys: readonly ApiKey[], defaults: RateLimits, private readonly clock: () => number = Date.now) {
+  constructor(
+    keys: readonly ApiKey[],
+    defaults: RateLimits,
+    private readonly clock: () => number = Date.now,
+  ) {
     const now = clock();
     for (const k of keys) {
       const rpm = k.requestsPerMinute ?? defaults.requestsPerMinute;
@@ -79,7 +83,12 @@ export class AccessControl {
       const limit = waitRequests >= waitTokens ? 'requests' : 'tokens';
       const perMinute = limit === 'requests' ? caller.requests?.perMinute : caller.tokens?.perMinute;
       const seconds = Math.max(1, Math.ceil(Math.max(waitRequests, waitTokens) / 1000));
-      throw new RateLimitedError(caller.name, limit, `rate limit of key '${caller.name}' reached (${perMinute} ${limit} per minute); retry in ${seconds} s`, seconds);
+      throw new RateLimitedError(
+        caller.name,
+        limit,
+        `rate limit of key '${caller.name}' reached (${perMinute} ${limit} per minute); retry in ${seconds} s`,
+        seconds,
+      );
     }
     caller.requests?.take(1, now);
     caller.tokens?.take(tokens, now);

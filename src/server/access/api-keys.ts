@@ -51,7 +51,8 @@ function fromJson(text: string, source: string): ApiKey[] {
   if (!Array.isArray(raw)) throw new TypeError(`${source} must be a JSON array of { name, key } objects`);
   return raw.map((entry, i) => {
     const where = `${source}[${i}]`;
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new TypeError(`${where} must be an object { name, key }, got ${describe(entry)}`);
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+      throw new TypeError(`${where} must be an object { name, key }, got ${describe(entry)}`);
     const e = entry as Record<string, unknown>;
     for (const field of Object.keys(e)) {
       if (!['name', 'key', 'requestsPerMinute', 'tokensPerMinute'].includes(field)) throw new TypeError(`${where} has an unknown field '${field}'`);
@@ -60,7 +61,8 @@ function fromJson(text: string, source: string): ApiKey[] {
     for (const field of ['requestsPerMinute', 'tokensPerMinute'] as const) {
       const v = e[field];
       if (v === undefined) continue;
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_LIMIT) throw new RangeError(`${where}.${field} must be an integer in [1, ${MAX_LIMIT}], got ${describe(v)}`);
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_LIMIT)
+        throw new RangeError(`${where}.${field} must be an integer in [1, ${MAX_LIMIT}], got ${describe(v)}`);
       key[field] = v;
     }
     return key;
@@ -82,7 +84,8 @@ function fromLines(text: string, source: string): ApiKey[] {
 }
 
 function checkedKey(name: unknown, key: unknown, where: string): ApiKey {
-  if (typeof name !== 'string' || !NAME.test(name)) throw new TypeError(`${where}: the name must be 1 to 64 characters of A-Z a-z 0-9 . _ -, got ${typeof name === 'string' ? `'${name}'` : describe(name)}`);
+  if (typeof name !== 'string' || !NAME.test(name))
+    throw new TypeError(`${where}: the name must be 1 to 64 characters of A-Z a-z 0-9 . _ -, got ${typeof name === 'string' ? `'${name}'` : describe(name)}`);
   if (typeof key !== 'string' || !KEY.test(key)) throw new TypeError(`${where}: the key of '${name}' must be 16 to 512 visible ASCII characters (no spaces)`);
   return { name, key };
 }

@@ -80,4 +80,3 @@ export interface Backend {
   warmStart?: WarmStartPort;
   close(): Promise<void>;
 }
-

@@ -54,7 +54,8 @@ export function dashboardState(p: DashboardParts): DashboardState {
   });
   const decisions: DashboardDecision[] = backend.recentDecisions(DECISIONS_SHOWN).map((r) => {
     const d: DashboardDecision = { request_id: r.requestId, at: r.at, legs: r.legs.map(({ lower_tier_blocks: _tiers, ...leg }) => leg) };
-    if (r.done) Object.assign(d, { mode: r.done.mode, reason: r.done.reason, outcome: r.done.outcome, ttft_ms: r.done.ttftMs, output_tokens: r.done.outputTokens });
+    if (r.done)
+      Object.assign(d, { mode: r.done.mode, reason: r.done.reason, outcome: r.done.outcome, ttft_ms: r.done.ttftMs, output_tokens: r.done.outputTokens });
     return d;
   });
   return {

@@ -27,7 +27,13 @@ export interface EmbeddedFleet {
 export const EMBEDDED_KV_BLOCKS = 16_384;
 
 export async function startEmbeddedFleet(o: EmbeddedFleetOptions): Promise<EmbeddedFleet> {
-  const engine = { blockSize: o.blockSize, kvBlocks: o.kvBlocks ?? EMBEDDED_KV_BLOCKS, speedup: o.speedup, seed: o.seed ?? 0, offloadBlocks: o.offloadBlocks ?? 0 };
+  const engine = {
+    blockSize: o.blockSize,
+    kvBlocks: o.kvBlocks ?? EMBEDDED_KV_BLOCKS,
+    speedup: o.speedup,
+    seed: o.seed ?? 0,
+    offloadBlocks: o.offloadBlocks ?? 0,
+  };
   const shared = { host: '127.0.0.1', pdStyle: o.style, model: o.model, engine };
   const fleets: SimFleet[] = [];
   try {

@@ -38,7 +38,10 @@ export class FaultEvents {
       onEjection: (e) => this.ejected(e),
       onReturn: (e) => this.returned(e),
       onEjectionCapped: (e) =>
-        this.log.warn({ pool: e.pool, worker: e.worker, reason: e.reason }, 'worker kept failing but was not ejected: the max ejection percent of its pool is reached'),
+        this.log.warn(
+          { pool: e.pool, worker: e.worker, reason: e.reason },
+          'worker kept failing but was not ejected: the max ejection percent of its pool is reached',
+        ),
     };
   }
 
@@ -46,7 +49,15 @@ export class FaultEvents {
     this.metrics.legRetry(r.pool, r.worker, r.reason);
     const suppressed = this.retryLines.admit(`${r.pool} ${r.worker} ${r.reason}`);
     if (suppressed === undefined) return;
-    const fields: Record<string, unknown> = { request_id: r.requestId, trace_id: r.traceId, pool: r.pool, worker: r.worker, to: r.to, reason: r.reason, attempt: r.attempt };
+    const fields: Record<string, unknown> = {
+      request_id: r.requestId,
+      trace_id: r.traceId,
+      pool: r.pool,
+      worker: r.worker,
+      to: r.to,
+      reason: r.reason,
+      attempt: r.attempt,
+    };
     if (r.error.engine !== undefined) fields.engine = redactUrl(r.error.engine);
     if (r.error.detail !== undefined) fields.detail = r.error.detail;
     if (suppressed > 0) fields.suppressed = suppressed;

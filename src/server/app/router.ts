@@ -20,7 +20,17 @@ import { HealthMonitor } from '../fleet/health.js';
 import { SSE_HEADERS, type HttpCall, type HttpReply } from '../call/call.js';
 import { RouterMetrics } from '../observability/metrics.js';
 import { loadTracing, tracingSettings, type RequestTracing, type Tracing } from '../observability/tracing.js';
-import { parseJsonObject, parseRequestBody, parseRequestBodyOffThread, prepareRequest, requestIdOf, type OpenAiRoute, type PreparedRequest, type Preprocessor, type RequestBody } from '../openai/request.js';
+import {
+  parseJsonObject,
+  parseRequestBody,
+  parseRequestBodyOffThread,
+  prepareRequest,
+  requestIdOf,
+  type OpenAiRoute,
+  type PreparedRequest,
+  type Preprocessor,
+  type RequestBody,
+} from '../openai/request.js';
 import { failureCode, relayStream } from '../openai/relay.js';
 import { WorkerRegistry } from '../fleet/registry.js';
 import { copyFields, withFields } from '../../util/objects.js';
@@ -116,14 +126,23 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
   // none: copying its ids out of a cache costs more than making them.
   const cached = config.tokenizerCacheBytes > 0 && tokenizer.name !== 'byte';
   const nativeTokenizer = cached ? tokenizer.native?.withPrefixCache(config.tokenizerCacheBytes) : undefined;
-  const pre: Preprocessor = { tokenizer, nativeTokenizer, chatTemplate, models: config.models, sessionHeader: config.sessionAffinity?.header, maxTokensLimit: config.maxTokensLimit };
+  const pre: Preprocessor = {
+    tokenizer,
+    nativeTokenizer,
+    chatTemplate,
+    models: config.models,
+    sessionHeader: config.sessionAffinity?.header,
+    maxTokensLimit: config.maxTokensLimit,
+  };
   const router = new RouterImpl({ config, metrics, backend, pre, log, access: access.control, clock: opts.clock, tracing });
   const kubernetes = config.discovery?.kubernetes;
   if (kubernetes) {
     try {
       // Loaded only when configured: the Kubernetes client is large.
       const { startKubernetesDiscovery } = await import('../discovery/kubernetes.js');
-      router.attachDiscovery(await startKubernetesDiscovery(kubernetes, { fleet: router.registry, models: config.models, log: log.child({ component: 'discovery' }) }));
+      router.attachDiscovery(
+        await startKubernetesDiscovery(kubernetes, { fleet: router.registry, models: config.models, log: log.child({ component: 'discovery' }) }),
+      );
     } catch (err) {
       await router.close();
       throw err;
@@ -268,10 +287,21 @@ export class RouterImpl implements Router {
         // static file, no data) is served to anyone who reaches it: a browser cannot send the
         // bearer token on navigation; the page sends it from the URL's #token= fragment.
         if (this.config.adminToken === undefined || path.startsWith('/dashboard/state')) checkAdminAccess(call, this.config.adminToken);
-        return this.counted(label, handleDashboard(call, path, () => this.dashboardState()));
+        return this.counted(
+          label,
+          handleDashboard(call, path, () => this.dashboardState()),
+        );
       }
       if (path === '/admin' || path.startsWith('/admin/')) {
-        return this.counted(label, await handleAdmin(call, path, { registry: this.registry, scheduling: this.backend.scheduling, token: this.config.adminToken, readJson: (c) => this.readJson(c) }));
+        return this.counted(
+          label,
+          await handleAdmin(call, path, {
+            registry: this.registry,
+            scheduling: this.backend.scheduling,
+            token: this.config.adminToken,
+            readJson: (c) => this.readJson(c),
+          }),
+        );
       }
       if (!route) throw notFound(`no route ${call.method} ${path}`, 'unknown_route');
       if (call.method !== route.method && !(route.method === 'GET' && call.method === 'HEAD')) {
@@ -279,7 +309,10 @@ export class RouterImpl implements Router {
       }
       let caller: Caller | undefined;
       if (route.openai) {
-        if (this.isDraining) throw new HttpError(503, 'service_unavailable', 'router_draining', 'the router is shutting down: send the request to another replica', { 'retry-after': '1' });
+        if (this.isDraining)
+          throw new HttpError(503, 'service_unavailable', 'router_draining', 'the router is shutting down: send the request to another replica', {
+            'retry-after': '1',
+          });
         caller = this.access?.authenticate(call.headers.authorization);
       }
       switch (route.name) {
@@ -345,7 +378,14 @@ export class RouterImpl implements Router {
       this.metrics.frontend((performance.now() - startedAt) * 1000);
       let routed;
       try {
-        const request: DispatchRequest = { route: prepared.engineRoute, body: prepared.body, tokens: prepared.tokens, requestId, hints: prepared.hints, signal: controller.signal };
+        const request: DispatchRequest = {
+          route: prepared.engineRoute,
+          body: prepared.body,
+          tokens: prepared.tokens,
+          requestId,
+          hints: prepared.hints,
+          signal: controller.signal,
+        };
         if (trace) request.trace = trace;
         routed = await this.backend.dispatch(request);
       } catch (err) {
@@ -423,7 +463,15 @@ export class RouterImpl implements Router {
   }
 
   /** One line per request, at debug level only (nothing per request at info). */
-  private debugLine(requestId: string, route: string, status: number, headers: Record<string, string>, caller: Caller | undefined, startedAt: number, traceId: string | undefined): void {
+  private debugLine(
+    requestId: string,
+    route: string,
+    status: number,
+    headers: Record<string, string>,
+    caller: Caller | undefined,
+    startedAt: number,
+    traceId: string | undefined,
+  ): void {
     if (!levelEnabled(this.log, 'debug')) return;
     this.log.debug(
       {
@@ -490,7 +538,16 @@ export class RouterImpl implements Router {
 
   private kvEventProblems(): Array<{ worker: number; problem: 'block_size_mismatch'; engine_block_size: number; router_block_size: number }> | undefined {
     const out = this.backend.metricsSources.eventStats().flatMap((s) =>
-      s.blockSizeMismatch ? [{ worker: s.worker, problem: 'block_size_mismatch' as const, engine_block_size: s.blockSizeMismatch.engineBlockSize, router_block_size: s.blockSizeMismatch.routerBlockSize }] : [],
+      s.blockSizeMismatch
+        ? [
+            {
+              worker: s.worker,
+              problem: 'block_size_mismatch' as const,
+              engine_block_size: s.blockSizeMismatch.engineBlockSize,
+              router_block_size: s.blockSizeMismatch.routerBlockSize,
+            },
+          ]
+        : [],
     );
     return out.length > 0 ? out : undefined;
   }
@@ -562,7 +619,9 @@ export class RouterImpl implements Router {
 
 /** The 503 of a request cut by a drain that ran out of time. */
 function drainCut(): HttpError {
-  return new HttpError(503, 'service_unavailable', 'router_shutting_down', 'the router shut down before this request finished (its drain timeout ran out)', { 'retry-after': '1' });
+  return new HttpError(503, 'service_unavailable', 'router_shutting_down', 'the router shut down before this request finished (its drain timeout ran out)', {
+    'retry-after': '1',
+  });
 }
 
 /** Whether `p` settled within `ms`. */

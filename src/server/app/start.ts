@@ -61,7 +61,10 @@ export async function startServer(opts: StartOptions): Promise<StartedServer> {
       adminServer = await listenUws(router, withFields(listen, { host: '127.0.0.1', port: adminPort, routes: 'admin' as const }));
     }
     const adminAt = adminServer && `it listens on ${adminServer.url}/admin (no admin token is configured; with one it is served here)`;
-    const server = await listenUws(router, withFields(listen, { host: c.host, port: c.port, routes: adminServer ? ('public' as const) : ('all' as const), adminElsewhere: adminAt }));
+    const server = await listenUws(
+      router,
+      withFields(listen, { host: c.host, port: c.port, routes: adminServer ? ('public' as const) : ('all' as const), adminElsewhere: adminAt }),
+    );
     const r = router;
     const f = fleet;
     const a = adminServer;
@@ -100,9 +103,18 @@ export async function startServer(opts: StartOptions): Promise<StartedServer> {
 }
 
 /** The startup line: version, listeners and the configuration's shape, secrets left out. */
-function startupFields(router: Router, url: string, adminUrl: string | undefined, fleet: EmbeddedFleet | undefined, keysPassedIn: number): Record<string, unknown> {
+function startupFields(
+  router: Router,
+  url: string,
+  adminUrl: string | undefined,
+  fleet: EmbeddedFleet | undefined,
+  keysPassedIn: number,
+): Record<string, unknown> {
   const c = router.config;
-  const keySources = [c.apiKeysFile !== undefined ? `the file ${c.apiKeysFile}` : '', keysPassedIn > 0 ? `${keysPassedIn} passed in (KVROUTE_API_KEYS)` : ''].filter((s) => s !== '');
+  const keySources = [
+    c.apiKeysFile !== undefined ? `the file ${c.apiKeysFile}` : '',
+    keysPassedIn > 0 ? `${keysPassedIn} passed in (KVROUTE_API_KEYS)` : '',
+  ].filter((s) => s !== '');
   return {
     version: packageVersion(),
     node: process.version,
@@ -136,7 +148,9 @@ function banner(url: string, adminUrl: string, router: Router, fleet: EmbeddedFl
   const model = router.config.models[0];
   const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Tell me about KV caches.' }], max_tokens: 48, stream: true });
   const kube = router.config.discovery?.kubernetes;
-  const fleetLine = fleet ? fleet.describe() : `${router.registry.list().length} workers${kube ? `, more discovered from the pods matching '${kube.selector}'` : ' from the configuration'}`;
+  const fleetLine = fleet
+    ? fleet.describe()
+    : `${router.registry.list().length} workers${kube ? `, more discovered from the pods matching '${kube.selector}'` : ' from the configuration'}`;
   return [
     `kvroute listening on ${url}`,
     `  fleet    ${fleetLine}`,

@@ -25,10 +25,17 @@ export function indexSettings(config: RouterConfig): IndexSettings {
 }
 
 /** With replicas and warm start on: the snapshot loaded (or the cold start decided) and its tracker. */
-export async function beginWarmStart(config: RouterConfig, log: Logger, startedAt: number, clock?: () => number): Promise<{ warm: WarmStart; restored?: Record<PoolName, KvIndexer>; natsUnreachable: boolean } | undefined> {
+export async function beginWarmStart(
+  config: RouterConfig,
+  log: Logger,
+  startedAt: number,
+  clock?: () => number,
+): Promise<{ warm: WarmStart; restored?: Record<PoolName, KvIndexer>; natsUnreachable: boolean } | undefined> {
   const r = config.replicas;
   if (!r) return undefined;
-  const load = r.warmStart ? await loadSnapshot({ config: r, cluster: r.cluster ?? subjectToken(config.models[0]), settings: indexSettings(config), clock }) : undefined;
+  const load = r.warmStart
+    ? await loadSnapshot({ config: r, cluster: r.cluster ?? subjectToken(config.models[0]), settings: indexSettings(config), clock })
+    : undefined;
   const restored = load?.indexers;
   const warm = new WarmStart({
     load,
@@ -70,11 +77,19 @@ export function subscribeResuming(ingest: EventIngest, indexer: KvIndexer, w: Wo
  * (lost history, an engine restart) holds less than its position says: the newcomer then knows
  * fewer blocks than it could (its next live batch repairs or clears that rank), never stale ones.
  */
-export async function captureSnapshot(config: RouterConfig, replica: string, pools: Record<PoolName, { indexer: KvIndexer; ingest?: EventIngest }>): Promise<WarmSnapshot> {
+export async function captureSnapshot(
+  config: RouterConfig,
+  replica: string,
+  pools: Record<PoolName, { indexer: KvIndexer; ingest?: EventIngest }>,
+): Promise<WarmSnapshot> {
   const createdAt = Date.now();
   const streams = {} as Record<PoolName, StreamPosition[]>;
   for (const pool of POOL_NAMES) {
-    streams[pool] = (pools[pool].ingest?.stats() ?? []).map((s) => ({ worker: s.worker, endpoints: s.ranks.map((r) => r.endpoint), lastSeq: s.ranks.map((r) => r.lastSeq) }));
+    streams[pool] = (pools[pool].ingest?.stats() ?? []).map((s) => ({
+      worker: s.worker,
+      endpoints: s.ranks.map((r) => r.endpoint),
+      lastSeq: s.ranks.map((r) => r.lastSeq),
+    }));
   }
   const [prefill, decode] = await Promise.all(POOL_NAMES.map((p) => pools[p].indexer.snapshotAsync()));
   return {

@@ -66,7 +66,12 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
   const affinity = config.sessionAffinity;
   const sessions =
     affinity &&
-    new SessionAffinity({ ttlMs: affinity.ttlMs, maxSessions: affinity.maxSessions, clock: o.clock, onBind: (id, binding) => shared.sync?.sessionBound(id, binding) });
+    new SessionAffinity({
+      ttlMs: affinity.ttlMs,
+      maxSessions: affinity.maxSessions,
+      clock: o.clock,
+      onBind: (id, binding) => shared.sync?.sessionBound(id, binding),
+    });
   // The latest decisions for the live page (/dashboard): a ring of the legs booked and the requests finished.
   const decisions = new DecisionLog();
   const faults = new FaultEvents(o.metrics, (o.log ?? silentLogger).child({ component: 'routing' }), o.clock);
@@ -75,14 +80,17 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     decode: buildPool('decode', config, config.decode, ['decode', 'aggregated'], transport, faults, o, shared, decisions, warmStart?.restored?.decode),
   };
   const sync = config.replicas
-    ? await ReplicaSync.start({
-        config: config.replicas,
-        model: config.models[0],
-        cores: { prefill: parts.prefill.core, decode: parts.decode.core },
-        log: o.log ?? silentLogger,
-        observeLag: (s) => o.metrics.replicaSyncLag(s),
-        sessions: sessions && affinity && { table: sessions, ttlMs: affinity.ttlMs },
-      }, warmStart?.natsUnreachable === true)
+    ? await ReplicaSync.start(
+        {
+          config: config.replicas,
+          model: config.models[0],
+          cores: { prefill: parts.prefill.core, decode: parts.decode.core },
+          log: o.log ?? silentLogger,
+          observeLag: (s) => o.metrics.replicaSyncLag(s),
+          sessions: sessions && affinity && { table: sessions, ttlMs: affinity.ttlMs },
+        },
+        warmStart?.natsUnreachable === true,
+      )
     : undefined;
   shared.sync = sync;
   const publisher =
@@ -110,7 +118,15 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     onRequestDone: (done) => {
       o.metrics.served(done.mode);
       const { summary } = done;
-      decisions.done({ at: Date.now(), requestId: summary.requestId, mode: done.mode, reason: done.reason, outcome: done.outcome, ttftMs: summary.ttftMs, outputTokens: summary.outputTokens });
+      decisions.done({
+        at: Date.now(),
+        requestId: summary.requestId,
+        mode: done.mode,
+        reason: done.reason,
+        outcome: done.outcome,
+        ttftMs: summary.ttftMs,
+        outputTokens: summary.outputTokens,
+      });
     },
     queue: queueSettings(config),
     onQueueEvent: (pool, ev) => o.metrics.queueEvent(pool, ev),
@@ -155,7 +171,9 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     ejection(id) {
       if (!p.pool.has(id)) return undefined;
       const s = p.pool.state(id);
-      return s.outlier && { ejected: s.ejected, ejections: s.outlier.ejections, ejectedUntil: s.outlier.ejectedUntil, lastReason: s.outlier.lastEjectionReason };
+      return (
+        s.outlier && { ejected: s.ejected, ejections: s.outlier.ejections, ejectedUntil: s.outlier.ejectedUntil, lastReason: s.outlier.lastEjectionReason }
+      );
     },
   });
 
@@ -199,7 +217,9 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     },
     canServe: () => router.canServeRequests(),
     recentDecisions: (limit) =>
-      decisions.recent(limit).map((r) => ({ requestId: r.requestId, at: r.at, legs: r.legs.map((l) => ({ pool: l.pool, at: l.at, ...explainLeg(l.decision) })), done: r.done })),
+      decisions
+        .recent(limit)
+        .map((r) => ({ requestId: r.requestId, at: r.at, legs: r.legs.map((l) => ({ pool: l.pool, at: l.at, ...explainLeg(l.decision) })), done: r.done })),
     indexedBlocks: (pool, worker, dpSize) => {
       let n = 0;
       for (let rank = 0; rank < dpSize; rank++) n += parts[pool].indexer.blocksOf(worker, rank);
@@ -208,7 +228,14 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
     metricsSources: {
       workerLoads: () =>
         [parts.prefill, parts.decode].flatMap((p) =>
-          p.core.load().map((l) => ({ pool: p.name, worker: l.worker, dpRank: l.dpRank, prefillTokens: l.prefillTokens, decodeBlocks: l.decodeBlocks, requests: l.requests })),
+          p.core.load().map((l) => ({
+            pool: p.name,
+            worker: l.worker,
+            dpRank: l.dpRank,
+            prefillTokens: l.prefillTokens,
+            decodeBlocks: l.decodeBlocks,
+            requests: l.requests,
+          })),
         ),
       eventStats: () =>
         [parts.prefill, parts.decode].flatMap((p) =>
@@ -232,7 +259,14 @@ export async function createBackend(config: RouterConfig, o: BackendOptions): Pr
       replicaStats: sync && (() => sync.stats()),
       warmStartStats: warm && (() => warm.sample()),
       ejectedWorkers: () =>
-        [parts.prefill, parts.decode].flatMap((p) => (p.pool.ejectedCount === 0 ? [] : p.pool.workers().filter((w) => p.pool.state(w.id).ejected).map((w) => ({ pool: p.name, worker: w.id })))),
+        [parts.prefill, parts.decode].flatMap((p) =>
+          p.pool.ejectedCount === 0
+            ? []
+            : p.pool
+                .workers()
+                .filter((w) => p.pool.state(w.id).ejected)
+                .map((w) => ({ pool: p.name, worker: w.id })),
+        ),
       queueStats: () => router.queueStats(),
       modeReasons: () => router.stats().modeReasons,
     },
@@ -273,13 +307,15 @@ function buildPool(
   restored?: KvIndexer,
 ): PoolParts {
   const approximate = config.indexerMode === 'approximate';
-  const indexer = restored ?? new KvIndexer({
-    blockSize: config.blockSize,
-    mode: config.indexerMode,
-    ...(approximate ? {} : { lowerTiers: config.lowerTiers }),
-    ...(config.maxIndexedBlocks !== undefined && !approximate ? { maxBlocks: config.maxIndexedBlocks } : {}),
-    clock: o.clock,
-  });
+  const indexer =
+    restored ??
+    new KvIndexer({
+      blockSize: config.blockSize,
+      mode: config.indexerMode,
+      ...(approximate ? {} : { lowerTiers: config.lowerTiers }),
+      ...(config.maxIndexedBlocks !== undefined && !approximate ? { maxBlocks: config.maxIndexedBlocks } : {}),
+      clock: o.clock,
+    });
   const core = new RoutingCore(indexer, {
     blockSize: config.blockSize,
     policy: routing.policy,
@@ -333,16 +369,30 @@ function logIncident(log: Logger, { worker, dpRank, what }: IngestIncident): voi
       log.warn(withFields(at, { reason: what.reason }), "KV events: history lost, the worker's blocks were cleared from the index");
       return;
     case 'restart': {
-      const fields = withFields(at, { seq: what.seq === null ? null : String(what.seq), last_seq: what.lastSeq === null ? null : String(what.lastSeq), reason: what.reason });
+      const fields = withFields(at, {
+        seq: what.seq === null ? null : String(what.seq),
+        last_seq: what.lastSeq === null ? null : String(what.lastSeq),
+        reason: what.reason,
+      });
       if (what.via === 'sequence') log.warn(fields, "engine restarted (KV event sequence went back): the worker's blocks were cleared");
-      else log.warn(fields, "engine restarted (its replay buffer no longer holds the last batch applied): the worker's blocks were cleared, rebuilt from its buffer");
+      else
+        log.warn(
+          fields,
+          "engine restarted (its replay buffer no longer holds the last batch applied): the worker's blocks were cleared, rebuilt from its buffer",
+        );
       return;
     }
     case 'joined':
-      log.info(withFields(at, { from: String(what.from), to: String(what.to) }), 'KV events: applied from the replay the batches sent before the subscription took effect');
+      log.info(
+        withFields(at, { from: String(what.from), to: String(what.to) }),
+        'KV events: applied from the replay the batches sent before the subscription took effect',
+      );
       return;
     case 'caught_up':
-      log.info(withFields(at, { from: String(what.from), to: what.to === null ? null : String(what.to) }), 'KV events: the restored index caught up from the replay buffer');
+      log.info(
+        withFields(at, { from: String(what.from), to: what.to === null ? null : String(what.to) }),
+        'KV events: the restored index caught up from the replay buffer',
+      );
       return;
     case 'block_size_mismatch':
       log.warn(
@@ -401,7 +451,14 @@ function observed(core: RoutingCore, pool: PoolName, metrics: RouterMetrics, sha
 /** The router queue's settings from the config (the threshold absent: off). */
 function queueSettings(config: RouterConfig): QueueSettings {
   const q = config.routerQueue;
-  return { threshold: q.threshold ?? null, policy: q.policy, maxRequests: q.maxRequests, maxTokens: q.maxTokens, maxNumBatchedTokens: q.maxNumBatchedTokens, maxWaitMs: q.maxWaitMs ?? null };
+  return {
+    threshold: q.threshold ?? null,
+    policy: q.policy,
+    maxRequests: q.maxRequests,
+    maxTokens: q.maxTokens,
+    maxNumBatchedTokens: q.maxNumBatchedTokens,
+    maxWaitMs: q.maxWaitMs ?? null,
+  };
 }
 
 function workerInfo(w: WorkerConfig): WorkerInfo {

@@ -82,7 +82,8 @@ function engineErrorReply(err: EngineError, workerOf: WorkerOf | undefined): Err
     const type = typeof e?.type === 'string' ? e.type : 'invalid_request_error';
     const code = typeof e?.code === 'string' ? e.code : typeof e?.code === 'number' ? String(e.code) : 'engine_rejected';
     // The router took the body; the engine's own limit refused what the router made of it.
-    if (status === 413) return reply(413, `${who} refused the request as too large (the router passed it on under its own limit): ${engineMessage}`, type, code);
+    if (status === 413)
+      return reply(413, `${who} refused the request as too large (the router passed it on under its own limit): ${engineMessage}`, type, code);
     return reply(status, engineMessage, type, code);
   }
   if (err.failure === 'engine_rejected' && (status === 429 || status === 503)) {
@@ -108,7 +109,7 @@ function errorMessageOf(body: unknown): string | undefined {
   if (typeof e === 'string') return e;
   const m = (e as { message?: unknown } | undefined)?.message;
   if (typeof m === 'string') return m;
-  const detail = (body as { message?: unknown; detail?: unknown } | undefined);
+  const detail = body as { message?: unknown; detail?: unknown } | undefined;
   if (typeof detail?.message === 'string') return detail.message;
   if (typeof detail?.detail === 'string') return detail.detail;
   return undefined;

@@ -52,7 +52,10 @@ export function expectation(schema: TSchema): string {
 }
 
 function failure(e: ValueError, names: CheckNames): Error {
-  const segments = e.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments = e.path
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (e.type === ValueErrorType.ObjectAdditionalProperties) {
     const field = segments.pop() ?? '';
     const known = Object.keys((e.schema as { properties?: object }).properties ?? {});

@@ -10,7 +10,18 @@ import type { EngineKind, PolicyName, WorkerRole } from '../../core/vocabulary.j
 import { redactUrl } from '../../util/logger.js';
 import { check } from './check.js';
 import type { Resolved } from './declare.js';
-import { type ConditionalDisaggSchema, type HealthSchema, type KubernetesDiscoverySchema, type OutlierDetectionSchema, type PoolRoutingSchema, type ReplicasSchema, RouterConfigSchema, type RouterQueueSchema, SessionAffinitySchema, WorkerSchema } from './schema.js';
+import {
+  type ConditionalDisaggSchema,
+  type HealthSchema,
+  type KubernetesDiscoverySchema,
+  type OutlierDetectionSchema,
+  type PoolRoutingSchema,
+  type ReplicasSchema,
+  RouterConfigSchema,
+  type RouterQueueSchema,
+  SessionAffinitySchema,
+  WorkerSchema,
+} from './schema.js';
 import { checkLabelSelector } from './label-selector.js';
 
 export type { EngineKind, PolicyName, WorkerRole };
@@ -42,7 +53,10 @@ export type WorkerConfig = Omit<Resolved<typeof WorkerSchema.properties>, 'kvEve
 const RESHAPED = ['$schema', 'model', 'models', 'tokenizer', 'routing', 'prefillRouting', 'sessionAffinity', 'adminToken', 'workers'] as const;
 type Reshaped = (typeof RESHAPED)[number];
 
-export type RouterConfig = Omit<Resolved<typeof RouterConfigSchema.properties>, Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg' | 'replicas' | 'discovery'> & {
+export type RouterConfig = Omit<
+  Resolved<typeof RouterConfigSchema.properties>,
+  Reshaped | 'health' | 'outlierDetection' | 'routerQueue' | 'conditionalDisagg' | 'replicas' | 'discovery'
+> & {
   /** The router queue of each pool (off without a threshold). */
   routerQueue: RouterQueueConfig;
   conditionalDisagg: ConditionalDisaggConfig;
@@ -103,21 +117,28 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   if (config.adminToken !== undefined && c.adminTokenFile !== undefined) throw new TypeError('give either adminToken or adminTokenFile, not both');
   const replicas = config.replicas;
   if (replicas !== undefined && replicas.ttlMs < 2 * replicas.heartbeatMs) {
-    throw new RangeError(`replicas.ttlMs (${replicas.ttlMs}) must be at least twice replicas.heartbeatMs (${replicas.heartbeatMs}): one late heartbeat must not release a replica's bookings`);
+    throw new RangeError(
+      `replicas.ttlMs (${replicas.ttlMs}) must be at least twice replicas.heartbeatMs (${replicas.heartbeatMs}): one late heartbeat must not release a replica's bookings`,
+    );
   }
   if (replicas !== undefined && replicas.snapshotIntervalMs > 0 && replicas.snapshotIntervalMs < 1000) {
-    throw new RangeError(`replicas.snapshotIntervalMs must be 0 (never) or at least 1000, got ${replicas.snapshotIntervalMs}: each snapshot dumps the whole index`);
+    throw new RangeError(
+      `replicas.snapshotIntervalMs must be 0 (never) or at least 1000, got ${replicas.snapshotIntervalMs}: each snapshot dumps the whole index`,
+    );
   }
   const kube = config.discovery?.kubernetes;
   if (kube !== undefined) {
     checkLabelSelector(kube.selector, 'discovery.kubernetes.selector');
-    if (kube.retryMaxMs < kube.retryBaseMs) throw new RangeError(`discovery.kubernetes.retryMaxMs (${kube.retryMaxMs}) must be at least discovery.kubernetes.retryBaseMs (${kube.retryBaseMs})`);
+    if (kube.retryMaxMs < kube.retryBaseMs)
+      throw new RangeError(`discovery.kubernetes.retryMaxMs (${kube.retryMaxMs}) must be at least discovery.kubernetes.retryBaseMs (${kube.retryBaseMs})`);
   }
   config.workers = c.workers.map((w, i) => normaliseWorker(w as Resolved<typeof WorkerSchema.properties>, `workers[${i}]`));
   checkUniqueIds(config.workers);
   const od = config.outlierDetection;
   if (od.maxEjectionTimeMs < od.baseEjectionTimeMs) {
-    throw new RangeError(`outlierDetection.maxEjectionTimeMs (${od.maxEjectionTimeMs}) must be at least outlierDetection.baseEjectionTimeMs (${od.baseEjectionTimeMs})`);
+    throw new RangeError(
+      `outlierDetection.maxEjectionTimeMs (${od.maxEjectionTimeMs}) must be at least outlierDetection.baseEjectionTimeMs (${od.baseEjectionTimeMs})`,
+    );
   }
   return config;
 }

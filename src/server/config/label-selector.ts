@@ -73,5 +73,6 @@ function checkKey(key: string, fail: (what: string) => never): void {
 
 function checkValue(value: string, fail: (what: string) => never): void {
   if (value === '') return;
-  if (value.length > 63 || !NAME.test(value)) fail(`the value '${value}' is not a label value (at most 63 letters, digits, -, _ or ., alphanumeric at both ends)`);
+  if (value.length > 63 || !NAME.test(value))
+    fail(`the value '${value}' is not a label value (at most 63 letters, digits, -, _ or ., alphanumeric at both ends)`);
 }

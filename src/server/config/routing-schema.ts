@@ -17,7 +17,10 @@ const perToken = (description: string) => Type.Optional(Type.Number({ minimum: 0
 export const TtftModelSchema = Type.Object(
   {
     prefill: Type.Optional(
-      Type.Object({ a: finite('ms per token squared'), b: finite('ms per token'), c: finite('ms per step') }, { additionalProperties: false, description: 'A prefill step of N tokens takes a N^2 + b N + c ms.' }),
+      Type.Object(
+        { a: finite('ms per token squared'), b: finite('ms per token'), c: finite('ms per step') },
+        { additionalProperties: false, description: 'A prefill step of N tokens takes a N^2 + b N + c ms.' },
+      ),
     ),
     decode: Type.Optional(
       Type.Object(
@@ -25,7 +28,9 @@ export const TtftModelSchema = Type.Object(
         { additionalProperties: false, description: 'A decode pass at KV usage u (0..1) takes max(minMs, a u^2 + b u + c) ms.' },
       ),
     ),
-    maxNumBatchedTokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1, description: "Tokens one engine step computes at most (vLLM's max_num_batched_tokens)." })),
+    maxNumBatchedTokens: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1, description: "Tokens one engine step computes at most (vLLM's max_num_batched_tokens)." }),
+    ),
     reloadMsPerToken: Type.Optional(
       Type.Object(
         { host: perToken('from host memory'), disk: perToken('from disk'), external: perToken('from an external pool') },
@@ -34,32 +39,60 @@ export const TtftModelSchema = Type.Object(
     ),
     transferMsPerToken: perToken('Milliseconds to receive one token of KV from a prefill worker (decode pools of a disaggregated fleet).'),
   },
-  { additionalProperties: false, description: "The ttft policy's timing model of the pool's engines (the default is Dynamo's mocker fit: set it from your engines' measured step times)." },
+  {
+    additionalProperties: false,
+    description: "The ttft policy's timing model of the pool's engines (the default is Dynamo's mocker fit: set it from your engines' measured step times).",
+  },
 );
 
 /** One routing pool's selection settings. */
 export const PoolRoutingSchema = Type.Object(
   {
     policy: defaulted(
-      oneOf(POLICY_NAMES, { default: 'ttft', description: "Worker selection policy: 'ttft' (each worker's predicted time to first token: no weight to tune; the default), 'kv' (Dynamo's cost), 'round_robin', 'random', 'least_loaded', 'direct' (the request names the worker).", ...cli({ flag: 'policy', arg: 'P', group: 'Routing', help: 'decode/aggregated pool policy' }) }),
+      oneOf(POLICY_NAMES, {
+        default: 'ttft',
+        description:
+          "Worker selection policy: 'ttft' (each worker's predicted time to first token: no weight to tune; the default), 'kv' (Dynamo's cost), 'round_robin', 'random', 'least_loaded', 'direct' (the request names the worker).",
+        ...cli({ flag: 'policy', arg: 'P', group: 'Routing', help: 'decode/aggregated pool policy' }),
+      }),
     ),
     overlapScoreCredit: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: 'Prefill blocks each cached block is worth in the cost.' })),
     prefillLoadScale: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 1, description: "Weight of a worker's booked prefill load in the cost." })),
-    temperature: defaulted(Type.Number({ minimum: 0, maximum: 1e6, default: 0, description: 'Softmax temperature over costs; 0 picks the lowest cost, exact ties at random.' })),
+    temperature: defaulted(
+      Type.Number({ minimum: 0, maximum: 1e6, default: 0, description: 'Softmax temperature over costs; 0 picks the lowest cost, exact ties at random.' }),
+    ),
     hostCacheCredit: defaulted(
-      Type.Number({ minimum: 0, maximum: 1e6, default: 0.75, description: "Prefill blocks each block a worker can reload from host memory (KV events with medium CPU) is worth in the cost: Dynamo's host_cache_hit_weight." }),
+      Type.Number({
+        minimum: 0,
+        maximum: 1e6,
+        default: 0.75,
+        description:
+          "Prefill blocks each block a worker can reload from host memory (KV events with medium CPU) is worth in the cost: Dynamo's host_cache_hit_weight.",
+      }),
     ),
     diskCacheCredit: defaulted(
-      Type.Number({ minimum: 0, maximum: 1e6, default: 0.25, description: "The same for a block on local disk (medium DISK, CPU_TIER2): Dynamo's disk_cache_hit_weight." }),
+      Type.Number({
+        minimum: 0,
+        maximum: 1e6,
+        default: 0.25,
+        description: "The same for a block on local disk (medium DISK, CPU_TIER2): Dynamo's disk_cache_hit_weight.",
+      }),
     ),
     externalCacheCredit: defaulted(
-      Type.Number({ minimum: 0, maximum: 1e6, default: 0.25, description: 'The same for a block in an external pool (medium EXTERNAL): Dynamo credits it as disk.' }),
+      Type.Number({
+        minimum: 0,
+        maximum: 1e6,
+        default: 0.25,
+        description: 'The same for a block in an external pool (medium EXTERNAL): Dynamo credits it as disk.',
+      }),
     ),
     ttftModel: Type.Optional(TtftModelSchema),
     busyDecodeFraction: Type.Optional(
       Type.Number({ exclusiveMinimum: 0, maximum: 1e6, description: 'Leave out a worker whose decode blocks reach this fraction of its kvCapacityBlocks.' }),
     ),
-    busyPrefillTokens: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Leave out a worker with this many booked prefill tokens.' })),
+    busyPrefillTokens: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Leave out a worker with this many booked prefill tokens.' }),
+    ),
     maxQueuedPrefillTokens: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -74,11 +107,15 @@ export const PoolRoutingSchema = Type.Object(
 
 /** The prefill pool's: the same fields, none with a default of its own (routing's apply). */
 export const PrefillRoutingSchema = (() => {
-  const s = Type.Partial(PoolRoutingSchema, { additionalProperties: false, description: 'Routing of the prefill pool; what it leaves out is taken from routing.' });
+  const s = Type.Partial(PoolRoutingSchema, {
+    additionalProperties: false,
+    description: 'Routing of the prefill pool; what it leaves out is taken from routing.',
+  });
   for (const [key, field] of Object.entries(s.properties) as Array<[string, TSchema & Annotations & { default?: unknown }]>) {
     delete field.default;
     delete field.cli;
-    if (key === 'policy') field.cli = { flag: 'prefill-policy', arg: 'P', group: 'Routing', help: 'prefill pool policy', defaultHelp: 'default: same as --policy' };
+    if (key === 'policy')
+      field.cli = { flag: 'prefill-policy', arg: 'P', group: 'Routing', help: 'prefill pool policy', defaultHelp: 'default: same as --policy' };
   }
   return s;
 })();
@@ -109,7 +146,9 @@ export const SessionAffinitySchema = Type.Object(
         ...cli({ flag: 'session-ttl-ms', arg: 'N', group: 'Routing' }),
       }),
     ),
-    maxSessions: defaulted(Type.Integer({ minimum: 1, maximum: 10_000_000, default: 100_000, description: 'Sessions remembered at most; the least recently used go first.' })),
+    maxSessions: defaulted(
+      Type.Integer({ minimum: 1, maximum: 10_000_000, default: 100_000, description: 'Sessions remembered at most; the least recently used go first.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -123,13 +162,20 @@ export const RouterQueueSchema = Type.Object(
         maximum: 1e6,
         description:
           "Queue in the router while every eligible worker of the pool computing a request's prompt has more booked prefill tokens than this multiple of its max_num_batched_tokens (0: queue as soon as a worker has any); off when absent. Changeable at runtime: PUT /admin/queue.",
-        ...cli({ flag: 'router-queue-threshold', arg: 'X', group: 'Routing', help: 'hold requests in the router while every eligible worker has more than X x max-num-batched-tokens of prefill booked', defaultHelp: 'default: off' }),
+        ...cli({
+          flag: 'router-queue-threshold',
+          arg: 'X',
+          group: 'Routing',
+          help: 'hold requests in the router while every eligible worker has more than X x max-num-batched-tokens of prefill booked',
+          defaultHelp: 'default: off',
+        }),
       }),
     ),
     policy: defaulted(
       oneOf(QUEUE_POLICIES, {
         default: DEFAULT_QUEUE_SETTINGS.policy,
-        description: "Order within a priority class: 'fcfs' (arrival minus priority jump: tail TTFT), 'lcfs' (latest first), 'wspt' ((1 + priority jump) / uncached tokens: mean TTFT). Higher priority classes always go first.",
+        description:
+          "Order within a priority class: 'fcfs' (arrival minus priority jump: tail TTFT), 'lcfs' (latest first), 'wspt' ((1 + priority jump) / uncached tokens: mean TTFT). Higher priority classes always go first.",
         ...cli({ flag: 'router-queue-policy', arg: 'P', group: 'Routing', help: 'router queue order within a priority class' }),
       }),
     ),
@@ -157,7 +203,12 @@ export const RouterQueueSchema = Type.Object(
         maximum: 1 << 30,
         default: DEFAULT_QUEUE_SETTINGS.maxNumBatchedTokens,
         description: "The engines' max_num_batched_tokens (the prefill tokens one step takes), the unit of the threshold.",
-        ...cli({ flag: 'max-num-batched-tokens', arg: 'N', group: 'Routing', help: "the engines' max_num_batched_tokens, the unit of --router-queue-threshold" }),
+        ...cli({
+          flag: 'max-num-batched-tokens',
+          arg: 'N',
+          group: 'Routing',
+          help: "the engines' max_num_batched_tokens, the unit of --router-queue-threshold",
+        }),
       }),
     ),
     maxWaitMs: Type.Optional(
@@ -165,8 +216,14 @@ export const RouterQueueSchema = Type.Object(
         minimum: 0,
         maximum: 86_400_000,
         description:
-          "Longest wait in the router queue, ms: a request whose estimated wait (uncached tokens ranked before it over the recent drain rate) is longer is refused at once, and one that has waited this long leaves; both 429 with Retry-After. No limit when absent.",
-        ...cli({ flag: 'router-queue-max-wait-ms', arg: 'MS', group: 'Routing', help: 'refuse (429) a request the router queue would hold longer than MS, shed one that waited MS', defaultHelp: 'default: no limit' }),
+          'Longest wait in the router queue, ms: a request whose estimated wait (uncached tokens ranked before it over the recent drain rate) is longer is refused at once, and one that has waited this long leaves; both 429 with Retry-After. No limit when absent.',
+        ...cli({
+          flag: 'router-queue-max-wait-ms',
+          arg: 'MS',
+          group: 'Routing',
+          help: 'refuse (429) a request the router queue would hold longer than MS, shed one that waited MS',
+          defaultHelp: 'default: no limit',
+        }),
       }),
     ),
   },
@@ -188,7 +245,7 @@ export const ConditionalDisaggSchema = Type.Object(
         minimum: 0,
         maximum: Number.MAX_SAFE_INTEGER,
         default: DEFAULT_CONDITIONAL_DISAGG.bypassBelowTokens,
-        description: "Serve aggregated below this many uncached prompt tokens on the decode worker (the transfer would cost more than the compute).",
+        description: 'Serve aggregated below this many uncached prompt tokens on the decode worker (the transfer would cost more than the compute).',
         ...cli({ flag: 'disagg-bypass-below', arg: 'N', group: 'Routing', help: 'with --conditional-disagg: aggregated below N uncached prompt tokens' }),
       }),
     ),

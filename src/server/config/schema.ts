@@ -15,7 +15,14 @@ import { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, 
 import { DiscoverySchema } from './discovery-schema.js';
 
 export { WorkerSchema } from './worker-schema.js';
-export { TtftModelSchema, PoolRoutingSchema, PrefillRoutingSchema, SessionAffinitySchema, RouterQueueSchema, ConditionalDisaggSchema } from './routing-schema.js';
+export {
+  TtftModelSchema,
+  PoolRoutingSchema,
+  PrefillRoutingSchema,
+  SessionAffinitySchema,
+  RouterQueueSchema,
+  ConditionalDisaggSchema,
+} from './routing-schema.js';
 export { HealthSchema, OutlierDetectionSchema, RateLimitSchema, ReplicasSchema, TlsSchema, TracingSchema, OTLP_PROTOCOLS } from './operations-schema.js';
 export { DiscoverySchema, KubernetesDiscoverySchema } from './discovery-schema.js';
 
@@ -24,7 +31,11 @@ export const RouterConfigSchema = Type.Object(
   {
     $schema: Type.Optional(Type.String({ description: 'The JSON Schema of this file, for editors; kvroute ignores it.' })),
     host: defaulted(
-      text({ default: '127.0.0.1', description: 'Interface the router listens on.', ...cli({ flag: 'host', arg: 'HOST', env: 'HOST', group: 'Listening', help: 'interface' }) }),
+      text({
+        default: '127.0.0.1',
+        description: 'Interface the router listens on.',
+        ...cli({ flag: 'host', arg: 'HOST', env: 'HOST', group: 'Listening', help: 'interface' }),
+      }),
     ),
     port: defaulted(
       Type.Integer({
@@ -46,23 +57,38 @@ export const RouterConfigSchema = Type.Object(
       }),
     ),
     tokenizer: defaulted(
-      Type.Union([text(), Type.Object({ type: Type.Literal('byte') }, { additionalProperties: false }), Type.Object({ type: Type.Literal('huggingface'), path: text() }, { additionalProperties: false })], {
-        default: 'byte',
-        expected: "'byte', a HuggingFace model directory, or { type, path }",
-        description: "'byte' (the built-in byte tokenizer of the simulated fleet), a HuggingFace model directory (tokenizer.json, tokenizer_config.json), or { type: 'byte' | 'huggingface', path }.",
-        ...cli({
-          flag: 'tokenizer',
-          arg: 'DIR',
-          group: 'Routing',
-          help: "HuggingFace model directory (tokenizer.json, tokenizer_config.json), or 'byte'",
-          defaultHelp: 'default: the built-in byte tokenizer of the simulated fleet',
-        }),
-      }),
+      Type.Union(
+        [
+          text(),
+          Type.Object({ type: Type.Literal('byte') }, { additionalProperties: false }),
+          Type.Object({ type: Type.Literal('huggingface'), path: text() }, { additionalProperties: false }),
+        ],
+        {
+          default: 'byte',
+          expected: "'byte', a HuggingFace model directory, or { type, path }",
+          description:
+            "'byte' (the built-in byte tokenizer of the simulated fleet), a HuggingFace model directory (tokenizer.json, tokenizer_config.json), or { type: 'byte' | 'huggingface', path }.",
+          ...cli({
+            flag: 'tokenizer',
+            arg: 'DIR',
+            group: 'Routing',
+            help: "HuggingFace model directory (tokenizer.json, tokenizer_config.json), or 'byte'",
+            defaultHelp: 'default: the built-in byte tokenizer of the simulated fleet',
+          }),
+        },
+      ),
     ),
     chatTemplate: Type.Optional(
       text({
         description: "Jinja chat template overriding the tokenizer's own (the template itself, not a path).",
-        ...cli({ flag: 'chat-template', arg: 'FILE', readsFile: true, group: 'Routing', help: "Jinja chat template file overriding the tokenizer's", defaultHelp: "default: the tokenizer's own, else ChatML" }),
+        ...cli({
+          flag: 'chat-template',
+          arg: 'FILE',
+          readsFile: true,
+          group: 'Routing',
+          help: "Jinja chat template file overriding the tokenizer's",
+          defaultHelp: "default: the tokenizer's own, else ChatML",
+        }),
       }),
     ),
     tokenizerCacheBytes: defaulted(
@@ -110,7 +136,11 @@ export const RouterConfigSchema = Type.Object(
       }),
     ),
     maxIndexedBlocks: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 2 ** 40, description: "Events mode: cap on each pool's index in (worker, dp rank, block) entries, least recently matched evicted first (no cap when absent)." }),
+      Type.Integer({
+        minimum: 1,
+        maximum: 2 ** 40,
+        description: "Events mode: cap on each pool's index in (worker, dp rank, block) entries, least recently matched evicted first (no cap when absent).",
+      }),
     ),
     routing: defaulted(PoolRoutingSchema),
     prefillRouting: Type.Optional(PrefillRoutingSchema),
@@ -133,7 +163,11 @@ export const RouterConfigSchema = Type.Object(
         default: false,
         description:
           "Forward each request's priority class to its engine in the body's `priority` field (negated for vLLM, whose lower values go first; as is for SGLang; not to TensorRT-LLM). Only for engines started with priority scheduling (vLLM --scheduling-policy priority, SGLang --enable-priority-scheduling): vLLM refuses a non-zero priority otherwise.",
-        ...cli({ flag: 'forward-priority', group: 'Routing', help: "forward request priorities to engines that schedule by priority (vLLM --scheduling-policy priority, SGLang --enable-priority-scheduling)" }),
+        ...cli({
+          flag: 'forward-priority',
+          group: 'Routing',
+          help: 'forward request priorities to engines that schedule by priority (vLLM --scheduling-policy priority, SGLang --enable-priority-scheduling)',
+        }),
       }),
     ),
     trackOutputBlocks: defaulted(
@@ -193,7 +227,13 @@ export const RouterConfigSchema = Type.Object(
     adminTokenFile: Type.Optional(
       text({
         description: 'A file holding the admin API bearer token (surrounding whitespace ignored), instead of adminToken.',
-        ...cli({ flag: 'admin-token-file', arg: 'FILE', env: 'KVROUTE_ADMIN_TOKEN_FILE', group: 'Access', help: 'a file holding the bearer token of /admin (not shown by `ps`)' }),
+        ...cli({
+          flag: 'admin-token-file',
+          arg: 'FILE',
+          env: 'KVROUTE_ADMIN_TOKEN_FILE',
+          group: 'Access',
+          help: 'a file holding the bearer token of /admin (not shown by `ps`)',
+        }),
       }),
     ),
     adminPort: Type.Optional(
@@ -208,8 +248,13 @@ export const RouterConfigSchema = Type.Object(
     reusePort: defaulted(
       Type.Boolean({
         default: false,
-        description: "Share the port with other processes (SO_REUSEPORT: the kernel splits connections between them). Off: a port another process holds is refused at startup.",
-        ...cli({ flag: 'reuse-port', group: 'Listening', help: 'share the port with other processes listening on it (SO_REUSEPORT); without it a busy port is an error' }),
+        description:
+          'Share the port with other processes (SO_REUSEPORT: the kernel splits connections between them). Off: a port another process holds is refused at startup.',
+        ...cli({
+          flag: 'reuse-port',
+          group: 'Listening',
+          help: 'share the port with other processes listening on it (SO_REUSEPORT); without it a busy port is an error',
+        }),
       }),
     ),
     maxTokensLimit: defaulted(
@@ -217,14 +262,16 @@ export const RouterConfigSchema = Type.Object(
         minimum: 1,
         maximum: 2 ** 32 - 1,
         default: 1_048_576,
-        description: 'Largest max_tokens / max_completion_tokens a request may ask for; above it, 400. The default is the longest context windows served today (about 1M tokens): no answer can be longer.',
+        description:
+          'Largest max_tokens / max_completion_tokens a request may ask for; above it, 400. The default is the longest context windows served today (about 1M tokens): no answer can be longer.',
         ...cli({ flag: 'max-tokens-limit', arg: 'N', group: 'Operations', help: 'largest max_tokens a request may ask for, 400 above' }),
       }),
     ),
     logLevel: defaulted(
       oneOf(LOG_LEVELS, {
         default: 'info',
-        description: "Log level of kvroute serve's logger (JSON lines on stderr, pretty on a terminal). info logs state changes (startup, worker health, engine restarts, KV event gaps, 5xx answers, drain), never a line per request; debug adds one per request.",
+        description:
+          "Log level of kvroute serve's logger (JSON lines on stderr, pretty on a terminal). info logs state changes (startup, worker health, engine restarts, KV event gaps, 5xx answers, drain), never a line per request; debug adds one per request.",
         ...cli({ flag: 'log-level', arg: 'LEVEL', env: 'KVROUTE_LOG_LEVEL', group: 'Operations', help: 'log level' }),
       }),
     ),
@@ -233,8 +280,14 @@ export const RouterConfigSchema = Type.Object(
         minimum: 0,
         maximum: 3_600_000,
         default: 30_000,
-        description: 'On SIGTERM or SIGINT, how long requests in flight may take to finish before their streams are cut (an error frame) and the process exits.',
-        ...cli({ flag: 'drain-timeout-ms', arg: 'N', group: 'Operations', help: 'on SIGTERM/SIGINT, how long requests in flight may finish (then streams end with an error frame)' }),
+        description:
+          'On SIGTERM or SIGINT, how long requests in flight may take to finish before their streams are cut (an error frame) and the process exits.',
+        ...cli({
+          flag: 'drain-timeout-ms',
+          arg: 'N',
+          group: 'Operations',
+          help: 'on SIGTERM/SIGINT, how long requests in flight may finish (then streams end with an error frame)',
+        }),
       }),
     ),
     health: defaulted(HealthSchema),
@@ -264,7 +317,13 @@ export const RouterConfigSchema = Type.Object(
       Type.Array(WorkerSchema, {
         default: [],
         description: 'The engine workers; more can be added and removed at runtime through /admin/workers.',
-        ...cli({ flag: 'worker', arg: 'SPEC', repeatable: true, group: 'Fleet', help: 'add a worker (repeatable), e.g. id=1,role=prefill,kind=vllm,url=http://h:8000,events=tcp://h:5557' }),
+        ...cli({
+          flag: 'worker',
+          arg: 'SPEC',
+          repeatable: true,
+          group: 'Fleet',
+          help: 'add a worker (repeatable), e.g. id=1,role=prefill,kind=vllm,url=http://h:8000,events=tcp://h:5557',
+        }),
       }),
     ),
     discovery: Type.Optional(DiscoverySchema),
@@ -276,12 +335,37 @@ export const RouterConfigSchema = Type.Object(
 export const EmbeddedFleetSchema = Type.Object(
   {
     prefill: defaulted(
-      Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'Simulated prefill workers; 0 gives aggregated workers only.', ...cli({ flag: 'embedded-prefill', arg: 'N', group: 'Fleet', help: 'simulated prefill workers (0 = aggregated workers only)' }) }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 64,
+        default: 2,
+        description: 'Simulated prefill workers; 0 gives aggregated workers only.',
+        ...cli({ flag: 'embedded-prefill', arg: 'N', group: 'Fleet', help: 'simulated prefill workers (0 = aggregated workers only)' }),
+      }),
     ),
-    decode: defaulted(Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Simulated decode workers (aggregated when there are no prefill workers).', ...cli({ flag: 'embedded-decode', arg: 'N', group: 'Fleet', help: 'simulated decode (or aggregated) workers' }) })),
-    style: defaulted(oneOf(ENGINE_KINDS, { default: 'vllm', description: 'The engine whose prefill/decode handoff the simulated workers speak.', ...cli({ flag: 'embedded-style', arg: 'S', group: 'Fleet', help: 'handoff style of the simulated fleet' }) })),
+    decode: defaulted(
+      Type.Integer({
+        minimum: 1,
+        maximum: 64,
+        default: 2,
+        description: 'Simulated decode workers (aggregated when there are no prefill workers).',
+        ...cli({ flag: 'embedded-decode', arg: 'N', group: 'Fleet', help: 'simulated decode (or aggregated) workers' }),
+      }),
+    ),
+    style: defaulted(
+      oneOf(ENGINE_KINDS, {
+        default: 'vllm',
+        description: 'The engine whose prefill/decode handoff the simulated workers speak.',
+        ...cli({ flag: 'embedded-style', arg: 'S', group: 'Fleet', help: 'handoff style of the simulated fleet' }),
+      }),
+    ),
     speedup: defaulted(
-      Type.Number({ exclusiveMinimum: 0, default: 1, description: 'Simulated engines run this many times faster than real time.', ...cli({ flag: 'speedup', arg: 'X', group: 'Fleet', help: 'simulated engines run X times faster than real time' }) }),
+      Type.Number({
+        exclusiveMinimum: 0,
+        default: 1,
+        description: 'Simulated engines run this many times faster than real time.',
+        ...cli({ flag: 'speedup', arg: 'X', group: 'Fleet', help: 'simulated engines run X times faster than real time' }),
+      }),
     ),
     offloadBlocks: Type.Optional(
       Type.Integer({

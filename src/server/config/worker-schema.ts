@@ -21,10 +21,20 @@ function endpoints(description: string, key: string) {
 /** One engine worker: in the config file's `workers`, in `POST /admin/workers`, and as `--worker key=value,...`. */
 export const WorkerSchema = Type.Object(
   {
-    id: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, key: 'id', description: 'Unique id of the worker: the worker hints of requests and the metrics name it.' }),
+    id: Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      key: 'id',
+      description: 'Unique id of the worker: the worker hints of requests and the metrics name it.',
+    }),
     role: defaulted(oneOf(WORKER_ROLES, { default: 'aggregated', key: 'role', description: 'What the worker does: prefill, decode, or both (aggregated).' })),
     kind: defaulted(oneOf(ENGINE_KINDS, { default: 'vllm', key: 'kind', description: 'The engine the worker runs; it decides the prefill/decode handoff.' })),
-    baseUrl: Type.String({ pattern: HTTP_URL, key: 'url', expected: 'an http(s) URL', description: "The engine's OpenAI-compatible server, http(s)://host:port (a path prefix is kept)." }),
+    baseUrl: Type.String({
+      pattern: HTTP_URL,
+      key: 'url',
+      expected: 'an http(s) URL',
+      description: "The engine's OpenAI-compatible server, http(s)://host:port (a path prefix is kept).",
+    }),
     dpSize: defaulted(Type.Integer({ minimum: 1, maximum: 0xffff, default: 1, key: 'dp', description: 'Data-parallel ranks the worker runs.' })),
     kvEvents: Type.Optional(
       endpoints(
@@ -33,13 +43,22 @@ export const WorkerSchema = Type.Object(
       ),
     ),
     replayEndpoint: Type.Optional(
-      endpoints('ZeroMQ ROUTER endpoint of the KV event replay service (one, rank r on port + r, or one per rank); needs kvEvents. Without it a gap in the events clears the index.', 'replay'),
+      endpoints(
+        'ZeroMQ ROUTER endpoint of the KV event replay service (one, rank r on port + r, or one per rank); needs kvEvents. Without it a gap in the events clears the index.',
+        'replay',
+      ),
     ),
-    kvCapacityBlocks: Type.Optional(Type.Integer({ minimum: 1, maximum: 2 ** 40, key: 'capacity', description: "The worker's KV cache size in blocks (for busyDecodeFraction)." })),
+    kvCapacityBlocks: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 2 ** 40, key: 'capacity', description: "The worker's KV cache size in blocks (for busyDecodeFraction)." }),
+    ),
     bootstrap: Type.Optional(
       Type.Object(
         { host: text(), port: Type.Integer({ minimum: 1, maximum: 65535 }) },
-        { additionalProperties: false, key: 'bootstrap', description: 'SGLang prefill workers: where decode workers meet the prefill (host:port in --worker).' },
+        {
+          additionalProperties: false,
+          key: 'bootstrap',
+          description: 'SGLang prefill workers: where decode workers meet the prefill (host:port in --worker).',
+        },
       ),
     ),
   },

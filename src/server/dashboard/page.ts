@@ -27,7 +27,15 @@ export function handleDashboard(call: HttpCall, path: string, state: () => Dashb
   }
   const noStore = { 'cache-control': 'no-store' };
   if (route === 'page') {
-    return { status: 200, headers: { 'content-type': 'text/html; charset=utf-8', ...noStore, 'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'" }, body: pageHtml() };
+    return {
+      status: 200,
+      headers: {
+        'content-type': 'text/html; charset=utf-8',
+        ...noStore,
+        'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'",
+      },
+      body: pageHtml(),
+    };
   }
   return { status: 200, headers: { 'content-type': 'application/json', ...noStore }, body: JSON.stringify(state()) };
 }

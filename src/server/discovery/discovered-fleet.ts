@@ -59,7 +59,11 @@ export class DiscoveredFleet {
     let restarted = false;
     if (known && (verdict.kind !== 'worker' || known.incarnation !== incarnation)) {
       restarted = verdict.kind === 'worker' && verdict.config.id === known.id;
-      this.drop(name, known, restarted ? 'its engine restarted (new pod IP, container restart or changed keys): its index is cleared' : 'the pod no longer describes this worker');
+      this.drop(
+        name,
+        known,
+        restarted ? 'its engine restarted (new pod IP, container restart or changed keys): its index is cleared' : 'the pod no longer describes this worker',
+      );
       if (restarted) this.restarted++;
     }
     if (verdict.kind !== 'worker') {
@@ -108,7 +112,15 @@ export class DiscoveredFleet {
     for (const k of this.workers.values()) if (k.ready) ready++;
     let skipped = 0;
     for (const v of this.others.values()) if (v.kind === 'skipped') skipped++;
-    return { ready, notReady: this.workers.size - ready, waiting: this.others.size - skipped, skipped, added: this.added, removed: this.removed, restarted: this.restarted };
+    return {
+      ready,
+      notReady: this.workers.size - ready,
+      waiting: this.others.size - skipped,
+      skipped,
+      added: this.added,
+      removed: this.removed,
+      restarted: this.restarted,
+    };
   }
 
   private drop(name: string, known: Known, why: string): void {

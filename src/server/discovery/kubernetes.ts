@@ -91,13 +91,26 @@ class KubernetesDiscovery implements Discovery {
     await this.checkNamespace();
     let timer: NodeJS.Timeout | undefined;
     const started = this.informer.start().then(() => true);
-    const waited = this.s.startupTimeoutMs === 0 ? false : await Promise.race([started, new Promise<false>((r) => (timer = setTimeout(() => r(false), this.s.startupTimeoutMs)))]);
+    const waited =
+      this.s.startupTimeoutMs === 0
+        ? false
+        : await Promise.race([started, new Promise<false>((r) => (timer = setTimeout(() => r(false), this.s.startupTimeoutMs)))]);
     clearTimeout(timer);
     this.starting = false;
-    if (this.startupError !== undefined && refusal(this.startupError)) throw new DiscoveryConfigError(refusalMessage(this.startupError, this.target, this.s.selector));
-    const fields = { namespace, selector: this.s.selector, api_server: redactUrl(this.target.kc.getCurrentCluster()?.server ?? ''), credentials: this.target.from };
+    if (this.startupError !== undefined && refusal(this.startupError))
+      throw new DiscoveryConfigError(refusalMessage(this.startupError, this.target, this.s.selector));
+    const fields = {
+      namespace,
+      selector: this.s.selector,
+      api_server: redactUrl(this.target.kc.getCurrentCluster()?.server ?? ''),
+      credentials: this.target.from,
+    };
     if (this.connected) this.log.info(withFields(fields, this.fleet.counts()), 'discovery: watching pods');
-    else this.log.warn(withFields(fields, { waited_ms: waited ? undefined : this.s.startupTimeoutMs, err: this.startupError }), 'discovery: the API server cannot be reached yet; starting without discovered workers and trying again');
+    else
+      this.log.warn(
+        withFields(fields, { waited_ms: waited ? undefined : this.s.startupTimeoutMs, err: this.startupError }),
+        'discovery: the API server cannot be reached yet; starting without discovered workers and trying again',
+      );
   }
 
   status(): DiscoveryStatus {
@@ -118,7 +131,15 @@ class KubernetesDiscovery implements Discovery {
 
   stats(): DiscoveryStatsSample {
     const c = this.fleet.counts();
-    return { connected: this.connected, pods: { ready: c.ready, notReady: c.notReady, waiting: c.waiting, skipped: c.skipped }, added: c.added, removed: c.removed, restarted: c.restarted, lists: this.lists, errors: this.errors };
+    return {
+      connected: this.connected,
+      pods: { ready: c.ready, notReady: c.notReady, waiting: c.waiting, skipped: c.skipped },
+      added: c.added,
+      removed: c.removed,
+      restarted: c.restarted,
+      lists: this.lists,
+      errors: this.errors,
+    };
   }
 
   async close(): Promise<void> {
@@ -133,7 +154,8 @@ class KubernetesDiscovery implements Discovery {
       await this.api.readNamespace({ name: this.target.namespace });
     } catch (err) {
       if (statusOf(err) === 404) throw new DiscoveryConfigError(`discovery.kubernetes.namespace: the namespace '${this.target.namespace}' does not exist`);
-      if (statusOf(err) === 401 || !(statusOf(err) !== undefined || isNetworkError(err))) throw new DiscoveryConfigError(refusalMessage(err, this.target, this.s.selector));
+      if (statusOf(err) === 401 || !(statusOf(err) !== undefined || isNetworkError(err)))
+        throw new DiscoveryConfigError(refusalMessage(err, this.target, this.s.selector));
       // 403 (no right to read namespaces) or unreachable: the list says more.
     }
   }
@@ -145,7 +167,11 @@ class KubernetesDiscovery implements Discovery {
     this.connected = true;
     this.disconnectedSince = undefined;
     this.lastError = undefined;
-    if (!this.starting) this.log.info({ down_ms: outage === undefined ? undefined : Date.now() - outage, ...this.fleet.counts() }, 'discovery: the API server is reachable again');
+    if (!this.starting)
+      this.log.info(
+        { down_ms: outage === undefined ? undefined : Date.now() - outage, ...this.fleet.counts() },
+        'discovery: the API server is reachable again',
+      );
   }
 
   private failed(err: unknown): void {
@@ -155,7 +181,8 @@ class KubernetesDiscovery implements Discovery {
     const kind = errorKind(err);
     if (this.connected || this.lastError === undefined) {
       this.disconnectedSince ??= Date.now();
-      if (!this.starting) this.log.warn({ err, error: kind, workers: this.fleet.counts() }, 'discovery: list or watch failed; routing on the last known fleet and trying again');
+      if (!this.starting)
+        this.log.warn({ err, error: kind, workers: this.fleet.counts() }, 'discovery: list or watch failed; routing on the last known fleet and trying again');
     }
     this.connected = false;
     this.lastError = kind;
@@ -184,7 +211,12 @@ class ObservedWatch extends Watch {
     super(config);
   }
 
-  override async watch(path: string, queryParams: Record<string, string | number | boolean | undefined>, callback: (phase: string, apiObj: any, watchObj?: any) => void, done: (err: any) => void): Promise<AbortController> {
+  override async watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: any, watchObj?: any) => void,
+    done: (err: any) => void,
+  ): Promise<AbortController> {
     let failed = false;
     const params = Object.assign({}, queryParams, { allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds });
     const controller = await super.watch(
@@ -260,7 +292,18 @@ function refusal(err: unknown): boolean {
 }
 
 /** Errors of reaching the server (tried again), as node-fetch and Node report them. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'EPIPE',
+  'ERR_STREAM_PREMATURE_CLOSE',
+]);
 
 function isNetworkError(err: unknown): boolean {
   const e = err as { code?: unknown; type?: unknown; name?: unknown } | null;
@@ -272,7 +315,8 @@ function refusalMessage(err: unknown, t: Target, selector: string): string {
   const said = serverMessage(err);
   const detail = said ? `: ${said}` : '';
   if (status === 401) return `discovery.kubernetes: the API server refused the credentials of the ${t.from} (401)${detail}`;
-  if (status === 403) return `discovery.kubernetes: the credentials of the ${t.from} may not list pods in the namespace '${t.namespace}' (403; the router needs get, list and watch on pods there)${detail}`;
+  if (status === 403)
+    return `discovery.kubernetes: the credentials of the ${t.from} may not list pods in the namespace '${t.namespace}' (403; the router needs get, list and watch on pods there)${detail}`;
   if (status === 404) return `discovery.kubernetes: the API server has no pods of the namespace '${t.namespace}' (404)${detail}`;
   if (status === undefined) return `discovery.kubernetes: cannot use the API server of the ${t.from}: ${(err as Error | null)?.message ?? String(err)}`;
   return `discovery.kubernetes: the API server refused the pod list with the selector '${selector}' (${status})${detail}`;

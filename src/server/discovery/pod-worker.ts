@@ -76,12 +76,14 @@ export function readPod(pod: PodLike, o: PodReading): PodVerdict {
   const uid = pod.metadata?.uid;
   if (!uid) return { kind: 'skipped', key: 'metadata.uid', why: 'the pod has no uid' };
   const model = notes[POD_KEYS.model];
-  if (model !== undefined && !o.models.includes(model)) return { kind: 'skipped', key: POD_KEYS.model, why: `it serves '${model}', not ${o.models.map((m) => `'${m}'`).join(' or ')}` };
+  if (model !== undefined && !o.models.includes(model))
+    return { kind: 'skipped', key: POD_KEYS.model, why: `it serves '${model}', not ${o.models.map((m) => `'${m}'`).join(' or ')}` };
 
   const role = roleOf(labels);
   if (typeof role !== 'string') return role;
   const engine = labels[POD_KEYS.engine] ?? 'vllm';
-  if (!(ENGINE_KINDS as readonly string[]).includes(engine)) return { kind: 'skipped', key: POD_KEYS.engine, why: `'${engine}' is not one of ${ENGINE_KINDS.join(', ')}` };
+  if (!(ENGINE_KINDS as readonly string[]).includes(engine))
+    return { kind: 'skipped', key: POD_KEYS.engine, why: `'${engine}' is not one of ${ENGINE_KINDS.join(', ')}` };
   const dpSize = integerNote(notes, POD_KEYS.dpSize, 1, 0xffff);
   if (typeof dpSize === 'object') return dpSize;
   const kvBlocks = integerNote(notes, POD_KEYS.kvBlocks, 1, 2 ** 40);
@@ -92,8 +94,16 @@ export function readPod(pod: PodLike, o: PodReading): PodVerdict {
   if (!http) return { kind: 'skipped', key: `port ${POD_KEYS.httpPort}`, why: `no container port is named '${POD_KEYS.httpPort}'` };
   const events = ports.get(POD_KEYS.eventsPort);
   const replay = ports.get(POD_KEYS.replayPort);
-  if (replay && !events) return { kind: 'skipped', key: `port ${POD_KEYS.replayPort}`, why: `a '${POD_KEYS.replayPort}' port needs a '${POD_KEYS.eventsPort}' port (replay only repairs an event stream)` };
-  for (const [name, p] of [[POD_KEYS.eventsPort, events], [POD_KEYS.replayPort, replay]] as const) {
+  if (replay && !events)
+    return {
+      kind: 'skipped',
+      key: `port ${POD_KEYS.replayPort}`,
+      why: `a '${POD_KEYS.replayPort}' port needs a '${POD_KEYS.eventsPort}' port (replay only repairs an event stream)`,
+    };
+  for (const [name, p] of [
+    [POD_KEYS.eventsPort, events],
+    [POD_KEYS.replayPort, replay],
+  ] as const) {
     // With dp ranks, rank r is on port + r (PROTOCOLS.md 2).
     if (p && p.port + (dpSize ?? 1) - 1 > 65535) return { kind: 'skipped', key: `port ${name}`, why: `port ${p.port} + ${POD_KEYS.dpSize} ranks passes 65535` };
   }

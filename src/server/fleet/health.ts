@@ -5,7 +5,6 @@
 // monitor also reads the engine's start time from GET /metrics (process_start_time_seconds, which
 // vLLM and SGLang export): a new value is a restarted engine, whatever its events said.
 
-
 export type HealthVerdict = 'became_unhealthy' | 'became_healthy' | 'grace_expired' | 'unchanged';
 
 interface Entry {

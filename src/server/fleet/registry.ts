@@ -177,7 +177,18 @@ export class WorkerRegistry {
       pool.remove(config.id);
       throw err;
     }
-    this.log.info({ worker: config.id, role: config.role, kind: config.kind, url: redactUrl(config.baseUrl), dp_size: config.dpSize, kv_events: config.kvEvents.length > 0, pod: discovered?.pod }, 'worker added');
+    this.log.info(
+      {
+        worker: config.id,
+        role: config.role,
+        kind: config.kind,
+        url: redactUrl(config.baseUrl),
+        dp_size: config.dpSize,
+        kv_events: config.kvEvents.length > 0,
+        pod: discovered?.pod,
+      },
+      'worker added',
+    );
     this.shared(entry, 'add');
   }
 
@@ -225,7 +236,10 @@ export class WorkerRegistry {
     if (entry.ready === ready) return;
     entry.ready = ready;
     this.sync(entry);
-    this.log.info({ worker: id, pod: entry.discovered?.pod, state: this.stateOf(entry), in_selection: entry.inSelection }, ready ? 'worker ready again (its pod)' : 'worker not ready (its pod): out of selection, requests in flight finish');
+    this.log.info(
+      { worker: id, pod: entry.discovered?.pod, state: this.stateOf(entry), in_selection: entry.inSelection },
+      ready ? 'worker ready again (its pod)' : 'worker not ready (its pod): out of selection, requests in flight finish',
+    );
   }
 
   private forget(entry: Entry): WorkerStatus {
@@ -265,13 +279,19 @@ export class WorkerRegistry {
       entry.startTime = startTime;
       if (before !== undefined && before !== startTime) {
         this.opts.ingest.resync(id, `the engine's process_start_time_seconds changed from ${before} to ${startTime}: it restarted`);
-        this.log.warn({ worker: id, url: redactUrl(entry.config.baseUrl), start_time: startTime, previous_start_time: before }, "engine restarted (its start time changed): the worker's blocks were cleared");
+        this.log.warn(
+          { worker: id, url: redactUrl(entry.config.baseUrl), start_time: startTime, previous_start_time: before },
+          "engine restarted (its start time changed): the worker's blocks were cleared",
+        );
       }
     }
     // Unreachable, it may have restarted: unknown until its event streams prove otherwise.
     if (verdict === 'became_healthy' && (blocksDropped || !this.opts.ingest.continuous(id))) {
       this.opts.ingest.resync(id, 'the worker was unreachable and its event streams do not prove the engine kept running');
-      this.log.info({ worker: id }, "worker back after being unreachable: its blocks were cleared (no proof the engine kept its cache), rebuilt from its replay buffer");
+      this.log.info(
+        { worker: id },
+        'worker back after being unreachable: its blocks were cleared (no proof the engine kept its cache), rebuilt from its replay buffer',
+      );
     }
     if (verdict === 'became_unhealthy' || verdict === 'became_healthy') {
       this.sync(entry);

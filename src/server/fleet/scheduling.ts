@@ -30,8 +30,12 @@ function changes(schema: { properties: Record<string, TSchema> }, over: Record<s
 const threshold = RouterQueueSchema.properties.threshold;
 const maxWait = RouterQueueSchema.properties.maxWaitMs;
 const QueueChanges = changes(RouterQueueSchema, {
-  threshold: Type.Union([Type.Number({ minimum: threshold.minimum, maximum: threshold.maximum }), Type.Null()], { expected: `a number in [${threshold.minimum}, ${threshold.maximum}], or null (off)` }),
-  maxWaitMs: Type.Union([Type.Number({ minimum: maxWait.minimum, maximum: maxWait.maximum }), Type.Null()], { expected: `a number in [${maxWait.minimum}, ${maxWait.maximum}], or null (no limit)` }),
+  threshold: Type.Union([Type.Number({ minimum: threshold.minimum, maximum: threshold.maximum }), Type.Null()], {
+    expected: `a number in [${threshold.minimum}, ${threshold.maximum}], or null (off)`,
+  }),
+  maxWaitMs: Type.Union([Type.Number({ minimum: maxWait.minimum, maximum: maxWait.maximum }), Type.Null()], {
+    expected: `a number in [${maxWait.minimum}, ${maxWait.maximum}], or null (no limit)`,
+  }),
 });
 const ConditionalChanges = changes(ConditionalDisaggSchema);
 

@@ -82,7 +82,9 @@ export async function listenUws(handler: CallHandler, opts: ListenOptions = {}):
     onRequest(handler, res, req);
   });
   const port = opts.port ?? 0;
-  const token = await listenOn(app, host, port, opts.reusePort === true, routes === 'admin' ? 'admin API' : 'router', { onWaitForRelease: opts.onWaitForRelease });
+  const token = await listenOn(app, host, port, opts.reusePort === true, routes === 'admin' ? 'admin API' : 'router', {
+    onWaitForRelease: opts.onWaitForRelease,
+  });
   return runningServer(app, token, host, uWS.us_socket_local_port(token), opts.tls !== undefined);
 }
 

@@ -57,7 +57,8 @@ export class DecisionLog {
 
   /** Keeps the last `capacity` legs and as many finished requests. */
   constructor(readonly capacity = 64) {
-    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 100_000) throw new RangeError(`capacity must be an integer from 1 to 100000, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 100_000)
+      throw new RangeError(`capacity must be an integer from 1 to 100000, got ${capacity}`);
     this.legs = new Ring(capacity);
     this.finished = new Ring(capacity);
   }

@@ -18,7 +18,13 @@ export interface DiscoveryStatsSample {
 }
 
 export function registerDiscoveryMetrics(registry: Registry, source: () => DiscoveryStatsSample | undefined): void {
-  scrapedGauge(registry, source, 'kvroute_discovery_connected', '1 while worker discovery reaches the Kubernetes API server; 0: routing on the last known fleet', (s) => (s.connected ? 1 : 0));
+  scrapedGauge(
+    registry,
+    source,
+    'kvroute_discovery_connected',
+    '1 while worker discovery reaches the Kubernetes API server; 0: routing on the last known fleet',
+    (s) => (s.connected ? 1 : 0),
+  );
   new Gauge({
     name: 'kvroute_discovery_pods',
     help: 'Pods the discovery selector picks, by state: ready (workers in selection), not_ready (workers out of selection), waiting (no pod IP or never Ready), skipped (a bad key, no http port, another model)',
@@ -34,13 +40,27 @@ export function registerDiscoveryMetrics(registry: Registry, source: () => Disco
       this.set({ state: 'skipped' }, s.pods.skipped);
     },
   });
-  scrapedCounter(registry, source, 'kvroute_discovery_worker_changes_total', 'Discovered workers added, removed, and restarted (removed and added afresh, index cleared)', 'change', {
-    added: (s) => s.added,
-    removed: (s) => s.removed,
-    restarted: (s) => s.restarted,
-  });
-  scrapedCounter(registry, source, 'kvroute_discovery_api_total', 'Calls to the Kubernetes API server: lists (full lists of the pods) and errors (failed lists and watches)', 'kind', {
-    lists: (s) => s.lists,
-    errors: (s) => s.errors,
-  });
+  scrapedCounter(
+    registry,
+    source,
+    'kvroute_discovery_worker_changes_total',
+    'Discovered workers added, removed, and restarted (removed and added afresh, index cleared)',
+    'change',
+    {
+      added: (s) => s.added,
+      removed: (s) => s.removed,
+      restarted: (s) => s.restarted,
+    },
+  );
+  scrapedCounter(
+    registry,
+    source,
+    'kvroute_discovery_api_total',
+    'Calls to the Kubernetes API server: lists (full lists of the pods) and errors (failed lists and watches)',
+    'kind',
+    {
+      lists: (s) => s.lists,
+      errors: (s) => s.errors,
+    },
+  );
 }

@@ -69,7 +69,10 @@ abstract class SeriesFamily<S> implements RegistrableMetric {
   /** The series of an unlabelled metric (present from the start, as prom-client's is). */
   protected readonly unlabelled?: S;
 
-  constructor(o: FamilyOptions, private readonly make: (labels: Labels) => S) {
+  constructor(
+    o: FamilyOptions,
+    private readonly make: (labels: Labels) => S,
+  ) {
     this.name = o.name;
     this.help = o.help;
     this.labelNames = o.labelNames ?? [];

@@ -135,7 +135,7 @@ export class RouterMetrics {
   });
   private readonly tpot = new FastHistogram({
     name: 'kvroute_time_per_output_token_seconds',
-    help: "Per stream answered 200: time from its first token chunk to its last, over its output tokens after the first (usage.completion_tokens, else token chunks)",
+    help: 'Per stream answered 200: time from its first token chunk to its last, over its output tokens after the first (usage.completion_tokens, else token chunks)',
     labelNames: ['route', 'model'],
     buckets: TOKEN_BUCKETS_S,
     registry: this.registry,
@@ -152,7 +152,7 @@ export class RouterMetrics {
   });
   private readonly cachedTokens = new FastCounter({
     name: 'kvroute_cached_tokens_total',
-    help: "Prompt tokens engines served from their prefix cache (usage.prompt_tokens_details.cached_tokens)",
+    help: 'Prompt tokens engines served from their prefix cache (usage.prompt_tokens_details.cached_tokens)',
     registry: this.registry,
   });
   private readonly hitRate = new FastHistogram({
@@ -316,11 +316,19 @@ export class RouterMetrics {
       });
     perWorkerCounter('kvroute_kv_events_applied_total', 'KV events applied to the index', (s) => s.applied);
     perWorkerCounter('kvroute_kv_events_lower_tier_total', 'KV events about lower tiers (CPU, disk, external) applied to the index', (s) => s.lowerTier ?? 0);
-    perWorkerCounter('kvroute_kv_event_stream_joins_total', 'KV event stream connections joined (the first and each reconnect), counted once the probe of the replay buffer for batches sent before the subscription is over', (s) => s.joins);
+    perWorkerCounter(
+      'kvroute_kv_event_stream_joins_total',
+      'KV event stream connections joined (the first and each reconnect), counted once the probe of the replay buffer for batches sent before the subscription is over',
+      (s) => s.joins,
+    );
     perWorkerCounter('kvroute_kv_event_gaps_total', 'Sequence gaps in KV event streams', (s) => s.gaps);
     perWorkerCounter('kvroute_kv_event_replays_total', 'Replay requests sent after gaps', (s) => s.replays);
     perWorkerCounter('kvroute_kv_event_decode_errors_total', 'KV event messages that could not be decoded', (s) => s.decodeErrors);
-    perWorkerCounter('kvroute_kv_event_restarts_total', 'Engine restarts seen in the event stream (sequence went back, or the replay buffer lost the last applied batch): blocks cleared', (s) => s.restarts);
+    perWorkerCounter(
+      'kvroute_kv_event_restarts_total',
+      'Engine restarts seen in the event stream (sequence went back, or the replay buffer lost the last applied batch): blocks cleared',
+      (s) => s.restarts,
+    );
     new Gauge({
       name: 'kvroute_kv_event_block_size_mismatch',
       help: "1 for a worker whose KV events carry another block size than the router's: they are all refused and its cache earns no routing credit",
@@ -448,7 +456,9 @@ export class RouterMetrics {
   private readonly hitRateByPool = new ChildCache<HistogramSeries>((pool) => this.hitRate.labels({ pool }));
   private readonly modeSeries = new ChildCache<CounterSeries>((mode) => this.modes.labels({ mode }));
   /** Per route, per model, per status code. */
-  private readonly requestSeries = new ChildCache((route) => new ChildCache((model) => new ChildCache<CounterSeries>((status) => this.requests.labels({ route, model, status }))));
+  private readonly requestSeries = new ChildCache(
+    (route) => new ChildCache((model) => new ChildCache<CounterSeries>((status) => this.requests.labels({ route, model, status }))),
+  );
   private readonly overheadByPhase = {
     hash: this.overhead.labels({ phase: 'hash' }),
     match: this.overhead.labels({ phase: 'match' }),

@@ -3,11 +3,40 @@
 // processor, the OTLP exporter of the chosen protocol, W3C trace context in and out. Spans are
 // parented explicitly (no context manager): the request span is the client's traceparent's child,
 // everything else the request span's, and each engine gets the traceparent of its leg's span.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, defaultTextMapGetter, defaultTextMapSetter, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type Sampler,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_SERVICE_NAME,
+  ATTR_SERVICE_VERSION,
+} from '@opentelemetry/semantic-conventions';
 import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_REQUEST_MODEL,
@@ -309,4 +338,3 @@ class OtelLeg implements LegTrace {
     this.span.end();
   }
 }
-

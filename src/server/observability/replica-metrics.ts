@@ -38,24 +38,37 @@ const LAG_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 export function registerReplicaMetrics(registry: Registry, source: () => ReplicaStatsSample | undefined): (seconds: number) => void {
   const registers = [registry];
   const gauge = (name: string, help: string, pick: (s: ReplicaStatsSample) => number) => scrapedGauge(registry, source, name, help, pick);
-  const counter = (name: string, help: string, labelName: string, picks: Record<string, (s: ReplicaStatsSample) => number>) => scrapedCounter(registry, source, name, help, labelName, picks);
+  const counter = (name: string, help: string, labelName: string, picks: Record<string, (s: ReplicaStatsSample) => number>) =>
+    scrapedCounter(registry, source, name, help, labelName, picks);
   gauge('kvroute_replicas_connected', '1 while this replica reaches NATS; 0: degraded, routing on its own view', (s) => (s.connected ? 1 : 0));
   gauge('kvroute_replicas_seen', 'Other router replicas heard within the TTL', (s) => s.peers);
   gauge('kvroute_replica_local_bookings', "This replica's own bookings, as announced to the others", (s) => s.localBookings);
   counter('kvroute_replica_batches_total', 'Booking batches sent (out) and received (in)', 'direction', { out: (s) => s.batchesOut, in: (s) => s.batchesIn });
-  counter('kvroute_replica_events_total', 'Booking events by fate: out (sent), in (received), unsent (NATS down), rejected (refused by the load book)', 'fate', {
-    out: (s) => s.eventsOut,
-    in: (s) => s.eventsIn,
-    unsent: (s) => s.eventsUnsent,
-    rejected: (s) => s.rejectedEvents,
+  counter(
+    'kvroute_replica_events_total',
+    'Booking events by fate: out (sent), in (received), unsent (NATS down), rejected (refused by the load book)',
+    'fate',
+    {
+      out: (s) => s.eventsOut,
+      in: (s) => s.eventsIn,
+      unsent: (s) => s.eventsUnsent,
+      rejected: (s) => s.rejectedEvents,
+    },
+  );
+  counter(
+    'kvroute_replica_resyncs_total',
+    'Announcements of all bookings: out (sent), in (received), gaps (lost batches detected), gone (replicas silent past the TTL)',
+    'kind',
+    {
+      out: (s) => s.resyncsOut,
+      in: (s) => s.resyncsIn,
+      gaps: (s) => s.gaps,
+      gone: (s) => s.replicasGone,
+    },
+  );
+  counter('kvroute_replica_invalid_messages_total', 'Messages on the replica subjects that were not of the protocol (dropped)', 'kind', {
+    any: (s) => s.invalidMessages,
   });
-  counter('kvroute_replica_resyncs_total', 'Announcements of all bookings: out (sent), in (received), gaps (lost batches detected), gone (replicas silent past the TTL)', 'kind', {
-    out: (s) => s.resyncsOut,
-    in: (s) => s.resyncsIn,
-    gaps: (s) => s.gaps,
-    gone: (s) => s.replicasGone,
-  });
-  counter('kvroute_replica_invalid_messages_total', 'Messages on the replica subjects that were not of the protocol (dropped)', 'kind', { any: (s) => s.invalidMessages });
   new Gauge({
     name: 'kvroute_replica_bookings',
     help: 'Bookings of other replicas held here, per origin replica',
@@ -66,6 +79,11 @@ export function registerReplicaMetrics(registry: Registry, source: () => Replica
       for (const o of source()?.bookingsByOrigin ?? []) this.set({ origin: o.replica }, o.requests);
     },
   });
-  const lag = new Histogram({ name: 'kvroute_replica_sync_lag_seconds', help: 'Booking batch publish-to-apply delay (sender clock to receiver clock)', buckets: LAG_BUCKETS_S, registers });
+  const lag = new Histogram({
+    name: 'kvroute_replica_sync_lag_seconds',
+    help: 'Booking batch publish-to-apply delay (sender clock to receiver clock)',
+    buckets: LAG_BUCKETS_S,
+    registers,
+  });
   return (seconds) => lag.observe(seconds);
 }

@@ -16,7 +16,14 @@ export function scrapedGauge<S>(registry: Registry, source: () => S | undefined,
   });
 }
 
-export function scrapedCounter<S>(registry: Registry, source: () => S | undefined, name: string, help: string, labelName: string, picks: Record<string, (s: S) => number>): Counter {
+export function scrapedCounter<S>(
+  registry: Registry,
+  source: () => S | undefined,
+  name: string,
+  help: string,
+  labelName: string,
+  picks: Record<string, (s: S) => number>,
+): Counter {
   return new Counter({
     name,
     help,

@@ -8,7 +8,6 @@ import type { OtlpProtocol, SamplerSetting, Tracing, TracingConfig, TracingSetti
 
 export type * from './tracing-api.js';
 
-
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
 /**
@@ -33,7 +32,10 @@ function nonEmpty(v: string | undefined): string {
 
 /** OTEL_TRACES_EXPORTER: a comma-separated list; otlp turns tracing on, none or absent leave it off. */
 function tracesExporterIsOtlp(v: string | undefined): boolean {
-  const names = nonEmpty(v).split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
+  const names = nonEmpty(v)
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== '');
   for (const n of names) {
     if (n !== 'otlp' && n !== 'none') throw new RangeError(`OTEL_TRACES_EXPORTER must be otlp or none (kvroute exports over OTLP only), got '${v}'`);
   }
@@ -52,7 +54,8 @@ function protocolOf(env: Record<string, string | undefined>): OtlpProtocol {
 
 function samplerOf(env: Record<string, string | undefined>): SamplerSetting {
   const name = nonEmpty(env.OTEL_TRACES_SAMPLER).toLowerCase() || 'parentbased_always_on';
-  if (!(SAMPLERS as readonly string[]).includes(name)) throw new RangeError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, got '${env.OTEL_TRACES_SAMPLER}'`);
+  if (!(SAMPLERS as readonly string[]).includes(name))
+    throw new RangeError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, got '${env.OTEL_TRACES_SAMPLER}'`);
   if (name !== 'traceidratio' && name !== 'parentbased_traceidratio') return { name: name as 'always_on' };
   const arg = nonEmpty(env.OTEL_TRACES_SAMPLER_ARG);
   const ratio = arg === '' ? 1 : Number(arg);

@@ -15,19 +15,34 @@ export interface WarmStartSample {
   publishFailures: number;
 }
 
-
 const OUTCOMES = ['restored', 'absent', 'rejected', 'mismatch', 'stale', 'unavailable', 'off'];
 
 export function registerWarmStartMetrics(registry: Registry, source: () => WarmStartSample | undefined): void {
   const gauge = (name: string, help: string, pick: (s: WarmStartSample) => number | undefined) => scrapedGauge(registry, source, name, help, pick);
-  gauge('kvroute_replica_warm_ready', '1 once the warm start is over (restored index caught up, cold start decided, or warmStartTimeoutMs passed)', (s) => (s.ready ? 1 : 0));
+  gauge('kvroute_replica_warm_ready', '1 once the warm start is over (restored index caught up, cold start decided, or warmStartTimeoutMs passed)', (s) =>
+    s.ready ? 1 : 0,
+  );
   gauge('kvroute_replica_time_to_ready_seconds', 'From startup to ready (snapshot fetch, restore and catch-up included)', (s) => s.readySeconds);
   gauge('kvroute_replica_snapshot_age_seconds', 'Age of the newest index snapshot this replica restored or published', (s) => s.snapshotAgeSeconds);
   gauge('kvroute_replica_snapshot_bytes', 'Size of the newest index snapshot this replica restored or published', (s) => s.snapshotBytes);
   const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, (s: WarmStartSample) => (s.outcome === o ? 1 : 0)]));
-  scrapedCounter(registry, source, 'kvroute_replica_restores_total', 'Warm starts by outcome: restored, or why not (absent, rejected, mismatch, stale, unavailable, off)', 'outcome', outcomes);
-  scrapedCounter(registry, source, 'kvroute_replica_snapshots_published_total', 'Index snapshots this replica published for warm starts (ok), and attempts that failed', 'result', {
-    ok: (s) => s.published,
-    failed: (s) => s.publishFailures,
-  });
+  scrapedCounter(
+    registry,
+    source,
+    'kvroute_replica_restores_total',
+    'Warm starts by outcome: restored, or why not (absent, rejected, mismatch, stale, unavailable, off)',
+    'outcome',
+    outcomes,
+  );
+  scrapedCounter(
+    registry,
+    source,
+    'kvroute_replica_snapshots_published_total',
+    'Index snapshots this replica published for warm starts (ok), and attempts that failed',
+    'result',
+    {
+      ok: (s) => s.published,
+      failed: (s) => s.publishFailures,
+    },
+  );
 }

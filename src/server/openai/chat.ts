@@ -26,7 +26,12 @@ export function completionToChat(completion: unknown): unknown {
     id: chatId(c.id),
     object: 'chat.completion',
     choices: choices.map((ch, i) => {
-      const choice: Json = { index: ch.index ?? i, message: { role: 'assistant', content: ch.text ?? '' }, logprobs: null, finish_reason: ch.finish_reason ?? null };
+      const choice: Json = {
+        index: ch.index ?? i,
+        message: { role: 'assistant', content: ch.text ?? '' },
+        logprobs: null,
+        finish_reason: ch.finish_reason ?? null,
+      };
       if (ch.stop_reason !== undefined) choice.stop_reason = ch.stop_reason;
       return choice;
     }),

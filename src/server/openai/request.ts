@@ -133,7 +133,11 @@ export async function parseRequestBodyOffThread(route: OpenAiRoute, bytes: Uint8
 }
 
 /** How a body is read: a completions prompt of token ids at once (never tokenized), else its text or messages through `tokenizer`. */
-function readerOf(route: OpenAiRoute, bytes: Uint8Array, pre: Preprocessor | undefined): { ids?: ScannedPrompt; tokenizer?: NativeTextTokenizer; kind: 'text' | 'chat' } {
+function readerOf(
+  route: OpenAiRoute,
+  bytes: Uint8Array,
+  pre: Preprocessor | undefined,
+): { ids?: ScannedPrompt; tokenizer?: NativeTextTokenizer; kind: 'text' | 'chat' } {
   const tokenizer = nativeOf(pre);
   if (route !== '/v1/completions') return { tokenizer, kind: 'chat' };
   return { ids: idPrompt(bytes), tokenizer, kind: 'text' };
@@ -293,7 +297,8 @@ function clientIds(prompt: unknown): unknown[] | undefined {
 }
 
 function tokenIds(values: unknown[]): Uint32Array {
-  if (values.length > MAX_PROMPT_TOKENS) throw new HttpError(413, 'invalid_request_error', 'prompt_too_long', `prompt has more than ${MAX_PROMPT_TOKENS} tokens`);
+  if (values.length > MAX_PROMPT_TOKENS)
+    throw new HttpError(413, 'invalid_request_error', 'prompt_too_long', `prompt has more than ${MAX_PROMPT_TOKENS} tokens`);
   const out = new Uint32Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
@@ -307,7 +312,8 @@ function tokenIds(values: unknown[]): Uint32Array {
 
 function checkedLength(tokens: Uint32Array): Uint32Array {
   if (tokens.length === 0) throw badRequest('the prompt tokenizes to nothing', 'invalid_prompt');
-  if (tokens.length > MAX_PROMPT_TOKENS) throw new HttpError(413, 'invalid_request_error', 'prompt_too_long', `prompt has more than ${MAX_PROMPT_TOKENS} tokens`);
+  if (tokens.length > MAX_PROMPT_TOKENS)
+    throw new HttpError(413, 'invalid_request_error', 'prompt_too_long', `prompt has more than ${MAX_PROMPT_TOKENS} tokens`);
   return tokens;
 }
 
@@ -320,7 +326,18 @@ function chatTokens(body: Record<string, unknown>, pre: Preprocessor): Uint32Arr
 }
 
 // Chat features only the engine's own chat endpoint implements.
-const ENGINE_CHAT_FIELDS = ['tools', 'tool_choice', 'functions', 'function_call', 'response_format', 'chat_template', 'chat_template_kwargs', 'continue_final_message', 'audio', 'modalities'];
+const ENGINE_CHAT_FIELDS = [
+  'tools',
+  'tool_choice',
+  'functions',
+  'function_call',
+  'response_format',
+  'chat_template',
+  'chat_template_kwargs',
+  'continue_final_message',
+  'audio',
+  'modalities',
+];
 
 function needsEngineChat(body: Record<string, unknown>): boolean {
   if (body.logprobs === true || (body.top_logprobs !== undefined && body.top_logprobs !== null)) return true;
@@ -328,7 +345,20 @@ function needsEngineChat(body: Record<string, unknown>): boolean {
 }
 
 // Chat-only fields that mean nothing to /v1/completions.
-const CHAT_ONLY_FIELDS = ['messages', 'max_completion_tokens', 'add_generation_prompt', 'parallel_tool_calls', 'logprobs', 'top_logprobs', 'store', 'metadata', 'reasoning_effort', 'service_tier', 'prediction', 'web_search_options'];
+const CHAT_ONLY_FIELDS = [
+  'messages',
+  'max_completion_tokens',
+  'add_generation_prompt',
+  'parallel_tool_calls',
+  'logprobs',
+  'top_logprobs',
+  'store',
+  'metadata',
+  'reasoning_effort',
+  'service_tier',
+  'prediction',
+  'web_search_options',
+];
 
 function chatToCompletionsBody(chat: Record<string, unknown>, tokens: Uint32Array): Record<string, unknown> {
   const body: Record<string, unknown> = copyFields(chat);

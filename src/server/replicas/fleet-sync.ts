@@ -48,7 +48,8 @@ export class FleetSync {
     let worker: WorkerConfig;
     try {
       worker = parseWorkerConfig(value.worker, `fleet entry ${key}`);
-      if (key !== `w${worker.id}` || !['active', 'draining', 'removed'].includes(value.state as string)) throw new TypeError(`fleet entry ${key} is not a worker's state`);
+      if (key !== `w${worker.id}` || !['active', 'draining', 'removed'].includes(value.state as string))
+        throw new TypeError(`fleet entry ${key} is not a worker's state`);
     } catch (err) {
       this.invalid();
       this.log.warn({ key, err }, 'shared fleet entry refused');

@@ -63,7 +63,6 @@ export interface WarmStartPort {
   workersLoaded(): void;
 }
 
-
 /** A snapshot published on demand. */
 export interface Published {
   bytes: number;

@@ -61,7 +61,16 @@ const FREE = 2;
 const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
 
 export function encodeBatch(b: BookingBatch): Uint8Array {
-  return packr.pack({ v: PROTOCOL_VERSION, from: b.from, epoch: b.epoch, sentAt: b.sentAt, seq: b.seq, reset: b.reset, ask: b.ask, events: b.events.map(eventTuple) });
+  return packr.pack({
+    v: PROTOCOL_VERSION,
+    from: b.from,
+    epoch: b.epoch,
+    sentAt: b.sentAt,
+    seq: b.seq,
+    reset: b.reset,
+    ask: b.ask,
+    events: b.events.map(eventTuple),
+  });
 }
 
 export function encodeHeartbeat(h: Heartbeat): Uint8Array {

@@ -56,7 +56,11 @@ export function encodeWarmSnapshot(s: WarmSnapshot): Uint8Array {
     pools: POOL_NAMES.map((p) => ({
       pool: p,
       bytes: s.pools[p].index.length,
-      streams: s.pools[p].streams.map((st) => ({ worker: st.worker, endpoints: st.endpoints, lastSeq: st.lastSeq.map((q) => (q === null ? null : q.toString())) })),
+      streams: s.pools[p].streams.map((st) => ({
+        worker: st.worker,
+        endpoints: st.endpoints,
+        lastSeq: st.lastSeq.map((q) => (q === null ? null : q.toString())),
+      })),
     })),
   });
   const prefix = Buffer.alloc(PREFIX);
@@ -103,7 +107,9 @@ export function decodeWarmSnapshot(bytes: Uint8Array): WarmSnapshot {
 
 /** Why a dump taken under `theirs` cannot serve a router configured as `ours`; undefined when it can. */
 export function settingsMismatch(theirs: IndexSettings, ours: IndexSettings): string | undefined {
-  const diffs = (Object.keys(ours) as Array<keyof IndexSettings>).filter((k) => theirs[k] !== ours[k]).map((k) => `${k} ${String(theirs[k])} (here ${String(ours[k])})`);
+  const diffs = (Object.keys(ours) as Array<keyof IndexSettings>)
+    .filter((k) => theirs[k] !== ours[k])
+    .map((k) => `${k} ${String(theirs[k])} (here ${String(ours[k])})`);
   return diffs.length === 0 ? undefined : `taken with another configuration: ${diffs.join(', ')}`;
 }
 
@@ -116,7 +122,13 @@ function settings(value: unknown): IndexSettings {
     typeof s.lowerTiers === 'boolean' &&
     (s.maxBlocks === null || Number.isSafeInteger(s.maxBlocks));
   if (!ok) throw new SnapshotRejected('malformed settings in the snapshot header');
-  return { model: s.model as string, blockSize: s.blockSize as number, mode: s.mode as string, lowerTiers: s.lowerTiers as boolean, maxBlocks: s.maxBlocks as number | null };
+  return {
+    model: s.model as string,
+    blockSize: s.blockSize as number,
+    mode: s.mode as string,
+    lowerTiers: s.lowerTiers as boolean,
+    maxBlocks: s.maxBlocks as number | null,
+  };
 }
 
 function streamPosition(value: unknown, where: string): StreamPosition {

@@ -44,14 +44,25 @@ export async function loadSnapshot(o: SnapshotLoadOptions): Promise<SnapshotLoad
   let over = false;
   const timeout = new Promise<SnapshotLoad>((resolve) => {
     timer = setTimeout(
-      () => resolve({ outcome: 'unavailable', reason: `no snapshot loaded within warmStartTimeoutMs (${o.config.warmStartTimeoutMs} ms)`, fetchMs: performance.now() - started, restoreMs: 0 }),
+      () =>
+        resolve({
+          outcome: 'unavailable',
+          reason: `no snapshot loaded within warmStartTimeoutMs (${o.config.warmStartTimeoutMs} ms)`,
+          fetchMs: performance.now() - started,
+          restoreMs: 0,
+        }),
       o.config.warmStartTimeoutMs,
     );
   });
   const attempt = (async (): Promise<SnapshotLoad> => {
     let stage = 'connecting to NATS';
     try {
-      const conn = await connect({ servers: o.config.nats.split(','), name: `kvroute ${o.cluster} warm start`, timeout: o.config.connectTimeoutMs, reconnect: false });
+      const conn = await connect({
+        servers: o.config.nats.split(','),
+        name: `kvroute ${o.cluster} warm start`,
+        timeout: o.config.connectTimeoutMs,
+        reconnect: false,
+      });
       // Connected after the timeout settled the load: nobody will close it otherwise, nor read on.
       if (over) {
         await conn.close();
@@ -79,7 +90,13 @@ export async function loadSnapshot(o: SnapshotLoadOptions): Promise<SnapshotLoad
 
 async function restoreFrom(bytes: Uint8Array, fetchMs: number, o: SnapshotLoadOptions): Promise<SnapshotLoad> {
   const at = performance.now();
-  const cold = (outcome: RestoreOutcome, reason: string, snapshot?: SnapshotLoad['snapshot']): SnapshotLoad => ({ outcome, reason, snapshot, fetchMs, restoreMs: performance.now() - at });
+  const cold = (outcome: RestoreOutcome, reason: string, snapshot?: SnapshotLoad['snapshot']): SnapshotLoad => ({
+    outcome,
+    reason,
+    snapshot,
+    fetchMs,
+    restoreMs: performance.now() - at,
+  });
   let snapshot;
   try {
     snapshot = decodeWarmSnapshot(bytes);
@@ -91,7 +108,8 @@ async function restoreFrom(bytes: Uint8Array, fetchMs: number, o: SnapshotLoadOp
   const mismatch = settingsMismatch(snapshot.settings, o.settings);
   if (mismatch) return cold('mismatch', mismatch, seen);
   const ageMs = (o.clock ?? Date.now)() - snapshot.createdAt;
-  if (ageMs > o.config.snapshotMaxAgeMs) return cold('stale', `taken ${Math.round(ageMs / 1000)} s ago, more than snapshotMaxAgeMs (${o.config.snapshotMaxAgeMs} ms)`, seen);
+  if (ageMs > o.config.snapshotMaxAgeMs)
+    return cold('stale', `taken ${Math.round(ageMs / 1000)} s ago, more than snapshotMaxAgeMs (${o.config.snapshotMaxAgeMs} ms)`, seen);
   const indexers = {} as Record<PoolName, KvIndexer>;
   for (const pool of POOL_NAMES) {
     try {
@@ -101,7 +119,8 @@ async function restoreFrom(bytes: Uint8Array, fetchMs: number, o: SnapshotLoadOp
     }
     // The container's settings are the sender's word; the dump's own header is the index's.
     const ix = indexers[pool];
-    if (ix.blockSize !== o.settings.blockSize || ix.mode !== o.settings.mode) return cold('mismatch', `the ${pool} index has block size ${ix.blockSize}, mode ${ix.mode}`, seen);
+    if (ix.blockSize !== o.settings.blockSize || ix.mode !== o.settings.mode)
+      return cold('mismatch', `the ${pool} index has block size ${ix.blockSize}, mode ${ix.mode}`, seen);
   }
   const streams = { prefill: snapshot.pools.prefill.streams, decode: snapshot.pools.decode.streams };
   return { outcome: 'restored', indexers, streams, snapshot: seen, fetchMs, restoreMs: performance.now() - at };

@@ -22,7 +22,6 @@ export interface PublisherOptions {
   onFailed(): void;
 }
 
-
 export class SnapshotPublisher {
   private timer?: NodeJS.Timeout;
   private store?: { nc: NatsConnection; store: Promise<SnapshotStore> };

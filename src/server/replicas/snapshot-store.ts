@@ -19,7 +19,12 @@ export class SnapshotStore {
 
   /** Opens (creating when absent) the cluster's bucket on `nc`. */
   static async open(nc: NatsConnection, cluster: string): Promise<SnapshotStore> {
-    return new SnapshotStore(await new Objm(nc).create(`kvroute_${cluster}_snapshots`, { storage: StorageType.File, description: 'kvroute router replicas: the latest index snapshot (warm start)' }));
+    return new SnapshotStore(
+      await new Objm(nc).create(`kvroute_${cluster}_snapshots`, {
+        storage: StorageType.File,
+        description: 'kvroute router replicas: the latest index snapshot (warm start)',
+      }),
+    );
   }
 
   /** When the latest snapshot was stored (ms since the epoch); null when there is none. */

@@ -102,7 +102,14 @@ export class ReplicaSync implements ReplicaPort {
       onDown: (reason) => this.down(reason),
     });
     const bucket = (kind: string, ttlMs: number | undefined, onEntry: (key: string, value: Record<string, unknown> | null) => void) => {
-      const b = new SharedBucket({ name: `kvroute_${this.cluster}_${kind}`, ttlMs, epoch: this.epoch, log: this.log, onEntry, onInvalid: () => this.counters.invalid() });
+      const b = new SharedBucket({
+        name: `kvroute_${this.cluster}_${kind}`,
+        ttlMs,
+        epoch: this.epoch,
+        log: this.log,
+        onEntry,
+        onInvalid: () => this.counters.invalid(),
+      });
       this.buckets.push(b);
       return b;
     };
@@ -195,7 +202,14 @@ export class ReplicaSync implements ReplicaPort {
   }
 
   status(): ReplicaStatus {
-    return { id: this.id, cluster: this.cluster, connected: this.link.connected, since: this.since, peers: this.peers.list(Date.now()), syncLagMs: this.counters.lagQuantiles() };
+    return {
+      id: this.id,
+      cluster: this.cluster,
+      connected: this.link.connected,
+      since: this.since,
+      peers: this.peers.list(Date.now()),
+      syncLagMs: this.counters.lagQuantiles(),
+    };
   }
 
   stats(): ReplicaSyncStats {
@@ -349,7 +363,8 @@ export class ReplicaSync implements ReplicaPort {
     } catch (err) {
       // JetStream off on the server, or slow to answer, or NATS lost meanwhile (its return reopens).
       // Once per connection, not once per retry.
-      if (this.sharedFailing !== nc) this.log.warn({ err }, 'replicas: the shared session and fleet buckets are unavailable (is JetStream on?); bookings are still shared, retrying');
+      if (this.sharedFailing !== nc)
+        this.log.warn({ err }, 'replicas: the shared session and fleet buckets are unavailable (is JetStream on?); bookings are still shared, retrying');
       this.sharedFailing = nc;
       if (this.closed || this.link.connection !== nc) return;
       const retry = setTimeout(() => {
@@ -367,7 +382,10 @@ export class ReplicaSync implements ReplicaPort {
     this.isUp = false;
     this.since = Date.now();
     this.counters.disconnected();
-    this.log.warn({ reason, ttl_ms: this.o.config.ttlMs }, "replicas: NATS unreachable, routing on this replica's own view until it returns (the others' bookings are released after the TTL)");
+    this.log.warn(
+      { reason, ttl_ms: this.o.config.ttlMs },
+      "replicas: NATS unreachable, routing on this replica's own view until it returns (the others' bookings are released after the TTL)",
+    );
   }
 }
 

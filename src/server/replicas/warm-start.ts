@@ -45,7 +45,15 @@ export class WarmStart implements WarmStartPort {
       if (load.outcome === 'absent') o.log.info(fields, 'warm start: no snapshot to restore, cold start');
       else o.log.warn(fields, 'warm start: the snapshot cannot be used, cold start');
     } else if (load) {
-      o.log.info({ snapshot_replica: load.snapshot?.replica, snapshot_bytes: load.snapshot?.bytes, fetch_ms: Math.round(load.fetchMs), restore_ms: Math.round(load.restoreMs) }, "warm start: index restored from the cluster's snapshot, catching up from the engines' replay buffers");
+      o.log.info(
+        {
+          snapshot_replica: load.snapshot?.replica,
+          snapshot_bytes: load.snapshot?.bytes,
+          fetch_ms: Math.round(load.fetchMs),
+          restore_ms: Math.round(load.restoreMs),
+        },
+        "warm start: index restored from the cluster's snapshot, catching up from the engines' replay buffers",
+      );
     }
   }
 
@@ -59,7 +67,10 @@ export class WarmStart implements WarmStartPort {
     if (!s) return undefined;
     this.unclaimed.delete(k);
     if (s.endpoints.length !== endpoints.length || s.endpoints.some((e, i) => e !== endpoints[i])) {
-      this.o.log.warn({ pool, worker, snapshot_endpoints: s.endpoints, endpoints }, "warm start: the worker's KV event endpoints changed since the snapshot: its restored blocks were dropped");
+      this.o.log.warn(
+        { pool, worker, snapshot_endpoints: s.endpoints, endpoints },
+        "warm start: the worker's KV event endpoints changed since the snapshot: its restored blocks were dropped",
+      );
       this.o.dropWorker(pool, worker);
       return undefined;
     }
@@ -76,7 +87,8 @@ export class WarmStart implements WarmStartPort {
   workersLoaded(): void {
     if (this.state !== 'loading') return;
     for (const s of this.unclaimed.values()) this.o.dropWorker(s.pool, s.worker);
-    if (this.unclaimed.size > 0) this.o.log.info({ workers: [...this.unclaimed.values()].map((s) => s.worker) }, 'warm start: restored blocks of workers not in this fleet were dropped');
+    if (this.unclaimed.size > 0)
+      this.o.log.info({ workers: [...this.unclaimed.values()].map((s) => s.worker) }, 'warm start: restored blocks of workers not in this fleet were dropped');
     this.unclaimed.clear();
     const load = this.o.load;
     if (load?.outcome !== 'restored' || this.catchUps.length === 0) return this.becomeReady();
@@ -84,7 +96,10 @@ export class WarmStart implements WarmStartPort {
     const remaining = Math.max(0, this.o.timeoutMs - (performance.now() - this.o.startedAt));
     this.timer = setTimeout(() => {
       this.timedOut = true;
-      this.o.log.warn({ pending: this.pending, timeout_ms: this.o.timeoutMs }, 'warm start: the catch-up from the engines\' replay buffers did not finish within warmStartTimeoutMs; reporting ready anyway (it goes on)');
+      this.o.log.warn(
+        { pending: this.pending, timeout_ms: this.o.timeoutMs },
+        "warm start: the catch-up from the engines' replay buffers did not finish within warmStartTimeoutMs; reporting ready anyway (it goes on)",
+      );
       this.becomeReady();
     }, remaining);
     this.timer.unref();
@@ -136,8 +151,14 @@ export class WarmStart implements WarmStartPort {
     this.readyAfterMs = performance.now() - this.o.startedAt;
     const load = this.o.load;
     this.o.log.info(
-      { outcome: load?.outcome ?? 'off', ready_after_ms: Math.round(this.readyAfterMs), fetch_ms: load && Math.round(load.fetchMs), restore_ms: load && Math.round(load.restoreMs), snapshot_bytes: load?.snapshot?.bytes },
-      load?.outcome === 'restored' ? 'warm start: the restored index caught up, ready' : 'ready (cold start: the index fills from the engines\' KV events)',
+      {
+        outcome: load?.outcome ?? 'off',
+        ready_after_ms: Math.round(this.readyAfterMs),
+        fetch_ms: load && Math.round(load.fetchMs),
+        restore_ms: load && Math.round(load.restoreMs),
+        snapshot_bytes: load?.snapshot?.bytes,
+      },
+      load?.outcome === 'restored' ? 'warm start: the restored index caught up, ready' : "ready (cold start: the index fills from the engines' KV events)",
     );
   }
 }

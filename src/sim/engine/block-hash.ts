@@ -13,15 +13,7 @@ export function loraSeed(loraName: string | null): number {
 }
 
 /** Hash of tokens[start, start+len) chained to (parentHi, parentLo); writes [hi, lo] into `out`. */
-export function hashBlock(
-  tokens: Uint32Array,
-  start: number,
-  len: number,
-  parentHi: number,
-  parentLo: number,
-  lora: number,
-  out: Uint32Array,
-): void {
+export function hashBlock(tokens: Uint32Array, start: number, len: number, parentHi: number, parentLo: number, lora: number, out: Uint32Array): void {
   let h1 = (parentLo ^ lora) | 0;
   let h2 = (parentHi ^ mix32(lora ^ 0x9e3779b9)) | 0;
   const end = start + len;

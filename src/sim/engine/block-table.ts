@@ -121,7 +121,17 @@ export class BlockTables {
       if (runStart < 0) runStart = i;
       if (this.offload !== null) {
         const parent = i > 0;
-        this.offload.describe(seq.table[i], seq.hashHi(i), seq.hashLo(i), seq.tokenArray(i * bs), seq.tokenOffset(i * bs), parent, parent ? seq.hashHi(i - 1) : 0, parent ? seq.hashLo(i - 1) : 0, seq.loraName);
+        this.offload.describe(
+          seq.table[i],
+          seq.hashHi(i),
+          seq.hashLo(i),
+          seq.tokenArray(i * bs),
+          seq.tokenOffset(i * bs),
+          parent,
+          parent ? seq.hashHi(i - 1) : 0,
+          parent ? seq.hashLo(i - 1) : 0,
+          seq.loraName,
+        );
       }
     }
     if (runStart >= 0) this.announce(seq, runStart, full, events);

@@ -150,7 +150,8 @@ export function resolveEngineConfig(input: unknown): ResolvedEngineConfig {
 
 function schedulingPolicyOf(value: unknown): SchedulingPolicy {
   if (value === undefined) return 'fcfs';
-  if (!(SCHEDULING_POLICIES as readonly unknown[]).includes(value)) throw new RangeError(`schedulingPolicy must be 'fcfs' or 'priority', got ${describe(value)}`);
+  if (!(SCHEDULING_POLICIES as readonly unknown[]).includes(value))
+    throw new RangeError(`schedulingPolicy must be 'fcfs' or 'priority', got ${describe(value)}`);
   return value as SchedulingPolicy;
 }
 

@@ -47,8 +47,19 @@ export class BlockHashIndex {
     this.slots = new Int32Array(n * SLOT_FIELDS);
     for (let i = 0; i < n; i++) this.slots[i * SLOT_FIELDS + VALUE] = EMPTY;
     this.mask = n - 1;
-    if (!(Number.isInteger(high.stride) && Number.isInteger(high.offset) && high.stride >= 1 && high.offset >= 0 && high.offset < high.stride && high.records.length >= capacity * high.stride)) {
-      throw new RangeError(`the high halves' records must hold ${capacity} records of stride ${high.stride} (offset ${high.offset}), got ${high.records.length} entries`);
+    if (
+      !(
+        Number.isInteger(high.stride) &&
+        Number.isInteger(high.offset) &&
+        high.stride >= 1 &&
+        high.offset >= 0 &&
+        high.offset < high.stride &&
+        high.records.length >= capacity * high.stride
+      )
+    ) {
+      throw new RangeError(
+        `the high halves' records must hold ${capacity} records of stride ${high.stride} (offset ${high.offset}), got ${high.records.length} entries`,
+      );
     }
     this.his = high.records;
     this.stride = high.stride;
@@ -96,13 +107,15 @@ export class BlockHashIndex {
    * one probe sequence.
    */
   addIfAbsent(hi: number, lo: number, value: number): number {
-    if (!Number.isInteger(value) || value < 0 || value >= this.capacity) throw new RangeError(`a value must be an integer in [0, ${this.capacity}), got ${value}`);
+    if (!Number.isInteger(value) || value < 0 || value >= this.capacity)
+      throw new RangeError(`a value must be an integer in [0, ${this.capacity}), got ${value}`);
     const { slots } = this;
     const at = this.slotOf(hi, lo) * SLOT_FIELDS;
     const v = slots[at + VALUE];
     if (v !== EMPTY) return v;
     if (this.count === this.capacity) throw new RangeError(`the index holds ${this.capacity} entries already`);
-    if (this.his[value * this.stride + this.hiAt] !== (hi | 0)) throw new RangeError(`the record of value ${value} does not hold the key's high half ${hi | 0}`);
+    if (this.his[value * this.stride + this.hiAt] !== (hi | 0))
+      throw new RangeError(`the record of value ${value} does not hold the key's high half ${hi | 0}`);
     slots[at + KEY_LO] = lo | 0;
     slots[at + VALUE] = value;
     this.count++;

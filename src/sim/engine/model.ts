@@ -274,9 +274,7 @@ function validateRequest(req: unknown, capacityTokens: number, policy: Schedulin
   const prompt = expectUint32Array(r.promptTokens, 'promptTokens');
   if (prompt.length === 0) throw new RangeError('promptTokens must not be empty');
   if (prompt.length >= capacityTokens) {
-    throw new RangeError(
-      `a prompt of ${prompt.length} tokens can never fit this engine's KV cache (${capacityTokens} tokens, including one generated token)`,
-    );
+    throw new RangeError(`a prompt of ${prompt.length} tokens can never fit this engine's KV cache (${capacityTokens} tokens, including one generated token)`);
   }
   const maxTokens = expectInteger(r.maxTokens, 'maxTokens', 1, Number.MAX_SAFE_INTEGER);
   if (r.loraName !== undefined && r.loraName !== null && typeof r.loraName !== 'string') {

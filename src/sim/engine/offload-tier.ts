@@ -65,7 +65,17 @@ export class OffloadTier {
    * Records what a GPU block just registered under (hi, lo) holds: `tokens[from, from + blockSize)`,
    * its parent's hash halves (ignored when `hasParent` is false: a first block) and its LoRA name.
    */
-  describe(block: number, hi: number, lo: number, tokens: Uint32Array, from: number, hasParent: boolean, parentHi: number, parentLo: number, lora: string | null): void {
+  describe(
+    block: number,
+    hi: number,
+    lo: number,
+    tokens: Uint32Array,
+    from: number,
+    hasParent: boolean,
+    parentHi: number,
+    parentLo: number,
+    lora: string | null,
+  ): void {
     const at = block * FIELDS;
     this.gpu[at + HASH_HI] = hi;
     this.gpu[at + HASH_LO] = lo;

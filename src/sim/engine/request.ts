@@ -202,7 +202,17 @@ export class Sequence {
       const end = inPrompt ? Math.min(count, promptBlocks) : count;
       const parentHi = i === 0 ? ROOT_HI : words[2 * i - 2 + HI_WORD];
       const parentLo = i === 0 ? ROOT_LO : words[2 * i - 2 + LO_WORD];
-      engineHashBlocks(inPrompt ? prompt : tail, inPrompt ? i * blockSize : i * blockSize - tailStart, blockSize, end - i, parentHi, parentLo, this.lora, this.hashes, i);
+      engineHashBlocks(
+        inPrompt ? prompt : tail,
+        inPrompt ? i * blockSize : i * blockSize - tailStart,
+        blockSize,
+        end - i,
+        parentHi,
+        parentLo,
+        this.lora,
+        this.hashes,
+        i,
+      );
       i = end;
     }
     for (; i < count; i++) {

@@ -28,7 +28,7 @@ export function stepMs(cfg: ResolvedEngineConfig, prefillTokens: number, decodeT
 export function transferMs(cfg: ResolvedEngineConfig, tokens: number): number {
   if (tokens <= 0) return 0;
   const { bytesPerToken, bandwidthBytesPerS } = cfg.kvTransfer;
-  return ((tokens * bytesPerToken) / bandwidthBytesPerS) * 1000 / cfg.speedup;
+  return (((tokens * bytesPerToken) / bandwidthBytesPerS) * 1000) / cfg.speedup;
 }
 
 /** How long an engine with nothing runnable waits before looking again (transfers, held blocks). */
@@ -39,5 +39,5 @@ export function idlePollMs(cfg: ResolvedEngineConfig): number {
 /** Time to reload `tokens` tokens of KV from the CPU offload tier to the GPU. */
 export function reloadMs(cfg: ResolvedEngineConfig, tokens: number): number {
   if (tokens <= 0) return 0;
-  return ((tokens * cfg.kvTransfer.bytesPerToken) / cfg.offloadBandwidthBytesPerS) * 1000 / cfg.speedup;
+  return (((tokens * cfg.kvTransfer.bytesPerToken) / cfg.offloadBandwidthBytesPerS) * 1000) / cfg.speedup;
 }

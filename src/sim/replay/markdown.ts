@@ -14,7 +14,9 @@ export function replayMarkdown(r: ReplayReport): string {
       `Simulated ${fmt(r.simulated_s)} s in ${fmt(r.wall_s)} s of wall time (${fmt(r.simulated_to_wall)}x).`,
   );
   lines.push('');
-  lines.push('| policy | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | TTFT mean ms | ITL p50 ms | E2E p50 ms | hit rate | of bound | req/s | load spread | refused |');
+  lines.push(
+    '| policy | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | TTFT mean ms | ITL p50 ms | E2E p50 ms | hit rate | of bound | req/s | load spread | refused |',
+  );
   lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, p] of Object.entries(r.policies)) {
     lines.push(

@@ -28,7 +28,12 @@ export function setupPolicy(
   const preset = name === 'kv_ttft' ? ROUTING_PRESETS.kv_ttft : undefined;
   const policy: PolicyName = name === 'kv_approx' ? 'kv' : (preset?.policy ?? (name as PolicyName));
   // lowerTiers false: the engines' CPU-tier events are counted, never indexed (the server's --no-lower-tiers).
-  const indexer = new KvIndexer({ blockSize: opts.blockSize, mode: approximate ? 'approximate' : 'events', clock: opts.clock, ...(opts.lowerTiers === false ? { lowerTiers: false } : {}) });
+  const indexer = new KvIndexer({
+    blockSize: opts.blockSize,
+    mode: approximate ? 'approximate' : 'events',
+    clock: opts.clock,
+    ...(opts.lowerTiers === false ? { lowerTiers: false } : {}),
+  });
   const core = new RoutingCore(indexer, {
     blockSize: opts.blockSize,
     policy,

@@ -115,7 +115,12 @@ export async function runReplay(cfg: ReplayConfig): Promise<ReplayReport> {
       policy,
       routing: cfg.routing,
       lowerTiers: cfg.lowerTiers,
-      engine: { ...cfg.engine, blockSize: cfg.blockSize, kvBlocks: cfg.kvBlocks, ...(cfg.scheduling?.forwardPriority ? { schedulingPolicy: 'priority' as const } : {}) },
+      engine: {
+        ...cfg.engine,
+        blockSize: cfg.blockSize,
+        kvBlocks: cfg.kvBlocks,
+        ...(cfg.scheduling?.forwardPriority ? { schedulingPolicy: 'priority' as const } : {}),
+      },
       seed: cfg.seed,
       arrivalScale: scale,
       ...cfg.scheduling,

@@ -32,7 +32,10 @@ export interface PolicySummary {
 
 const round = (v: number, digits = 3) => (Number.isFinite(v) ? Number(v.toFixed(digits)) : v);
 
-export function summarizeRun(run: Pick<FleetRun, 'records' | 'loadSpread' | 'simulatedMs'> & Partial<Pick<FleetRun, 'queues' | 'router' | 'offload'>>, wallMs: number): PolicySummary {
+export function summarizeRun(
+  run: Pick<FleetRun, 'records' | 'loadSpread' | 'simulatedMs'> & Partial<Pick<FleetRun, 'queues' | 'router' | 'offload'>>,
+  wallMs: number,
+): PolicySummary {
   const ttft: number[] = [];
   const itl: number[] = [];
   const e2e: number[] = [];
@@ -88,7 +91,10 @@ function offloadSummary(o: NonNullable<FleetRun['offload']>): NonNullable<Policy
   return { gpu_hit_rate: share(o.gpuHitTokens), cpu_hit_rate: share(o.cpuHitTokens), stores: o.stores, evictions: o.evictions };
 }
 
-function extras(run: Partial<Pick<FleetRun, 'queues' | 'router'>>, byPriority: Map<number, number[]>): Pick<PolicySummary, 'ttft_p90_ms_by_priority' | 'queue' | 'mode_reasons'> {
+function extras(
+  run: Partial<Pick<FleetRun, 'queues' | 'router'>>,
+  byPriority: Map<number, number[]>,
+): Pick<PolicySummary, 'ttft_p90_ms_by_priority' | 'queue' | 'mode_reasons'> {
   const out: Pick<PolicySummary, 'ttft_p90_ms_by_priority' | 'queue' | 'mode_reasons'> = {};
   if (byPriority.size > 1) {
     out.ttft_p90_ms_by_priority = {};

@@ -73,7 +73,8 @@ function parseTraceLine(line: string, lineNo: number, blockTokens: number): Trac
   }
   const out: TraceRequest = { timestamp, inputLength, outputLength, hashIds };
   if (r.priority !== undefined) {
-    if (!Number.isSafeInteger(r.priority) || Math.abs(r.priority as number) > 100) throw new TraceFormatError('priority must be an integer in [-100, 100]', lineNo);
+    if (!Number.isSafeInteger(r.priority) || Math.abs(r.priority as number) > 100)
+      throw new TraceFormatError('priority must be an integer in [-100, 100]', lineNo);
     out.priority = r.priority as number;
   }
   return out;

@@ -128,9 +128,23 @@ export class VirtualFleet {
     const disagg = opts.disaggregated;
     // Bookings must not expire while a request waits in a saturated virtual queue.
     const routing = () =>
-      setupPolicy(opts.policy, { blockSize: opts.engine.blockSize, seed: opts.seed, clock, overrides: withFields(opts.routing ?? {}, { staleBookingMs: FAR_FUTURE_MS }), lowerTiers: opts.lowerTiers });
+      setupPolicy(opts.policy, {
+        blockSize: opts.engine.blockSize,
+        seed: opts.seed,
+        clock,
+        overrides: withFields(opts.routing ?? {}, { staleBookingMs: FAR_FUTURE_MS }),
+        lowerTiers: opts.lowerTiers,
+      });
     const engines = (name: string, count: number, firstId: number) =>
-      new VirtualPool(name, count, opts.engine, routing(), this.steps, opts.seed + name.length, Array.from({ length: count }, (_, i) => firstId + i));
+      new VirtualPool(
+        name,
+        count,
+        opts.engine,
+        routing(),
+        this.steps,
+        opts.seed + name.length,
+        Array.from({ length: count }, (_, i) => firstId + i),
+      );
     this.prefillEngines = disagg ? engines('prefill', disagg.prefill, 0) : undefined;
     this.decodeEngines = disagg ? engines('decode', disagg.decode, disagg.prefill) : engines('aggregated', opts.workers, 0);
     const router = (name: string, roles: WorkerInfo['role'][], pool: VirtualPool | undefined) => {
@@ -163,7 +177,11 @@ export class VirtualFleet {
     const spread = new LoadSpreadSampler(opts.loadSampleMs ?? 1000);
     const loadPool = this.prefillEngines ?? this.decodeEngines;
     const prompts = new PromptSynthesizer(opts.seed);
-    const client = new ReplayClient(this.router, () => this.now, (tokens) => prompts.recycle(tokens));
+    const client = new ReplayClient(
+      this.router,
+      () => this.now,
+      (tokens) => prompts.recycle(tokens),
+    );
 
     let next = 0;
     let reported = 0;

@@ -63,7 +63,8 @@ export class VirtualPool {
       if (ev.type !== 'AllBlocksCleared' && ev.medium !== 'GPU' && !indexer.lowerTiers) continue;
       if (ev.type === 'BlockStored') {
         // The GPU's events as before (no medium: the device); the CPU tier's name their medium.
-        const opts = ev.medium === 'GPU' ? (ev.loraName === null ? undefined : { loraName: ev.loraName }) : { loraName: ev.loraName ?? undefined, medium: ev.medium };
+        const opts =
+          ev.medium === 'GPU' ? (ev.loraName === null ? undefined : { loraName: ev.loraName }) : { loraName: ev.loraName ?? undefined, medium: ev.medium };
         indexer.applyStored(worker, 0, ev.parentBlockHash, ev.blockHashes, ev.tokenIds, opts);
       } else if (ev.type === 'BlockRemoved') {
         if (ev.medium === 'GPU') indexer.applyRemoved(worker, 0, ev.blockHashes);

@@ -202,7 +202,8 @@ export class VirtualTransport implements LegTransport {
   /** Reads the leg's body as the worker's engine kind and role would. */
   private plan(w: VirtualWorker, leg: Leg): Plan {
     const body = leg.body;
-    if (!(body.prompt instanceof Uint32Array) || body.prompt.length === 0) throw rejected(w, 400, 'a simulated engine takes the prompt as a non-empty Uint32Array of token ids', 'invalid_prompt');
+    if (!(body.prompt instanceof Uint32Array) || body.prompt.length === 0)
+      throw rejected(w, 400, 'a simulated engine takes the prompt as a non-empty Uint32Array of token ids', 'invalid_prompt');
     const max = body.max_tokens ?? 16;
     if (!Number.isSafeInteger(max) || (max as number) < 1) throw rejected(w, 400, `max_tokens must be a positive integer, got ${String(max)}`, 'invalid_type');
     const { role, kind } = w.info;
@@ -213,7 +214,8 @@ export class VirtualTransport implements LegTransport {
     if (kind === 'vllm') {
       const p = objectField(body, 'kv_transfer_params');
       if (role === 'prefill') {
-        if (p?.do_remote_decode !== true) throw rejected(w, 400, 'a vLLM prefill worker needs kv_transfer_params with do_remote_decode: true', 'missing_kv_transfer_params');
+        if (p?.do_remote_decode !== true)
+          throw rejected(w, 400, 'a vLLM prefill worker needs kv_transfer_params with do_remote_decode: true', 'missing_kv_transfer_params');
         plan.prefill = this.vllmPrefill(w, leg.requestId);
       } else if (p?.do_remote_prefill === true) {
         plan.pull = { key: `${String(p.remote_engine_id)}/vllm:${String(p.remote_request_id)}`, wait: false, recompute: true };
@@ -221,16 +223,19 @@ export class VirtualTransport implements LegTransport {
     } else if (kind === 'trtllm') {
       const dp = objectField(body, 'disaggregated_params');
       if (role === 'prefill') {
-        if (dp?.request_type !== 'context_only') throw rejected(w, 400, 'a TensorRT-LLM context worker needs disaggregated_params {"request_type":"context_only"}', 'missing_disaggregated_params');
+        if (dp?.request_type !== 'context_only')
+          throw rejected(w, 400, 'a TensorRT-LLM context worker needs disaggregated_params {"request_type":"context_only"}', 'missing_disaggregated_params');
         plan.maxTokens = 1;
         plan.prefill = this.trtllmPrefill(w);
       } else if (dp) {
-        if (dp.request_type !== 'generation_only' || typeof dp.encoded_opaque_state !== 'string') throw rejected(w, 400, 'a TensorRT-LLM generation worker needs disaggregated_params of a context worker', 'invalid_disaggregated_params');
+        if (dp.request_type !== 'generation_only' || typeof dp.encoded_opaque_state !== 'string')
+          throw rejected(w, 400, 'a TensorRT-LLM generation worker needs disaggregated_params of a context worker', 'invalid_disaggregated_params');
         plan.pull = { key: dp.encoded_opaque_state, wait: false, recompute: false };
       }
     } else {
       const room = body.bootstrap_room;
-      if (typeof room !== 'bigint' && typeof room !== 'number') throw rejected(w, 400, 'an SGLang prefill/decode worker needs bootstrap_room', 'missing_bootstrap');
+      if (typeof room !== 'bigint' && typeof room !== 'number')
+        throw rejected(w, 400, 'an SGLang prefill/decode worker needs bootstrap_room', 'missing_bootstrap');
       const at = `${String(body.bootstrap_host)}:${String(body.bootstrap_port)}`;
       const prefillWorker = role === 'prefill' ? w : this.byBootstrap.get(at);
       if (!prefillWorker || (role === 'prefill' && at !== `${w.info.bootstrapHost}:${w.info.bootstrapPort}`)) {
@@ -258,7 +263,16 @@ export class VirtualTransport implements LegTransport {
       extras: (_out, handsOff) => ({
         top: {
           kv_transfer_params: handsOff
-            ? { do_remote_prefill: true, do_remote_decode: false, remote_block_ids: [], remote_engine_id: engineId, remote_request_id: requestId, remote_host: w.host, remote_port: VIRTUAL_BOOTSTRAP_PORT, tp_size: 1 }
+            ? {
+                do_remote_prefill: true,
+                do_remote_decode: false,
+                remote_block_ids: [],
+                remote_engine_id: engineId,
+                remote_request_id: requestId,
+                remote_host: w.host,
+                remote_port: VIRTUAL_BOOTSTRAP_PORT,
+                tp_size: 1,
+              }
             : null,
         },
       }),
@@ -274,7 +288,17 @@ export class VirtualTransport implements LegTransport {
       handsOff: (reason) => reason === 'length',
       extras: (out, handsOff) =>
         handsOff
-          ? { choice: { disaggregated_params: { request_type: 'context_only', first_gen_tokens: [out.tokenId], ctx_request_id: ctxRequestId, encoded_opaque_state: key, draft_tokens: null } } }
+          ? {
+              choice: {
+                disaggregated_params: {
+                  request_type: 'context_only',
+                  first_gen_tokens: [out.tokenId],
+                  ctx_request_id: ctxRequestId,
+                  encoded_opaque_state: key,
+                  draft_tokens: null,
+                },
+              },
+            }
           : {},
     };
   }
@@ -343,7 +367,17 @@ class LegState {
     const engine = w.pool.engines[w.index];
     const now = this.t.now();
     try {
-      engine.submit({ id: this.engineId, promptTokens: plan.prompt, maxTokens: plan.maxTokens, kvTransferredTokens, holdBlocksAfterFinish: plan.prefill !== undefined, priority: plan.priority }, now);
+      engine.submit(
+        {
+          id: this.engineId,
+          promptTokens: plan.prompt,
+          maxTokens: plan.maxTokens,
+          kvTransferredTokens,
+          holdBlocksAfterFinish: plan.prefill !== undefined,
+          priority: plan.priority,
+        },
+        now,
+      );
     } catch (err) {
       // The prompt can never fit this engine, or the id is in use: the engine refuses the request.
       return this.fail(rejected(w, 400, (err as Error).message, 'invalid_request'));
@@ -507,7 +541,13 @@ function isDown(w: VirtualWorker, now: number): boolean {
 
 function rejected(w: VirtualWorker, status: number, message: string, code: string): EngineError {
   const type = status < 500 ? 'invalid_request_error' : 'server_error';
-  return new EngineError(status, { error: { message, type, code } }, `engine ${w.info.baseUrl} answered ${status}: ${message}`, 'engine_rejected', w.info.baseUrl);
+  return new EngineError(
+    status,
+    { error: { message, type, code } },
+    `engine ${w.info.baseUrl} answered ${status}: ${message}`,
+    'engine_rejected',
+    w.info.baseUrl,
+  );
 }
 
 function objectField(body: Record<string, unknown>, name: string): Record<string, unknown> | undefined {

@@ -74,7 +74,8 @@ export function parseFaultCommand(body: Record<string, unknown>): FaultCommand {
     cmd.hang = body.hang;
   }
   if (body.slow !== undefined) {
-    if (typeof body.slow !== 'number' || !Number.isFinite(body.slow) || body.slow <= 0) throw invalidRequest('slow must be a number > 0 (a factor on step times)');
+    if (typeof body.slow !== 'number' || !Number.isFinite(body.slow) || body.slow <= 0)
+      throw invalidRequest('slow must be a number > 0 (a factor on step times)');
     cmd.slow = body.slow;
   }
   if (body.restart !== undefined) {

@@ -285,14 +285,22 @@ export function listenHttp(opts: HttpServerOptions): Promise<HttpServer> {
         stopListening();
         const inFlight = open.size;
         let timer: NodeJS.Timeout | undefined;
-        const idle = open.size === 0 ? true : await new Promise<boolean>((resolve) => {
-          idleWaiters.push(() => resolve(true));
-          timer = setTimeout(() => resolve(false), timeoutMs);
-        });
+        const idle =
+          open.size === 0
+            ? true
+            : await new Promise<boolean>((resolve) => {
+                idleWaiters.push(() => resolve(true));
+                timer = setTimeout(() => resolve(false), timeoutMs);
+              });
         clearTimeout(timer);
         let cut = 0;
         if (!idle) {
-          const cutError = new OpenAiError(503, 'the worker shut down before this request finished (its drain timeout ran out)', 'service_unavailable', 'worker_shutting_down');
+          const cutError = new OpenAiError(
+            503,
+            'the worker shut down before this request finished (its drain timeout ran out)',
+            'service_unavailable',
+            'worker_shutting_down',
+          );
           for (const ex of [...open]) {
             cut++;
             if (ex.streaming) {

@@ -27,7 +27,23 @@ const KV_CACHE_SPEC_KIND = 'full_attention';
 
 // Keys and tags are the same in every event: encoded once.
 const PRE_ENCODED = new Map(
-  ['type', 'BlockStored', 'BlockRemoved', 'AllBlocksCleared', 'block_hashes', 'parent_block_hash', 'token_ids', 'block_size', 'lora_id', 'medium', 'lora_name', 'group_idx', 'kv_cache_spec_kind', KV_CACHE_SPEC_KIND, 'GPU'].map((k) => [k, preEncode(k)]),
+  [
+    'type',
+    'BlockStored',
+    'BlockRemoved',
+    'AllBlocksCleared',
+    'block_hashes',
+    'parent_block_hash',
+    'token_ids',
+    'block_size',
+    'lora_id',
+    'medium',
+    'lora_name',
+    'group_idx',
+    'kv_cache_spec_kind',
+    KV_CACHE_SPEC_KIND,
+    'GPU',
+  ].map((k) => [k, preEncode(k)]),
 );
 const str = (w: MsgpackWriter, s: string): void => {
   const pre = PRE_ENCODED.get(s);

@@ -31,7 +31,10 @@ export class KvEventPublisher {
   private closed = false;
   private stats = { published: 0, dropped: 0, sendErrors: 0 };
 
-  private constructor(private readonly socket: zmq.Publisher, opts: KvPublisherOptions) {
+  private constructor(
+    private readonly socket: zmq.Publisher,
+    opts: KvPublisherOptions,
+  ) {
     this.endpoint = socket.lastEndpoint as string;
     this.topicFrame = Buffer.from(opts.topic, 'utf8');
     this.encoder = new KvEventBatchEncoder(opts.encoding);

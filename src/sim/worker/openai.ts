@@ -53,7 +53,8 @@ export function parseInferenceRequest(endpoint: Endpoint, body: Record<string, u
   else if (fromMaxTokens !== undefined) maxTokens = fromMaxTokens;
 
   const n = body.n;
-  if (n !== undefined && n !== null && n !== 1) throw invalidRequest(`n must be 1 (the simulated worker returns one choice), got ${JSON.stringify(n)}`, 'unsupported_parameter');
+  if (n !== undefined && n !== null && n !== 1)
+    throw invalidRequest(`n must be 1 (the simulated worker returns one choice), got ${JSON.stringify(n)}`, 'unsupported_parameter');
 
   const stream = optionalBoolean(body.stream, 'stream') ?? false;
   let includeUsage = false;
@@ -77,7 +78,10 @@ function parsePrompt(prompt: unknown): Uint32Array {
   if (prompt.length === 0) throw invalidRequest('the prompt is empty', 'empty_prompt');
   if (typeof prompt[0] === 'string' || Array.isArray(prompt[0])) {
     if (prompt.length > 1) {
-      throw invalidRequest(`batched prompts are not supported by the simulated worker (got ${prompt.length}); send one prompt per request`, 'batch_not_supported');
+      throw invalidRequest(
+        `batched prompts are not supported by the simulated worker (got ${prompt.length}); send one prompt per request`,
+        'batch_not_supported',
+      );
     }
     return parsePrompt(prompt[0]);
   }
@@ -116,7 +120,10 @@ function messageText(content: unknown, i: number): string {
     .map((part, j) => {
       const p = part as Record<string, unknown> | null;
       if (p === null || typeof p !== 'object' || p.type !== 'text' || typeof p.text !== 'string') {
-        throw invalidRequest(`messages[${i}].content[${j}] must be a text part {"type":"text","text":...} (the simulated worker is text only)`, 'invalid_messages');
+        throw invalidRequest(
+          `messages[${i}].content[${j}] must be a text part {"type":"text","text":...} (the simulated worker is text only)`,
+          'invalid_messages',
+        );
       }
       return p.text;
     })

@@ -16,7 +16,10 @@ export class ReplayServer {
   private readonly loop: Promise<void>;
   private stats = { requests: 0, invalid: 0, batchesSent: 0, abandoned: 0 };
 
-  private constructor(private readonly socket: zmq.Router, private readonly buffer: () => ReplayBuffer) {
+  private constructor(
+    private readonly socket: zmq.Router,
+    private readonly buffer: () => ReplayBuffer,
+  ) {
     this.endpoint = socket.lastEndpoint as string;
     this.loop = this.serve();
   }

@@ -28,9 +28,11 @@ export class EngineSessions {
     const capacity = body.capacity_of_str_len;
     if (!Number.isSafeInteger(capacity) || (capacity as number) < 1) throw badRequest('capacity_of_str_len must be a positive integer');
     const given = body.session_id;
-    if (given !== undefined && given !== null && (typeof given !== 'string' || given.length === 0 || given.length > 256)) throw badRequest('session_id must be a string of 1 to 256 characters');
+    if (given !== undefined && given !== null && (typeof given !== 'string' || given.length === 0 || given.length > 256))
+      throw badRequest('session_id must be a string of 1 to 256 characters');
     const timeout = body.timeout;
-    if (timeout !== undefined && timeout !== null && (typeof timeout !== 'number' || !(timeout > 0))) throw badRequest('timeout must be a positive number of seconds');
+    if (timeout !== undefined && timeout !== null && (typeof timeout !== 'number' || !(timeout > 0)))
+      throw badRequest('timeout must be a positive number of seconds');
     this.expire();
     const id = typeof given === 'string' ? given : `session-${++this.counter}`;
     if (this.open.has(id)) throw badRequest(`session id ${id} already exists`);

@@ -35,7 +35,11 @@ describe('bench instant engine', () => {
   it('answers 404 at once on any other route (routers probe /v1/models and load endpoints)', async () => {
     const engine = await startInstantEngine(1);
     engines.push(engine);
-    for (const [method, path] of [['GET', '/v1/models'], ['GET', '/v1/loads'], ['POST', '/generate']] as const) {
+    for (const [method, path] of [
+      ['GET', '/v1/models'],
+      ['GET', '/v1/loads'],
+      ['POST', '/generate'],
+    ] as const) {
       const res = await request(`${engine.url}${path}`, { method, headersTimeout: 2_000 });
       expect(res.statusCode, path).toBe(404);
       await res.body.dump();

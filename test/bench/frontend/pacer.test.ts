@@ -13,7 +13,10 @@ describe('pace', () => {
 
   it('stops calling back once stopped', async () => {
     const ticks: number[] = [];
-    const p = pace(Float64Array.from({ length: 1000 }, (_, i) => i * 5), (i) => ticks.push(i));
+    const p = pace(
+      Float64Array.from({ length: 1000 }, (_, i) => i * 5),
+      (i) => ticks.push(i),
+    );
     while (ticks.length < 2) await new Promise((r) => setTimeout(r, 5));
     await p.stop();
     await p.done;

@@ -44,7 +44,10 @@ describe('report', () => {
 
   it('reports a magnitude measured negative as below noise, never as a met target', () => {
     const overhead = completeFigure({ name: 'overhead p99', value: -13, unit: 'ms', target: { op: '<=', value: 1 }, headline: true });
-    const md = renderMarkdown(report({ suites: [{ name: 'fe', title: 'Frontend', ok: true, durationS: 1, figures: [overhead], sections: [], charts: [] }] }), 'x');
+    const md = renderMarkdown(
+      report({ suites: [{ name: 'fe', title: 'Frontend', ok: true, durationS: 1, figures: [overhead], sections: [], charts: [] }] }),
+      'x',
+    );
     expect(md).toContain('| overhead p99 | **-13 ms** (below noise) |  |  | ≤ 1 ms not measurable: below noise |');
     expect(md).not.toMatch(/overhead p99 .*✓/);
   });

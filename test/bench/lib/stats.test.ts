@@ -24,7 +24,10 @@ describe('stats', () => {
   });
 
   it('thins the empirical CDF and always ends at 1', () => {
-    const pts = cdfPoints(Array.from({ length: 1000 }, (_, i) => i), 100);
+    const pts = cdfPoints(
+      Array.from({ length: 1000 }, (_, i) => i),
+      100,
+    );
     expect(pts.length).toBeLessThanOrEqual(101);
     expect(pts[0]).toEqual([0, 0.001]);
     expect(pts[pts.length - 1]).toEqual([999, 1]);

@@ -40,13 +40,28 @@ describe('suite contract', () => {
     expect(() => expectSuite({ name: 'Bad Name', title: 't', run() {} }, 'x.ts')).toThrow(/name/);
     expect(() => expectSuite({ name: 'ok', title: 't' }, 'x.ts')).toThrow(/run/);
     expect(expectSuite({ name: 'ok', title: 't', run: async () => ({ figures: [] }) }, 'x.ts').name).toBe('ok');
-    expect(expectSuite({ name: 'ok', title: 't', nodeFlags: ['--max-semi-space-size=8'], run: async () => ({ figures: [] }) }, 'x.ts').nodeFlags).toEqual(['--max-semi-space-size=8']);
-    expect(() => expectSuite({ name: 'ok', title: 't', nodeFlags: ['max-semi-space-size=8'], run: async () => ({ figures: [] }) }, 'x.ts')).toThrow(/nodeFlags/);
+    expect(expectSuite({ name: 'ok', title: 't', nodeFlags: ['--max-semi-space-size=8'], run: async () => ({ figures: [] }) }, 'x.ts').nodeFlags).toEqual([
+      '--max-semi-space-size=8',
+    ]);
+    expect(() => expectSuite({ name: 'ok', title: 't', nodeFlags: ['max-semi-space-size=8'], run: async () => ({ figures: [] }) }, 'x.ts')).toThrow(
+      /nodeFlags/,
+    );
     expect(() => expectSuiteResult(null, 's')).toThrow(/figures/);
     expect(() => expectSuiteResult({ figures: [{ name: 'a', value: '1', unit: 'us' }] }, 's')).toThrow(/value \(number\)/);
     expect(() => expectSuiteResult({ figures: [{ name: 'a', value: 1, unit: 'us', target: { op: '<', value: 1 } }] }, 's')).toThrow(/target/);
     expect(() => expectSuiteResult({ figures: [], charts: [{ name: 'A B', title: 't', svg: '<svg/>' }] }, 's')).toThrow(/charts/);
-    expect(() => expectSuiteResult({ figures: [], charts: [{ name: 'a', title: 't', svg: '<svg/>' }, { name: 'a', title: 'u', svg: '<svg/>' }] }, 's')).toThrow(/unique/);
+    expect(() =>
+      expectSuiteResult(
+        {
+          figures: [],
+          charts: [
+            { name: 'a', title: 't', svg: '<svg/>' },
+            { name: 'a', title: 'u', svg: '<svg/>' },
+          ],
+        },
+        's',
+      ),
+    ).toThrow(/unique/);
     expect(() => expectSuiteResult({ figures: [], sections: [{ title: 1 }] }, 's')).toThrow(/sections/);
   });
 });

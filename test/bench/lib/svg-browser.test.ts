@@ -23,7 +23,10 @@ describe.skipIf(CHROMIUM_SKIP_REASON !== null)('report charts in headless Chromi
 
   it('draws every label of an 11-series chart inside the viewBox, in 11 colours', async () => {
     // Log-normal-ish TTFTs, each setup slower than the one before.
-    const series = ELEVEN_SETUPS.map((name, i) => ({ name, values: Array.from({ length: 200 }, (_, k) => 50 * (1 + i * 0.6) * Math.exp(((k / 200) * 3) ** 1.3)) }));
+    const series = ELEVEN_SETUPS.map((name, i) => ({
+      name,
+      values: Array.from({ length: 200 }, (_, k) => 50 * (1 + i * 0.6) * Math.exp(((k / 200) * 3) ** 1.3)),
+    }));
     const svg = cdfChart({ title: 'TTFT of served requests at x4, synthetic trace, policy kv', xLabel: 'time to first token (ms)', logX: true, series });
     const page = await browser.newPage();
     await page.setContent(`<!doctype html><body style="margin:0">${svg}</body>`);
@@ -37,10 +40,16 @@ describe.skipIf(CHROMIUM_SKIP_REASON !== null)('report charts in headless Chromi
     });
     const [, , width, height] = (await page.$eval('svg', (s) => s.getAttribute('viewBox')))!.split(' ').map(Number);
     const view = { width, height };
-    const outside = boxes.filter((b) => b.x < 0 || b.y < 0 || b.right > view.width || b.bottom > view.height).map((b) => `${b.text}: ${b.x.toFixed(0)}..${b.right.toFixed(0)} x ${b.y.toFixed(0)}..${b.bottom.toFixed(0)}`);
+    const outside = boxes
+      .filter((b) => b.x < 0 || b.y < 0 || b.right > view.width || b.bottom > view.height)
+      .map((b) => `${b.text}: ${b.x.toFixed(0)}..${b.right.toFixed(0)} x ${b.y.toFixed(0)}..${b.bottom.toFixed(0)}`);
     expect(outside, `texts outside the ${view.width} x ${view.height} viewBox`).toEqual([]);
     const legend = legendEntries(svg);
-    for (const name of ELEVEN_SETUPS) expect(boxes.some((b) => b.text === name), name).toBe(true);
+    for (const name of ELEVEN_SETUPS)
+      expect(
+        boxes.some((b) => b.text === name),
+        name,
+      ).toBe(true);
     expect(new Set(legend.map((e) => e.color)).size).toBe(11);
     // No two legend labels overlap.
     const labels = boxes.filter((b) => ELEVEN_SETUPS.includes(b.text));

@@ -18,8 +18,19 @@ export const ELEVEN_SETUPS = [
 /** The legend's entries: each label's text, position and the colour of the line before it. */
 export function legendEntries(svg: string): Array<{ name: string; x: number; y: number; color: string }> {
   const out: Array<{ name: string; x: number; y: number; color: string }> = [];
-  const re = /<line x1="([\d.]+)" y1="([\d.]+)" x2="[\d.]+" y2="[\d.]+" stroke="(#[0-9A-Fa-f]{6})" stroke-width="3"[^>]*\/>\n<text x="([\d.]+)" y="([\d.]+)" dominant-baseline="middle">([^<]*)<\/text>/g;
-  for (const m of svg.matchAll(re)) out.push({ color: m[3], x: Number(m[4]), y: Number(m[5]), name: m[6].replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>') });
+  const re =
+    /<line x1="([\d.]+)" y1="([\d.]+)" x2="[\d.]+" y2="[\d.]+" stroke="(#[0-9A-Fa-f]{6})" stroke-width="3"[^>]*\/>\n<text x="([\d.]+)" y="([\d.]+)" dominant-baseline="middle">([^<]*)<\/text>/g;
+  for (const m of svg.matchAll(re))
+    out.push({
+      color: m[3],
+      x: Number(m[4]),
+      y: Number(m[5]),
+      name: m[6]
+        .replace(/&amp;/g, '&')
+        .replace(/&quot;/g, '"')
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>'),
+    });
   return out;
 }
 
@@ -27,4 +38,3 @@ export function viewBoxOf(svg: string): { width: number; height: number } {
   const m = /viewBox="0 0 ([\d.]+) ([\d.]+)"/.exec(svg)!;
   return { width: Number(m[1]), height: Number(m[2]) };
 }
-

@@ -58,8 +58,22 @@ describe('svg charts', () => {
       logY: true,
       markers: true,
       series: [
-        { name: 'a', points: [[0, 1], [10, 2], [100, 20]] },
-        { name: 'b', points: [[10, 3], [100, Number.NaN]], dashed: true },
+        {
+          name: 'a',
+          points: [
+            [0, 1],
+            [10, 2],
+            [100, 20],
+          ],
+        },
+        {
+          name: 'b',
+          points: [
+            [10, 3],
+            [100, Number.NaN],
+          ],
+          dashed: true,
+        },
       ],
     });
     expect(balanced(svg)).toBe(true);
@@ -92,7 +106,27 @@ describe('svg chart legends and colours', () => {
   });
 
   it('keeps short legends on the right of a chart of the usual size', () => {
-    const svg = lineChart({ title: 't', xLabel: 'x', yLabel: 'y', series: [{ name: 'kv', points: [[1, 1], [2, 2]] }, { name: 'round robin', points: [[1, 2], [2, 1]] }] });
+    const svg = lineChart({
+      title: 't',
+      xLabel: 'x',
+      yLabel: 'y',
+      series: [
+        {
+          name: 'kv',
+          points: [
+            [1, 1],
+            [2, 2],
+          ],
+        },
+        {
+          name: 'round robin',
+          points: [
+            [1, 2],
+            [2, 1],
+          ],
+        },
+      ],
+    });
     expect(viewBoxOf(svg)).toEqual({ width: 760, height: 420 });
     for (const e of legendEntries(svg)) expect(e.x).toBeGreaterThan(580);
   });
@@ -100,7 +134,12 @@ describe('svg chart legends and colours', () => {
   it('never repeats a colour, even past the palette', () => {
     for (const n of [1, 8, 16, 17, 40]) expect(new Set(seriesColors(n)).size).toBe(n);
     expect(seriesColors(3)).toEqual(PALETTE.slice(0, 3));
-    const bars = barChart({ title: 'b', categories: ['a'], series: Array.from({ length: 20 }, (_, i) => ({ name: `series ${i}`, values: [i + 1] })), yLabel: 'y' });
+    const bars = barChart({
+      title: 'b',
+      categories: ['a'],
+      series: Array.from({ length: 20 }, (_, i) => ({ name: `series ${i}`, values: [i + 1] })),
+      yLabel: 'y',
+    });
     const fills = [...bars.matchAll(/<rect x="[^"]*" y="[^"]*" width="[^"]*" height="[^"]*" fill="(#[0-9A-Fa-f]{6})"/g)].map((m) => m[1]);
     expect(new Set(fills).size).toBe(20);
   });

@@ -20,8 +20,13 @@ describe('installing a peer', () => {
     const lines: string[] = [];
     await runStep(process.execPath, ['-e', 'console.log("step one"); console.error("step two")'], { what: 'a step', log: (l) => lines.push(l) });
     expect(lines).toEqual(['  step one', '  step two']);
-    const failing = runStep(process.execPath, ['-e', 'console.error("Could not resolve host: pypi.org"); process.exit(3)'], { what: 'installing smg 1.13.0', registry: 'PyPI' });
-    await expect(failing).rejects.toThrow(/installing smg 1.13.0 failed \(exit 3\)[\s\S]*PyPI looks unreachable from this machine[\s\S]*Could not resolve host: pypi.org/);
+    const failing = runStep(process.execPath, ['-e', 'console.error("Could not resolve host: pypi.org"); process.exit(3)'], {
+      what: 'installing smg 1.13.0',
+      registry: 'PyPI',
+    });
+    await expect(failing).rejects.toThrow(
+      /installing smg 1.13.0 failed \(exit 3\)[\s\S]*PyPI looks unreachable from this machine[\s\S]*Could not resolve host: pypi.org/,
+    );
     const plain = runStep(process.execPath, ['-e', 'process.exit(1)'], { what: 'x', registry: 'PyPI' });
     await expect(plain).rejects.toThrow(/^x failed \(exit 1\)/);
     await expect(plain).rejects.not.toThrow(/unreachable/);
@@ -59,7 +64,15 @@ chmod +x "$3/bin/pip" "$3/bin/python"
 `,
   );
   chmodSync(fakePython, 0o755);
-  const opts = (packages: string[]) => ({ folder: `test-venv-${process.pid}`, packages, noDeps: true, what: 'a peer', pythonHint: 'needs Python', check: 'import peer', log: () => undefined });
+  const opts = (packages: string[]) => ({
+    folder: `test-venv-${process.pid}`,
+    packages,
+    noDeps: true,
+    what: 'a peer',
+    pythonHint: 'needs Python',
+    check: 'import peer',
+    log: () => undefined,
+  });
 
   it('installs the pins once, and again when they change', async () => {
     process.env.KVROUTE_BENCH_PYTHON = fakePython;

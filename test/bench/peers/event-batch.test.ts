@@ -8,7 +8,7 @@ describe('the workload as KV event payloads', () => {
   const stored = storedEvents(2);
   const removed = removedEvents(2);
 
-  it('encodes every event once, in order, each payload one worker\'s, hashes exact', () => {
+  it("encodes every event once, in order, each payload one worker's, hashes exact", () => {
     const payloads = storedPayloads(stored);
     expect(payloads.reduce((n, p) => n + p.events, 0)).toBe(stored.length);
     expect(Math.max(...payloads.map((p) => p.events))).toBeLessThanOrEqual(EVENTS_PER_BATCH);

@@ -9,16 +9,35 @@ const applied = (seconds: number, blocks: number) => ({ seconds, rejected: 0, bl
 function comparison(extra: Partial<IndexerComparison> = {}): IndexerComparison {
   const same = compareScores('Dynamo RadixTree (after the stored events)', [[[1, 0, 4]]], [[[1, 0, 4]]]);
   return {
-    ready: { type: 'ready', crate: 'dynamo-kv-router 1.6.1', event_threads: 4, block_size: 16, stored: 1000, removed: 100, queries: 1, hash_check: { blocks: 5000, mismatches: 0 }, clock_overhead_ns: 20 },
+    ready: {
+      type: 'ready',
+      crate: 'dynamo-kv-router 1.6.1',
+      event_threads: 4,
+      block_size: 16,
+      stored: 1000,
+      removed: 100,
+      queries: 1,
+      hash_check: { blocks: 5000, mismatches: 0 },
+      clock_overhead_ns: 20,
+    },
     stored: 1000,
     removed: 100,
     queries: 1,
     // kvroute: 1,000 events in 4 ms (250k/s) and 2 ms, removals in 1 ms; find_matches p50 4 and 5 us in two rounds.
     kvroute: [4, 2, 4].map((ms) => ({ storedSeconds: ms / 1000, removedSeconds: 0.001, blocks: 32_000, blocksAfterRemoval: 28_800, approxBytes: 32_000 * 40 })),
-    dynamoBuilt: [1, 2, 1].map((ms) => ({ type: 'built' as const, events: 1000, radix: { ...applied(ms / 1000, 32_000), heap_bytes: 32_000 * 80 }, pool: { ...applied(0.002, 32_000), heap_bytes: 32_000 * 100 }, rss_bytes: 0 })),
+    dynamoBuilt: [1, 2, 1].map((ms) => ({
+      type: 'built' as const,
+      events: 1000,
+      radix: { ...applied(ms / 1000, 32_000), heap_bytes: 32_000 * 80 },
+      pool: { ...applied(0.002, 32_000), heap_bytes: 32_000 * 100 },
+      rss_bytes: 0,
+    })),
     dynamoRemoved: [1, 1, 1].map(() => ({ type: 'removed' as const, events: 100, radix: applied(0.0005, 28_800), pool: applied(0.002, 28_800) })),
     latencyNs: {
-      kvroutePublic: [[4000, 4000, 4000], [4000, 5000, 6000]],
+      kvroutePublic: [
+        [4000, 4000, 4000],
+        [4000, 5000, 6000],
+      ],
       kvrouteBare: [[3000], [3000]],
       dynamoRadix: [[2000], [2000]],
       dynamoPool: [[1000], [1000]],
@@ -65,9 +84,13 @@ describe('the Dynamo indexer report', () => {
     expect(r.sections?.[0].markdown).toContain('**Overlap scores**: SCORES DIFFER');
   });
 
-  it('sets the applyEventBatch figures against 1.5x Dynamo\'s tree', () => {
+  it("sets the applyEventBatch figures against 1.5x Dynamo's tree", () => {
     const r = indexerReport(comparison({ eventBatch: { storedEventsPerS: 2_000_000, removedEventsPerS: 150_000, payloadBytes: 2600 } }));
-    expect(byName(r.figures, 'stored events applied per second from payload bytes')).toMatchObject({ value: 2_000_000, target: { op: '>=', value: 1_500_000 }, met: true });
+    expect(byName(r.figures, 'stored events applied per second from payload bytes')).toMatchObject({
+      value: 2_000_000,
+      target: { op: '>=', value: 1_500_000 },
+      met: true,
+    });
     expect(byName(r.figures, 'removed events applied per second from payload bytes')).toMatchObject({ target: { op: '>=', value: 200_000 }, met: false });
   });
 });

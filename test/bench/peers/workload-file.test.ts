@@ -5,8 +5,22 @@ function workload(blockSize = 4): PeerWorkload {
   return {
     blockSize,
     stored: [
-      { worker: 3, dpRank: 0, parent: null, hashes: BigUint64Array.of(1n, 2n), localHashes: BigUint64Array.of(0xffff_ffff_ffff_ffffn, 7n), tokens: Uint32Array.from({ length: 2 * blockSize }, (_, i) => i * 1000) },
-      { worker: 0xffff_ffff, dpRank: 2, parent: 2n ** 63n, hashes: BigUint64Array.of(3n), localHashes: BigUint64Array.of(9n), tokens: Uint32Array.from({ length: blockSize }, () => 0xffff_ffff) },
+      {
+        worker: 3,
+        dpRank: 0,
+        parent: null,
+        hashes: BigUint64Array.of(1n, 2n),
+        localHashes: BigUint64Array.of(0xffff_ffff_ffff_ffffn, 7n),
+        tokens: Uint32Array.from({ length: 2 * blockSize }, (_, i) => i * 1000),
+      },
+      {
+        worker: 0xffff_ffff,
+        dpRank: 2,
+        parent: 2n ** 63n,
+        hashes: BigUint64Array.of(3n),
+        localHashes: BigUint64Array.of(9n),
+        tokens: Uint32Array.from({ length: blockSize }, () => 0xffff_ffff),
+      },
     ],
     removed: [{ worker: 3, dpRank: 0, hashes: BigUint64Array.of(2n, 1n) }],
     queries: [

@@ -15,7 +15,8 @@ export async function useEverything(): Promise<[RoutingDecision, BatchHashResult
   const core = new RoutingCore(indexer, { blockSize: 16 });
   const decision = core.route(new Uint32Array(32), { requestId: 'r' });
   new EventIngest({ indexer });
-  const pool = (name: string, roles: Array<'prefill' | 'decode' | 'aggregated'>) => new KvRouter({ core, pool: new WorkerPool(name, core, roles), transport: new HttpTransport(new EngineClients()) });
+  const pool = (name: string, roles: Array<'prefill' | 'decode' | 'aggregated'>) =>
+    new KvRouter({ core, pool: new WorkerPool(name, core, roles), transport: new HttpTransport(new EngineClients()) });
   new PrefillRouter({ prefill: pool('prefill', ['prefill']), decode: pool('decode', ['decode', 'aggregated']) });
   const batch = await new HashPool().hashBatch(new Uint32Array(8), Uint32Array.of(0, 8), 4);
   const router: Router = await createRouter({ model: 'm' });

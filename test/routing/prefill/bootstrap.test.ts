@@ -14,7 +14,14 @@ async function start(o: Omit<FleetOptions, 'kind'>): Promise<Fleet> {
   return fleet;
 }
 
-const body = (extra: Record<string, unknown> = {}) => ({ model: 'fake', prompt: Array.from({ length: 16 }, (_, i) => i), max_tokens: 3, stream: true, stream_options: { include_usage: true }, ...extra });
+const body = (extra: Record<string, unknown> = {}) => ({
+  model: 'fake',
+  prompt: Array.from({ length: 16 }, (_, i) => i),
+  max_tokens: 3,
+  stream: true,
+  stream_options: { include_usage: true },
+  ...extra,
+});
 
 async function drained(f: Fleet) {
   await f.router.idle();

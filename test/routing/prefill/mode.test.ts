@@ -45,7 +45,9 @@ describe('chooseMode', () => {
     expect(chooseMode(inputs({ localQueued: 500, remoteQueued: 500 }))).toEqual({ mode: 'disaggregated', reason: 'remote_prefill_pays' });
     // A better cache on the prefill side makes the remote side cheaper.
     expect(chooseMode(inputs({ localQueued: 0, remoteQueued: 1500, remoteUncached: 100 }))).toMatchObject({ reason: 'remote_prefill_pays' });
-    expect(chooseMode(inputs({ localQueued: 0, remoteQueued: 1500 }, { conditional: { ...on, queueAware: false } }))).toMatchObject({ reason: 'remote_prefill_pays' });
+    expect(chooseMode(inputs({ localQueued: 0, remoteQueued: 1500 }, { conditional: { ...on, queueAware: false } }))).toMatchObject({
+      reason: 'remote_prefill_pays',
+    });
   });
 
   it('checks settings whole, keeping what is not given', () => {

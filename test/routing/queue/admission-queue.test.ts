@@ -122,9 +122,28 @@ describe('AdmissionQueue', () => {
       await settle();
       return w.started;
     };
-    expect(await order({ policy: 'fcfs' }, [['a', {}], ['b', { priorityJump: 1.5 }], ['c', {}], ['d', { priority: 1 }]])).toEqual(['d', 'b', 'a', 'c']);
-    expect(await order({ policy: 'lcfs' }, [['a', {}], ['b', {}], ['c', { priorityJump: -0 }]])).toEqual(['c', 'b', 'a']);
-    expect(await order({ policy: 'wspt' }, [['long', { uncached: 5000 }], ['short', { uncached: 100 }], ['heavy', { uncached: 1000, priorityJump: 20 }]])).toEqual(['heavy', 'short', 'long']);
+    expect(
+      await order({ policy: 'fcfs' }, [
+        ['a', {}],
+        ['b', { priorityJump: 1.5 }],
+        ['c', {}],
+        ['d', { priority: 1 }],
+      ]),
+    ).toEqual(['d', 'b', 'a', 'c']);
+    expect(
+      await order({ policy: 'lcfs' }, [
+        ['a', {}],
+        ['b', {}],
+        ['c', { priorityJump: -0 }],
+      ]),
+    ).toEqual(['c', 'b', 'a']);
+    expect(
+      await order({ policy: 'wspt' }, [
+        ['long', { uncached: 5000 }],
+        ['short', { uncached: 100 }],
+        ['heavy', { uncached: 1000, priorityJump: 20 }],
+      ]),
+    ).toEqual(['heavy', 'short', 'long']);
   });
 
   it('wspt re-keys the head at dequeue: a head whose cached prefix was evicted meanwhile lets a cheaper one go first', async () => {
@@ -238,7 +257,7 @@ describe('AdmissionQueue', () => {
     expect(() => q.admit(w.ticket('t2', { uncached: 600 }))).toThrow(expect.objectContaining({ reason: 'queue_full_tokens' }));
   });
 
-  it("rejects a request with what its start throws, and goes on with the next", async () => {
+  it('rejects a request with what its start throws, and goes on with the next', async () => {
     const w = new World();
     const q = w.queue();
     w.saturate();
@@ -323,7 +342,9 @@ describe('AdmissionQueue', () => {
       const waiting = q.admit(w.ticket('big', { uncached: 1500 })) as Promise<string>;
       waiting.catch(() => {});
       // 1500 tokens before it at ~1 token/ms: about 1.5 s, over 1 s.
-      expect(() => q.admit(w.ticket('long', { uncached: 2000 }))).toThrow(expect.objectContaining({ name: 'QueueFullError', reason: 'wait_too_long', code: 'queue_full' }));
+      expect(() => q.admit(w.ticket('long', { uncached: 2000 }))).toThrow(
+        expect.objectContaining({ name: 'QueueFullError', reason: 'wait_too_long', code: 'queue_full' }),
+      );
       // A shorter one ranks before the 1500-token request under wspt: nothing waits before it.
       const short = q.admit(w.ticket('short', { uncached: 50 }));
       expect(short).toBeInstanceOf(Promise);
@@ -373,7 +394,12 @@ describe('AdmissionQueue', () => {
 
   it('dispatches in the order of a sorted model, whatever arrives, leaves or frees capacity', async () => {
     const actionArb = fc.oneof(
-      fc.record({ kind: fc.constant('arrive' as const), priority: fc.integer({ min: 0, max: 2 }), jump: fc.integer({ min: 0, max: 3 }), uncached: fc.integer({ min: 1, max: 500 }) }),
+      fc.record({
+        kind: fc.constant('arrive' as const),
+        priority: fc.integer({ min: 0, max: 2 }),
+        jump: fc.integer({ min: 0, max: 3 }),
+        uncached: fc.integer({ min: 1, max: 500 }),
+      }),
       fc.record({ kind: fc.constant('leave' as const), pick: fc.nat() }),
       fc.record({ kind: fc.constant('free' as const), slots: fc.integer({ min: 1, max: 3 }) }),
     );
@@ -413,7 +439,13 @@ describe('AdmissionQueue', () => {
             const r = q.admit(t);
             if (r instanceof Promise) {
               r.catch(() => {});
-              model.push({ id, priority: a.priority, score: scoreOf(policy, { arrivalMs: w.now, priorityJump: a.jump, uncachedTokens: a.uncached }), seq: seq, client });
+              model.push({
+                id,
+                priority: a.priority,
+                score: scoreOf(policy, { arrivalMs: w.now, priorityJump: a.jump, uncachedTokens: a.uncached }),
+                seq: seq,
+                client,
+              });
             } else expected.push(id);
             seq++;
           } else if (a.kind === 'leave') {

@@ -31,7 +31,14 @@ describe('AccessControl', () => {
 
   it('limits requests per minute with a Retry-After, per key, taking nothing from a refused request', () => {
     let now = 0;
-    const a = new AccessControl([{ name: 'a', key: KEY }, { name: 'b', key: OTHER, requestsPerMinute: 100 }], { requestsPerMinute: 2 }, () => now);
+    const a = new AccessControl(
+      [
+        { name: 'a', key: KEY },
+        { name: 'b', key: OTHER, requestsPerMinute: 100 },
+      ],
+      { requestsPerMinute: 2 },
+      () => now,
+    );
     const ca = a.authenticate(`Bearer ${KEY}`);
     a.admit(ca, 10);
     a.admit(ca, 10);

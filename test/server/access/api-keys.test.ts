@@ -18,7 +18,10 @@ describe('parseApiKeys', () => {
   });
 
   it('reads JSON with per-key limits', () => {
-    const text = JSON.stringify([{ name: 'batch', key: KEY_A, requestsPerMinute: 60, tokensPerMinute: 100000 }, { name: 'web', key: KEY_B }]);
+    const text = JSON.stringify([
+      { name: 'batch', key: KEY_A, requestsPerMinute: 60, tokensPerMinute: 100000 },
+      { name: 'web', key: KEY_B },
+    ]);
     expect(parseApiKeys(text, 'keys.json')).toEqual([
       { name: 'batch', key: KEY_A, requestsPerMinute: 60, tokensPerMinute: 100000 },
       { name: 'web', key: KEY_B },

@@ -14,7 +14,11 @@ afterEach(async () => {
 });
 
 const completion = (key?: string, body: object = { prompt: 'hello', max_tokens: 2 }) =>
-  fetch(`${t!.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
+  fetch(`${t!.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: JSON.stringify(body),
+  });
 
 describe('API keys', () => {
   it('answer 401 without a valid key on /v1/*, and leave /health, /live and /metrics open', async () => {
@@ -23,7 +27,9 @@ describe('API keys', () => {
     const none = await completion();
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
-    expect(await none.json()).toEqual({ error: { message: 'You did not provide an API key: send it as Authorization: Bearer <key>.', type: 'invalid_request_error', code: 'invalid_api_key' } });
+    expect(await none.json()).toEqual({
+      error: { message: 'You did not provide an API key: send it as Authorization: Bearer <key>.', type: 'invalid_request_error', code: 'invalid_api_key' },
+    });
     expect((await completion(KEY_B)).status).toBe(401);
     expect((await fetch(`${t.url}/v1/models`)).status).toBe(401);
     expect((await fetch(`${t.url}/v1/models`, { headers: { authorization: `Bearer ${KEY_A}` } })).status).toBe(200);
@@ -50,7 +56,10 @@ describe('API keys', () => {
     const limited = await completion(KEY_A);
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(((await limited.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'rate_limit_exceeded', message: expect.stringMatching(/^rate limit of key 'small' reached \(2 requests per minute\)/) });
+    expect(((await limited.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'rate_limit_exceeded',
+      message: expect.stringMatching(/^rate limit of key 'small' reached \(2 requests per minute\)/),
+    });
     // 'hello' is 5 prompt tokens (byte tokenizer): 5 + 40 = 45 a request, 100 a minute.
     const body = { prompt: 'hello', max_tokens: 40 };
     expect((await completion(KEY_B, body)).status).toBe(200);

@@ -87,7 +87,11 @@ describe('router.drain', () => {
     for (const text of await Promise.all(streams.map((s) => s.done))) {
       const last = text.trimEnd().split('\n\n').at(-1)!;
       expect(JSON.parse(last.slice('data: '.length))).toEqual({
-        error: { message: 'the router shut down before this request finished (its drain timeout ran out)', type: 'service_unavailable', code: 'router_shutting_down' },
+        error: {
+          message: 'the router shut down before this request finished (its drain timeout ran out)',
+          type: 'service_unavailable',
+          code: 'router_shutting_down',
+        },
       });
       expect(text).not.toContain('[DONE]');
     }

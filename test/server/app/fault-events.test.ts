@@ -57,12 +57,26 @@ describe('a worker that refuses connections', () => {
       attempt: 1,
       engine: t.fleet.workers[1].baseUrl,
     });
-    expect(lines.find((l) => l.msg === 'worker ejected: out of selection after consecutive failures')).toMatchObject({ level: 40, pool: 'decode', worker: 1, reason: 'connect_failure', ejection_ms: 30_000, ejections: 1 });
+    expect(lines.find((l) => l.msg === 'worker ejected: out of selection after consecutive failures')).toMatchObject({
+      level: 40,
+      pool: 'decode',
+      worker: 1,
+      reason: 'connect_failure',
+      ejection_ms: 30_000,
+      ejections: 1,
+    });
     await waitForNoLoad(t.url);
 
     // The worker comes back on its port: the next passed health check puts it back in selection.
     const port = Number(new URL(t.fleet.workers[1].baseUrl).port);
-    revived = await startSimWorker({ id: 1, httpPort: port, zmqPort: 0, replayPort: 0, engine: { blockSize: BLOCK_SIZE, kvBlocks: 2048, speedup: 200 }, model: MODEL });
+    revived = await startSimWorker({
+      id: 1,
+      httpPort: port,
+      zmqPort: 0,
+      replayPort: 0,
+      engine: { blockSize: BLOCK_SIZE, kvBlocks: 2048, speedup: 200 },
+      model: MODEL,
+    });
     await t.router.checkHealth();
     expect(await adminWorker(t.url, 1)).toMatchObject({ inSelection: true, ejected: false, ejection: { ejections: 1, lastReason: 'connect_failure' } });
     expect(await metricSum(t.url, 'kvroute_worker_ejected')).toBe(0);

@@ -8,7 +8,11 @@ import { bookedLoad, MODEL, metricSum, prompt, startTestRouter, waitFor, waitFor
 type ErrorBody = { error: { message: string; type: string; code: string } };
 
 async function post(url: string, body: string | object, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: (text ? JSON.parse(text) : {}) as ErrorBody & Record<string, unknown> };
 }
@@ -34,7 +38,11 @@ describe('input hygiene', () => {
   ])('refuses %s with 400 invalid_json, before any routing', async (_what, body, path) => {
     const r = await post(`${t.url}${path}`, body);
     expect(r.status).toBe(400);
-    expect(r.json.error).toEqual({ message: 'request body nests arrays and objects more than 64 levels deep', type: 'invalid_request_error', code: 'invalid_json' });
+    expect(r.json.error).toEqual({
+      message: 'request body nests arrays and objects more than 64 levels deep',
+      type: 'invalid_request_error',
+      code: 'invalid_json',
+    });
     expect(await metricSum(t.url, 'kvroute_fallbacks_to_aggregated_total')).toBe(0);
     expect(await metricSum(t.url, 'kvroute_requests_served_total')).toBe(0);
   });
@@ -48,7 +56,11 @@ describe('input hygiene', () => {
   it('refuses max_tokens over the cap with a 400 naming it, and a non-integer as a non-integer', async () => {
     const over = await post(`${t.url}/v1/completions`, { prompt: 'x', max_tokens: 1e20 });
     expect(over.status).toBe(400);
-    expect(over.json.error).toEqual({ message: "'max_tokens' must be at most 1048576 (this router's max tokens limit), got 100000000000000000000", type: 'invalid_request_error', code: 'max_tokens_too_large' });
+    expect(over.json.error).toEqual({
+      message: "'max_tokens' must be at most 1048576 (this router's max tokens limit), got 100000000000000000000",
+      type: 'invalid_request_error',
+      code: 'max_tokens_too_large',
+    });
     const chat = await post(`${t.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_completion_tokens: 2_000_000 });
     expect(chat.json.error.message).toBe("'max_completion_tokens' must be at most 1048576 (this router's max tokens limit), got 2000000");
     const fraction = await post(`${t.url}/v1/completions`, { prompt: 'x', max_tokens: 1.5 });
@@ -70,11 +82,22 @@ describe('input hygiene', () => {
       // The engine never got it (the client pinned the worker, so no failover): 503, safe to send again.
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('1');
-      expect(r.json.error).toEqual({ message: 'engine unreachable (worker 99): no engine got the request, it may be sent again', type: 'service_unavailable', code: 'engine_unreachable' });
+      expect(r.json.error).toEqual({
+        message: 'engine unreachable (worker 99): no engine got the request, it may be sent again',
+        type: 'service_unavailable',
+        code: 'engine_unreachable',
+      });
       expect(r.text).not.toContain(String(port));
       expect(r.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/);
       const line = log.lines().find((l) => l.request_id === 'req-unreachable');
-      expect(line).toMatchObject({ level: 40, status: 503, code: 'engine_unreachable', worker: 99, engine: `http://127.0.0.1:${port}`, failure: 'engine_unreachable' });
+      expect(line).toMatchObject({
+        level: 40,
+        status: 503,
+        code: 'engine_unreachable',
+        worker: 99,
+        engine: `http://127.0.0.1:${port}`,
+        failure: 'engine_unreachable',
+      });
       expect(String(line?.detail)).toMatch(/ECONNREFUSED/);
     } finally {
       await fetch(`${t.url}/admin/workers/99`, { method: 'DELETE' });
@@ -86,7 +109,11 @@ describe('input hygiene', () => {
     for (const w of t.fleet.sim) w.faults.hang(true);
     try {
       const ac = new AbortController();
-      const pending = fetch(`${t.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: prompt(40, 3), max_tokens: 4 }), signal: ac.signal }).catch(() => 'aborted');
+      const pending = fetch(`${t.url}/v1/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ prompt: prompt(40, 3), max_tokens: 4 }),
+        signal: ac.signal,
+      }).catch(() => 'aborted');
       await waitFor(async () => (await bookedLoad(t.url)).requests > 0, 'the request to be booked');
       ac.abort();
       expect(await pending).toBe('aborted');

@@ -26,7 +26,10 @@ describe('router logs', () => {
     for (let i = 0; i < 10; i++) expect(await complete(t.url, { prompt: prompt(40, i), max_tokens: 3, stream: i % 2 === 0 })).toBe(200);
     // The fleet may log on its own meanwhile (a slow health answer on a loaded machine, an event
     // stream connecting): only lines about the requests count here.
-    const aboutRequests = info.lines().slice(before).filter((l) => l.msg === 'request' || l.request_id !== undefined);
+    const aboutRequests = info
+      .lines()
+      .slice(before)
+      .filter((l) => l.msg === 'request' || l.request_id !== undefined);
     expect(aboutRequests).toEqual([]);
     await t.close();
 
@@ -46,16 +49,34 @@ describe('router logs', () => {
     t.fleet.sim[0].faults.failNext(1);
     expect(await complete(t.url, { prompt: 'hello', max_tokens: 3 }, { 'x-request-id': 'fails-1' })).toBe(502);
     const line = log.lines().find((l) => l.request_id === 'fails-1');
-    expect(line).toMatchObject({ level: 40, status: 502, code: 'engine_failed', worker: 0, engine: t.fleet.workers[0].baseUrl, failure: 'engine_rejected', msg: 'engine failed (worker 0): injected failure (fault switch fail_next)' });
+    expect(line).toMatchObject({
+      level: 40,
+      status: 502,
+      code: 'engine_failed',
+      worker: 0,
+      engine: t.fleet.workers[0].baseUrl,
+      failure: 'engine_rejected',
+      msg: 'engine failed (worker 0): injected failure (fault switch fail_next)',
+    });
   });
 
   it('logs workers leaving and rejoining selection on health checks', async () => {
     const log = captureLog('info');
     t = await startTestRouter({ decode: 2, logger: log.logger, config: { health: { intervalMs: 0, timeoutMs: 200 } } });
-    expect(log.lines().filter((l) => l.msg === 'worker added').map((l) => l.worker)).toEqual([0, 1]);
+    expect(
+      log
+        .lines()
+        .filter((l) => l.msg === 'worker added')
+        .map((l) => l.worker),
+    ).toEqual([0, 1]);
     t.fleet.sim[1].faults.hang(true);
     await t.router.checkHealth();
-    expect(log.lines().find((l) => l.msg === 'worker unhealthy: out of selection')).toMatchObject({ level: 40, worker: 1, component: 'fleet', error: 'GET /health timed out after 200 ms' });
+    expect(log.lines().find((l) => l.msg === 'worker unhealthy: out of selection')).toMatchObject({
+      level: 40,
+      worker: 1,
+      component: 'fleet',
+      error: 'GET /health timed out after 200 ms',
+    });
     t.fleet.sim[1].faults.hang(false);
     await t.router.checkHealth();
     expect(log.lines().find((l) => l.msg === 'worker healthy again')).toMatchObject({ level: 30, worker: 1, in_selection: true });
@@ -71,7 +92,12 @@ describe('router logs', () => {
     expect(await complete(t.url, { prompt: prompt(64, 2), max_tokens: 2 })).toBe(200);
     expect(await complete(t.url, { prompt: prompt(64, 3), max_tokens: 2 })).toBe(200);
     await waitFor(() => messages(log).includes('KV events: gap repaired from the replay'), 'the gap to be repaired');
-    expect(log.lines().find((l) => l.msg === 'KV events: sequence gap, replaying the missing batches')).toMatchObject({ level: 40, worker: 0, dp_rank: 0, component: 'kv-events' });
+    expect(log.lines().find((l) => l.msg === 'KV events: sequence gap, replaying the missing batches')).toMatchObject({
+      level: 40,
+      worker: 0,
+      dp_rank: 0,
+      component: 'kv-events',
+    });
     await worker.faults.restart();
     expect(await complete(t.url, { prompt: prompt(64, 4), max_tokens: 2 })).toBe(200);
     await waitFor(() => messages(log).some((m) => m.startsWith('engine restarted')), 'the restart to be seen');

@@ -20,7 +20,10 @@ describe('off-thread preprocessing of long prompts', () => {
     await t?.close();
   });
 
-  const post = async (path: string, body: object) => (await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
+  const post = async (path: string, body: object) =>
+    (await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<
+      Record<string, any>
+    >;
   const offThread = () => metricSum(t.url, 'kvroute_preprocess_off_thread_total');
 
   it('reads a long completions prompt and a long chat off-thread, a short one inline, with the same ids', async () => {
@@ -30,7 +33,10 @@ describe('off-thread preprocessing of long prompts', () => {
     expect(long.usage.prompt_tokens).toBe(LONG); // the byte tokenizer: one id per byte, as inline
     expect(await offThread()).toBe(before + 1);
 
-    const messages = [{ role: 'system', content: text }, { role: 'user', content: 'hi' }];
+    const messages = [
+      { role: 'system', content: text },
+      { role: 'user', content: 'hi' },
+    ];
     const chat = await post('/v1/chat/completions', { messages, max_tokens: 2 });
     // ChatML's markers around each message, then the generation prompt, as the inline path renders it.
     const rendered = `<|im_start|>system\n${text}<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n`;
@@ -43,7 +49,10 @@ describe('off-thread preprocessing of long prompts', () => {
   });
 
   it('answers a template refusal and a malformed long body with a 400, as inline', async () => {
-    const bad = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', body: `{"messages": [{"role": "user", "content": "${prompt(LONG, 3)}"}], "max_tokens": 2,` });
+    const bad = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: `{"messages": [{"role": "user", "content": "${prompt(LONG, 3)}"}], "max_tokens": 2,`,
+    });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as any).error.code).toBe('invalid_json');
     const noRole = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [{ content: prompt(LONG, 4) }] }) });
@@ -57,8 +66,22 @@ describe('off-thread preprocessing of long prompts', () => {
     // The client leaves on the turn after the body went to the libuv thread.
     const spy = vi.spyOn(t.router.metrics, 'offThreadRead').mockImplementation(() => void setImmediate(() => ac.abort()));
     try {
-      const body = Buffer.from(JSON.stringify({ messages: [{ role: 'system', content: prompt(4 * LONG, 5) }, { role: 'user', content: 'bye' }], max_tokens: 4 }));
-      const reply = await t.router.handle({ method: 'POST', url: '/v1/chat/completions', headers: { 'content-type': 'application/json' }, body, signal: ac.signal });
+      const body = Buffer.from(
+        JSON.stringify({
+          messages: [
+            { role: 'system', content: prompt(4 * LONG, 5) },
+            { role: 'user', content: 'bye' },
+          ],
+          max_tokens: 4,
+        }),
+      );
+      const reply = await t.router.handle({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body,
+        signal: ac.signal,
+      });
       expect(spy).toHaveBeenCalledOnce();
       expect(reply.status).toBe(499);
     } finally {
@@ -78,7 +101,10 @@ describe('the tokenizer prefix cache on /metrics', () => {
   afterAll(async () => {
     await t?.close();
   });
-  const post = async (path: string, body: object) => (await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
+  const post = async (path: string, body: object) =>
+    (await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<
+      Record<string, any>
+    >;
 
   it('counts hits and the tokens they saved', async () => {
     const system = 'Follow the rules below. '.repeat(2000);
@@ -86,7 +112,16 @@ describe('the tokenizer prefix cache on /metrics', () => {
     const reused = () => metricSum(t.url, 'kvroute_tokenizer_prefix_cache_tokens_total', 'source="reused"');
     const [hitsBefore, savedBefore] = [await lookups(), await reused()];
     const answers = [];
-    for (const user of ['one', 'two']) answers.push(await post('/v1/chat/completions', { messages: [{ role: 'system', content: system }, { role: 'user', content: user }], max_tokens: 2 }));
+    for (const user of ['one', 'two'])
+      answers.push(
+        await post('/v1/chat/completions', {
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: user },
+          ],
+          max_tokens: 2,
+        }),
+      );
     expect(await lookups()).toBe(hitsBefore + 1);
     // The second request reused the system message's ids: all its prompt but the user turn and the generation prompt.
     const saved = (await reused()) - savedBefore;
@@ -104,8 +139,13 @@ describe('with the prefix cache off', () => {
     try {
       const system = 'Follow the rules below. '.repeat(2000);
       for (const user of ['a', 'b']) {
-        const messages = [{ role: 'system', content: system }, { role: 'user', content: user }];
-        const answer = (await (await fetch(`${off.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages, max_tokens: 2 }) })).json()) as any;
+        const messages = [
+          { role: 'system', content: system },
+          { role: 'user', content: user },
+        ];
+        const answer = (await (
+          await fetch(`${off.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages, max_tokens: 2 }) })
+        ).json()) as any;
         expect(answer.usage.prompt_tokens).toBe(tok.encode(tok.chatTemplate!.render(messages)).length);
         await fetch(`${bytes.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages, max_tokens: 2 }) });
       }

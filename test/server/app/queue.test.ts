@@ -14,9 +14,14 @@ afterEach(async () => {
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
   fetch(`${t!.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal });
-const complete = (seed: number, headers: Record<string, string> = {}, signal?: AbortSignal, maxTokens = 2) => post('/v1/completions', { model: MODEL, prompt: prompt(48, seed), max_tokens: maxTokens }, headers, signal);
+const complete = (seed: number, headers: Record<string, string> = {}, signal?: AbortSignal, maxTokens = 2) =>
+  post('/v1/completions', { model: MODEL, prompt: prompt(48, seed), max_tokens: maxTokens }, headers, signal);
 const admin = async (method: 'GET' | 'PUT', path: string, body?: unknown) => {
-  const res = await fetch(`${t!.url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${t!.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 };
 const depth = async () => (await admin('GET', '/admin/queue')).body.queues.decode.depth as number;
@@ -92,7 +97,10 @@ describe('the router queue over HTTP', () => {
     const shed = await late;
     expect(shed.status).toBe(429);
     expect(Number(shed.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(((await shed.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'queue_full', message: expect.stringMatching(/maxWaitMs/) });
+    expect(((await shed.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'queue_full',
+      message: expect.stringMatching(/maxWaitMs/),
+    });
     expect(await metricSum(t.url, 'kvroute_router_queue_rejections_total', 'reason="expired"')).toBe(1);
     expect(await depth()).toBe(0);
     // With the limit turned off at runtime, a newcomer waits for as long as the fleet hangs.

@@ -8,7 +8,11 @@ import { MODEL, metricSum, prompt, startTestRouter, waitFor, waitForEventStreams
 type ErrorBody = { error: { message: string; type: string; code: string } };
 
 async function post(url: string, body: string | object, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, json: (text ? JSON.parse(text) : {}) as Record<string, any> };
 }
@@ -94,7 +98,16 @@ describe('router HTTP surface', () => {
     expect(r.json.mode).toBe('disaggregated');
     expect(r.json.prefill.worker).toBe(0);
     expect(r.json.decode.candidates.length).toBe(2);
-    expect(r.json.decode.candidates[0]).toEqual(expect.objectContaining({ worker: expect.any(Number), overlap_blocks: expect.any(Number), lower_tier_blocks: { host: 0, disk: 0, external: 0 }, prefill_blocks: expect.any(Number), decode_blocks: expect.any(Number), cost: expect.any(Number) }));
+    expect(r.json.decode.candidates[0]).toEqual(
+      expect.objectContaining({
+        worker: expect.any(Number),
+        overlap_blocks: expect.any(Number),
+        lower_tier_blocks: { host: 0, disk: 0, external: 0 },
+        prefill_blocks: expect.any(Number),
+        decode_blocks: expect.any(Number),
+        cost: expect.any(Number),
+      }),
+    );
     expect(r.json.prompt_tokens).toBeGreaterThan(100);
     expect(await metricSum(t.url, 'kvroute_requests_served_total')).toBe(before);
   });
@@ -175,7 +188,12 @@ describe('router HTTP surface', () => {
   });
 
   it('forwards chat requests that need the engine chat endpoint as they are', async () => {
-    const r = await post(`${t.url}/v1/chat/completions`, { model: MODEL, messages: [{ role: 'user', content: 'json please' }], max_tokens: 3, response_format: { type: 'text' } });
+    const r = await post(`${t.url}/v1/chat/completions`, {
+      model: MODEL,
+      messages: [{ role: 'user', content: 'json please' }],
+      max_tokens: 3,
+      response_format: { type: 'text' },
+    });
     expect(r.status).toBe(200);
     expect(r.json.object).toBe('chat.completion');
     expect(r.json.usage.completion_tokens).toBe(3);
@@ -234,7 +252,8 @@ describe('event ingestion and routing phases in /metrics', () => {
     await t.fleet.sim[0].faults.restart();
     await post(`${t.url}/v1/completions`, { model: MODEL, prompt: prompt(64, 24), max_tokens: 2 });
     await waitFor(async () => (await metricSum(t.url, 'kvroute_kv_event_restarts_total', worker)) > 0, 'the restart to be seen');
-    for (const name of ['kvroute_kv_event_decode_errors_total', 'kvroute_kv_events_rejected_total']) expect(await (await fetch(`${t.url}/metrics`)).text()).toContain(`# TYPE ${name} counter`);
+    for (const name of ['kvroute_kv_event_decode_errors_total', 'kvroute_kv_events_rejected_total'])
+      expect(await (await fetch(`${t.url}/metrics`)).text()).toContain(`# TYPE ${name} counter`);
   });
 });
 
@@ -251,7 +270,12 @@ describe('backpressure', () => {
     // A first request whose engine does not answer keeps its prefill tokens booked.
     t.fleet.sim[0].faults.hang(true);
     const controller = new AbortController();
-    const stuck = fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: prompt(200), max_tokens: 2 }), signal: controller.signal }).catch((err: unknown) => err);
+    const stuck = fetch(`${t.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: prompt(200), max_tokens: 2 }),
+      signal: controller.signal,
+    }).catch((err: unknown) => err);
     await waitFor(async () => (await metricSum(t.url, 'kvroute_worker_active_prefill_tokens')) === 200, 'the first request to be booked');
     const r = await post(`${t.url}/v1/completions`, { model: MODEL, prompt: prompt(32, 1), max_tokens: 2 });
     expect(r.status).toBe(429);

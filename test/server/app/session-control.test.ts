@@ -12,11 +12,21 @@ afterEach(async () => {
   t = undefined;
 });
 
-const send = (seed: number, session: Record<string, unknown> | undefined, o: { headers?: Record<string, string>; signal?: AbortSignal; stream?: boolean } = {}) =>
+const send = (
+  seed: number,
+  session: Record<string, unknown> | undefined,
+  o: { headers?: Record<string, string>; signal?: AbortSignal; stream?: boolean } = {},
+) =>
   fetch(`${t!.url}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...o.headers },
-    body: JSON.stringify({ model: MODEL, prompt: prompt(40, seed), max_tokens: 4, stream: o.stream ?? false, ...(session ? { nvext: { session_control: session } } : {}) }),
+    body: JSON.stringify({
+      model: MODEL,
+      prompt: prompt(40, seed),
+      max_tokens: 4,
+      stream: o.stream ?? false,
+      ...(session ? { nvext: { session_control: session } } : {}),
+    }),
     signal: o.signal,
   });
 const openOn = () => t!.fleet.sim.flatMap((w) => w.openSessions().map((id) => `${w.id}:${id}`));
@@ -24,7 +34,9 @@ const openOn = () => t!.fleet.sim.flatMap((w) => w.openSessions().map((id) => `$
 describe('session_control', () => {
   it('opens on the engine and pins, keeps turns there, and closes after the closing stream is over', async () => {
     t = await startTestRouter({ decode: 2, style: 'sglang', config: { routing: { policy: 'round_robin' } } });
-    const open = await send(1, undefined, { headers: { 'x-kvroute-session-id': 'chat-1', 'x-kvroute-session-action': 'open', 'x-kvroute-session-timeout': '60' } });
+    const open = await send(1, undefined, {
+      headers: { 'x-kvroute-session-id': 'chat-1', 'x-kvroute-session-action': 'open', 'x-kvroute-session-timeout': '60' },
+    });
     expect(open.status).toBe(200);
     const worker = open.headers.get('x-kvroute-decode-worker');
     expect(openOn()).toEqual([`${worker}:chat-1`]);
@@ -32,7 +44,11 @@ describe('session_control', () => {
       const turn = await send(seed, { session_id: 'chat-1' });
       expect(turn.headers.get('x-kvroute-decode-worker')).toBe(worker);
     }
-    const explained = await fetch(`${t.url}/v1/route`, { method: 'POST', headers: { 'x-kvroute-session-id': 'chat-1' }, body: JSON.stringify({ model: MODEL, prompt: prompt(40, 9) }) });
+    const explained = await fetch(`${t.url}/v1/route`, {
+      method: 'POST',
+      headers: { 'x-kvroute-session-id': 'chat-1' },
+      body: JSON.stringify({ model: MODEL, prompt: prompt(40, 9) }),
+    });
     expect(String(((await explained.json()) as { decode: { worker: number } }).decode.worker)).toBe(worker);
     const close = await send(5, { session_id: 'chat-1', action: 'close' }, { stream: true });
     expect(close.headers.get('x-kvroute-decode-worker')).toBe(worker);

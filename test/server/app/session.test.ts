@@ -14,7 +14,11 @@ describe('session affinity', () => {
   });
 
   const send = async (prompt: string, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }) });
+    const res = await fetch(`${t.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }),
+    });
     const body = (await res.json()) as { error?: { code: string } };
     return { status: res.status, body, prefill: res.headers.get('x-kvroute-prefill-worker'), decode: res.headers.get('x-kvroute-decode-worker') };
   };
@@ -29,7 +33,11 @@ describe('session affinity', () => {
     const free = new Set<string | null>();
     for (const turn of ['a', 'b', 'c', 'd']) free.add((await send(turn)).decode);
     expect(free.size).toBe(2);
-    const explained = await fetch(`${t.url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 'conv-1' }, body: JSON.stringify({ model: MODEL, prompt: 'turn 5' }) });
+    const explained = await fetch(`${t.url}/v1/route`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-session-id': 'conv-1' },
+      body: JSON.stringify({ model: MODEL, prompt: 'turn 5' }),
+    });
     const q = (await explained.json()) as { prefill: { worker: number }; decode: { worker: number } };
     expect([String(q.prefill.worker), String(q.decode.worker)]).toEqual([first.prefill, first.decode]);
     expect(await metricSum(t.url, 'kvroute_session_requests_total', 'result="hit"')).toBe(3);

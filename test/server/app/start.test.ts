@@ -40,7 +40,10 @@ describe('startServer', () => {
     expect(started.adminServer).toBeUndefined();
     expect((await fetch(`${started.server.url}/admin/workers`)).status).toBe(200);
     await started.close();
-    started = await startServer({ config: parseRouterConfig({ host: '0.0.0.0', port: 0, adminToken: 's3cret', health: { intervalMs: 0 }, logLevel: 'silent' }), embedded });
+    started = await startServer({
+      config: parseRouterConfig({ host: '0.0.0.0', port: 0, adminToken: 's3cret', health: { intervalMs: 0 }, logLevel: 'silent' }),
+      embedded,
+    });
     expect(started.adminServer).toBeUndefined();
     const url = started.server.url.replace('0.0.0.0', '127.0.0.1');
     expect((await fetch(`${url}/admin/workers`)).status).toBe(401);
@@ -52,13 +55,22 @@ describe('startServer', () => {
     try {
       started = await startServer({ config: parseRouterConfig({ port: 0, allowEmptyFleet: true, health: { intervalMs: 0 }, logLevel: 'silent' }) });
       const url = started.server.url;
-      const ask = () => fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'kvroute-sim', prompt: 'hello there', max_tokens: 2 }) });
+      const ask = () =>
+        fetch(`${url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'kvroute-sim', prompt: 'hello there', max_tokens: 2 }),
+        });
       const refused = await ask();
       expect(refused.status).toBe(503);
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('no_eligible_worker');
       expect((await fetch(`${url}/health`)).status).toBe(503);
       worker = await startSimWorker({ id: 5, host: '127.0.0.1', model: 'kvroute-sim' });
-      const added = await fetch(`${url}/admin/workers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 5, baseUrl: worker.url }) });
+      const added = await fetch(`${url}/admin/workers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 5, baseUrl: worker.url }),
+      });
       expect(added.status).toBe(201);
       expect((await fetch(`${url}/health`)).status).toBe(200);
       const served = await ask();

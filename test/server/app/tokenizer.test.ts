@@ -18,7 +18,10 @@ describe('a router with a HuggingFace tokenizer', () => {
     await t?.close();
   });
 
-  const post = async (path: string, body: object) => (await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
+  const post = async (path: string, body: object) =>
+    (await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<
+      Record<string, any>
+    >;
 
   it('tokenizes completions prompts with the model tokenizer', async () => {
     const route = await post('/v1/route', { prompt: 'hello world hello' });

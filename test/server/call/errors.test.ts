@@ -10,7 +10,9 @@ describe('errorReply', () => {
   it('answers HttpErrors with their own status and an OpenAI-style body', () => {
     const r = errorReply(payloadTooLarge(1024));
     expect(r.status).toBe(413);
-    expect(parse(r.body)).toEqual({ error: { message: "request body exceeds the router's limit of 1024 bytes (--max-body-bytes)", type: 'invalid_request_error', code: 'payload_too_large' } });
+    expect(parse(r.body)).toEqual({
+      error: { message: "request body exceeds the router's limit of 1024 bytes (--max-body-bytes)", type: 'invalid_request_error', code: 'payload_too_large' },
+    });
     expect(errorReply(new HttpError(404, 'invalid_request_error', 'model_not_found', 'no')).status).toBe(404);
   });
 
@@ -49,7 +51,7 @@ describe('errorReply', () => {
     expect(errorReply(new EngineError(503, 'busy', 'engine answered 503')).headers['retry-after']).toBe('1');
   });
 
-  it('names a failed engine by its worker id, never by URL, and leaves the transport\'s words to the log', () => {
+  it("names a failed engine by its worker id, never by URL, and leaves the transport's words to the log", () => {
     const workerOf = (url: string) => (url === 'http://user:secret@10.0.0.7:8000' ? 7 : undefined);
     const refused = transportError('engine_unreachable', 'http://user:secret@10.0.0.7:8000', 'connect ECONNREFUSED 10.0.0.7:8000');
     const r = errorReply(refused, workerOf);
@@ -60,19 +62,43 @@ describe('errorReply', () => {
     const unsent = errorReply(transportError('engine_connect_timeout', 'http://user:secret@10.0.0.7:8000', 'connect timeout', false), workerOf);
     expect(unsent.status).toBe(503);
     expect(unsent.headers['retry-after']).toBe('1');
-    expect(parse(unsent.body).error).toEqual({ message: 'engine connect timeout (worker 7): no engine got the request, it may be sent again', type: 'service_unavailable', code: 'engine_connect_timeout' });
+    expect(parse(unsent.body).error).toEqual({
+      message: 'engine connect timeout (worker 7): no engine got the request, it may be sent again',
+      type: 'service_unavailable',
+      code: 'engine_connect_timeout',
+    });
     // Without a worker to name (an engine the registry no longer knows): still no URL.
     expect(parse(errorReply(refused).body).error.message).toBe('engine unreachable (the engine)');
-    const failed = errorReply(new EngineError(500, { error: { message: 'CUDA out of memory' } }, 'engine http://user:secret@10.0.0.7:8000 answered 500', 'engine_rejected', 'http://user:secret@10.0.0.7:8000'), workerOf);
+    const failed = errorReply(
+      new EngineError(
+        500,
+        { error: { message: 'CUDA out of memory' } },
+        'engine http://user:secret@10.0.0.7:8000 answered 500',
+        'engine_rejected',
+        'http://user:secret@10.0.0.7:8000',
+      ),
+      workerOf,
+    );
     expect(parse(failed.body).error.message).toBe('engine failed (worker 7): CUDA out of memory');
     const busy = errorReply(new EngineError(503, 'busy', 'engine answered 503', 'engine_rejected', 'http://user:secret@10.0.0.7:8000'), workerOf);
     expect(parse(busy.body).error.message).toBe('engine unavailable (worker 7): busy');
   });
 
   it("says an engine's 413 was the engine's limit, not the router's", () => {
-    const r = errorReply(new EngineError(413, { error: { message: 'request body exceeds the limit of 8388608 bytes', type: 'invalid_request_error', code: 'payload_too_large' } }, 'engine answered 413', 'engine_rejected', 'http://h:1'), () => 3);
+    const r = errorReply(
+      new EngineError(
+        413,
+        { error: { message: 'request body exceeds the limit of 8388608 bytes', type: 'invalid_request_error', code: 'payload_too_large' } },
+        'engine answered 413',
+        'engine_rejected',
+        'http://h:1',
+      ),
+      () => 3,
+    );
     expect(r.status).toBe(413);
-    expect(parse(r.body).error.message).toBe('worker 3 refused the request as too large (the router passed it on under its own limit): request body exceeds the limit of 8388608 bytes');
+    expect(parse(r.body).error.message).toBe(
+      'worker 3 refused the request as too large (the router passed it on under its own limit): request body exceeds the limit of 8388608 bytes',
+    );
   });
 
   it('maps TypeError and RangeError to 400 (keeping their code) and anything else to 500', () => {

@@ -46,7 +46,11 @@ describe('parseRouterConfig', () => {
     expect(parseRouterConfig({}).sessionAffinity).toBeUndefined();
     expect(parseRouterConfig({ sessionAffinity: false }).sessionAffinity).toBeUndefined();
     expect(parseRouterConfig({ sessionAffinity: true }).sessionAffinity).toEqual({ header: 'x-session-id', ttlMs: 600_000, maxSessions: 100_000 });
-    expect(parseRouterConfig({ sessionAffinity: { header: 'X-Chat', maxSessions: 10 } }).sessionAffinity).toEqual({ header: 'x-chat', ttlMs: 600_000, maxSessions: 10 });
+    expect(parseRouterConfig({ sessionAffinity: { header: 'X-Chat', maxSessions: 10 } }).sessionAffinity).toEqual({
+      header: 'x-chat',
+      ttlMs: 600_000,
+      maxSessions: 10,
+    });
     expect(() => parseRouterConfig({ sessionAffinity: { header: 'a:b' } })).toThrow(/sessionAffinity.header/);
     expect(() => parseRouterConfig({ sessionAffinity: { ttl: 5 } })).toThrow(/unknown field 'ttl'/);
     expect(() => parseRouterConfig({ sessionAffinity: { ttlMs: -1 } })).toThrow(/sessionAffinity.ttlMs/);
@@ -76,13 +80,17 @@ describe('parseRouterConfig', () => {
   });
 
   it('reads the warm start settings of router replicas, and refuses bad ones with the setting named', () => {
-    const r = parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStart: false, warmStartTimeoutMs: 5000, snapshotIntervalMs: 0, snapshotMaxAgeMs: 60_000 } }).replicas;
+    const r = parseRouterConfig({
+      replicas: { nats: 'nats://n:1', warmStart: false, warmStartTimeoutMs: 5000, snapshotIntervalMs: 0, snapshotMaxAgeMs: 60_000 },
+    }).replicas;
     expect(r).toMatchObject({ warmStart: false, warmStartTimeoutMs: 5000, snapshotIntervalMs: 0, snapshotMaxAgeMs: 60_000 });
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStart: 'yes' } })).toThrow(/replicas.warmStart/);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStartTimeoutMs: 0 } })).toThrow(/replicas.warmStartTimeoutMs/);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', warmStartTimeoutMs: 1.5 } })).toThrow(/replicas.warmStartTimeoutMs/);
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', snapshotIntervalMs: -1 } })).toThrow(/replicas.snapshotIntervalMs/);
-    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', snapshotIntervalMs: 500 } })).toThrow(/replicas.snapshotIntervalMs must be 0 \(never\) or at least 1000, got 500/);
+    expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', snapshotIntervalMs: 500 } })).toThrow(
+      /replicas.snapshotIntervalMs must be 0 \(never\) or at least 1000, got 500/,
+    );
     expect(() => parseRouterConfig({ replicas: { nats: 'nats://n:1', snapshotMaxAgeMs: 10 } })).toThrow(/replicas.snapshotMaxAgeMs/);
   });
 
@@ -97,7 +105,14 @@ describe('parseRouterConfig', () => {
   it('reads failover and ejection: on by default, each setting checked, the ejection times in order', () => {
     const d = parseRouterConfig({});
     expect(d.maxRetries).toBe(2);
-    expect(d.outlierDetection).toEqual({ enabled: true, consecutiveConnectFailures: 1, consecutive5xx: 5, baseEjectionTimeMs: 30_000, maxEjectionTimeMs: 300_000, maxEjectionPercent: 50 });
+    expect(d.outlierDetection).toEqual({
+      enabled: true,
+      consecutiveConnectFailures: 1,
+      consecutive5xx: 5,
+      baseEjectionTimeMs: 30_000,
+      maxEjectionTimeMs: 300_000,
+      maxEjectionPercent: 50,
+    });
     const c = parseRouterConfig({ maxRetries: 0, outlierDetection: { enabled: false, consecutive5xx: 0, baseEjectionTimeMs: 1000, maxEjectionTimeMs: 1000 } });
     expect(c.maxRetries).toBe(0);
     expect(c.outlierDetection).toMatchObject({ enabled: false, consecutive5xx: 0, baseEjectionTimeMs: 1000, maxEjectionTimeMs: 1000 });
@@ -106,7 +121,9 @@ describe('parseRouterConfig', () => {
     expect(() => parseRouterConfig({ maxRetries: 1.5 })).toThrow(/maxRetries/);
     expect(() => parseRouterConfig({ outlierDetection: { maxEjectionPercent: 101 } })).toThrow(/outlierDetection.maxEjectionPercent/);
     expect(() => parseRouterConfig({ outlierDetection: { baseEjectionTimeMs: 0 } })).toThrow(/outlierDetection.baseEjectionTimeMs/);
-    expect(() => parseRouterConfig({ outlierDetection: { baseEjectionTimeMs: 5000, maxEjectionTimeMs: 1000 } })).toThrow(/maxEjectionTimeMs \(1000\) must be at least outlierDetection.baseEjectionTimeMs \(5000\)/);
+    expect(() => parseRouterConfig({ outlierDetection: { baseEjectionTimeMs: 5000, maxEjectionTimeMs: 1000 } })).toThrow(
+      /maxEjectionTimeMs \(1000\) must be at least outlierDetection.baseEjectionTimeMs \(5000\)/,
+    );
     expect(() => parseRouterConfig({ outlierDetection: { consecutiveErrors: 3 } })).toThrow(/unknown field 'consecutiveErrors'/);
     expect(() => parseRouterConfig({ outlierDetection: true })).toThrow(TypeError);
   });
@@ -130,7 +147,18 @@ describe('parseRouterConfig', () => {
 
   it('expands a single KV event endpoint to one per dp rank (port + rank)', () => {
     const c = parseRouterConfig({
-      workers: [{ id: 7, role: 'prefill', kind: 'sglang', baseUrl: 'http://10.0.0.1:30000/', dpSize: 3, kvEvents: 'tcp://10.0.0.1:5557', replayEndpoint: 'tcp://10.0.0.1:5600', bootstrap: { host: '10.0.0.1', port: 8998 } }],
+      workers: [
+        {
+          id: 7,
+          role: 'prefill',
+          kind: 'sglang',
+          baseUrl: 'http://10.0.0.1:30000/',
+          dpSize: 3,
+          kvEvents: 'tcp://10.0.0.1:5557',
+          replayEndpoint: 'tcp://10.0.0.1:5600',
+          bootstrap: { host: '10.0.0.1', port: 8998 },
+        },
+      ],
     });
     const w = c.workers[0];
     expect(w.baseUrl).toBe('http://10.0.0.1:30000');
@@ -154,9 +182,22 @@ describe('parseRouterConfig', () => {
     [{ workers: [{ id: -1, baseUrl: 'http://h:1' }] }, RangeError, /workers\[0\]\.id must be an integer/],
     [{ workers: [{ id: 1, baseUrl: 'ftp://h' }] }, TypeError, /workers\[0\]\.baseUrl must be an http\(s\) URL/],
     [{ workers: [{ id: 1 }] }, TypeError, /workers\[0\]\.baseUrl must be an http\(s\) URL, got undefined$/],
-    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'http://h:5557' }] }, TypeError, /workers\[0\]\.kvEvents must be an endpoint like tcp:\/\/host:port, got 'http:\/\/h:5557'/],
+    [
+      { workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'http://h:5557' }] },
+      TypeError,
+      /workers\[0\]\.kvEvents must be an endpoint like tcp:\/\/host:port, got 'http:\/\/h:5557'/,
+    ],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1', replayEndpoint: 'tcp://h:5600' }] }, TypeError, /replayEndpoint needs/],
-    [{ workers: [{ id: 1, baseUrl: 'http://h:1' }, { id: 1, baseUrl: 'http://h:2' }] }, RangeError, /worker id 1 appears twice/],
+    [
+      {
+        workers: [
+          { id: 1, baseUrl: 'http://h:1' },
+          { id: 1, baseUrl: 'http://h:2' },
+        ],
+      },
+      RangeError,
+      /worker id 1 appears twice/,
+    ],
     [{ workers: [{ id: 1, baseUrl: 'http://h:1', colour: 'red' }] }, TypeError, /unknown field 'colour'/],
     [{ routing: { policy: 'best' } }, TypeError, /routing\.policy must be one of kv, round_robin/],
     [{ routing: { temperature: -1 } }, RangeError, /routing\.temperature must be a number in/],
@@ -172,8 +213,16 @@ describe('parseRouterConfig', () => {
     [{ models: [] }, TypeError, /^models must be a non-empty array of model names, got an array$/],
     [{ routing: { maxQueuedPrefillTokens: 0 } }, RangeError, /^routing\.maxQueuedPrefillTokens must be an integer in \[1, 9007199254740991\], got 0$/],
     [{ prefillRouting: { busyDecodeFraction: 0 } }, RangeError, /^prefillRouting\.busyDecodeFraction must be a number in \(0, 1000000\], got 0$/],
-    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: ['tcp://a:1', 5] }] }, TypeError, /^workers\[0\]\.kvEvents\[1\] must be an endpoint like tcp:\/\/host:port, got number 5$/],
-    [{ workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'tcp://h:70000' }] }, RangeError, /^workers\[0\]\.kvEvents port must be in \[1, 65535\], got 70000$/],
+    [
+      { workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: ['tcp://a:1', 5] }] },
+      TypeError,
+      /^workers\[0\]\.kvEvents\[1\] must be an endpoint like tcp:\/\/host:port, got number 5$/,
+    ],
+    [
+      { workers: [{ id: 1, baseUrl: 'http://h:1', kvEvents: 'tcp://h:70000' }] },
+      RangeError,
+      /^workers\[0\]\.kvEvents port must be in \[1, 65535\], got 70000$/,
+    ],
   ])('refuses %j with a clear error', (raw, type, message) => {
     expect(() => parseRouterConfig(raw)).toThrow(type);
     expect(() => parseRouterConfig(raw)).toThrow(message);

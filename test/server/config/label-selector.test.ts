@@ -4,7 +4,20 @@ import { parseRouterConfig } from '../../../src/server/config/config.js';
 
 describe('checkLabelSelector', () => {
   it("accepts Kubernetes' selector syntax", () => {
-    for (const s of ['app=vllm', 'app==vllm', 'app!=vllm', 'app', '!canary', 'app in (vllm, sglang),tier notin (canary)', 'kvroute.io/role=decode', 'a.b-c/x_y.z=v-1', 'app=', 'gpu>2', 'gpu < 8', ' app = vllm , tier=prod ']) {
+    for (const s of [
+      'app=vllm',
+      'app==vllm',
+      'app!=vllm',
+      'app',
+      '!canary',
+      'app in (vllm, sglang),tier notin (canary)',
+      'kvroute.io/role=decode',
+      'a.b-c/x_y.z=v-1',
+      'app=',
+      'gpu>2',
+      'gpu < 8',
+      ' app = vllm , tier=prod ',
+    ]) {
       expect(() => checkLabelSelector(s, 'sel'), s).not.toThrow();
     }
   });
@@ -26,9 +39,17 @@ describe('checkLabelSelector', () => {
   });
 
   it('is checked with the configuration, with the retry bounds', () => {
-    expect(() => parseRouterConfig({ discovery: { kubernetes: { selector: 'app in (a' } } })).toThrow("discovery.kubernetes.selector is not a label selector (unbalanced parentheses): 'app in (a'");
+    expect(() => parseRouterConfig({ discovery: { kubernetes: { selector: 'app in (a' } } })).toThrow(
+      "discovery.kubernetes.selector is not a label selector (unbalanced parentheses): 'app in (a'",
+    );
     expect(() => parseRouterConfig({ discovery: { kubernetes: { selector: 'app=vllm', retryBaseMs: 500, retryMaxMs: 100 } } })).toThrow(RangeError);
     expect(() => parseRouterConfig({ discovery: { kubernetes: { selector: 'app=vllm', port: 1 } } })).toThrow(/unknown field 'port'/);
-    expect(parseRouterConfig({ discovery: { kubernetes: { selector: 'app=vllm' } } }).discovery?.kubernetes).toEqual({ selector: 'app=vllm', retryBaseMs: 1000, retryMaxMs: 30_000, watchTimeoutSeconds: 300, startupTimeoutMs: 10_000 });
+    expect(parseRouterConfig({ discovery: { kubernetes: { selector: 'app=vllm' } } }).discovery?.kubernetes).toEqual({
+      selector: 'app=vllm',
+      retryBaseMs: 1000,
+      retryMaxMs: 30_000,
+      watchTimeoutSeconds: 300,
+      startupTimeoutMs: 10_000,
+    });
   });
 });

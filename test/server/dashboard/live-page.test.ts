@@ -44,7 +44,11 @@ describe.skipIf(CHROMIUM_SKIP_REASON !== null)('GET /dashboard in headless Chrom
     // Requests sharing a prefix (the second finds the first's blocks), then the page's next poll.
     const prompt = 'A live page of the fleet polls the router for its state. '.repeat(6);
     for (const id of ['live-page-1', 'live-page-2']) {
-      const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 8, stream: true }) });
+      const res = await fetch(`${t.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': id },
+        body: JSON.stringify({ model: MODEL, prompt, max_tokens: 8, stream: true }),
+      });
       await res.text();
       expect(res.status).toBe(200);
     }

@@ -47,7 +47,11 @@ describe('the live page without an admin token', () => {
   it('states the workers, their load and index, and the decisions of real requests', async () => {
     const prompt = 'Routing decisions are kept in a small ring for the live page. '.repeat(5);
     for (const id of ['state-1', 'state-2']) {
-      const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 4 }) });
+      const res = await fetch(`${t.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': id },
+        body: JSON.stringify({ model: MODEL, prompt, max_tokens: 4 }),
+      });
       expect(res.status).toBe(200);
       await res.text();
     }
@@ -97,7 +101,10 @@ describe('the live page with an admin token', () => {
 
 describe('the live page on the admin listener', () => {
   it('is served with the admin API on the loopback listener when the router listens beyond loopback without a token', async () => {
-    const started = await startServer({ config: parseRouterConfig({ host: '0.0.0.0', port: 0, health: { intervalMs: 0 }, logLevel: 'silent' }), embedded: { prefill: 0, decode: 1, style: 'vllm', speedup: 100 } });
+    const started = await startServer({
+      config: parseRouterConfig({ host: '0.0.0.0', port: 0, health: { intervalMs: 0 }, logLevel: 'silent' }),
+      embedded: { prefill: 0, decode: 1, style: 'vllm', speedup: 100 },
+    });
     try {
       const publicUrl = started.server.url.replace('0.0.0.0', '127.0.0.1');
       const refused = await fetch(`${publicUrl}/dashboard/state`);

@@ -10,9 +10,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface FakePod {
-  metadata: { name: string; namespace: string; uid: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
   spec: { containers: Array<{ name: string; ports?: Array<{ name?: string; containerPort: number; protocol?: string }> }> };
-  status: { phase?: string; podIP?: string; conditions?: Array<{ type: string; status: string }>; containerStatuses?: Array<{ name: string; restartCount: number; containerID?: string; ready?: boolean }> };
+  status: {
+    phase?: string;
+    podIP?: string;
+    conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ name: string; restartCount: number; containerID?: string; ready?: boolean }>;
+  };
 }
 
 interface WatchEvent {
@@ -92,7 +105,8 @@ export class FakeKube {
 
   /** A BOOKMARK to every watch that asked for them, at the current resourceVersion. */
   bookmark(): void {
-    for (const w of this.watchers) if (w.bookmarks) this.write(w, { type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(this.rv) } } });
+    for (const w of this.watchers)
+      if (w.bookmarks) this.write(w, { type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(this.rv) } } });
   }
 
   get resourceVersion(): number {
@@ -181,7 +195,12 @@ export class FakeKube {
     if (!pods) return status(res, 404, 'NotFound', 'the server could not find the requested resource');
     const namespace = pods[1];
     if (this.forbidden.has(namespace)) {
-      return status(res, 403, 'Forbidden', `pods is forbidden: User "system:serviceaccount:${namespace}:kvroute" cannot list resource "pods" in API group "" in the namespace "${namespace}"`);
+      return status(
+        res,
+        403,
+        'Forbidden',
+        `pods is forbidden: User "system:serviceaccount:${namespace}:kvroute" cannot list resource "pods" in API group "" in the namespace "${namespace}"`,
+      );
     }
     let selector: Record<string, string>;
     try {
@@ -198,7 +217,9 @@ export class FakeKube {
     // The API server answers a watch at once, events follow.
     res.flushHeaders();
     if (from < this.oldestRv) {
-      res.end(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${this.oldestRv})`, reason: 'Expired', code: 410 } })}\n`);
+      res.end(
+        `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${this.oldestRv})`, reason: 'Expired', code: 410 } })}\n`,
+      );
       return;
     }
     const w: Watcher = { namespace, selector, res, bookmarks: query.allowWatchBookmarks === 'true' };
@@ -274,7 +295,9 @@ export function enginePod(p: PodSpec): FakePod {
       phase: 'Running',
       ...(p.ip ? { podIP: p.ip } : {}),
       conditions: [{ type: 'Ready', status: p.ready === false ? 'False' : 'True' }],
-      containerStatuses: [{ name: 'engine', restartCount: p.restartCount ?? 0, containerID: p.containerId ?? `containerd://${p.name}-0`, ready: p.ready !== false }],
+      containerStatuses: [
+        { name: 'engine', restartCount: p.restartCount ?? 0, containerID: p.containerId ?? `containerd://${p.name}-0`, ready: p.ready !== false },
+      ],
     },
   };
 }

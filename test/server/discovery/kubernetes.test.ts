@@ -47,7 +47,12 @@ const portOf = (endpoint: string) => Number(/:(\d+)\/?$/.exec(endpoint)![1]);
 function podOf(w: SimWorker, p: Omit<PodSpec, 'ip' | 'httpPort'> & { events?: boolean }): PodSpec {
   const url = new URL(w.url);
   const events = p.events !== false;
-  return { ...p, ip: url.hostname, httpPort: Number(url.port), ...(events ? { eventsPort: portOf(w.eventsEndpoint), replayPort: portOf(w.replayEndpoint) } : {}) };
+  return {
+    ...p,
+    ip: url.hostname,
+    httpPort: Number(url.port),
+    ...(events ? { eventsPort: portOf(w.eventsEndpoint), replayPort: portOf(w.replayEndpoint) } : {}),
+  };
 }
 
 type KubeSettings = NonNullable<NonNullable<RouterConfigInput['discovery']>['kubernetes']>;
@@ -84,13 +89,18 @@ function readyPods(): Record<string, [string, string]> {
   for (const p of kube.pods.values()) {
     const ready = p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') && !p.metadata.deletionTimestamp;
     const http = p.spec.containers[0].ports?.find((x) => x.name === 'http');
-    if (p.metadata.labels?.app === 'vllm' && ready && p.status.podIP && http) out[`${p.metadata.namespace}/${p.metadata.name}`] = [`http://${p.status.podIP}:${http.containerPort}`, 'healthy'];
+    if (p.metadata.labels?.app === 'vllm' && ready && p.status.podIP && http)
+      out[`${p.metadata.namespace}/${p.metadata.name}`] = [`http://${p.status.podIP}:${http.containerPort}`, 'healthy'];
   }
   return out;
 }
 
 async function complete(url: string, prompt = 'hello there, a prompt of a few blocks to route somewhere useful'): Promise<Response> {
-  return fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt, max_tokens: 4 }) });
+  return fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt, max_tokens: 4 }),
+  });
 }
 
 async function booked(r: Router): Promise<number> {
@@ -99,7 +109,12 @@ async function booked(r: Router): Promise<number> {
 }
 
 async function settled(url: string, r: Router): Promise<void> {
-  await waitFor(async () => JSON.stringify(await fleet(url)) === JSON.stringify(sorted(readyPods())) || JSON.stringify(sorted(await fleet(url))) === JSON.stringify(sorted(readyPods())), 'the fleet to equal the ready pods');
+  await waitFor(
+    async () =>
+      JSON.stringify(await fleet(url)) === JSON.stringify(sorted(readyPods())) ||
+      JSON.stringify(sorted(await fleet(url))) === JSON.stringify(sorted(readyPods())),
+    'the fleet to equal the ready pods',
+  );
   expect(sorted(await fleet(url))).toEqual(sorted(readyPods()));
   await waitFor(async () => (await booked(r)) === 0, 'no booking left');
 }
@@ -141,11 +156,16 @@ describe('Kubernetes discovery', () => {
 
     // Not Ready: out of selection, a request in flight on it finishes and frees its booking.
     w0.faults.slow(50);
-    const inFlight = fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(id0) }, body: JSON.stringify({ model: MODEL, prompt: 'a request that runs for a while', max_tokens: 8 }) });
+    const inFlight = fetch(`${url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(id0) },
+      body: JSON.stringify({ model: MODEL, prompt: 'a request that runs for a while', max_tokens: 8 }),
+    });
     await waitFor(async () => (await booked(r)) === 1, 'the request booked');
     kube.put(enginePod(podOf(w0, { name: 'vllm-0', ready: false })));
     await waitFor(async () => (await fleet(url))['llm/vllm-0']?.[1] === 'not_ready', 'vllm-0 not ready');
-    for (let i = 0; i < 4; i++) expect((await complete(url, `other prompt ${i}`)).headers.get('x-kvroute-decode-worker')).toBe(String(workerIdOf('uid-vllm-1')));
+    for (let i = 0; i < 4; i++)
+      expect((await complete(url, `other prompt ${i}`)).headers.get('x-kvroute-decode-worker')).toBe(String(workerIdOf('uid-vllm-1')));
     expect((await inFlight).status).toBe(200);
     w0.faults.slow(1);
     await waitFor(async () => (await booked(r)) === 0, 'the booking freed');
@@ -162,7 +182,9 @@ describe('Kubernetes discovery', () => {
     await settled(url, r);
     const after = (await (await fetch(`${url}/admin/workers/${id0}`)).json()) as { worker: { baseUrl: string } };
     expect(after.worker.baseUrl).toBe(w2.url);
-    const explained = (await (await fetch(`${url}/v1/route`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt }) })).json()) as { decode: { candidates: Array<{ worker: number; overlap_blocks: number }> } };
+    const explained = (await (await fetch(`${url}/v1/route`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt }) })).json()) as {
+      decode: { candidates: Array<{ worker: number; overlap_blocks: number }> };
+    };
     expect(explained.decode.candidates.find((c) => c.worker === id0)?.overlap_blocks).toBe(0);
 
     // A container restart on the same IP is a restarted engine too.
@@ -272,7 +294,8 @@ describe('Kubernetes discovery', () => {
     const w = [await sim(), await sim(), await sim()];
     kube.put(enginePod(podOf(w[0], { name: 'vllm-0' })));
     const { router: r, url } = await router(config({}, { workers: [{ id: 1, baseUrl: w[1].url }] }));
-    const admin = (path: string, method: string, body?: unknown) => fetch(`${url}/admin/${path}`, { method, ...(body ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
+    const admin = (path: string, method: string, body?: unknown) =>
+      fetch(`${url}/admin/${path}`, { method, ...(body ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
     expect((await admin('workers', 'POST', { id: 2, baseUrl: w[2].url })).status).toBe(201);
     await waitFor(async () => Object.keys(await fleet(url)).length === 3, 'three workers');
     const id0 = workerIdOf('uid-vllm-0');
@@ -316,19 +339,28 @@ describe('Kubernetes discovery', () => {
   });
 
   it('refuses at startup what cannot work: a missing namespace, no right to list pods, bad credentials, an unreadable kubeconfig, a selector the server refuses', async () => {
-    const fails = (c: RouterConfigInput) => createRouter(c).then(
-      () => 'started',
-      (err: Error) => err.message,
-    );
+    const fails = (c: RouterConfigInput) =>
+      createRouter(c).then(
+        () => 'started',
+        (err: Error) => err.message,
+      );
     expect(await fails(config({ namespace: 'nowhere' }))).toBe("discovery.kubernetes.namespace: the namespace 'nowhere' does not exist");
     kube.forbidden.add('llm');
-    expect(await fails(config())).toMatch(/^discovery\.kubernetes: the credentials of the kubeconfig .* may not list pods in the namespace 'llm' \(403; .*cannot list resource "pods"/);
+    expect(await fails(config())).toMatch(
+      /^discovery\.kubernetes: the credentials of the kubeconfig .* may not list pods in the namespace 'llm' \(403; .*cannot list resource "pods"/,
+    );
     kube.forbidden.clear();
     expect(await fails(config({ kubeconfig: kube.kubeconfig('llm', 'wrong') }))).toMatch(/refused the credentials .* \(401\)/);
-    expect(await fails(config({ kubeconfig: '/nonexistent/kubeconfig' }))).toMatch(/^discovery\.kubernetes: cannot read the kubeconfig \/nonexistent\/kubeconfig: ENOENT/);
-    expect(await fails(config({ selector: 'app=vllm,tier in (a)' }))).toMatch(/refused the pod list with the selector 'app=vllm,tier in \(a\)' \(400\): unable to parse requirement/);
+    expect(await fails(config({ kubeconfig: '/nonexistent/kubeconfig' }))).toMatch(
+      /^discovery\.kubernetes: cannot read the kubeconfig \/nonexistent\/kubeconfig: ENOENT/,
+    );
+    expect(await fails(config({ selector: 'app=vllm,tier in (a)' }))).toMatch(
+      /refused the pod list with the selector 'app=vllm,tier in \(a\)' \(400\): unable to parse requirement/,
+    );
     await expect(createRouter(config({ selector: 'app==' + 'x'.repeat(64) }))).rejects.toThrow(TypeError);
-    await expect(createRouter(config({ selector: 'app in (a' }))).rejects.toThrow("discovery.kubernetes.selector is not a label selector (unbalanced parentheses): 'app in (a'");
+    await expect(createRouter(config({ selector: 'app in (a' }))).rejects.toThrow(
+      "discovery.kubernetes.selector is not a label selector (unbalanced parentheses): 'app in (a'",
+    );
   });
 
   it('starts when the API server cannot be reached yet, and takes the pods once it can', async () => {

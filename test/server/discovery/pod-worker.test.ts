@@ -11,13 +11,35 @@ describe('readPod', () => {
     const v = read(pod());
     expect(v).toMatchObject({ kind: 'worker', ready: true });
     if (v.kind !== 'worker') return;
-    expect(v.config).toEqual({ id: workerIdOf('uid-p'), role: 'aggregated', kind: 'vllm', baseUrl: 'http://10.0.0.5:8000', dpSize: 1, kvEvents: [], replayEndpoints: [] });
+    expect(v.config).toEqual({
+      id: workerIdOf('uid-p'),
+      role: 'aggregated',
+      kind: 'vllm',
+      baseUrl: 'http://10.0.0.5:8000',
+      dpSize: 1,
+      kvEvents: [],
+      replayEndpoints: [],
+    });
   });
 
   it('reads event and replay ports (rank r on port + r), role, engine, dp size, capacity and model', () => {
-    const v = read(pod({ eventsPort: 5557, replayPort: 5600, labels: { 'kvroute.io/role': 'prefill', 'kvroute.io/engine': 'sglang' }, annotations: { 'kvroute.io/dp-size': '2', 'kvroute.io/kv-blocks': '16384', 'kvroute.io/model': 'm' } }));
+    const v = read(
+      pod({
+        eventsPort: 5557,
+        replayPort: 5600,
+        labels: { 'kvroute.io/role': 'prefill', 'kvroute.io/engine': 'sglang' },
+        annotations: { 'kvroute.io/dp-size': '2', 'kvroute.io/kv-blocks': '16384', 'kvroute.io/model': 'm' },
+      }),
+    );
     if (v.kind !== 'worker') throw new Error(JSON.stringify(v));
-    expect(v.config).toMatchObject({ role: 'prefill', kind: 'sglang', dpSize: 2, kvCapacityBlocks: 16384, kvEvents: ['tcp://10.0.0.5:5557', 'tcp://10.0.0.5:5558'], replayEndpoints: ['tcp://10.0.0.5:5600', 'tcp://10.0.0.5:5601'] });
+    expect(v.config).toMatchObject({
+      role: 'prefill',
+      kind: 'sglang',
+      dpSize: 2,
+      kvCapacityBlocks: 16384,
+      kvEvents: ['tcp://10.0.0.5:5557', 'tcp://10.0.0.5:5558'],
+      replayEndpoints: ['tcp://10.0.0.5:5600', 'tcp://10.0.0.5:5601'],
+    });
   });
 
   it("takes llm-d's role label (both = aggregated), kvroute's own first", () => {

@@ -9,7 +9,11 @@ import { conditionalSettings, DEFAULT_CONDITIONAL_DISAGG } from '../../../src/ro
 
 function deps(token?: string): AdminDeps {
   const pool = { enable() {}, disable() {}, remove() {}, dropBlocks() {}, activeRequests: () => 0 };
-  const registry = new WorkerRegistry({ pools: { prefill: pool, decode: pool }, ingest: { subscribe() {}, unsubscribe() {}, continuous: () => true, resync() {} }, healthGraceMs: 0 });
+  const registry = new WorkerRegistry({
+    pools: { prefill: pool, decode: pool },
+    ingest: { subscribe() {}, unsubscribe() {}, continuous: () => true, resync() {} },
+    healthGraceMs: 0,
+  });
   return { registry, scheduling: scheduling(), token, readJson: async (call) => JSON.parse(String(call.body ?? '{}')) as Record<string, unknown> };
 }
 
@@ -59,12 +63,24 @@ describe('admin API', () => {
   it('refuses bad worker definitions with 400-class errors', async () => {
     const d = deps();
     const body = JSON.stringify({ id: 'x', baseUrl: 'http://h:1' }) as unknown as Uint8Array;
-    await expect(handleAdmin(call('POST', '/admin/workers', { body }), '/admin/workers', d)).rejects.toThrow(new TypeError('worker.id must be a number, got string x'));
+    await expect(handleAdmin(call('POST', '/admin/workers', { body }), '/admin/workers', d)).rejects.toThrow(
+      new TypeError('worker.id must be a number, got string x'),
+    );
     // Checked whole before anything changes: a worker whose last field is wrong is not half added.
-    const late = JSON.stringify({ id: 4, role: 'decode', baseUrl: 'http://h:1', kvEvents: 'tcp://h:5557', bootstrap: { host: 'h', port: 0 } }) as unknown as Uint8Array;
-    await expect(handleAdmin(call('POST', '/admin/workers', { body: late }), '/admin/workers', d)).rejects.toThrow(new RangeError('worker.bootstrap.port must be an integer in [1, 65535], got 0'));
+    const late = JSON.stringify({
+      id: 4,
+      role: 'decode',
+      baseUrl: 'http://h:1',
+      kvEvents: 'tcp://h:5557',
+      bootstrap: { host: 'h', port: 0 },
+    }) as unknown as Uint8Array;
+    await expect(handleAdmin(call('POST', '/admin/workers', { body: late }), '/admin/workers', d)).rejects.toThrow(
+      new RangeError('worker.bootstrap.port must be an integer in [1, 65535], got 0'),
+    );
     const unknown = JSON.stringify({ id: 4, baseUrl: 'http://h:1', colour: 'red' }) as unknown as Uint8Array;
-    await expect(handleAdmin(call('POST', '/admin/workers', { body: unknown }), '/admin/workers', d)).rejects.toThrow(/^worker: unknown field 'colour' \(known: id, role, kind, baseUrl, /);
+    await expect(handleAdmin(call('POST', '/admin/workers', { body: unknown }), '/admin/workers', d)).rejects.toThrow(
+      /^worker: unknown field 'colour' \(known: id, role, kind, baseUrl, /,
+    );
     expect(d.registry.list()).toEqual([]);
     expect(await status(handleAdmin(call('PUT', '/admin/workers'), '/admin/workers', d))).toBe(405);
     expect(await status(handleAdmin(call('GET', '/admin/nope'), '/admin/nope', d))).toBe(404);
@@ -100,7 +116,10 @@ describe('admin API', () => {
     await expect(put('/admin/queue', [])).rejects.toThrow(TypeError);
     expect(d.scheduling.queue()).toMatchObject({ threshold: 1.5, maxRequests: DEFAULT_QUEUE_SETTINGS.maxRequests });
     expect(JSON.parse((await put('/admin/queue', { threshold: null })).body!).settings.threshold).toBe(null);
-    expect(JSON.parse((await put('/admin/conditional-disagg', { enabled: true, bypassBelowTokens: 100 })).body!).settings).toMatchObject({ enabled: true, bypassBelowTokens: 100 });
+    expect(JSON.parse((await put('/admin/conditional-disagg', { enabled: true, bypassBelowTokens: 100 })).body!).settings).toMatchObject({
+      enabled: true,
+      bypassBelowTokens: 100,
+    });
     await expect(put('/admin/conditional-disagg', { enabled: 'yes' })).rejects.toThrow(TypeError);
     expect(d.scheduling.conditionalDisagg().enabled).toBe(true);
     expect(await status(handleAdmin(call('POST', '/admin/queue'), '/admin/queue', d))).toBe(405);

@@ -24,7 +24,13 @@ describe('a block size mismatch between router and engine', () => {
     opened.worker = worker;
     const log = captureLog('info');
     const router = await createRouter(
-      { port: 0, blockSize: 16, model: MODEL, health: { intervalMs: 0 }, workers: [{ id: 4, baseUrl: worker.url, kvEvents: worker.eventsEndpoint, replayEndpoint: worker.replayEndpoint }] },
+      {
+        port: 0,
+        blockSize: 16,
+        model: MODEL,
+        health: { intervalMs: 0 },
+        workers: [{ id: 4, baseUrl: worker.url, kvEvents: worker.eventsEndpoint, replayEndpoint: worker.replayEndpoint }],
+      },
       { logger: log.logger },
     );
     opened.router = router;
@@ -33,7 +39,11 @@ describe('a block size mismatch between router and engine', () => {
     const url = server.url;
     await waitFor(async () => (await metricSum(url, 'kvroute_kv_event_stream_joins_total', 'worker="4"')) >= 1, 'the event stream to join');
     for (let i = 0; i < 3; i++) {
-      const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: prompt(512, i), max_tokens: 2 }) });
+      const res = await fetch(`${url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, prompt: prompt(512, i), max_tokens: 2 }),
+      });
       expect(res.status).toBe(200);
       await res.text();
     }

@@ -111,9 +111,13 @@ describe('HealthMonitor', () => {
 
   it("reads the engine's start time from /metrics after a passed check, and stops asking an engine that has none", async () => {
     const results: Array<number | undefined> = [];
-    const events = { targets: () => [{ id: 1, baseUrl: url }], onResult: (_w: number, ok: boolean, _e?: string, start?: number) => results.push(ok ? start : -1) };
+    const events = {
+      targets: () => [{ id: 1, baseUrl: url }],
+      onResult: (_w: number, ok: boolean, _e?: string, start?: number) => results.push(ok ? start : -1),
+    };
     const m = new HealthMonitor(events, 0, 10_000);
-    metrics = '# HELP process_start_time_seconds Start time\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7650123456789e+09\nvllm:num_requests_running{engine="0"} 0\n';
+    metrics =
+      '# HELP process_start_time_seconds Start time\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7650123456789e+09\nvllm:num_requests_running{engine="0"} 0\n';
     await m.checkAll();
     metrics = 'process_start_time_seconds{model_name="m",engine="3"} 1765012399.5\n';
     await m.checkAll();

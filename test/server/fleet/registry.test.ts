@@ -53,7 +53,8 @@ function setup(graceMs = 1000, onChange?: (c: FleetChange) => void) {
   return { registry, pools, subscribed, continuous, resyncs, advance: (ms: number) => (now += ms) };
 }
 
-const worker = (id: number, role: string) => parseWorkerConfig({ id, role, baseUrl: `http://127.0.0.1:${9000 + id}`, kvEvents: `tcp://127.0.0.1:${5000 + id}` });
+const worker = (id: number, role: string) =>
+  parseWorkerConfig({ id, role, baseUrl: `http://127.0.0.1:${9000 + id}`, kvEvents: `tcp://127.0.0.1:${5000 + id}` });
 
 describe('WorkerRegistry', () => {
   it('reports every admin change once done (the port router replicas share the fleet through), never a refused one or a health verdict', () => {
@@ -87,7 +88,12 @@ describe('WorkerRegistry', () => {
     expect(registry.list()[0]).toMatchObject({ state: 'healthy', inSelection: true, ejected: false });
     expect(registry.list()[0]).not.toHaveProperty('ejection');
     pools.decode.ejections.set(1, { ejected: true, ejections: 2, ejectedUntil: 60_000, lastReason: 'connect_failure' });
-    expect(registry.list()[0]).toMatchObject({ state: 'healthy', inSelection: false, ejected: true, ejection: { ejections: 2, ejectedUntil: 60_000, lastReason: 'connect_failure' } });
+    expect(registry.list()[0]).toMatchObject({
+      state: 'healthy',
+      inSelection: false,
+      ejected: true,
+      ejection: { ejections: 2, ejectedUntil: 60_000, lastReason: 'connect_failure' },
+    });
     pools.decode.ejections.set(1, { ejected: false, ejections: 2, lastReason: 'connect_failure' });
     expect(registry.list()[0]).toMatchObject({ inSelection: true, ejected: false, ejection: { ejections: 2 } });
     expect(registry.list()[0].ejection).not.toHaveProperty('ejectedUntil');

@@ -38,19 +38,28 @@ async function startFleet(): Promise<{ url: string; router: Router; workers: Sim
   opened.router = router;
   const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
   opened.server = server;
-  for (const w of workers) await waitFor(async () => (await metricSum(server.url, 'kvroute_kv_event_stream_joins_total', `worker="${w.id}"`)) >= 1, `worker ${w.id} to join`);
+  for (const w of workers)
+    await waitFor(async () => (await metricSum(server.url, 'kvroute_kv_event_stream_joins_total', `worker="${w.id}"`)) >= 1, `worker ${w.id} to join`);
   return { url: server.url, router, workers };
 }
 
 /** The overlap (blocks) the router would credit each worker with for `text`. */
 async function overlaps(url: string, text: string): Promise<Map<number, number>> {
-  const res = await fetch(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: text }) });
+  const res = await fetch(`${url}/v1/route`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt: text }),
+  });
   const body = (await res.json()) as { decode: { candidates: Array<{ worker: number; overlap_blocks: number }> } };
   return new Map(body.decode.candidates.map((c) => [c.worker, c.overlap_blocks]));
 }
 
 async function complete(url: string, text: string): Promise<{ worker: number; overlap: number }> {
-  const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: text, max_tokens: 2 }) });
+  const res = await fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt: text, max_tokens: 2 }),
+  });
   expect(res.status).toBe(200);
   await res.text();
   return { worker: Number(res.headers.get('x-kvroute-decode-worker')), overlap: Number(res.headers.get('x-kvroute-overlap-blocks')) };
@@ -70,7 +79,7 @@ async function restartOn(options: SimWorkerOptions): Promise<SimWorker> {
       return await startSimWorker(options);
     } catch (err) {
       if (attempt >= 100 || !/in use/i.test((err as Error).message)) throw err;
-      console.log("retry", (err as Error).message);
+      console.log('retry', (err as Error).message);
       await new Promise((r) => setTimeout(r, 50));
     }
   }

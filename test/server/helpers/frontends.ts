@@ -67,10 +67,11 @@ export async function startFrontend(name: FrontendName, handler: TestHandler): P
         const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => {
           resolve({
             url: `http://127.0.0.1:${info.port}`,
-            close: () => new Promise<void>((r) => {
-              (server as Server).closeAllConnections?.();
-              server.close(() => r());
-            }),
+            close: () =>
+              new Promise<void>((r) => {
+                (server as Server).closeAllConnections?.();
+                server.close(() => r());
+              }),
           });
         });
       });
@@ -84,10 +85,11 @@ function listenNode(server: Server): Promise<Frontend> {
       const port = (server.address() as AddressInfo).port;
       resolve({
         url: `http://127.0.0.1:${port}`,
-        close: () => new Promise<void>((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
       });
     });
   });

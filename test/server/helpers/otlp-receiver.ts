@@ -183,7 +183,9 @@ export async function startGrpcReceiver(): Promise<OtlpReceiver> {
       done(null, {});
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   return {
     url: `http://127.0.0.1:${port}`,
     spans,

@@ -47,7 +47,10 @@ export async function startTestRouter(o: TestRouterOptions = {}): Promise<TestRo
   });
   let router: Router | undefined;
   try {
-    router = await createRouter({ port: 0, blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, seed: 7, ...o.config, workers: fleet.workers }, { logger: o.logger, apiKeys: o.apiKeys });
+    router = await createRouter(
+      { port: 0, blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, seed: 7, ...o.config, workers: fleet.workers },
+      { logger: o.logger, apiKeys: o.apiKeys },
+    );
     const server = await listenUws(router, { host: '127.0.0.1', port: 0 });
     const r = router;
     return {
@@ -85,7 +88,10 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, what: stri
  */
 export async function waitForEventStreams(t: TestRouter): Promise<void> {
   for (const w of t.fleet.workers) {
-    await waitFor(async () => (await metricSum(t.url, 'kvroute_kv_event_stream_joins_total', `worker="${w.id}"`)) >= 1, `worker ${w.id}'s KV event stream to join`);
+    await waitFor(
+      async () => (await metricSum(t.url, 'kvroute_kv_event_stream_joins_total', `worker="${w.id}"`)) >= 1,
+      `worker ${w.id}'s KV event stream to join`,
+    );
   }
 }
 

@@ -21,7 +21,14 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
   beforeAll(async () => {
     fleet = await startEmbeddedFleet({ prefill: 1, decode: 1, style: 'vllm', speedup: 200, blockSize: BLOCK_SIZE, kvBlocks: 1024, model: MODEL });
     // Queued prefill work is capped, so the backpressure test can fill it with one request.
-    router = await createRouter({ blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, maxBodyBytes: 4096, routing: { maxQueuedPrefillTokens: 150 }, workers: fleet.workers });
+    router = await createRouter({
+      blockSize: BLOCK_SIZE,
+      model: MODEL,
+      health: { intervalMs: 0 },
+      maxBodyBytes: 4096,
+      routing: { maxQueuedPrefillTokens: 150 },
+      workers: fleet.workers,
+    });
     server = await startFrontend(name, router);
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
   });
@@ -36,7 +43,13 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
     expect(data.usage?.completion_tokens).toBe(4);
     expect(response.headers.get('x-kvroute-prefill-worker')).toBe('0');
     expect(response.headers.get('x-kvroute-decode-worker')).toBe('1');
-    const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi there' }], max_tokens: 6, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'hi there' }],
+      max_tokens: 6,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let deltas = 0;
     let usage: number | undefined;
     for await (const chunk of stream) {
@@ -51,7 +64,11 @@ describe.each(ADAPTERS)('router behind %s', (name) => {
     const bad = await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt":' });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
-    const big = await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: prompt(6000) }) });
+    const big = await fetch(`${server.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: prompt(6000) }),
+    });
     expect(big.status).toBe(413);
     await expect(client.completions.create({ model: 'unknown-model', prompt: 'x' })).rejects.toMatchObject({ status: 404 });
     const wrongType = await post({ model: MODEL, prompt: 'x', max_tokens: 'eight' });
@@ -134,7 +151,11 @@ describe.each(ADAPTERS)('a draining router behind %s', (name) => {
     const server = await startFrontend(name, router);
     try {
       fleet.sim[0].faults.hang(true); // the stream waits for its engine until the test lets it go
-      const streamed = fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: prompt(40, 9), max_tokens: 8, stream: true }) }).then((r) => r.text());
+      const streamed = fetch(`${server.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: prompt(40, 9), max_tokens: 8, stream: true }),
+      }).then((r) => r.text());
       await waitFor(async () => (await metricSum(server.url, 'kvroute_worker_active_requests')) === 1, 'the stream to be booked');
       const drained = router.drain({ timeoutMs: 30_000 });
       const refused = await rawRequest(`${server.url}/v1/completions`, JSON.stringify({ prompt: 'x', max_tokens: 1 }));

@@ -40,7 +40,7 @@ class SyntheticHandler implements TestHandler {
     let i = 0;
     let done = false;
     call.signal?.addEventListener('abort', () => this.aborted++);
-    const pad = "x".repeat(FRAME_BYTES - 15); // "data: " + 6 digits + " " + pad + "\n\n" = FRAME_BYTES
+    const pad = 'x'.repeat(FRAME_BYTES - 15); // "data: " + 6 digits + " " + pad + "\n\n" = FRAME_BYTES
     return {
       next: async () => {
         if (done) return null;
@@ -109,28 +109,31 @@ describe.each(FRONTENDS)('frontend %s', (name) => {
     const received: Buffer[] = [];
     await new Promise<void>((resolve, reject) => {
       const u = new URL(server.url);
-      const req = request({ host: u.hostname, port: u.port, path: '/stream', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '2' } }, (res) => {
-        res.pause();
-        // The client reads nothing: once socket buffers are full, the frontend must stop pulling.
-        void (async () => {
-          await waitFor(() => handler.pulled - pulledBefore > 0, 'first pull');
-          let last = -1;
-          while (handler.pulled !== last) {
-            last = handler.pulled;
-            await sleep(300);
-          }
-          try {
-            expect(handler.pulled - pulledBefore).toBeLessThan(FRAMES);
-          } catch (err) {
-            reject(err);
-            return;
-          }
-          res.on('data', (c: Buffer) => received.push(c));
-          res.on('end', () => resolve());
-          res.on('error', reject);
-          res.resume();
-        })();
-      });
+      const req = request(
+        { host: u.hostname, port: u.port, path: '/stream', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '2' } },
+        (res) => {
+          res.pause();
+          // The client reads nothing: once socket buffers are full, the frontend must stop pulling.
+          void (async () => {
+            await waitFor(() => handler.pulled - pulledBefore > 0, 'first pull');
+            let last = -1;
+            while (handler.pulled !== last) {
+              last = handler.pulled;
+              await sleep(300);
+            }
+            try {
+              expect(handler.pulled - pulledBefore).toBeLessThan(FRAMES);
+            } catch (err) {
+              reject(err);
+              return;
+            }
+            res.on('data', (c: Buffer) => received.push(c));
+            res.on('end', () => resolve());
+            res.on('error', reject);
+            res.resume();
+          })();
+        },
+      );
       req.on('error', reject);
       req.end('{}');
     });

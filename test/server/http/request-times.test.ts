@@ -24,7 +24,9 @@ async function serve(): Promise<string> {
   const handler = {
     config: { maxBodyBytes: 1 << 20 },
     handle: async (call: HttpCall): Promise<HttpReply> =>
-      call.url === '/stream' ? { status: 200, headers: { 'content-type': 'text/event-stream' }, stream: frames(['data: 1\n\n', 'data: 2\n\n']) } : { status: 201, headers: {}, body: `got ${(call.body as Uint8Array | undefined)?.byteLength ?? 0}` },
+      call.url === '/stream'
+        ? { status: 200, headers: { 'content-type': 'text/event-stream' }, stream: frames(['data: 1\n\n', 'data: 2\n\n']) }
+        : { status: 201, headers: {}, body: `got ${(call.body as Uint8Array | undefined)?.byteLength ?? 0}` },
   };
   server = await listenUws(handler, { port: 0 });
   return server.url;

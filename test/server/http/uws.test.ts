@@ -19,7 +19,29 @@ const embedded = { prefill: 0, decode: 1, style: 'vllm' as const, speedup: 100 }
 
 beforeAll(() => {
   // A self-signed certificate for 127.0.0.1, valid one day.
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
 });
 
 describe('TLS', () => {
@@ -29,7 +51,10 @@ describe('TLS', () => {
   });
 
   it('serves HTTPS with the given certificate, streams included', async () => {
-    started = await startServer({ config: parseRouterConfig({ port: 0, health: { intervalMs: 0 }, tls: { certFile, keyFile }, logLevel: 'silent' }), embedded });
+    started = await startServer({
+      config: parseRouterConfig({ port: 0, health: { intervalMs: 0 }, tls: { certFile, keyFile }, logLevel: 'silent' }),
+      embedded,
+    });
     expect(started.server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect(started.banner()).toContain(`${started.server.url}/v1/chat/completions`);
     const dispatcher = new Agent({ connect: { ca: readFileSync(certFile) } });
@@ -49,10 +74,14 @@ describe('TLS', () => {
 
   it('refuses files that are missing or do not make a pair, naming them', async () => {
     const handler = { handle: async () => ({ status: 200, headers: {}, body: '' }), config: { maxBodyBytes: 1024 } };
-    await expect(listenUws(handler, { port: 0, tls: { certFile: join(dir, 'none.pem'), keyFile } })).rejects.toThrow(`cannot read the TLS certificate ${join(dir, 'none.pem')}: ENOENT`);
+    await expect(listenUws(handler, { port: 0, tls: { certFile: join(dir, 'none.pem'), keyFile } })).rejects.toThrow(
+      `cannot read the TLS certificate ${join(dir, 'none.pem')}: ENOENT`,
+    );
     const otherKey = join(dir, 'other-key.pem');
     writeFileSync(otherKey, execFileSync('openssl', ['genpkey', '-algorithm', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1']));
-    await expect(listenUws(handler, { port: 0, tls: { certFile, keyFile: otherKey } })).rejects.toThrow(`the TLS certificate ${certFile} and key ${otherKey} are not a usable pair`);
+    await expect(listenUws(handler, { port: 0, tls: { certFile, keyFile: otherKey } })).rejects.toThrow(
+      `the TLS certificate ${certFile} and key ${otherKey} are not a usable pair`,
+    );
     expect(() => parseRouterConfig({ tls: { certFile } })).toThrow(/tls\.keyFile/);
   });
 });

@@ -31,7 +31,7 @@ describe('FastHistogram and FastCounter', () => {
     const m = pair();
     expect(await m.ours.metrics()).toBe(await m.theirs.metrics()); // nothing observed yet
     let x = 12345;
-    const rand = () => ((x = (x * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (x = (x * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const routes = ['/v1/completions', '/v1/chat/completions', 'we"ird\\route\n'];
     for (let i = 0; i < 2_000; i++) {
       const route = routes[i % 3];
@@ -49,7 +49,8 @@ describe('FastHistogram and FastCounter', () => {
     }
     expect(await m.ours.metrics()).toBe(await m.theirs.metrics());
     // The JSON form too (the same values; prom-client adds an empty exemplar to each bucket).
-    const json = async (r: Registry) => JSON.parse(JSON.stringify(await r.getMetricsAsJSON(), (k, v: unknown) => (k === 'exemplar' && v === null ? undefined : v))) as unknown;
+    const json = async (r: Registry) =>
+      JSON.parse(JSON.stringify(await r.getMetricsAsJSON(), (k, v: unknown) => (k === 'exemplar' && v === null ? undefined : v))) as unknown;
     expect(await json(m.ours)).toEqual(await json(m.theirs));
   });
 

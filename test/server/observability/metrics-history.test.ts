@@ -18,8 +18,23 @@ describe('bucketQuantile', () => {
 describe('MetricsHistory', () => {
   it('turns each interval of the totals into rates, a mean hit rate and TTFT percentiles', () => {
     let now = 1_000_000;
-    const totals: MetricsTotals = { ttftBounds: BOUNDS, ttftBuckets: new Float64Array(4), ttftCount: 0, hitRate: {}, requests: 0, errors: 0, served: {}, reasons: {} };
-    const snapshot = (): MetricsTotals => ({ ...totals, ttftBuckets: Float64Array.from(totals.ttftBuckets), hitRate: { ...totals.hitRate }, served: { ...totals.served }, reasons: { ...totals.reasons } });
+    const totals: MetricsTotals = {
+      ttftBounds: BOUNDS,
+      ttftBuckets: new Float64Array(4),
+      ttftCount: 0,
+      hitRate: {},
+      requests: 0,
+      errors: 0,
+      served: {},
+      reasons: {},
+    };
+    const snapshot = (): MetricsTotals => ({
+      ...totals,
+      ttftBuckets: Float64Array.from(totals.ttftBuckets),
+      hitRate: { ...totals.hitRate },
+      served: { ...totals.served },
+      reasons: { ...totals.reasons },
+    });
     const h = new MetricsHistory(snapshot, 5_000, 3, () => now);
     h.sample();
     now += 5_000;
@@ -34,7 +49,14 @@ describe('MetricsHistory', () => {
     now += 2_500; // the running interval: nothing new
     const points = h.series();
     expect(points).toHaveLength(2);
-    expect(points[0]).toMatchObject({ seconds: 5, requests_per_s: 2, errors_per_s: 0.2, hit_rate: 0.5, served: { aggregated: 10 }, reasons: { no_prefill_workers: 10 } });
+    expect(points[0]).toMatchObject({
+      seconds: 5,
+      requests_per_s: 2,
+      errors_per_s: 0.2,
+      hit_rate: 0.5,
+      served: { aggregated: 10 },
+      reasons: { no_prefill_workers: 10 },
+    });
     expect(points[0].ttft_ms!.p50).toBeCloseTo(50);
     expect(points[1]).toMatchObject({ seconds: 2.5, requests_per_s: 0, hit_rate: null, ttft_ms: null, served: {} });
     // Only the last `points` intervals are kept.
@@ -46,7 +68,16 @@ describe('MetricsHistory', () => {
   });
 
   it('refuses intervals and sizes out of range', () => {
-    const read = (): MetricsTotals => ({ ttftBounds: BOUNDS, ttftBuckets: new Float64Array(4), ttftCount: 0, hitRate: {}, requests: 0, errors: 0, served: {}, reasons: {} });
+    const read = (): MetricsTotals => ({
+      ttftBounds: BOUNDS,
+      ttftBuckets: new Float64Array(4),
+      ttftCount: 0,
+      hitRate: {},
+      requests: 0,
+      errors: 0,
+      served: {},
+      reasons: {},
+    });
     expect(() => new MetricsHistory(read, 0)).toThrow(RangeError);
     expect(() => new MetricsHistory(read, 5_000, 0)).toThrow(RangeError);
     expect(() => new MetricsHistory(read, 5_000, 1.5)).toThrow(RangeError);

@@ -9,7 +9,19 @@ describe('RouterMetrics', () => {
       workerStates: () => [],
       indexStats: () => [],
       fallbacksToAggregated: () => 0,
-      eventStats: () => [{ worker: 4, applied: 10, rejected: {}, joins: 2, gaps: 0, replays: 0, decodeErrors: 0, restarts: 0, skipped: { unknown_type: 3, other_group: 0, other_medium: 2 } }],
+      eventStats: () => [
+        {
+          worker: 4,
+          applied: 10,
+          rejected: {},
+          joins: 2,
+          gaps: 0,
+          replays: 0,
+          decodeErrors: 0,
+          restarts: 0,
+          skipped: { unknown_type: 3, other_group: 0, other_medium: 2 },
+        },
+      ],
     });
     const text = await m.render();
     expect(text).toContain('kvroute_kv_events_skipped_total{worker="4",reason="unknown_type"} 3');

@@ -12,7 +12,11 @@ afterAll(async () => {
 });
 
 async function complete(body: object | string, headers: Record<string, string> = {}): Promise<number> {
-  const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(`${t.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   await res.text();
   return res.status;
 }

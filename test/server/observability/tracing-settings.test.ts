@@ -15,8 +15,19 @@ describe('tracingSettings', () => {
   });
 
   it('takes the standard environment variables for what the config leaves out', () => {
-    expect(tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'otlp' })).toEqual({ protocol: 'http/protobuf', serviceName: 'kvroute', sampler: { name: 'parentbased_always_on' } });
-    const env = { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc', OTEL_SERVICE_NAME: 'edge', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' };
+    expect(tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'otlp' })).toEqual({
+      protocol: 'http/protobuf',
+      serviceName: 'kvroute',
+      sampler: { name: 'parentbased_always_on' },
+    });
+    const env = {
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc',
+      OTEL_SERVICE_NAME: 'edge',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.01',
+    };
     expect(tracingSettings(undefined, env)).toEqual({ protocol: 'grpc', serviceName: 'edge', sampler: { name: 'parentbased_traceidratio', ratio: 0.01 } });
     expect(tracingSettings(undefined, { ...env, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: undefined })?.protocol).toBe('http/json');
     expect(tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'always_off' })?.sampler).toEqual({ name: 'always_off' });
@@ -36,7 +47,9 @@ describe('tracingSettings', () => {
     expect(() => tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'zipkin' })).toThrow(/OTEL_TRACES_EXPORTER must be otlp or none/);
     expect(() => tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'thrift' })).toThrow(RangeError);
     expect(() => tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(/OTEL_TRACES_SAMPLER must be one of/);
-    expect(() => tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' })).toThrow(/OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1/);
+    expect(() => tracingSettings(undefined, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' })).toThrow(
+      /OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1/,
+    );
   });
 });
 
@@ -51,6 +64,10 @@ describe('the OpenTelemetry SDK', () => {
   it('is not even imported when tracing is off, and is when it is on', async () => {
     expect(await imported('off')).toEqual([]);
     const on = await imported('on');
-    for (const pkg of ['api', 'sdk-trace-base', 'exporter-trace-otlp-proto']) expect(on.some((u) => u.includes(`/@opentelemetry/${pkg}/`)), pkg).toBe(true);
+    for (const pkg of ['api', 'sdk-trace-base', 'exporter-trace-otlp-proto'])
+      expect(
+        on.some((u) => u.includes(`/@opentelemetry/${pkg}/`)),
+        pkg,
+      ).toBe(true);
   });
 });

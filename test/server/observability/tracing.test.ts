@@ -43,7 +43,12 @@ async function start(fleetShape: { prefill: number; decode: number }, config: Ro
   };
 }
 
-async function post(url: string, path: string, body: object, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
+async function post(
+  url: string,
+  path: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
@@ -94,7 +99,12 @@ describe('tracing over OTLP/HTTP protobuf, aggregated serving', () => {
   });
 
   it("joins the client's trace: request span under the client's, its steps under it, the engine's traceparent naming the leg span", async () => {
-    const r = await post(t.url, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: prompt(80, 1) }], max_tokens: 4, stream: true }, { traceparent: traceparent(), tracestate: 'vendor=abc', 'x-request-id': 'req-trace-1' });
+    const r = await post(
+      t.url,
+      '/v1/chat/completions',
+      { model: MODEL, messages: [{ role: 'user', content: prompt(80, 1) }], max_tokens: 4, stream: true },
+      { traceparent: traceparent(), tracestate: 'vendor=abc', 'x-request-id': 'req-trace-1' },
+    );
     expect(r.status).toBe(200);
     expect(r.text).toContain('[DONE]');
     const spans = await traceOf(receiver, t.router, CLIENT_TRACE, 5);
@@ -118,15 +128,30 @@ describe('tracing over OTLP/HTTP protobuf, aggregated serving', () => {
     expect(request.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(80);
     expect(request.attributes['kvroute.prompt_tokens']).toBe(request.attributes['gen_ai.usage.input_tokens']);
 
-    for (const name of ['kvroute.preprocess', 'kvroute.route', 'kvroute.leg decode', 'kvroute.relay']) expect(one(spans, name).parentSpanId, name).toBe(request.spanId);
-    expect(one(spans, 'kvroute.preprocess').attributes).toMatchObject({ 'kvroute.preprocess.kind': 'chat', 'kvroute.prompt_tokens': request.attributes['kvroute.prompt_tokens'] });
+    for (const name of ['kvroute.preprocess', 'kvroute.route', 'kvroute.leg decode', 'kvroute.relay'])
+      expect(one(spans, name).parentSpanId, name).toBe(request.spanId);
+    expect(one(spans, 'kvroute.preprocess').attributes).toMatchObject({
+      'kvroute.preprocess.kind': 'chat',
+      'kvroute.prompt_tokens': request.attributes['kvroute.prompt_tokens'],
+    });
     const route = one(spans, 'kvroute.route');
-    expect(route.attributes).toMatchObject({ 'kvroute.pool': 'decode', 'kvroute.policy': 'ttft', 'kvroute.mode': 'aggregated', 'kvroute.mode_reason': 'no_prefill_workers' });
+    expect(route.attributes).toMatchObject({
+      'kvroute.pool': 'decode',
+      'kvroute.policy': 'ttft',
+      'kvroute.mode': 'aggregated',
+      'kvroute.mode_reason': 'no_prefill_workers',
+    });
     expect(typeof route.attributes['kvroute.overlap_blocks']).toBe('number');
     expect(route.attributes['kvroute.predicted_ttft_ms']).toBeGreaterThan(0);
     const leg = one(spans, 'kvroute.leg decode');
     expect(leg.kind).toBe(3); // client
-    expect(leg.attributes).toMatchObject({ 'kvroute.worker': route.attributes['kvroute.worker'], 'server.address': '127.0.0.1', 'kvroute.retries': 0, 'kvroute.leg.outcome': 'end', 'gen_ai.request.stream': true });
+    expect(leg.attributes).toMatchObject({
+      'kvroute.worker': route.attributes['kvroute.worker'],
+      'server.address': '127.0.0.1',
+      'kvroute.retries': 0,
+      'kvroute.leg.outcome': 'end',
+      'gen_ai.request.stream': true,
+    });
     expect(leg.events.map((e) => e.name)).toEqual(['sent', 'first_byte', 'first_token']);
     expect(one(spans, 'kvroute.relay').events.map((e) => e.name)).toEqual(['first_token']);
 
@@ -144,7 +169,13 @@ describe('tracing over OTLP/HTTP protobuf, aggregated serving', () => {
     const spans = await traceOf(receiver, t.router, traceId, 4);
     const request = one(spans, 'POST /v1/completions');
     expect(request.parentSpanId).toBe('');
-    expect(request.attributes).toMatchObject({ 'gen_ai.operation.name': 'text_completion', 'gen_ai.response.id': answer.id, 'gen_ai.request.stream': false, 'gen_ai.usage.output_tokens': 3, 'kvroute.request_id': r.headers.get('x-request-id') });
+    expect(request.attributes).toMatchObject({
+      'gen_ai.operation.name': 'text_completion',
+      'gen_ai.response.id': answer.id,
+      'gen_ai.request.stream': false,
+      'gen_ai.usage.output_tokens': 3,
+      'kvroute.request_id': r.headers.get('x-request-id'),
+    });
     const leg = one(spans, 'kvroute.leg decode');
     expect(leg.spanId).toBe(parent);
     expect(leg.events.map((e) => e.name)).toEqual(['sent', 'first_byte']);
@@ -153,7 +184,12 @@ describe('tracing over OTLP/HTTP protobuf, aggregated serving', () => {
 
   it('follows a client that did not sample: nothing exported, the engine still gets the trace context (unsampled)', async () => {
     const unsampled = 'aaaabbbbccccddddeeeeffff00001111';
-    const r = await post(t.url, '/v1/completions', { model: MODEL, prompt: prompt(20, 3), max_tokens: 2 }, { traceparent: `00-${unsampled}-${CLIENT_SPAN}-00` });
+    const r = await post(
+      t.url,
+      '/v1/completions',
+      { model: MODEL, prompt: prompt(20, 3), max_tokens: 2 },
+      { traceparent: `00-${unsampled}-${CLIENT_SPAN}-00` },
+    );
     expect(r.status).toBe(200);
     const [{ traceId }] = engineParents(t.proxies);
     expect(traceId).toBe(unsampled);
@@ -182,7 +218,11 @@ describe('tracing a disaggregated request', () => {
       expect(r.status).toBe(200);
       const spans = await traceOf(receiver, t.router, CLIENT_TRACE, 7);
       const request = one(spans, 'POST /v1/completions');
-      expect(request.attributes).toMatchObject({ 'kvroute.mode': 'disaggregated', 'kvroute.prefill_worker': expect.any(Number), 'kvroute.decode_worker': expect.any(Number) });
+      expect(request.attributes).toMatchObject({
+        'kvroute.mode': 'disaggregated',
+        'kvroute.prefill_worker': expect.any(Number),
+        'kvroute.decode_worker': expect.any(Number),
+      });
       const routes = byName(spans, 'kvroute.route').map((s) => s.attributes['kvroute.pool']);
       expect(routes.sort()).toEqual(['decode', 'prefill']);
       const legs = { prefill: one(spans, 'kvroute.leg prefill'), decode: one(spans, 'kvroute.leg decode') };
@@ -237,7 +277,9 @@ describe('tracing off (the default)', () => {
     try {
       expect((t.router as unknown as { tracing?: unknown }).tracing).toBeUndefined();
       for (const stream of [false, true]) {
-        expect((await post(t.url, '/v1/completions', { model: MODEL, prompt: prompt(20, 7), max_tokens: 2, stream }, { traceparent: traceparent() })).status).toBe(200);
+        expect(
+          (await post(t.url, '/v1/completions', { model: MODEL, prompt: prompt(20, 7), max_tokens: 2, stream }, { traceparent: traceparent() })).status,
+        ).toBe(200);
       }
       const legs = t.proxies.flatMap((p) => p.seen).filter((s) => s.path.startsWith('/v1/'));
       expect(legs).toHaveLength(2);
@@ -260,7 +302,16 @@ describe('log lines', () => {
     const logs = captureLog('debug');
     const t = await start({ prefill: 0, decode: 1 }, { tracing: { enabled: true, endpoint: receiver.url } }, logs.logger);
     try {
-      expect((await post(t.url, '/v1/completions', { model: MODEL, prompt: prompt(20, 8), max_tokens: 2 }, { traceparent: traceparent(), 'x-request-id': 'req-log-1' })).status).toBe(200);
+      expect(
+        (
+          await post(
+            t.url,
+            '/v1/completions',
+            { model: MODEL, prompt: prompt(20, 8), max_tokens: 2 },
+            { traceparent: traceparent(), 'x-request-id': 'req-log-1' },
+          )
+        ).status,
+      ).toBe(200);
       const line = logs.lines().find((l) => l.request_id === 'req-log-1');
       expect(line).toMatchObject({ msg: 'request', request_id: 'req-log-1', trace_id: CLIENT_TRACE });
     } finally {

@@ -25,8 +25,18 @@ describe('completionToChat', () => {
 describe('ChatChunkConverter', () => {
   it('gives the role on the first delta of each choice, content after, and keeps usage chunks', () => {
     const c = new ChatChunkConverter();
-    const chunk = (text: string, finish: string | null = null) => ({ id: 'cmpl-9', object: 'text_completion', created: 1, model: 'm', choices: [{ index: 0, text, finish_reason: finish }] });
-    expect(c.convert(chunk('a'))).toMatchObject({ id: 'chatcmpl-9', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'a' }, finish_reason: null }] });
+    const chunk = (text: string, finish: string | null = null) => ({
+      id: 'cmpl-9',
+      object: 'text_completion',
+      created: 1,
+      model: 'm',
+      choices: [{ index: 0, text, finish_reason: finish }],
+    });
+    expect(c.convert(chunk('a'))).toMatchObject({
+      id: 'chatcmpl-9',
+      object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta: { role: 'assistant', content: 'a' }, finish_reason: null }],
+    });
     expect(c.convert(chunk('b'))).toMatchObject({ choices: [{ delta: { content: 'b' } }] });
     expect((c.convert(chunk('b')) as { choices: { delta: object }[] }).choices[0].delta).not.toHaveProperty('role');
     expect(c.convert(chunk('', 'stop'))).toMatchObject({ choices: [{ delta: {}, finish_reason: 'stop' }] });

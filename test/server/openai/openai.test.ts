@@ -36,7 +36,13 @@ describe.each(SHAPES)('openai client against $name serving', ({ prefill, style }
   });
 
   it('streams completions chunk by chunk with usage at the end', async () => {
-    const stream = await t.client.completions.create({ model: MODEL, prompt: prompt(64, 2), max_tokens: 8, stream: true, stream_options: { include_usage: true } });
+    const stream = await t.client.completions.create({
+      model: MODEL,
+      prompt: prompt(64, 2),
+      max_tokens: 8,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let usage: { completion_tokens: number } | undefined;
     let chunks = 0;

@@ -11,8 +11,17 @@ async function* events(list: Array<SseEvent | Error>): AsyncGenerator<SseEvent> 
   }
 }
 
-const chunk = (text: string, extra: object = {}) => ({ data: JSON.stringify({ id: 'cmpl-1', object: 'text_completion', choices: [{ index: 0, text, finish_reason: null }], ...extra }) });
-const usageChunk = { data: JSON.stringify({ id: 'cmpl-1', object: 'text_completion', choices: [], usage: { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 4 } } }) };
+const chunk = (text: string, extra: object = {}) => ({
+  data: JSON.stringify({ id: 'cmpl-1', object: 'text_completion', choices: [{ index: 0, text, finish_reason: null }], ...extra }),
+});
+const usageChunk = {
+  data: JSON.stringify({
+    id: 'cmpl-1',
+    object: 'text_completion',
+    choices: [],
+    usage: { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 4 } },
+  }),
+};
 
 function options(over: Partial<RelayOptions> = {}) {
   const ends: number[] = [];
@@ -57,7 +66,10 @@ describe('relayStream', () => {
     const a = chunk('a');
     const b = chunk('b');
     const failed = { data: JSON.stringify({ error: { message: 'out of memory', code: 507 } }) };
-    const batches: SseEvent[][] = [[a, usageChunk, b], [failed, chunk('never')]];
+    const batches: SseEvent[][] = [
+      [a, usageChunk, b],
+      [failed, chunk('never')],
+    ];
     let reads = 0;
     const source = { [Symbol.asyncIterator]: () => new EventCursor(async () => (reads < batches.length ? batches[reads++] : null)) };
     const frames = await drain(relayStream(source, o));

@@ -3,7 +3,15 @@ import { CHATML_TEMPLATE, ChatTemplate } from '../../../src/preprocess/chat-temp
 import { byteTokenizer } from '../../../src/preprocess/byte-tokenizer.js';
 import { HttpError } from '../../../src/server/call/errors.js';
 import { RawJson, stringifyBody } from '../../../src/engines/json.js';
-import { completionPrompt, routingHints as hintsOf, parseJsonObject, parseRequestBody, prepareRequest, requestIdOf, type Preprocessor } from '../../../src/server/openai/request.js';
+import {
+  completionPrompt,
+  routingHints as hintsOf,
+  parseJsonObject,
+  parseRequestBody,
+  prepareRequest,
+  requestIdOf,
+  type Preprocessor,
+} from '../../../src/server/openai/request.js';
 import fc from 'fast-check';
 
 const pre: Preprocessor = { tokenizer: byteTokenizer, chatTemplate: new ChatTemplate(CHATML_TEMPLATE), models: ['m1', 'm2'] };
@@ -92,7 +100,17 @@ describe('parseRequestBody', () => {
 
   it('parses whole what it does not read natively: batches, non-plain numbers, malformed messages, and text without a native tokenizer', () => {
     // (A nested "prompt" holding text ahead of the real one only skips the native path.)
-    for (const text of ['{"prompt":[[1,2]]}', '{"prompt":[1.0,2]}', '{"prompt":[-0]}', '{"prompt":[1],"prompt":[2]}', '{"prompt":["a","b"]}', '{"prompt":"a","prompt":"b"}', '{"prompt":"\\ud800"}', '{"model":"m1"}', '{"nvext":{"prompt":"x"},"prompt":[1,2]}']) {
+    for (const text of [
+      '{"prompt":[[1,2]]}',
+      '{"prompt":[1.0,2]}',
+      '{"prompt":[-0]}',
+      '{"prompt":[1],"prompt":[2]}',
+      '{"prompt":["a","b"]}',
+      '{"prompt":"a","prompt":"b"}',
+      '{"prompt":"\\ud800"}',
+      '{"model":"m1"}',
+      '{"nvext":{"prompt":"x"},"prompt":[1,2]}',
+    ]) {
       const r = parseRequestBody('/v1/completions', bytes(text), pre);
       expect(r.scanned, text).toBeUndefined();
       expect(r.json, text).toEqual(JSON.parse(text));
@@ -106,7 +124,10 @@ describe('parseRequestBody', () => {
   });
 
   it('reads and tokenizes a text prompt natively, keeping it as the client wrote it', () => {
-    for (const [text, prompt] of [['{"model":"m1","prompt":"h\\u00e9 \\"x\\"","n":1}', 'hé "x"'], ['{"prompt": [ "one" ]}', 'one']] as const) {
+    for (const [text, prompt] of [
+      ['{"model":"m1","prompt":"h\\u00e9 \\"x\\"","n":1}', 'hé "x"'],
+      ['{"prompt": [ "one" ]}', 'one'],
+    ] as const) {
       const r = parseRequestBody('/v1/completions', bytes(text), pre);
       expect(r.scanned?.kind).toBe('text');
       expect(Array.from(r.scanned!.tokens)).toEqual(Array.from(byteTokenizer.encode(prompt)));
@@ -115,7 +136,8 @@ describe('parseRequestBody', () => {
   });
 
   it('renders and tokenizes a chat request natively, as the JavaScript path does', () => {
-    const text = '{"model":"m1","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"stream":true}';
+    const text =
+      '{"model":"m1","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"stream":true}';
     const r = parseRequestBody('/v1/chat/completions', bytes(text), pre);
     expect(r.scanned?.kind).toBe('chat');
     expect(r.json.messages).toBeInstanceOf(RawJson);
@@ -130,7 +152,10 @@ describe('parseRequestBody', () => {
   it('answers 400 when the chat template refuses the messages, natively or not', () => {
     const strict = { ...pre, chatTemplate: new ChatTemplate("{% if messages[0].role != 'user' %}{{ raise_exception('user first, please') }}{% endif %}x") };
     const text = '{"messages":[{"role":"assistant","content":"hi"}]}';
-    for (const err of [httpError(() => parseRequestBody('/v1/chat/completions', bytes(text), strict)), httpError(() => prepareRequest('/v1/chat/completions', JSON.parse(text) as Record<string, unknown>, {}, strict))]) {
+    for (const err of [
+      httpError(() => parseRequestBody('/v1/chat/completions', bytes(text), strict)),
+      httpError(() => prepareRequest('/v1/chat/completions', JSON.parse(text) as Record<string, unknown>, {}, strict)),
+    ]) {
       expect(err.status).toBe(400);
       expect(err.code).toBe('chat_template_refused');
       expect(err.message).toMatch(/user first, please/);
@@ -146,7 +171,11 @@ describe('parseRequestBody', () => {
   });
 
   it('sends engines the same JSON for any body, read natively or not', () => {
-    const other = fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => k !== 'prompt' && k !== '__proto__'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
+    const other = fc.dictionary(
+      fc.string({ maxLength: 6 }).filter((k) => k !== 'prompt' && k !== '__proto__'),
+      fc.jsonValue({ maxDepth: 2 }),
+      { maxKeys: 4 },
+    );
     const ids = fc.array(fc.integer({ min: 0, max: 0xffffffff }), { minLength: 1, maxLength: 40 });
     fc.assert(
       fc.property(other, ids, fc.nat(4), fc.integer({ min: 0, max: 2 }), (rest, prompt, at, indent) => {
@@ -173,7 +202,12 @@ describe('prepareRequest', () => {
   });
 
   it('turns a plain chat request into a completions request over the templated tokens', () => {
-    const p = prepareRequest('/v1/chat/completions', { model: 'm2', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 5, temperature: 0 }, {}, pre);
+    const p = prepareRequest(
+      '/v1/chat/completions',
+      { model: 'm2', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 5, temperature: 0 },
+      {},
+      pre,
+    );
     const text = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n';
     expect(p.engineRoute).toBe('/v1/completions');
     expect(p.chatAsCompletions).toBe(true);

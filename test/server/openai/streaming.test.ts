@@ -30,7 +30,10 @@ describe('streaming through the router (vLLM disaggregated fleet)', () => {
   it('relays everything to a slow reader, in order, without loss or repeats', async () => {
     const requestId = `slow-reader-${process.pid}`;
     // What the decode engines generate for this request, token by token, in the order they do.
-    const generated = recordGeneratedTokens(t.fleet.sim.filter((w) => w.role === 'decode'), requestId);
+    const generated = recordGeneratedTokens(
+      t.fleet.sim.filter((w) => w.role === 'decode'),
+      requestId,
+    );
     const body = JSON.stringify({ model: MODEL, prompt: prompt(64, 7), max_tokens: 300, stream: true, stream_options: { include_usage: true } });
     const u = new URL(t.url);
     const raw = await new Promise<string>((resolve, reject) => {
@@ -83,7 +86,11 @@ describe('streaming through the router (vLLM disaggregated fleet)', () => {
     const holder = first.response.headers.get('x-kvroute-prefill-worker');
     // The prefill worker's KV events reach the index: the router now predicts the overlap.
     await waitFor(async () => {
-      const r = await fetch(`${t.url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: `${shared}again` }) });
+      const r = await fetch(`${t.url}/v1/route`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, prompt: `${shared}again` }),
+      });
       const e = (await r.json()) as { prefill: { worker: number; overlap_blocks: number } };
       return e.prefill.overlap_blocks >= 20 && String(e.prefill.worker) === holder;
     }, 'the shared prefix to be indexed');
@@ -118,7 +125,11 @@ describe('a worker killed mid-stream', () => {
     await waitForNoLoad(t.url);
     // Nothing can serve any more once health checks see it gone.
     await t.router.checkHealth();
-    const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'x' }) });
+    const res = await fetch(`${t.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: 'x' }),
+    });
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');
   });

@@ -12,7 +12,12 @@ describe('engine request bodies', () => {
   let router: Router;
   beforeAll(async () => {
     engine = await startFakeEngine({ id: 1, kind: 'vllm', role: 'aggregated' });
-    router = await createRouter({ model: MODEL, blockSize: 4, health: { intervalMs: 0 }, workers: [{ id: 1, role: 'aggregated', kind: 'vllm', baseUrl: engine.url }] });
+    router = await createRouter({
+      model: MODEL,
+      blockSize: 4,
+      health: { intervalMs: 0 },
+      workers: [{ id: 1, role: 'aggregated', kind: 'vllm', baseUrl: engine.url }],
+    });
   });
   afterAll(async () => {
     await router?.close();
@@ -21,7 +26,12 @@ describe('engine request bodies', () => {
 
   async function send(text: string): Promise<{ reply: HttpReply; received: string }> {
     const before = engine.received.length;
-    const reply = await router.handle({ method: 'POST', url: '/v1/completions', headers: { 'content-type': 'application/json' }, body: new TextEncoder().encode(text) });
+    const reply = await router.handle({
+      method: 'POST',
+      url: '/v1/completions',
+      headers: { 'content-type': 'application/json' },
+      body: new TextEncoder().encode(text),
+    });
     if (reply.stream) while ((await reply.stream.next()) !== null);
     expect(engine.received.length).toBe(before + 1);
     return { reply, received: engine.received[before].text };
@@ -44,8 +54,16 @@ describe('engine request bodies', () => {
   it.each([
     ['the model is filled in', `{"prompt":[1,2,3],"max_tokens":2}`, (b: Record<string, unknown>) => expect(b.model).toBe(MODEL)],
     ['nvext is removed', `{"model":"${MODEL}","prompt":[1,2,3],"max_tokens":2,"nvext":{}}`, (b: Record<string, unknown>) => expect('nvext' in b).toBe(false)],
-    ['usage is asked for', `{"model":"${MODEL}","prompt":[1,2,3],"max_tokens":2,"stream":true}`, (b: Record<string, unknown>) => expect(b.stream_options).toEqual({ include_usage: true })],
-    ['a text prompt becomes token ids', `{"model":"${MODEL}","prompt":"abc","max_tokens":2}`, (b: Record<string, unknown>) => expect(b.prompt).toEqual([97, 98, 99])],
+    [
+      'usage is asked for',
+      `{"model":"${MODEL}","prompt":[1,2,3],"max_tokens":2,"stream":true}`,
+      (b: Record<string, unknown>) => expect(b.stream_options).toEqual({ include_usage: true }),
+    ],
+    [
+      'a text prompt becomes token ids',
+      `{"model":"${MODEL}","prompt":"abc","max_tokens":2}`,
+      (b: Record<string, unknown>) => expect(b.prompt).toEqual([97, 98, 99]),
+    ],
   ])('serialises the body again when %s', async (_what, text, check) => {
     const { reply, received } = await send(text);
     expect(reply.status).toBe(200);

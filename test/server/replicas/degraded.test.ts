@@ -71,13 +71,18 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas when NATS goes away'
     expect(await metricSum(a.url, 'kvroute_replica_resyncs_total', 'kind="out"')).toBeGreaterThanOrEqual(2);
     for (const r of [a, b]) {
       await waitForNoLoad(r.url);
-      await waitFor(async () => (await metricSum(r.url, 'kvroute_replica_bookings')) === 0 && (await metricSum(r.url, 'kvroute_replica_local_bookings')) === 0, 'the shared bookings to drain');
+      await waitFor(
+        async () => (await metricSum(r.url, 'kvroute_replica_bookings')) === 0 && (await metricSum(r.url, 'kvroute_replica_local_bookings')) === 0,
+        'the shared bookings to drain',
+      );
     }
   });
 
   it('starts without NATS (degraded), and joins when it comes up', async () => {
     const port = await freePort();
-    const lone = await cluster.start('lone', { replicas: { nats: `nats://127.0.0.1:${port}`, id: 'lone', heartbeatMs: 100, ttlMs: 600, connectTimeoutMs: 200 } });
+    const lone = await cluster.start('lone', {
+      replicas: { nats: `nats://127.0.0.1:${port}`, id: 'lone', heartbeatMs: 100, ttlMs: 600, connectTimeoutMs: 200 },
+    });
     const first = await health(lone.url);
     expect(first.status).toBe('ready');
     expect(first.replicas.connected).toBe(false);

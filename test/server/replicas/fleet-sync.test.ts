@@ -50,7 +50,8 @@ describe('FleetSync', () => {
     sync.received('w5', { state: 'removed', worker: workerToInput(w5) });
     sync.received('w5', { state: 'removed', worker: workerToInput(w5) });
     expect(fleet.ops).toEqual(['add 5', 'drain 5', 'activate 5', 'remove 5']);
-    for (const bad of [{ state: 'active' }, { state: 'gone', worker: workerToInput(w5) }, { state: 'active', worker: { id: 5, baseUrl: 'ftp://x' } }]) sync.received('w5', bad);
+    for (const bad of [{ state: 'active' }, { state: 'gone', worker: workerToInput(w5) }, { state: 'active', worker: { id: 5, baseUrl: 'ftp://x' } }])
+      sync.received('w5', bad);
     sync.received('w6', { state: 'active', worker: workerToInput(w5) });
     expect(invalid).toBe(4);
     expect(fleet.ops).toHaveLength(4);

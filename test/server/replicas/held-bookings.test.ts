@@ -16,12 +16,24 @@ const idleCore: RemoteBookingCore = {
 };
 
 async function unconnectedSync(): Promise<ReplicaSync> {
-  const input = { model: 'm', workers: [{ id: 0, role: 'aggregated' as const, kind: 'vllm' as const, baseUrl: 'http://127.0.0.1:9' }], replicas: { nats: 'nats://127.0.0.1:1', connectTimeoutMs: 100 } };
+  const input = {
+    model: 'm',
+    workers: [{ id: 0, role: 'aggregated' as const, kind: 'vllm' as const, baseUrl: 'http://127.0.0.1:9' }],
+    replicas: { nats: 'nats://127.0.0.1:1', connectTimeoutMs: 100 },
+  };
   const config = parseRouterConfig(input).replicas!;
   return ReplicaSync.start({ config, model: 'm', cores: { prefill: idleCore, decode: idleCore }, log: silentLogger }, true);
 }
 
-const booking = (pool: 'prefill' | 'decode', requestId: string) => ({ pool, requestId, worker: 0, dpRank: 0, promptTokens: 64, overlapBlocks: 0, hashes: new Uint8Array(32) });
+const booking = (pool: 'prefill' | 'decode', requestId: string) => ({
+  pool,
+  requestId,
+  worker: 0,
+  dpRank: 0,
+  promptTokens: 64,
+  overlapBlocks: 0,
+  hashes: new Uint8Array(32),
+});
 const held = (s: ReplicaSync) => s.stats().localBookings;
 
 describe('ReplicaSync: its own bookings', () => {

@@ -38,14 +38,29 @@ export interface ReplicaCluster {
 /** `decode` simulated workers at speedup 1 (a long generation stays in flight while a test looks elsewhere). */
 export async function startReplicaCluster(o: { decode: number; workers?: number; speedup?: number }): Promise<ReplicaCluster> {
   const nats = await startNatsServer();
-  const fleet = await startEmbeddedFleet({ prefill: 0, decode: o.decode, style: 'vllm', speedup: o.speedup ?? 1, blockSize: BLOCK_SIZE, kvBlocks: 4096, model: MODEL });
+  const fleet = await startEmbeddedFleet({
+    prefill: 0,
+    decode: o.decode,
+    style: 'vllm',
+    speedup: o.speedup ?? 1,
+    blockSize: BLOCK_SIZE,
+    kvBlocks: 4096,
+    model: MODEL,
+  });
   const replicas: Replica[] = [];
   const closeReplicas = async () => {
     await Promise.all(replicas.splice(0).map((r) => r.close()));
   };
   const config = (id: string, extra: RouterConfigInput = {}): RouterConfigInput =>
     Object.assign(
-      { blockSize: BLOCK_SIZE, model: MODEL, health: { intervalMs: 0 }, seed: 7, workers: fleet.workers.slice(0, o.workers ?? o.decode), replicas: Object.assign({ nats: nats.url, id }, FAST) },
+      {
+        blockSize: BLOCK_SIZE,
+        model: MODEL,
+        health: { intervalMs: 0 },
+        seed: 7,
+        workers: fleet.workers.slice(0, o.workers ?? o.decode),
+        replicas: Object.assign({ nats: nats.url, id }, FAST),
+      },
       extra,
     );
   return {
@@ -88,7 +103,11 @@ export async function peersOf(url: string): Promise<string[]> {
 
 /** A replica's view of each decode worker's booked load, for a short probe prompt. */
 export async function candidates(url: string): Promise<Map<number, Candidate>> {
-  const res = await fetch(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'probe' }) });
+  const res = await fetch(`${url}/v1/route`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt: 'probe' }),
+  });
   expect(res.status).toBe(200);
   const q = (await res.json()) as { decode: { candidates: Candidate[] } };
   return new Map(q.decode.candidates.map((c) => [c.worker, c]));
@@ -111,7 +130,11 @@ export async function holdStream(url: string, seed: number): Promise<{ worker: n
 
 /** One short completion; its status and the decode worker that served it. */
 export async function complete(url: string, text: string, headers: Record<string, string> = {}): Promise<{ status: number; worker: number }> {
-  const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: Object.assign({ 'content-type': 'application/json' }, headers), body: JSON.stringify({ model: MODEL, prompt: text, max_tokens: 1 }) });
+  const res = await fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: Object.assign({ 'content-type': 'application/json' }, headers),
+    body: JSON.stringify({ model: MODEL, prompt: text, max_tokens: 1 }),
+  });
   await res.arrayBuffer();
   return { status: res.status, worker: Number(res.headers.get('x-kvroute-decode-worker')) };
 }

@@ -10,7 +10,17 @@ const batch: BookingBatch = {
   reset: false,
   ask: true,
   events: [
-    { kind: 'book', pool: 'decode', requestId: 'r1', worker: 7, dpRank: 1, promptTokens: 40, overlapBlocks: 2, expectedOutputTokens: 100, hashes: new Uint8Array(16).fill(9) },
+    {
+      kind: 'book',
+      pool: 'decode',
+      requestId: 'r1',
+      worker: 7,
+      dpRank: 1,
+      promptTokens: 40,
+      overlapBlocks: 2,
+      expectedOutputTokens: 100,
+      hashes: new Uint8Array(16).fill(9),
+    },
     { kind: 'book', pool: 'prefill', requestId: 'r2', worker: 0, dpRank: 0, promptTokens: 3, overlapBlocks: 0, hashes: new Uint8Array(0) },
     { kind: 'prefill_done', pool: 'prefill', requestId: 'r2' },
     { kind: 'free', pool: 'decode', requestId: 'r1' },

@@ -25,7 +25,7 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas over NATS', () => {
     await cluster?.close();
   });
 
-  it('shows a booking made on A in B\'s candidate load, and clears it when A frees it', async () => {
+  it("shows a booking made on A in B's candidate load, and clears it when A frees it", async () => {
     const a = await startReplica('a');
     const b = await startReplica('b');
     await waitFor(async () => (await peersOf(b.url)).includes('a'), 'B to hear from A');
@@ -47,13 +47,17 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas over NATS', () => {
     expect(await metricSum(b.url, 'kvroute_replica_invalid_messages_total')).toBe(0);
   });
 
-  it('routes B\'s next request away from the worker A loaded', async () => {
+  it("routes B's next request away from the worker A loaded", async () => {
     const a = await startReplica('a', { routing: { policy: 'least_loaded' } });
     const b = await startReplica('b', { routing: { policy: 'least_loaded' } });
     await waitFor(async () => (await peersOf(b.url)).includes('a'), 'B to hear from A');
     const held = await holdStream(a.url, 2);
     await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')) === 1, "A's booking to reach B");
-    const res = await fetch(`${b.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: prompt(64, 3), max_tokens: 1 }) });
+    const res = await fetch(`${b.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: prompt(64, 3), max_tokens: 1 }),
+    });
     expect(res.status).toBe(200);
     expect(Number(res.headers.get('x-kvroute-decode-worker'))).not.toBe(held.worker);
     held.stop();
@@ -68,18 +72,26 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas over NATS', () => {
     await waitFor(async () => (await metricSum(b.url, 'kvroute_replica_bookings', 'origin="a"')) === 0, "A's free to reach B");
   });
 
-  it('in approximate mode, teaches B\'s index what A routed (no engine events)', async () => {
+  it("in approximate mode, teaches B's index what A routed (no engine events)", async () => {
     const approx = { indexerMode: 'approximate' as const };
     const a = await startReplica('a', approx);
     const b = await startReplica('b', approx);
     await waitFor(async () => (await peersOf(b.url)).includes('a'), 'B to hear from A');
     const text = prompt(320, 6);
     const overlapOn = async (url: string) => {
-      const res = await fetch(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: text }) });
+      const res = await fetch(`${url}/v1/route`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, prompt: text }),
+      });
       return ((await res.json()) as { decode: { overlap_blocks: number } }).decode.overlap_blocks;
     };
     expect(await overlapOn(b.url)).toBe(0);
-    const res = await fetch(`${a.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: text, max_tokens: 1 }) });
+    const res = await fetch(`${a.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, prompt: text, max_tokens: 1 }),
+    });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     // 320 tokens = 20 full blocks, recorded by A's decision and by B from A's booking.

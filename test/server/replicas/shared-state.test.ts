@@ -17,7 +17,11 @@ async function workers(url: string): Promise<Map<number, string>> {
 }
 
 async function admin(url: string, method: string, path: string, body?: unknown): Promise<number> {
-  const res = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   await res.arrayBuffer();
   return res.status;
 }
@@ -44,7 +48,11 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas: shared sessions and
     const first = await complete(a.url, 'turn 1', { 'x-session-id': 'conv-7' });
     expect(first.status).toBe(200);
     await waitFor(async () => {
-      const q = await fetch(`${b.url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 'conv-7' }, body: JSON.stringify({ prompt: 'turn 2' }) });
+      const q = await fetch(`${b.url}/v1/route`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session-id': 'conv-7' },
+        body: JSON.stringify({ prompt: 'turn 2' }),
+      });
       return ((await q.json()) as { decode: { worker: number } }).decode.worker === first.worker;
     }, "A's session pin to reach B");
     for (const turn of ['turn 2', 'turn 3', 'turn 4']) expect((await complete(b.url, turn, { 'x-session-id': 'conv-7' })).worker).toBe(first.worker);
@@ -73,7 +81,10 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas: shared sessions and
     }, 'the shared fleet to reach a replica that started later');
 
     expect(await admin(b.url, 'POST', `/admin/workers/${drained}/activate`)).toBe(200);
-    await waitFor(async () => (await workers(a.url)).get(drained) === 'healthy' && (await workers(c.url)).get(drained) === 'healthy', 'the activation through B to reach A and C');
+    await waitFor(
+      async () => (await workers(a.url)).get(drained) === 'healthy' && (await workers(c.url)).get(drained) === 'healthy',
+      'the activation through B to reach A and C',
+    );
 
     expect(await admin(c.url, 'DELETE', `/admin/workers/${third.id}`)).toBe(200);
     await waitFor(async () => !(await workers(a.url)).has(third.id) && !(await workers(b.url)).has(third.id), 'the removal through C to reach A and B');

@@ -31,7 +31,14 @@ describe('warm-start snapshot format', () => {
     expect(back.replica).toBe('r1');
     expect(back.pools.decode.streams).toEqual(s.pools.decode.streams);
     const ix = KvIndexer.restore(back.pools.decode.index);
-    expect(ix.findMatches(computeBlockHashes(Uint32Array.from({ length: 8 }, (_, i) => i), 4))).toEqual([{ worker: 3, dpRank: 1, blocks: 2 }]);
+    expect(
+      ix.findMatches(
+        computeBlockHashes(
+          Uint32Array.from({ length: 8 }, (_, i) => i),
+          4,
+        ),
+      ),
+    ).toEqual([{ worker: 3, dpRank: 1, blocks: 2 }]);
   });
 
   it('refuses damaged, truncated, padded or foreign bytes with a SnapshotRejected', () => {
@@ -54,6 +61,8 @@ describe('warm-start snapshot format', () => {
 
   it('names every setting that differs', () => {
     expect(settingsMismatch(settings, settings)).toBeUndefined();
-    expect(settingsMismatch({ ...settings, blockSize: 16, maxBlocks: 10 }, settings)).toBe('taken with another configuration: blockSize 16 (here 4), maxBlocks 10 (here null)');
+    expect(settingsMismatch({ ...settings, blockSize: 16, maxBlocks: 10 }, settings)).toBe(
+      'taken with another configuration: blockSize 16 (here 4), maxBlocks 10 (here null)',
+    );
   });
 });

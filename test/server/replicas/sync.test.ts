@@ -31,10 +31,19 @@ describe.skipIf(NATS_SKIP_REASON !== null)('ReplicaSync on the wire', () => {
   const worker = () => cluster.fleet.workers[0].id;
   const batch = (o: Partial<BookingBatch>): Uint8Array =>
     encodeBatch(Object.assign({ from: 'x', epoch: 'e1', sentAt: Date.now(), seq: 1, reset: false, ask: false, events: [] }, o));
-  const book = (requestId: string) => ({ kind: 'book' as const, pool: 'decode' as const, requestId, worker: worker(), dpRank: 0, promptTokens: 64, overlapBlocks: 0, hashes: new Uint8Array(32) });
+  const book = (requestId: string) => ({
+    kind: 'book' as const,
+    pool: 'decode' as const,
+    requestId,
+    worker: worker(),
+    dpRank: 0,
+    promptTokens: 64,
+    overlapBlocks: 0,
+    hashes: new Uint8Array(32),
+  });
   const held = () => metricSum(b.url, 'kvroute_replica_bookings', 'origin="x"');
 
-  it('books a peer\'s events under its id, and drops them when it restarts under a new epoch', async () => {
+  it("books a peer's events under its id, and drops them when it restarts under a new epoch", async () => {
     nc.publish(SUBJECT, batch({ seq: 1, events: [book('r1'), book('r2')] }));
     await waitFor(async () => (await held()) === 2, "x's bookings to be applied");
     nc.publish(`kvroute.${MODEL}.heartbeats`, encodeHeartbeat({ from: 'x', epoch: 'e2', sentAt: Date.now(), bookings: 0 }));
@@ -51,7 +60,7 @@ describe.skipIf(NATS_SKIP_REASON !== null)('ReplicaSync on the wire', () => {
     expect(await held()).toBe(0);
   });
 
-  it('replaces what it holds of a peer with the peer\'s announcement', async () => {
+  it("replaces what it holds of a peer with the peer's announcement", async () => {
     nc.publish(SUBJECT, batch({ epoch: 'e3', seq: 6, events: [book('r4'), book('r5')] }));
     await waitFor(async () => (await held()) === 2, 'two bookings');
     nc.publish(SUBJECT, batch({ epoch: 'e3', seq: 7, reset: true, events: [book('r6')] }));

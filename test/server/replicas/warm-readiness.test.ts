@@ -23,7 +23,13 @@ function restored(): SnapshotLoad {
 
 function warmStart(load: SnapshotLoad | undefined, timeoutMs = 60_000) {
   const dropped: string[] = [];
-  const warm = new WarmStart({ load, timeoutMs, startedAt: performance.now(), log: silentLogger, dropWorker: (pool, worker) => dropped.push(`${pool}:${worker}`) });
+  const warm = new WarmStart({
+    load,
+    timeoutMs,
+    startedAt: performance.now(),
+    log: silentLogger,
+    dropWorker: (pool, worker) => dropped.push(`${pool}:${worker}`),
+  });
   return { warm, dropped };
 }
 

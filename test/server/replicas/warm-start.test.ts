@@ -28,7 +28,11 @@ async function health(url: string): Promise<{ code: number; body: Health }> {
 
 /** Overlap blocks per decode worker for `text`, as /v1/route sees them. */
 async function overlap(url: string, text: string): Promise<Record<number, number>> {
-  const res = await fetch(`${url}/v1/route`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: text }) });
+  const res = await fetch(`${url}/v1/route`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt: text }),
+  });
   expect(res.status).toBe(200);
   const q = (await res.json()) as { decode: { candidates: Array<{ worker: number; overlap_blocks: number }> } };
   return Object.fromEntries(q.decode.candidates.map((c) => [c.worker, c.overlap_blocks]));
@@ -128,7 +132,15 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas: warm start from the
 
   it("restores A's index in B, replays what the engines published since, and reports ready only then", async () => {
     const a = await cluster.start('a', replicas('a', { snapshotIntervalMs: 1000 }));
-    expect((await fetch(`${a.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: P1, max_tokens: 1 }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${a.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: MODEL, prompt: P1, max_tokens: 1 }),
+        })
+      ).status,
+    ).toBe(200);
     await waitFor(async () => best(await overlap(a.url, P1)) > 0, "P1's blocks to reach A's index");
     const seenByA = await overlap(a.url, P1);
     // Two publishes after P1 was indexed: the second captured it for sure.
@@ -141,7 +153,15 @@ describe.skipIf(NATS_SKIP_REASON !== null)('router replicas: warm start from the
     const engine = cluster.fleet.workers[1];
     const nextSeq = async () => ((await (await fetch(`${engine.baseUrl}/admin/faults`)).json()) as { next_event_seq: number }).next_event_seq;
     const seqBefore = await nextSeq();
-    expect((await fetch(`${engine.baseUrl}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: P2, max_tokens: 1 }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${engine.baseUrl}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: MODEL, prompt: P2, max_tokens: 1 }),
+        })
+      ).status,
+    ).toBe(200);
     await waitFor(async () => (await nextSeq()) > seqBefore, "the engine to publish P2's blocks");
 
     // B's catch-up goes through gates that hold the replays until the test lets them through.

@@ -6,10 +6,7 @@ import { Sequence } from '../../../src/sim/engine/request.js';
 import { model, prompt, runToIdle, storedHashes } from './helpers.js';
 
 function seq(id: string, tokens: Uint32Array): Sequence {
-  return new Sequence(
-    { id, promptTokens: tokens, maxTokens: 4, loraName: null, kvTransferredTokens: 0, holdBlocksAfterFinish: false, ignoreEos: false },
-    0,
-  );
+  return new Sequence({ id, promptTokens: tokens, maxTokens: 4, loraName: null, kvTransferredTokens: 0, holdBlocksAfterFinish: false, ignoreEos: false }, 0);
 }
 
 /** Admits a sequence with its prefix hit and computes its whole prompt. */

@@ -97,7 +97,16 @@ const engine = fc.record({
   offloadBlocks: fc.constantFrom(0, 0, 3, 24),
 });
 
-type Cfg = { blockSize: number; kvBlocks: number; maxNumBatchedTokens: number; maxNumSeqs: number; eosProbability: number; prefillHoldMs: number; seed: number; offloadBlocks: number };
+type Cfg = {
+  blockSize: number;
+  kvBlocks: number;
+  maxNumBatchedTokens: number;
+  maxNumSeqs: number;
+  eosProbability: number;
+  prefillHoldMs: number;
+  seed: number;
+  offloadBlocks: number;
+};
 type Op = typeof op extends fc.Arbitrary<infer T> ? T : never;
 
 /** Family prompts: the first `divergeAt` tokens are shared by every prompt of the family. */
@@ -224,7 +233,15 @@ describe('KV events', () => {
     const set = new Set<bigint>([9n]);
     applyEventsToSet(set, [
       { type: 'AllBlocksCleared' },
-      { type: 'BlockStored', blockHashes: BigUint64Array.of(1n, 2n), parentBlockHash: null, tokenIds: Uint32Array.of(0, 0), blockSize: 1, loraName: null, medium: 'GPU' },
+      {
+        type: 'BlockStored',
+        blockHashes: BigUint64Array.of(1n, 2n),
+        parentBlockHash: null,
+        tokenIds: Uint32Array.of(0, 0),
+        blockSize: 1,
+        loraName: null,
+        medium: 'GPU',
+      },
       { type: 'BlockRemoved', blockHashes: BigUint64Array.of(1n), medium: 'GPU' },
     ]);
     expect([...set]).toEqual([2n]);

@@ -133,7 +133,8 @@ describe('BlockHashIndex', () => {
           const [hi, lo] = k.split(':').map(Number);
           if (ix.get(hi, lo) !== val) wrong.push(k);
         }
-        for (let hi = 0; hi < 8; hi++) for (const lo of [0, 1, 1023, 1024, 2047, 0xffff_ffff, 0x8000_0000]) if (ix.get(hi, lo) !== (ref.get(`${hi}:${lo}`) ?? -1)) wrong.push(`${hi}:${lo}`);
+        for (let hi = 0; hi < 8; hi++)
+          for (const lo of [0, 1, 1023, 1024, 2047, 0xffff_ffff, 0x8000_0000]) if (ix.get(hi, lo) !== (ref.get(`${hi}:${lo}`) ?? -1)) wrong.push(`${hi}:${lo}`);
         expect(wrong).toEqual([]);
       }),
       { numRuns: 100 },

@@ -30,9 +30,21 @@ describe('offload to the CPU tier', () => {
     const offloaded = step.events.slice(0, removedAt).filter((e) => e.type === 'BlockStored' && e.medium === 'CPU');
     // The GPU evicts a's blocks tail first; the CPU announces them as the chain they are, with their tokens.
     expect(offloaded).toEqual([
-      { type: 'BlockStored', blockHashes: BigUint64Array.from(aHashes), parentBlockHash: null, tokenIds: prompt(16), blockSize: 4, loraName: null, medium: 'CPU' },
+      {
+        type: 'BlockStored',
+        blockHashes: BigUint64Array.from(aHashes),
+        parentBlockHash: null,
+        tokenIds: prompt(16),
+        blockSize: 4,
+        loraName: null,
+        medium: 'CPU',
+      },
     ]);
-    expect(step.events[removedAt]).toEqual({ type: 'BlockRemoved', blockHashes: BigUint64Array.from([aHashes[3], aHashes[2], aHashes[1], aHashes[0]]), medium: 'GPU' });
+    expect(step.events[removedAt]).toEqual({
+      type: 'BlockRemoved',
+      blockHashes: BigUint64Array.from([aHashes[3], aHashes[2], aHashes[1], aHashes[0]]),
+      medium: 'GPU',
+    });
     expect(m.offloadedBlockHashes()).toEqual(new Set(aHashes));
     expect(m.metrics()).toMatchObject({ offloadedBlocks: 4, offloadStores: 4, offloadEvictions: 0, evictions: 4 });
   });
@@ -46,7 +58,15 @@ describe('offload to the CPU tier', () => {
     m.submit({ id: 'b', promptTokens: prompt(20, 500), maxTokens: 1 }, first.endMs);
     const offloaded = cpu(runToIdle(m, first.endMs).events);
     expect(offloaded).toEqual([
-      { type: 'BlockStored', blockHashes: BigUint64Array.of(aHashes[3]), parentBlockHash: aHashes[2], tokenIds: prompt(16).slice(12), blockSize: 4, loraName: null, medium: 'CPU' },
+      {
+        type: 'BlockStored',
+        blockHashes: BigUint64Array.of(aHashes[3]),
+        parentBlockHash: aHashes[2],
+        tokenIds: prompt(16).slice(12),
+        blockSize: 4,
+        loraName: null,
+        medium: 'CPU',
+      },
     ]);
   });
 
@@ -83,7 +103,9 @@ describe('offload to the CPU tier', () => {
 
   it('evicts the CPU pool oldest first when it is full, with a BlockRemoved for the CPU medium', () => {
     const { m, second, aHashes } = evictA(2);
-    const seq = cpu(second.events).map((e) => `${e.type === 'BlockStored' ? 'stored' : 'removed'} ${[...e.blockHashes].map((h) => aHashes.indexOf(h)).join(',')}`);
+    const seq = cpu(second.events).map(
+      (e) => `${e.type === 'BlockStored' ? 'stored' : 'removed'} ${[...e.blockHashes].map((h) => aHashes.indexOf(h)).join(',')}`,
+    );
     // A pool of 2: the chain goes in two runs of 2; the second pushes the first out, its tail first.
     expect(seq).toEqual(['stored 2,3', 'removed 3,2', 'stored 0,1']);
     expect(m.offloadedBlockHashes()).toEqual(new Set([aHashes[1], aHashes[0]]));

@@ -38,7 +38,7 @@ describe('timing', () => {
     expect(transferMs(t, 0)).toBe(0);
     expect(transferMs(t, 500)).toBeCloseTo(1000, 9); // 1 MB at 1 MB/s
     // Default: 128 KiB per token at 25 GB/s.
-    expect(transferMs(cfg, 8192)).toBeCloseTo((8192 * 131072) / 25e9 * 1000, 9);
+    expect(transferMs(cfg, 8192)).toBeCloseTo(((8192 * 131072) / 25e9) * 1000, 9);
     const instant = resolveEngineConfig({ kvTransfer: { bytesPerToken: 1, bandwidthBytesPerS: Infinity } });
     expect(transferMs(instant, 1e6)).toBe(0);
   });
@@ -48,6 +48,6 @@ describe('timing', () => {
     expect(reloadMs(t, 0)).toBe(0);
     expect(reloadMs(t, 500)).toBeCloseTo(500, 9); // 1 MB at 1 MB/s, twice as fast
     // Default: 128 KiB per token over PCIe 4.0 x16 (25 GB/s): a 16-token block in 0.084 ms.
-    expect(reloadMs(cfg, 16)).toBeCloseTo((16 * 131072) / 25e9 * 1000, 12);
+    expect(reloadMs(cfg, 16)).toBeCloseTo(((16 * 131072) / 25e9) * 1000, 12);
   });
 });

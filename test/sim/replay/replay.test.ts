@@ -12,8 +12,7 @@ beforeAll(async () => {
   slice = (await loadTrace(tracePath)).slice(0, 150);
 });
 
-const withoutWallTimes = (r: ReplayReport) =>
-  JSON.parse(JSON.stringify(r, (k, v) => (k === 'wall_s' || k === 'simulated_to_wall' ? undefined : v)));
+const withoutWallTimes = (r: ReplayReport) => JSON.parse(JSON.stringify(r, (k, v) => (k === 'wall_s' || k === 'simulated_to_wall' ? undefined : v)));
 
 describe('runReplay', () => {
   const base = { traceName: 'synthetic_trace.jsonl', workers: 3, blockSize: 16, kvBlocks: 8192, arrivalScale: 2, seed: 7 };

@@ -54,14 +54,20 @@ describe('PromptSynthesizer', () => {
 
   it('matches writeBlockTokens for any hash ids, seed and block size', () => {
     fc.assert(
-      fc.property(fc.array(fc.maxSafeNat(), { maxLength: 5 }), fc.nat(), fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 400 }), (ids, seed, blockTokens, inputLength) => {
-        const tokens = new PromptSynthesizer(seed, blockTokens).prompt({ timestamp: 0, inputLength, outputLength: 1, hashIds: ids });
-        const expected = new Uint32Array(inputLength);
-        ids.forEach((id, k) => {
-          if (k * blockTokens < inputLength) writeBlockTokens(id, seed, expected, k * blockTokens, Math.min(blockTokens, inputLength - k * blockTokens));
-        });
-        expect(tokens).toEqual(expected);
-      }),
+      fc.property(
+        fc.array(fc.maxSafeNat(), { maxLength: 5 }),
+        fc.nat(),
+        fc.integer({ min: 1, max: 64 }),
+        fc.integer({ min: 1, max: 400 }),
+        (ids, seed, blockTokens, inputLength) => {
+          const tokens = new PromptSynthesizer(seed, blockTokens).prompt({ timestamp: 0, inputLength, outputLength: 1, hashIds: ids });
+          const expected = new Uint32Array(inputLength);
+          ids.forEach((id, k) => {
+            if (k * blockTokens < inputLength) writeBlockTokens(id, seed, expected, k * blockTokens, Math.min(blockTokens, inputLength - k * blockTokens));
+          });
+          expect(tokens).toEqual(expected);
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -49,7 +49,18 @@ describe.each<EngineKind>(['vllm', 'sglang', 'trtllm'])('disaggregated replay, %
   });
 
   it('is reproducible: the same seed gives the same report', async () => {
-    const cfg = { trace: slice, traceName: 'synthetic_trace.jsonl', workers: 0, disaggregated: { prefill: 2, decode: 1 }, handoff, policies: ['kv', 'random'] as const, blockSize: 16, kvBlocks: 8192, arrivalScale: 2, seed: 3 };
+    const cfg = {
+      trace: slice,
+      traceName: 'synthetic_trace.jsonl',
+      workers: 0,
+      disaggregated: { prefill: 2, decode: 1 },
+      handoff,
+      policies: ['kv', 'random'] as const,
+      blockSize: 16,
+      kvBlocks: 8192,
+      arrivalScale: 2,
+      seed: 3,
+    };
     const a = await runReplay(cfg);
     const b = await runReplay(cfg);
     expect(withoutWallTimes(a)).toEqual(withoutWallTimes(b));
@@ -88,22 +99,33 @@ describe('disaggregated replay, the router around the handoff', () => {
 });
 
 describe('replay with a worker down', () => {
-  it.each<EngineKind>(['vllm', 'sglang', 'trtllm'])('fails the %s legs refused by a down worker over to the others: every request completes, no fallback', async (handoff) => {
-    // Prefill worker 0 and decode worker 2 refuse every leg for the whole run.
-    const fleet = disaggregated({ handoff, down: [{ worker: 0 }, { worker: 2 }] });
-    const run = await fleet.run(slice.slice(0, 30));
-    expect(run.records.every((r) => Number.isFinite(r.finishMs) && !r.refused && r.worker === 3)).toBe(true);
-    expect(run.router).toMatchObject({ requests: 30, disaggregated: 30, fallbacks: 0 });
-    const refused = fleet.transport.stats().refusedLegs;
-    expect(refused).toBeGreaterThan(0);
-    expect(fleet.router.prefill.stats().retries + fleet.router.decode.stats().retries).toBe(refused);
-    expect(fleet.prefillEngines!.engines[0].metrics().steps).toBe(0);
-    expect(fleet.decodeEngines.engines[0].metrics().steps).toBe(0);
-    expectAllBookingsFreed(fleet);
-  });
+  it.each<EngineKind>(['vllm', 'sglang', 'trtllm'])(
+    'fails the %s legs refused by a down worker over to the others: every request completes, no fallback',
+    async (handoff) => {
+      // Prefill worker 0 and decode worker 2 refuse every leg for the whole run.
+      const fleet = disaggregated({ handoff, down: [{ worker: 0 }, { worker: 2 }] });
+      const run = await fleet.run(slice.slice(0, 30));
+      expect(run.records.every((r) => Number.isFinite(r.finishMs) && !r.refused && r.worker === 3)).toBe(true);
+      expect(run.router).toMatchObject({ requests: 30, disaggregated: 30, fallbacks: 0 });
+      const refused = fleet.transport.stats().refusedLegs;
+      expect(refused).toBeGreaterThan(0);
+      expect(fleet.router.prefill.stats().retries + fleet.router.decode.stats().retries).toBe(refused);
+      expect(fleet.prefillEngines!.engines[0].metrics().steps).toBe(0);
+      expect(fleet.decodeEngines.engines[0].metrics().steps).toBe(0);
+      expectAllBookingsFreed(fleet);
+    },
+  );
 
   it('with ejection in virtual time, a worker down for a span is refused once, ejected, and serves again after', async () => {
-    const fleet = new VirtualFleet({ workers: 3, policy: 'round_robin', engine, seed: 1, arrivalScale: 1, down: [{ worker: 1, fromMs: 0, toMs: 5_000 }], outlierDetection: { baseEjectionTimeMs: 10_000 } });
+    const fleet = new VirtualFleet({
+      workers: 3,
+      policy: 'round_robin',
+      engine,
+      seed: 1,
+      arrivalScale: 1,
+      down: [{ worker: 1, fromMs: 0, toMs: 5_000 }],
+      outlierDetection: { baseEjectionTimeMs: 10_000 },
+    });
     const run = await fleet.run(slice);
     expect(fleet.transport.stats().refusedLegs).toBe(1);
     expect(fleet.router.decode.stats().retries).toBe(1);
@@ -116,7 +138,18 @@ describe('replay with a worker down', () => {
   });
 
   it('leaves the figures unchanged when no fault is injected (the failover seam costs nothing)', async () => {
-    const cfg = { trace: slice, traceName: 't', workers: 0, disaggregated: { prefill: 2, decode: 2 }, handoff: 'sglang' as const, policies: ['kv'] as const, blockSize: 16, kvBlocks: 8192, arrivalScale: 2, seed: 3 };
+    const cfg = {
+      trace: slice,
+      traceName: 't',
+      workers: 0,
+      disaggregated: { prefill: 2, decode: 2 },
+      handoff: 'sglang' as const,
+      policies: ['kv'] as const,
+      blockSize: 16,
+      kvBlocks: 8192,
+      arrivalScale: 2,
+      seed: 3,
+    };
     const plain = await runReplay(cfg);
     const healthy = await runReplay({ ...cfg, faults: { down: [], outlierDetection: {} } });
     expect(withoutWallTimes(healthy)).toEqual(withoutWallTimes(plain));

@@ -15,7 +15,14 @@ function setup(role: WorkerInfo['role'] = 'aggregated', kind: EngineKind = 'vllm
   const t = new VirtualTransport(() => now);
   const info: WorkerInfo = { id: 7, role, kind, baseUrl: 'http://replay-worker-7.invalid', dpSize: 1 };
   t.addWorker(info, pool, 0);
-  const leg = (body: Record<string, unknown>, signal?: AbortSignal): Leg => ({ worker: info, dpRank: 0, route: '/v1/completions', body, requestId: 'r1', signal });
+  const leg = (body: Record<string, unknown>, signal?: AbortSignal): Leg => ({
+    worker: info,
+    dpRank: 0,
+    route: '/v1/completions',
+    body,
+    requestId: 'r1',
+    signal,
+  });
   /** Runs the engine until it is idle; returns whether the router saw anything. */
   const runAll = () => {
     let seen = false;
@@ -73,7 +80,11 @@ describe('VirtualTransport', () => {
     const { t, leg, runAll } = setup();
     const answer = t.json(leg({ prompt, max_tokens: 3 }));
     expect(runAll()).toBe(true);
-    expect(await answer).toMatchObject({ object: 'text_completion', choices: [{ finish_reason: 'length' }], usage: { prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 0 } } });
+    expect(await answer).toMatchObject({
+      object: 'text_completion',
+      choices: [{ finish_reason: 'length' }],
+      usage: { prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 0 } },
+    });
   });
 
   it('streams the first token, then the rest with the usage chunk and [DONE]', async () => {
@@ -140,7 +151,10 @@ describe('VirtualTransport: the body’s priority', () => {
     for (const priority of ['1', 1.5, Number.NaN]) {
       await expect(t.json(leg({ prompt, max_tokens: 1, priority }))).rejects.toMatchObject({ status: 400, failure: 'engine_rejected' });
     }
-    await expect(t.json(leg({ prompt, max_tokens: 1, priority: 2 }))).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/schedulingPolicy 'priority'/) });
+    await expect(t.json(leg({ prompt, max_tokens: 1, priority: 2 }))).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/schedulingPolicy 'priority'/),
+    });
     // Priority 0 is every request's under fcfs: served.
     const ok = t.json(leg({ prompt, max_tokens: 1, priority: 0 }));
     runAll();

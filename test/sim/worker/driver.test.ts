@@ -1,8 +1,15 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EngineDriver, type SteppableModel } from '../../../src/sim/worker/driver.js';
 
-interface Req { id: string; tokens: number }
-interface Out { id: string; tokenId: number; finishReason?: string }
+interface Req {
+  id: string;
+  tokens: number;
+}
+interface Out {
+  id: string;
+  tokenId: number;
+  finishReason?: string;
+}
 
 /** One token per running request per step, each step `stepMs` long, one event per step. */
 class FakeModel implements SteppableModel<Req, Out, string> {

@@ -37,7 +37,16 @@ describe('parseFaultCommand', () => {
   });
 
   it('refuses unknown switches and bad values as 400s', () => {
-    for (const bad of [{ explode: true }, { fail_next: -1 }, { fail_next: 'x' }, { hang: 1 }, { slow: 0 }, { slow: 'fast' }, { drop_events: 0.5 }, { restart: 'now' }]) {
+    for (const bad of [
+      { explode: true },
+      { fail_next: -1 },
+      { fail_next: 'x' },
+      { hang: 1 },
+      { slow: 0 },
+      { slow: 'fast' },
+      { drop_events: 0.5 },
+      { restart: 'now' },
+    ]) {
       let err: unknown;
       try {
         parseFaultCommand(bad);
@@ -86,7 +95,10 @@ describe('fault switches of a running worker', () => {
     });
     const health = fetch(`${w.url}/health`).then((r) => r.status);
     // Both requests have reached the worker and are held there, unanswered.
-    await eventually(async () => ((await (await fetch(`${w.url}/admin/faults`)).json()) as { parked_requests: number }).parked_requests === 2, 'both requests to be parked');
+    await eventually(
+      async () => ((await (await fetch(`${w.url}/admin/faults`)).json()) as { parked_requests: number }).parked_requests === 2,
+      'both requests to be parked',
+    );
     expect(answered).toBe(false);
     // The admin endpoint still answers: that is how a test releases the worker.
     expect((await post(`${w.url}/admin/faults`, { hang: false })).status).toBe(200);

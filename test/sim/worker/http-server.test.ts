@@ -50,9 +50,27 @@ describe('listenHttp', () => {
 
   it('turns thrown errors into OpenAI-style replies (sync and async)', async () => {
     const base = await serve([
-      { method: 'GET', path: '/bad', handler: () => { throw invalidRequest('nope', 'bad_thing'); } },
-      { method: 'GET', path: '/range', handler: async () => { throw new RangeError('out of range'); } },
-      { method: 'GET', path: '/boom', handler: async () => { throw new Error('kaput'); } },
+      {
+        method: 'GET',
+        path: '/bad',
+        handler: () => {
+          throw invalidRequest('nope', 'bad_thing');
+        },
+      },
+      {
+        method: 'GET',
+        path: '/range',
+        handler: async () => {
+          throw new RangeError('out of range');
+        },
+      },
+      {
+        method: 'GET',
+        path: '/boom',
+        handler: async () => {
+          throw new Error('kaput');
+        },
+      },
     ]);
     const bad = await fetch(`${base}/bad`);
     expect(bad.status).toBe(400);
@@ -165,4 +183,3 @@ describe('listenHttp', () => {
     await expect(listenHttp({ host: '127.0.0.1', port: a.port, routes: [] })).rejects.toThrow(/the port is in use/);
   });
 });
-

@@ -82,7 +82,9 @@ describe('KvEventPublisher', () => {
   });
 
   it('refuses bad options before binding', async () => {
-    await expect(KvEventPublisher.open({ host: '127.0.0.1', port: 0, topic: 'x', encoding: 'yaml' as never, replayBufferSteps: 10 })).rejects.toThrow(RangeError);
+    await expect(KvEventPublisher.open({ host: '127.0.0.1', port: 0, topic: 'x', encoding: 'yaml' as never, replayBufferSteps: 10 })).rejects.toThrow(
+      RangeError,
+    );
     await expect(KvEventPublisher.open({ host: '127.0.0.1', port: 0, topic: 'x', encoding: 'map', replayBufferSteps: 0 })).rejects.toThrow(/replayBufferSteps/);
     await expect(KvEventPublisher.open({ host: '127.0.0.1', port: 0, topic: 5 as never, encoding: 'map', replayBufferSteps: 1 })).rejects.toThrow(TypeError);
   });

@@ -32,13 +32,37 @@ describe('MsgpackWriter', () => {
     expect(hex('a'.repeat(256)).slice(0, 6)).toBe('da0100');
     expect(hex(new Array(15).fill(null)).slice(0, 2)).toBe('9f');
     expect(hex(new Array(16).fill(null)).slice(0, 6)).toBe('dc0010');
-    expect(new MsgpackWriter().writeMap([['b', 1], ['a', true]]).finish().toString('hex')).toBe('82a16201a161c3');
+    expect(
+      new MsgpackWriter()
+        .writeMap([
+          ['b', 1],
+          ['a', true],
+        ])
+        .finish()
+        .toString('hex'),
+    ).toBe('82a16201a161c3');
   });
 
   it('round-trips through msgpackr for arbitrary nested values', () => {
     const value = fc.letrec((tie) => ({
-      leaf: fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), fc.string(), fc.double({ noNaN: true, noInteger: true })),
-      node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node'), { maxLength: 20 }), fc.dictionary(fc.string().filter((k) => k !== '__proto__'), tie('node'), { maxKeys: 5 })),
+      leaf: fc.oneof(
+        fc.constant(null),
+        fc.boolean(),
+        fc.integer(),
+        fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+        fc.string(),
+        fc.double({ noNaN: true, noInteger: true }),
+      ),
+      node: fc.oneof(
+        { depthSize: 'small' },
+        tie('leaf'),
+        fc.array(tie('node'), { maxLength: 20 }),
+        fc.dictionary(
+          fc.string().filter((k) => k !== '__proto__'),
+          tie('node'),
+          { maxKeys: 5 },
+        ),
+      ),
     })).node;
     fc.assert(
       fc.property(value, (v) => {

@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OpenAiError } from '../../../src/sim/worker/errors.js';
-import {
-  chatRoleChunk,
-  fullResponse,
-  parseInferenceRequest,
-  parseJsonBody,
-  renderChat,
-  textChunk,
-  usageChunk,
-} from '../../../src/sim/worker/openai.js';
+import { chatRoleChunk, fullResponse, parseInferenceRequest, parseJsonBody, renderChat, textChunk, usageChunk } from '../../../src/sim/worker/openai.js';
 import { makeUsage } from '../../../src/engines/usage.js';
 
 const opts = { defaultChatMaxTokens: 256 };
@@ -53,7 +45,13 @@ describe('parseInferenceRequest', () => {
   it('renders chat messages through the built-in template', () => {
     const text = renderChat([
       { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: [{ type: 'text', text: 'Hi' }, { type: 'text', text: '!' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Hi' },
+          { type: 'text', text: '!' },
+        ],
+      },
       { role: 'assistant', content: null },
     ]);
     expect(text).toBe('<|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\n<|end|>\n<|assistant|>\n');
@@ -110,9 +108,16 @@ describe('response shapes', () => {
       usage: u,
       kv_transfer_params: null,
     });
-    const c = fullResponse(chat, 'ab', 'stop', u, { choice: { disaggregated_params: { request_type: 'context_only' } } }) as { object: string; choices: unknown[] };
+    const c = fullResponse(chat, 'ab', 'stop', u, { choice: { disaggregated_params: { request_type: 'context_only' } } }) as {
+      object: string;
+      choices: unknown[];
+    };
     expect(c.object).toBe('chat.completion');
-    expect(c.choices[0]).toMatchObject({ message: { role: 'assistant', content: 'ab' }, finish_reason: 'stop', disaggregated_params: { request_type: 'context_only' } });
+    expect(c.choices[0]).toMatchObject({
+      message: { role: 'assistant', content: 'ab' },
+      finish_reason: 'stop',
+      disaggregated_params: { request_type: 'context_only' },
+    });
   });
 
   it('builds stream chunks and the usage chunk with empty choices', () => {

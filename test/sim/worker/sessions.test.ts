@@ -18,7 +18,13 @@ describe('EngineSessions', () => {
   it('refuses bad bodies, a duplicate id and an unknown one with a 400', () => {
     const s = new EngineSessions(() => 0);
     s.openFrom({ capacity_of_str_len: 1, session_id: 'a' });
-    for (const body of [{}, { capacity_of_str_len: 0 }, { capacity_of_str_len: 1, session_id: 5 }, { capacity_of_str_len: 1, timeout: -1 }, { capacity_of_str_len: 1, session_id: 'a' }]) {
+    for (const body of [
+      {},
+      { capacity_of_str_len: 0 },
+      { capacity_of_str_len: 1, session_id: 5 },
+      { capacity_of_str_len: 1, timeout: -1 },
+      { capacity_of_str_len: 1, session_id: 'a' },
+    ]) {
       expect(() => s.openFrom(body)).toThrow(expect.objectContaining({ status: 400, code: 'invalid_session' }));
     }
     expect(() => s.closeFrom({ session_id: 'zz' })).toThrow(/does not exist/);

@@ -16,7 +16,11 @@ beforeAll(async () => {
 
 describe('a simulated worker over HTTP', () => {
   it('serves a non-streamed completion of token ids, with usage and the request id', async () => {
-    const r = await post(`${w.url}/v1/completions`, { prompt: range(1000, 10), max_tokens: 5, ignore_eos: true, model: 'any-model' }, { 'x-request-id': 'req-1' });
+    const r = await post(
+      `${w.url}/v1/completions`,
+      { prompt: range(1000, 10), max_tokens: 5, ignore_eos: true, model: 'any-model' },
+      { 'x-request-id': 'req-1' },
+    );
     expect(r.status).toBe(200);
     expect(r.headers.get('x-request-id')).toBe('req-1');
     expect(r.json).toMatchObject({
@@ -82,9 +86,19 @@ describe('a simulated worker over HTTP', () => {
   it('answers chat completions, streamed (role first) and not', async () => {
     const messages = [{ role: 'user', content: 'Hello there' }];
     const full = await post(`${w.url}/v1/chat/completions`, { messages, max_completion_tokens: 3, ignore_eos: true });
-    expect(full.json).toMatchObject({ object: 'chat.completion', choices: [{ message: { role: 'assistant' }, finish_reason: 'length' }], usage: { completion_tokens: 3 } });
+    expect(full.json).toMatchObject({
+      object: 'chat.completion',
+      choices: [{ message: { role: 'assistant' }, finish_reason: 'length' }],
+      usage: { completion_tokens: 3 },
+    });
     expect(full.json.id).toMatch(/^chatcmpl-/);
-    const s = await postStream(`${w.url}/v1/chat/completions`, { messages, max_tokens: 3, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+    const s = await postStream(`${w.url}/v1/chat/completions`, {
+      messages,
+      max_tokens: 3,
+      ignore_eos: true,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(s.chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
     expect(s.chunks.slice(1, 4).every((c) => c.object === 'chat.completion.chunk' && typeof c.choices[0].delta.content === 'string')).toBe(true);
     expect(s.chunks[4]).toMatchObject({ choices: [], usage: { completion_tokens: 3 } });
@@ -99,7 +113,13 @@ describe('a simulated worker over HTTP', () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: 'ok', worker_id: w.id, role: 'aggregated' });
     const metrics = await (await fetch(`${w.url}/metrics`)).text();
-    for (const name of ['vllm:kv_cache_usage_perc', 'vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:gpu_prefix_cache_hit_rate', 'vllm:num_preemptions_total']) {
+    for (const name of [
+      'vllm:kv_cache_usage_perc',
+      'vllm:num_requests_running',
+      'vllm:num_requests_waiting',
+      'vllm:gpu_prefix_cache_hit_rate',
+      'vllm:num_preemptions_total',
+    ]) {
       expect(metrics).toContain(`${name}{model_name="kvroute-sim",engine="${w.id}"}`);
     }
     const hitRate = Number(/vllm:gpu_prefix_cache_hit_rate\{[^}]*\} ([\d.e-]+)/.exec(metrics)?.[1]);

@@ -10,9 +10,7 @@ export interface HeldPrefill {
   blockIds: number[];
 }
 
-export type PullResult =
-  | { ok: true; held: HeldPrefill }
-  | { ok: false; status: 404 | 409 | 410; reason: string };
+export type PullResult = { ok: true; held: HeldPrefill } | { ok: false; status: 404 | 409 | 410; reason: string };
 
 interface Entry {
   engineRequestId: string;

@@ -23,9 +23,10 @@ export async function prepareSglang(ctx: HandoffContext, req: InferenceRequest, 
   }
   const host = req.body.bootstrap_host;
   const port = req.body.bootstrap_port;
-  if (typeof host !== 'string' || host === '') throw invalidRequest('an SGLang decode worker needs bootstrap_host (the prefill worker\'s bootstrap host)', 'missing_bootstrap');
+  if (typeof host !== 'string' || host === '')
+    throw invalidRequest("an SGLang decode worker needs bootstrap_host (the prefill worker's bootstrap host)", 'missing_bootstrap');
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw invalidRequest('an SGLang decode worker needs bootstrap_port (the prefill worker\'s bootstrap port)', 'missing_bootstrap');
+    throw invalidRequest("an SGLang decode worker needs bootstrap_port (the prefill worker's bootstrap port)", 'missing_bootstrap');
   }
   const outcome = await pullPrefill({ host, port, key: roomKey(room), waitMs: ctx.waitMs, signal });
   if (!outcome.ok) {

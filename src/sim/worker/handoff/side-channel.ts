@@ -53,7 +53,14 @@ export async function startSideChannel(opts: SideChannelOptions): Promise<HttpSe
 export type PullOutcome = { ok: true; promptTokens: number; blockIds: number[] } | { ok: false; status: number; reason: string };
 
 /** Pulls a held prefill from a side channel; network failures are outcomes too, never throws. */
-export async function pullPrefill(target: { host: string; port: number; key: string; engineId?: string; waitMs: number; signal?: AbortSignal }): Promise<PullOutcome> {
+export async function pullPrefill(target: {
+  host: string;
+  port: number;
+  key: string;
+  engineId?: string;
+  waitMs: number;
+  signal?: AbortSignal;
+}): Promise<PullOutcome> {
   const host = target.host.includes(':') && !target.host.startsWith('[') ? `[${target.host}]` : target.host;
   try {
     const res = await fetch(`http://${host}:${target.port}/kv/pull`, {

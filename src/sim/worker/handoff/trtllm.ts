@@ -26,7 +26,10 @@ export async function prepareTrtllm(ctx: HandoffContext, req: InferenceRequest, 
   const params = dp as Record<string, unknown>;
   const wanted = ctx.role === 'prefill' ? 'context_only' : 'generation_only';
   if (params.request_type !== wanted) {
-    throw invalidRequest(`a TensorRT-LLM ${ctx.role} worker needs disaggregated_params.request_type "${wanted}", got ${JSON.stringify(params.request_type)}`, 'invalid_disaggregated_params');
+    throw invalidRequest(
+      `a TensorRT-LLM ${ctx.role} worker needs disaggregated_params.request_type "${wanted}", got ${JSON.stringify(params.request_type)}`,
+      'invalid_disaggregated_params',
+    );
   }
   if (ctx.role === 'prefill') {
     const side = ctx.sideChannel as { host: string; port: number };

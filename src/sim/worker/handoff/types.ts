@@ -58,12 +58,7 @@ export const NO_HANDOFF: HandoffPlan = {
   abandon: () => {},
 };
 
-export type PrepareHandoff = (
-  ctx: HandoffContext,
-  req: InferenceRequest,
-  engineRequestId: string,
-  signal: AbortSignal,
-) => Promise<HandoffPlan>;
+export type PrepareHandoff = (ctx: HandoffContext, req: InferenceRequest, engineRequestId: string, signal: AbortSignal) => Promise<HandoffPlan>;
 
 /** A prefill leg that holds its blocks under `key` until pulled; `extras` shapes the response. */
 export function holdingPlan(

@@ -13,16 +13,19 @@ export const vllmKey = (remoteRequestId: string) => `vllm:${remoteRequestId}`;
 export async function prepareVllm(ctx: HandoffContext, req: InferenceRequest, engineRequestId: string, signal: AbortSignal): Promise<HandoffPlan> {
   const params = req.body.kv_transfer_params;
   if (params === undefined || params === null) {
-    if (ctx.role === 'prefill') throw invalidRequest('a vLLM prefill worker needs kv_transfer_params with do_remote_decode: true', 'missing_kv_transfer_params');
+    if (ctx.role === 'prefill')
+      throw invalidRequest('a vLLM prefill worker needs kv_transfer_params with do_remote_decode: true', 'missing_kv_transfer_params');
     return NO_HANDOFF; // a decode worker serves a plain request by computing the prompt itself
   }
   if (typeof params !== 'object' || Array.isArray(params)) throw invalidRequest('kv_transfer_params must be an object or null', 'invalid_kv_transfer_params');
   const p = params as Record<string, unknown>;
   if (ctx.role === 'prefill') {
-    if (p.do_remote_decode !== true) throw invalidRequest('a vLLM prefill worker needs kv_transfer_params.do_remote_decode: true', 'invalid_kv_transfer_params');
+    if (p.do_remote_decode !== true)
+      throw invalidRequest('a vLLM prefill worker needs kv_transfer_params.do_remote_decode: true', 'invalid_kv_transfer_params');
     const side = ctx.sideChannel as { host: string; port: number };
     const key = vllmKey(engineRequestId);
-    if (!ctx.holds.open(key, engineRequestId)) throw new OpenAiError(409, `request ${engineRequestId} is already held`, 'invalid_request_error', 'duplicate_request_id');
+    if (!ctx.holds.open(key, engineRequestId))
+      throw new OpenAiError(409, `request ${engineRequestId} is already held`, 'invalid_request_error', 'duplicate_request_id');
     return holdingPlan(ctx, key, engineRequestId, {
       handOffWhen: (r) => r.finishReason === 'length',
       extras: (_r, blockIds) => ({
@@ -47,8 +50,10 @@ export async function prepareVllm(ctx: HandoffContext, req: InferenceRequest, en
   const remoteRequestId = p.remote_request_id;
   const remoteEngineId = p.remote_engine_id;
   if (typeof host !== 'string' || host === '') throw invalidRequest('kv_transfer_params.remote_host must be a non-empty string', 'invalid_kv_transfer_params');
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) throw invalidRequest('kv_transfer_params.remote_port must be a port number', 'invalid_kv_transfer_params');
-  if (typeof remoteRequestId !== 'string' || remoteRequestId === '') throw invalidRequest('kv_transfer_params.remote_request_id must be a non-empty string', 'invalid_kv_transfer_params');
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw invalidRequest('kv_transfer_params.remote_port must be a port number', 'invalid_kv_transfer_params');
+  if (typeof remoteRequestId !== 'string' || remoteRequestId === '')
+    throw invalidRequest('kv_transfer_params.remote_request_id must be a non-empty string', 'invalid_kv_transfer_params');
   if (remoteEngineId !== undefined && remoteEngineId !== null && typeof remoteEngineId !== 'string') {
     throw invalidRequest('kv_transfer_params.remote_engine_id must be a string', 'invalid_kv_transfer_params');
   }

@@ -3,7 +3,15 @@ import { KvIndexer } from '../../../../src/core/indexer.js';
 import type { TraceRequest } from '../../../../src/sim/replay/trace.js';
 import { FLEET_MAGIC, encodeFleetOps } from '../../../../bench/peers/fleet-scale/ops-file.js';
 import { prepare, replayKvroute } from '../../../../bench/peers/fleet-scale/kvroute-replay.js';
-import { COPY_STRIDE, fleetWorkload, localHashesOf, OP_QUERY, OP_REMOVED, OP_STORED, type FleetWorkloadOptions } from '../../../../bench/peers/fleet-scale/workload.js';
+import {
+  COPY_STRIDE,
+  fleetWorkload,
+  localHashesOf,
+  OP_QUERY,
+  OP_REMOVED,
+  OP_STORED,
+  type FleetWorkloadOptions,
+} from '../../../../bench/peers/fleet-scale/workload.js';
 
 /** A conversation-like trace: every request shares block 0, then its session's growing prefix. */
 function trace(requests: number): TraceRequest[] {

@@ -68,8 +68,22 @@ describe.skipIf(!hasPython)("Dynamo's replay driver", () => {
     const replay = await DynamoReplay.start('python3', 'trace.jsonl', 4, env);
     try {
       const run = await replay.run('kv_router', { blockSize: 16, kvBlocks: 65_536 });
-      expect(run).toMatchObject({ type: 'run', router_mode: 'kv_router', block_size: 16, num_gpu_blocks: 65_536, wall_time_ms: 5, duration_ms: 9000, completed: 3, prefix_cache_reused_ratio: 0.25, median_ttft_ms: 12 });
-      expect(await replay.run('round_robin', { blockSize: 64, kvBlocks: 16_384 })).toMatchObject({ router_mode: 'round_robin', block_size: 64, num_gpu_blocks: 16_384 });
+      expect(run).toMatchObject({
+        type: 'run',
+        router_mode: 'kv_router',
+        block_size: 16,
+        num_gpu_blocks: 65_536,
+        wall_time_ms: 5,
+        duration_ms: 9000,
+        completed: 3,
+        prefix_cache_reused_ratio: 0.25,
+        median_ttft_ms: 12,
+      });
+      expect(await replay.run('round_robin', { blockSize: 64, kvBlocks: 16_384 })).toMatchObject({
+        router_mode: 'round_robin',
+        block_size: 64,
+        num_gpu_blocks: 16_384,
+      });
     } finally {
       await replay.close();
     }
@@ -110,24 +124,37 @@ describe.skipIf(!hasPython)("Dynamo's replay driver", () => {
       await peer.close();
     }
     // Only the failing replay and the last one reached Dynamo.
-    expect(recorded().slice(before).map((c) => c.extra_engine_args)).toEqual([{ engine: { block_size: 16, num_gpu_blocks: 1 } }, { engine: { block_size: 32, num_gpu_blocks: 32_768 } }]);
+    expect(
+      recorded()
+        .slice(before)
+        .map((c) => c.extra_engine_args),
+    ).toEqual([{ engine: { block_size: 16, num_gpu_blocks: 1 } }, { engine: { block_size: 32, num_gpu_blocks: 32_768 } }]);
   });
 
   // The real wheels, when `npm run bench -- --peers --only dynamo-replay` has installed them.
   const python = cachePath('dynamo-1.6.1', 'bin', 'python');
-  it.skipIf(!existsSync(python))("sets Dynamo 1.6.1's engines to the setting asked for", async () => {
-    const trace = fileURLToPath(new URL('../../../../traces/synthetic_trace.jsonl', import.meta.url));
-    const first = join(dir, 'first-50.jsonl');
-    writeFileSync(first, `${readFileSync(trace, 'utf8').split('\n').slice(0, 50).join('\n')}\n`);
-    const replay = await DynamoReplay.start(python, first, 4);
-    try {
-      expect(await replay.run('kv_router', { blockSize: 16, kvBlocks: 65_536 })).toMatchObject({ block_size: 16, num_gpu_blocks: 65_536, requests: 50, completed: 50 });
-      // A cache smaller than most prompts: Dynamo refuses those, so the setting reached its engines.
-      const small = await replay.run('kv_router', { blockSize: 16, kvBlocks: 64 });
-      expect(small).toMatchObject({ block_size: 16, num_gpu_blocks: 64, requests: 50 });
-      expect(small.completed).toBeLessThan(50);
-    } finally {
-      await replay.close();
-    }
-  }, 60_000);
+  it.skipIf(!existsSync(python))(
+    "sets Dynamo 1.6.1's engines to the setting asked for",
+    async () => {
+      const trace = fileURLToPath(new URL('../../../../traces/synthetic_trace.jsonl', import.meta.url));
+      const first = join(dir, 'first-50.jsonl');
+      writeFileSync(first, `${readFileSync(trace, 'utf8').split('\n').slice(0, 50).join('\n')}\n`);
+      const replay = await DynamoReplay.start(python, first, 4);
+      try {
+        expect(await replay.run('kv_router', { blockSize: 16, kvBlocks: 65_536 })).toMatchObject({
+          block_size: 16,
+          num_gpu_blocks: 65_536,
+          requests: 50,
+          completed: 50,
+        });
+        // A cache smaller than most prompts: Dynamo refuses those, so the setting reached its engines.
+        const small = await replay.run('kv_router', { blockSize: 16, kvBlocks: 64 });
+        expect(small).toMatchObject({ block_size: 16, num_gpu_blocks: 64, requests: 50 });
+        expect(small.completed).toBeLessThan(50);
+      } finally {
+        await replay.close();
+      }
+    },
+    60_000,
+  );
 });

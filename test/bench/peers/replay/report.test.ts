@@ -9,7 +9,19 @@ const [DYNAMO_DEFAULT, VLLM_BLOCKS] = REPLAY_SETTINGS;
 
 const round = (kvWall: number, dynWallMs: number, mode: string, blockSize = 64, blocks = 16_384, dynHitRate = 0.3137): ReplayRound => ({
   kvroute: { wall_s: kvWall, simulated_s: 1000, completed: 3993, hit_rate: 0.31, median_ttft_ms: 50 },
-  dynamo: { type: 'run', router_mode: mode, block_size: blockSize, num_gpu_blocks: blocks, call_s: dynWallMs / 1000 + 0.3, wall_time_ms: dynWallMs, duration_ms: 1_000_000, requests: 3993, completed: 3993, prefix_cache_reused_ratio: dynHitRate, median_ttft_ms: 45 },
+  dynamo: {
+    type: 'run',
+    router_mode: mode,
+    block_size: blockSize,
+    num_gpu_blocks: blocks,
+    call_s: dynWallMs / 1000 + 0.3,
+    wall_time_ms: dynWallMs,
+    duration_ms: 1_000_000,
+    requests: 3993,
+    completed: 3993,
+    prefix_cache_reused_ratio: dynHitRate,
+    median_ttft_ms: 45,
+  },
 });
 
 describe('the replay comparison report', () => {
@@ -23,10 +35,18 @@ describe('the replay comparison report', () => {
   it('sets kvroute against Dynamo per setting and policy, medians of the rounds after the warm-up, with the target of at least its speed', () => {
     const groups: ReplayGroup[] = [
       // The warm-up round (1 s against 100 ms) must not move the medians.
-      { setting: DYNAMO_DEFAULT, policy: RR, rounds: [round(1000, 100, 'round_robin'), round(10, 2000, 'round_robin'), round(20, 1000, 'round_robin'), round(12.5, 2000, 'round_robin')] },
+      {
+        setting: DYNAMO_DEFAULT,
+        policy: RR,
+        rounds: [round(1000, 100, 'round_robin'), round(10, 2000, 'round_robin'), round(20, 1000, 'round_robin'), round(12.5, 2000, 'round_robin')],
+      },
       { setting: DYNAMO_DEFAULT, policy: KV, rounds: [round(40, 5000, 'kv_router'), round(20, 2500, 'kv_router')] },
       // Dynamo's hit rate differs between rounds (random tie-breaks); the warm-up's is left out.
-      { setting: VLLM_BLOCKS, policy: KV, rounds: [round(40, 5000, 'kv_router', 16, 65_536, 0.5), round(2, 4000, 'kv_router', 16, 65_536, 0.291), round(2, 4000, 'kv_router', 16, 65_536, 0.316)] },
+      {
+        setting: VLLM_BLOCKS,
+        policy: KV,
+        rounds: [round(40, 5000, 'kv_router', 16, 65_536, 0.5), round(2, 4000, 'kv_router', 16, 65_536, 0.291), round(2, 4000, 'kv_router', 16, 65_536, 0.316)],
+      },
     ];
     const r = replayReport({ trace: 'synthetic_trace.jsonl', requests: 3993, groups });
     expect(r.figures).toHaveLength(3);

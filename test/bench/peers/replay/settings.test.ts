@@ -32,7 +32,7 @@ describe("the driver's run command", () => {
     expect(() => dynamoRunCommand('kv_router', { blockSize: 3, kvBlocks: 1 })).toThrow(RangeError);
   });
 
-  it("refuses a replay whose echoed engine config is not the one asked for", () => {
+  it('refuses a replay whose echoed engine config is not the one asked for', () => {
     const reply = { type: 'run', block_size: 64, num_gpu_blocks: 16_384 } as DynamoReplayRun;
     expect(checkEcho(reply, { blockSize: 64, kvBlocks: 16_384 })).toBe(reply);
     expect(() => checkEcho(reply, { blockSize: 16, kvBlocks: 65_536 })).toThrow(/ran 64-token blocks x 16384, not the 16 x 65536/);

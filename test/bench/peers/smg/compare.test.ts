@@ -19,7 +19,13 @@ describe('the SMG comparison', () => {
   });
 
   it('sends streamed completions with text or token-id prompts', () => {
-    expect(JSON.parse(completionBody('bench', 'hello there', 4))).toEqual({ model: 'bench', prompt: 'hello there', max_tokens: 4, stream: true, stream_options: { include_usage: true } });
+    expect(JSON.parse(completionBody('bench', 'hello there', 4))).toEqual({
+      model: 'bench',
+      prompt: 'hello there',
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(JSON.parse(completionBody('bench', Uint32Array.of(7, 8), 4)).prompt).toEqual([7, 8]);
   });
 
@@ -28,6 +34,9 @@ describe('the SMG comparison', () => {
     expect(c.tokenizer).toEqual({ type: 'huggingface', path: '/tok' });
     expect(c.indexerMode).toBe('approximate');
     expect(c.decode.policy).toBe('kv');
-    expect(c.workers.map((w) => [w.id, w.baseUrl, w.kind])).toEqual([[0, 'http://127.0.0.1:1', 'vllm'], [1, 'http://127.0.0.1:2', 'vllm']]);
+    expect(c.workers.map((w) => [w.id, w.baseUrl, w.kind])).toEqual([
+      [0, 'http://127.0.0.1:1', 'vllm'],
+      [1, 'http://127.0.0.1:2', 'vllm'],
+    ]);
   });
 });

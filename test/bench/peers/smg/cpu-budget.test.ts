@@ -37,7 +37,12 @@ describe('machineCpuOfRound', () => {
 
 describe('cpuBudget', () => {
   it('takes the medians of the rounds with machine figures, the rest being busy time neither router nor world', () => {
-    const b = cpuBudget([round(5000, 200, 150, 400, 0.02), round(5400, 190, 140, 380, 0.04), round(5200, 210, 160, 420, 0.03), { rps: 1, completed: 1, failed: 0 }])!;
+    const b = cpuBudget([
+      round(5000, 200, 150, 400, 0.02),
+      round(5400, 190, 140, 380, 0.04),
+      round(5200, 210, 160, 420, 0.03),
+      { rps: 1, completed: 1, failed: 0 },
+    ])!;
     expect(b).toEqual({ rps: 5200, routerUs: 200, worldUs: 150, restUs: 50, busyUs: 400, idleShare: 0.03, cores: 2 });
     expect(cpuBudget([{ rps: 1, completed: 1, failed: 0 }])).toBeUndefined();
     expect(routerPlusWorldBound(b, 1.5)).toBeCloseTo(233.33, 2);
@@ -48,7 +53,14 @@ describe('cpuBudget', () => {
   it('states the bound when SMG saturated the machine', () => {
     const smg = cpuBudget([round(5000, 200, 150, 400, 0.02)])!;
     const kv = cpuBudget([round(5500, 150, 140, 320, 0.2)])!;
-    const md = cpuBudgetMarkdown([{ label: 'SMG', budget: smg }, { label: 'kvroute text', budget: kv }], smg, 1.5);
+    const md = cpuBudgetMarkdown(
+      [
+        { label: 'SMG', budget: smg },
+        { label: 'kvroute text', budget: kv },
+      ],
+      smg,
+      1.5,
+    );
     expect(md).toContain('| SMG | 5000 | 200 | 150 | 50 | 400 | 2% |');
     expect(md).toContain('| kvroute text | 5500 | 150 | 140 | 30 | 320 | 20% |');
     expect(md).toContain('the machine was saturated');
@@ -70,7 +82,11 @@ describe('cpuBudget', () => {
 
 describe('the rounds thread by thread', () => {
   it('takes the medians of each role over the rounds', () => {
-    const b = cpuBudget([round(5000, 150, 90, 250, 0.2, threads({ main: 0.8 })), round(5100, 150, 90, 250, 0.2, threads({ main: 0.9 })), round(5200, 150, 90, 250, 0.2, threads({ main: 0.85 }))])!;
+    const b = cpuBudget([
+      round(5000, 150, 90, 250, 0.2, threads({ main: 0.8 })),
+      round(5100, 150, 90, 250, 0.2, threads({ main: 0.9 })),
+      round(5200, 150, 90, 250, 0.2, threads({ main: 0.85 })),
+    ])!;
     expect(b.threads!.routerMain).toEqual({ share: 0.85, waiting: 0.05, busiest: 0.85, busiestWaiting: 0.05, threads: 1 });
     expect(b.threads!.worldOther.threads).toBe(8);
   });
@@ -91,11 +107,24 @@ describe('the rounds thread by thread', () => {
   it('tables each part of the world and the router, and what bounded each router', () => {
     const smg = cpuBudget([round(6000, 200, 95, 300, 0.04, threads({ main: 0, mainWait: 0, routerOther: 0.64 }))])!;
     const kv = cpuBudget([round(7000, 135, 90, 230, 0.17, threads({ main: 0.9, mainWait: 0.06 }))])!;
-    const md = cpuBudgetMarkdown([{ label: 'SMG', budget: smg }, { label: 'kvroute text', budget: kv }], smg, 1.5);
+    const md = cpuBudgetMarkdown(
+      [
+        { label: 'SMG', budget: smg },
+        { label: 'kvroute text', budget: kv },
+      ],
+      smg,
+      1.5,
+    );
     expect(md).toContain('**Thread by thread**');
-    expect(md).toContain("| SMG | 30% +10% waiting | 30% +10% waiting | 5% +0% waiting | 0% +0% waiting | 64% +0% waiting (busiest 64%) | the machine's cores (4% idle), no thread on a core 90% of the round |");
-    expect(md).toContain("| kvroute text | 30% +10% waiting | 30% +10% waiting | 5% +0% waiting | 90% +6% waiting | 5% +0% waiting (busiest 5%) | the router's main thread (work 96% of the round) |");
+    expect(md).toContain(
+      "| SMG | 30% +10% waiting | 30% +10% waiting | 5% +0% waiting | 0% +0% waiting | 64% +0% waiting (busiest 64%) | the machine's cores (4% idle), no thread on a core 90% of the round |",
+    );
+    expect(md).toContain(
+      "| kvroute text | 30% +10% waiting | 30% +10% waiting | 5% +0% waiting | 90% +6% waiting | 5% +0% waiting (busiest 5%) | the router's main thread (work 96% of the round) |",
+    );
     // 0.9 of a core at 7,000 req/s: 129 us per request on the main thread, against 1,000,000 / (1.5 x 6,000) = 111 us.
-    expect(md).toContain("1.5x SMG's req/s needs at most one core / that rate = **111 us** per request on that thread (and a core of its own all the time); it took 129 us (kvroute text).");
+    expect(md).toContain(
+      "1.5x SMG's req/s needs at most one core / that rate = **111 us** per request on that thread (and a core of its own all the time); it took 129 us (kvroute text).",
+    );
   });
 });

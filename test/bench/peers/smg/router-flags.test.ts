@@ -5,7 +5,10 @@ import { ROUTER_NODE_FLAGS } from '../../../../src/cli/node-flags.js';
 describe("the smg-frontend router's node flags", () => {
   it("are npm start's unless KVROUTE_BENCH_ROUTER_FLAGS names others; empty means none", () => {
     expect(routerNodeFlags({})).toEqual([...ROUTER_NODE_FLAGS]);
-    expect(routerNodeFlags({ [ROUTER_FLAGS_ENV]: '  --max-semi-space-size=8   --single-threaded-gc ' })).toEqual(['--max-semi-space-size=8', '--single-threaded-gc']);
+    expect(routerNodeFlags({ [ROUTER_FLAGS_ENV]: '  --max-semi-space-size=8   --single-threaded-gc ' })).toEqual([
+      '--max-semi-space-size=8',
+      '--single-threaded-gc',
+    ]);
     expect(routerNodeFlags({ [ROUTER_FLAGS_ENV]: '' })).toEqual([]);
     expect(routerNodeFlags({ [ROUTER_FLAGS_ENV]: '--no_minor_gc_task' })).toEqual(['--no_minor_gc_task']);
   });

@@ -10,9 +10,39 @@ describe('driving SMG', () => {
   it('waits until every engine is listed healthy and ready', () => {
     const urls = ['http://a', 'http://b'];
     expect(workersReady({ workers: [{ url: 'http://a', is_healthy: true, status: 'ready' }] }, urls)).toBe(false);
-    expect(workersReady({ workers: [{ url: 'http://a', is_healthy: true, status: 'ready' }, { url: 'http://b', is_healthy: false, status: 'ready' }] }, urls)).toBe(false);
-    expect(workersReady({ workers: [{ url: 'http://a', is_healthy: true, status: 'ready' }, { url: 'http://b', is_healthy: true, status: 'pending' }] }, urls)).toBe(false);
-    expect(workersReady({ workers: [{ url: 'http://b', is_healthy: true }, { url: 'http://a', is_healthy: true, status: 'ready' }] }, urls)).toBe(true);
+    expect(
+      workersReady(
+        {
+          workers: [
+            { url: 'http://a', is_healthy: true, status: 'ready' },
+            { url: 'http://b', is_healthy: false, status: 'ready' },
+          ],
+        },
+        urls,
+      ),
+    ).toBe(false);
+    expect(
+      workersReady(
+        {
+          workers: [
+            { url: 'http://a', is_healthy: true, status: 'ready' },
+            { url: 'http://b', is_healthy: true, status: 'pending' },
+          ],
+        },
+        urls,
+      ),
+    ).toBe(false);
+    expect(
+      workersReady(
+        {
+          workers: [
+            { url: 'http://b', is_healthy: true },
+            { url: 'http://a', is_healthy: true, status: 'ready' },
+          ],
+        },
+        urls,
+      ),
+    ).toBe(true);
   });
 
   it('finds a port that can be listened on', async () => {

@@ -18,8 +18,14 @@ describe('the stage split', () => {
     const usual = [0.1, 0.01, 0.1, 0.02, 0.03, 0.1, 0.07, 0.08];
     const rows = Array.from({ length: 200 }, (_, i) => row(i * 2, usual));
     // Two slow requests: 2 ms more in the engine leg, one of them over a 1.5 ms GC pause.
-    rows[50] = row(100, usual.map((x, i) => (STAGES[i].name.startsWith('engine leg') ? x + 2 : x)));
-    rows[51] = row(102, usual.map((x, i) => (STAGES[i].name.startsWith('engine leg') ? x + 2 : x)));
+    rows[50] = row(
+      100,
+      usual.map((x, i) => (STAGES[i].name.startsWith('engine leg') ? x + 2 : x)),
+    );
+    rows[51] = row(
+      102,
+      usual.map((x, i) => (STAGES[i].name.startsWith('engine leg') ? x + 2 : x)),
+    );
     const gc = [100.3e6, 1.5e6, 1, 0, 300.1e6, 0.2e6, 1, 0];
     const a = attribute(rows, gc, 4);
     const stage = (name: string) => a.stages.find((s) => s.name.startsWith(name))!;

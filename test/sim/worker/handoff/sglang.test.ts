@@ -19,8 +19,18 @@ describe('SGLang prefill/decode handoff', () => {
   });
 
   it('runs both legs at once; the client gets the decode stream', async () => {
-    const body = { prompt: range(20_000, 18), max_tokens: 5, ignore_eos: true, stream: true, stream_options: { include_usage: true }, ...bootstrap(123_456_789) };
-    const [p, d] = await Promise.all([post(`${prefill.url}/v1/completions`, { ...body, stream: false, stream_options: undefined }), postStream(`${decode.url}/v1/completions`, body)]);
+    const body = {
+      prompt: range(20_000, 18),
+      max_tokens: 5,
+      ignore_eos: true,
+      stream: true,
+      stream_options: { include_usage: true },
+      ...bootstrap(123_456_789),
+    };
+    const [p, d] = await Promise.all([
+      post(`${prefill.url}/v1/completions`, { ...body, stream: false, stream_options: undefined }),
+      postStream(`${decode.url}/v1/completions`, body),
+    ]);
     expect(p.status).toBe(200);
     expect(p.json.usage.completion_tokens).toBe(1); // the prefill leg stops after its first token
     expect(d.status).toBe(200);
@@ -47,7 +57,13 @@ describe('SGLang prefill/decode handoff', () => {
   });
 
   it('fails the decode leg when the bootstrap address is unreachable', async () => {
-    const r = await post(`${decode.url}/v1/completions`, { prompt: [1, 2, 3], max_tokens: 1, bootstrap_host: '127.0.0.1', bootstrap_port: 1, bootstrap_room: 7 });
+    const r = await post(`${decode.url}/v1/completions`, {
+      prompt: [1, 2, 3],
+      max_tokens: 1,
+      bootstrap_host: '127.0.0.1',
+      bootstrap_port: 1,
+      bootstrap_room: 7,
+    });
     expect(r.status).toBe(500);
     expect(r.json.error.message).toMatch(/cannot reach/);
   });

@@ -14,7 +14,12 @@ beforeAll(async () => {
 describe('TensorRT-LLM context/generation handoff', () => {
   it('context_only returns disaggregated_params that a generation_only request consumes', async () => {
     const messages = [{ role: 'user', content: 'Tell me about KV caches, please.' }];
-    const ctx = await post(`${ctxWorker.url}/v1/chat/completions`, { messages, max_tokens: 8, ignore_eos: true, disaggregated_params: { request_type: 'context_only' } });
+    const ctx = await post(`${ctxWorker.url}/v1/chat/completions`, {
+      messages,
+      max_tokens: 8,
+      ignore_eos: true,
+      disaggregated_params: { request_type: 'context_only' },
+    });
     expect(ctx.status).toBe(200);
     const choice = ctx.json.choices[0];
     expect(choice.finish_reason).toBe('length');
@@ -36,7 +41,11 @@ describe('TensorRT-LLM context/generation handoff', () => {
     expect(gen.data.at(-1)).toBe('[DONE]');
     expect(gen.chunks.at(-1)?.usage.completion_tokens).toBe(8);
     // The context was pulled once: a second generation leg with the same state fails.
-    const again = await post(`${genWorker.url}/v1/chat/completions`, { messages, max_tokens: 2, disaggregated_params: { ...choice.disaggregated_params, request_type: 'generation_only' } });
+    const again = await post(`${genWorker.url}/v1/chat/completions`, {
+      messages,
+      max_tokens: 2,
+      disaggregated_params: { ...choice.disaggregated_params, request_type: 'generation_only' },
+    });
     expect(again.status).toBe(500);
     expect(again.json.error.code).toBe('kv_transfer_failed');
   });

@@ -4,7 +4,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { SimWorker } from '../../../../src/sim/worker/worker.js';
 import { eventually, post, postStream, range, worker } from '../helpers.js';
 
-const REQUEST_PARAMS = { do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null, remote_block_ids: null, remote_host: null, remote_port: null };
+const REQUEST_PARAMS = {
+  do_remote_decode: true,
+  do_remote_prefill: false,
+  remote_engine_id: null,
+  remote_block_ids: null,
+  remote_host: null,
+  remote_port: null,
+};
 
 let prefill: SimWorker;
 let decode: SimWorker;
@@ -21,7 +28,11 @@ describe('vLLM prefill/decode handoff', () => {
     const prompt = range(10_000, 22);
     const client = { prompt, max_tokens: 6, ignore_eos: true, stream: true, stream_options: { include_usage: true } };
     const idHeader = { 'x-request-id': 'vllm-e2e-1' };
-    const first = await post(`${prefill.url}/v1/completions`, { ...client, stream: false, stream_options: undefined, max_tokens: 1, kv_transfer_params: REQUEST_PARAMS }, idHeader);
+    const first = await post(
+      `${prefill.url}/v1/completions`,
+      { ...client, stream: false, stream_options: undefined, max_tokens: 1, kv_transfer_params: REQUEST_PARAMS },
+      idHeader,
+    );
     expect(first.status).toBe(200);
     const params = first.json.kv_transfer_params;
     expect(params).toEqual({
