@@ -67,7 +67,16 @@ impl PrefixCache {
   /// A cache of at most `budget` bytes. The hash seed is random per cache, so a client cannot
   /// aim for collisions (which would only cost misses anyway).
   pub fn new(budget: usize) -> Self {
-    Self { budget, seed: fastrand::u64(..), nodes: Vec::new(), free: Vec::new(), by_hash: FxHashMap::default(), lru: BTreeMap::new(), tick: 0, stats: CacheStats::default() }
+    Self {
+      budget,
+      seed: fastrand::u64(..),
+      nodes: Vec::new(),
+      free: Vec::new(),
+      by_hash: FxHashMap::default(),
+      lru: BTreeMap::new(),
+      tick: 0,
+      stats: CacheStats::default(),
+    }
   }
 
   pub fn stats(&self) -> CacheStats {

@@ -18,7 +18,10 @@ const CHUNK: usize = 4096;
 
 pub enum Splitter {
   /// Cut before these added tokens (their pattern indexes in `matcher` are `cut`).
-  AddedTokens { matcher: AhoCorasick, cut: Vec<bool> },
+  AddedTokens {
+    matcher: AhoCorasick,
+    cut: Vec<bool>,
+  },
   Chunks,
   /// This tokenizer gives no safe cut (an added token that looks at its neighbours).
   Never,
