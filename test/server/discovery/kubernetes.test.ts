@@ -155,7 +155,8 @@ describe('Kubernetes discovery', () => {
     const id0 = workerIdOf('uid-vllm-0');
 
     // Not Ready: out of selection, a request in flight on it finishes and frees its booking.
-    w0.faults.slow(50);
+    // Slow enough (5x real time) that the request is still running when the poll looks, on a quiet machine too.
+    w0.faults.slow(1000);
     const inFlight = fetch(`${url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-worker-instance-id': String(id0) },
