@@ -43,6 +43,7 @@ import { loadAccess } from '../access/load.js';
 import { FailureLog } from './failure-log.js';
 import { InFlight } from './inflight.js';
 import type { Discovery } from '../discovery/discovery.js';
+import { healthSummary, type RouterStatus } from './health-summary.js';
 
 export interface CreateRouterOptions {
   /** Tokenizer overriding config.tokenizer (e.g. an already loaded one). */
@@ -510,46 +511,13 @@ export class RouterImpl implements Router {
   }
 
   /** Warming: requests are served (on the restored index as far as it caught up), but a load balancer should wait before sending its share. */
-  private status(): 'draining' | 'unavailable' | 'warming' | 'ready' {
+  private status(): RouterStatus {
     return this.isDraining ? 'draining' : !this.ready() ? 'unavailable' : this.backend.warmStart?.ready() === false ? 'warming' : 'ready';
   }
 
   private healthReply(): HttpReply {
-    const workers = this.registry.list();
-    const count = (pred: (w: (typeof workers)[number]) => boolean) => workers.filter(pred).length;
-    const summary = {
-      status: this.status(),
-      workers: workers.length,
-      healthy: count((w) => w.state === 'healthy'),
-      unhealthy: count((w) => w.state === 'unhealthy'),
-      draining: count((w) => w.state === 'draining'),
-      not_ready: count((w) => w.state === 'not_ready'),
-      selectable: { prefill: this.registry.selectable('prefill').length, decode: this.registry.selectable('decode').length },
-      // Degraded, not down: a replica cut off from NATS still serves, on its own view.
-      replicas: this.backend.replicas?.status(),
-      warm_start: this.backend.warmStart?.status(),
-      // Degraded, not down: discovery cut off from the API server keeps the last known fleet.
-      discovery: this.discovery?.status(),
-      // Workers whose KV events the index refuses whole: they serve, but their cache earns no credit.
-      kv_events: this.kvEventProblems(),
-    };
+    const summary = healthSummary({ status: this.status(), registry: this.registry, backend: this.backend, discovery: this.discovery });
     return json(summary.status === 'ready' ? 200 : 503, summary);
-  }
-
-  private kvEventProblems(): Array<{ worker: number; problem: 'block_size_mismatch'; engine_block_size: number; router_block_size: number }> | undefined {
-    const out = this.backend.metricsSources.eventStats().flatMap((s) =>
-      s.blockSizeMismatch
-        ? [
-            {
-              worker: s.worker,
-              problem: 'block_size_mismatch' as const,
-              engine_block_size: s.blockSizeMismatch.engineBlockSize,
-              router_block_size: s.blockSizeMismatch.routerBlockSize,
-            },
-          ]
-        : [],
-    );
-    return out.length > 0 ? out : undefined;
   }
 
   private async readJson(call: HttpCall): Promise<Record<string, unknown>> {
