@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { Cancellation } from '../../util/cancellation.js';
 import { markVerbatim } from '../../engines/json.js';
 import { requestUsage, usageCounts, usageOf, wantsUsage } from '../../engines/usage.js';
-import { CHATML_TEMPLATE, ChatTemplate } from '../../preprocess/chat-template.js';
+import type { ChatTemplate } from '../../preprocess/chat-template.js';
 import type { TextTokenizer } from '../../preprocess/types.js';
 import { checkAdminAccess, handleAdmin } from '../fleet/admin.js';
 import { handleDashboard, isDashboardPath } from '../dashboard/page.js';
@@ -43,6 +43,8 @@ import { loadAccess } from '../access/load.js';
 import { FailureLog } from './failure-log.js';
 import { InFlight } from './inflight.js';
 import type { Discovery } from '../discovery/discovery.js';
+import { loadPreprocessing } from './preprocessing.js';
+import { drainCut, json, modelOf, modelsList, responseIdOf, withRequestId, within } from './replies.js';
 import { healthSummary, type RouterStatus } from './health-summary.js';
 
 export interface CreateRouterOptions {
@@ -150,25 +152,6 @@ export async function createRouter(input: RouterConfigInput = {}, opts: CreateRo
     }
   }
   return router;
-}
-
-async function loadPreprocessing(config: RouterConfig, opts: CreateRouterOptions): Promise<{ tokenizer: TextTokenizer; chatTemplate: ChatTemplate }> {
-  let tokenizer = opts.tokenizer;
-  let specialTokens: Record<string, string> = {};
-  let modelTemplate: ChatTemplate | undefined;
-  if (!tokenizer) {
-    if (config.tokenizer.type === 'byte') {
-      tokenizer = (await import('../../preprocess/byte-tokenizer.js')).byteTokenizer;
-    } else {
-      const hf = await (await import('../../preprocess/hf-tokenizer.js')).loadHfTokenizer(config.tokenizer.path);
-      tokenizer = hf;
-      specialTokens = hf.specialTokens;
-      modelTemplate = hf.chatTemplate;
-    }
-  }
-  // A configured template overrides the model's, with the model's special tokens.
-  const configured = config.chatTemplate ? new ChatTemplate(config.chatTemplate, specialTokens) : undefined;
-  return { tokenizer, chatTemplate: opts.chatTemplate ?? configured ?? modelTemplate ?? new ChatTemplate(CHATML_TEMPLATE) };
 }
 
 /** Requests a cut stream or request may take to end before the drain returns anyway. */
@@ -583,49 +566,4 @@ export class RouterImpl implements Router {
     // Spans still buffered are sent before the router is gone.
     await this.tracing?.shutdown();
   }
-}
-
-/** The 503 of a request cut by a drain that ran out of time. */
-function drainCut(): HttpError {
-  return new HttpError(503, 'service_unavailable', 'router_shutting_down', 'the router shut down before this request finished (its drain timeout ran out)', {
-    'retry-after': '1',
-  });
-}
-
-/** Whether `p` settled within `ms`. */
-async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([p.then(() => true as const), expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function json(status: number, value: unknown): HttpReply {
-  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(value) };
-}
-
-function modelsList(models: readonly string[]) {
-  const created = Math.floor(Date.now() / 1000);
-  return { object: 'list', data: models.map((id) => ({ id, object: 'model', created, owned_by: 'kvroute' })) };
-}
-
-/** The model label of a request: the engine body's model (one of config.models, so bounded). */
-function modelOf(prepared: PreparedRequest): string {
-  const m = prepared.body.model;
-  return typeof m === 'string' ? m : 'unknown';
-}
-
-/** The answer's id (gen_ai.response.id), when it has one. */
-function responseIdOf(body: unknown): string | undefined {
-  const id = (body as { id?: unknown } | null | undefined)?.id;
-  return typeof id === 'string' ? id : undefined;
-}
-
-/** Tags an error with the request's id, so its error reply echoes it (a generated id included). */
-function withRequestId(err: unknown, requestId: string): unknown {
-  if (typeof err === 'object' && err !== null) (err as { requestId?: string }).requestId ??= requestId;
-  return err;
 }
